@@ -1,0 +1,18 @@
+//! The policy gate: a pure function from a [`Policy`] and a [`Request`] to a [`Decision`].
+//!
+//! Nothing in this crate starts a process or writes a file. Loading reads the one
+//! file it is given; deciding only reads the filesystem to resolve symlinks of the
+//! workspace boundary.
+
+pub mod decision;
+pub mod gate;
+pub mod model;
+pub mod request;
+
+pub use gate::decide;
+pub use decision::{Decision, SegmentDecision, Step, Verdict};
+pub use model::{
+    Duration, EnvPolicy, FilesystemPolicy, Limits, NetworkMode, NetworkPolicy, Policy,
+    Rule, WorkspaceMode, WorkspacePolicy,
+};
+pub use request::{Command, Loosening, Request};

@@ -1,0 +1,43 @@
+//! The `Backend` trait: one implementation per isolation tier.
+
+use crate::{Outcome, SandboxSpec};
+
+/// Receives output as it happens, for live streaming. Called from the thread that
+/// called [`Backend::run`].
+pub trait OutputSink {
+    fn stdout(&mut self, chunk: &[u8]);
+    fn stderr(&mut self, chunk: &[u8]);
+}
+
+/// A sink that only collects (the outcome carries the capped output anyway).
+pub struct Discard;
+
+impl OutputSink for Discard {
+    fn stdout(&mut self, _: &[u8]) {}
+    fn stderr(&mut self, _: &[u8]) {}
+}
+
+/// Turns a spec into an outcome. Implementations must destroy everything they
+/// created before returning, on every path.
+pub trait Backend: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn run(&self, spec: &SandboxSpec, sink: &mut dyn OutputSink) -> Result<Outcome, SandboxError>;
+}
+
+/// Why a sandbox could not be built or run. A layer that cannot be applied is an
+/// error naming the layer: nothing degrades silently.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("sandbox layer `{layer}` could not be applied: {detail}")]
+    Layer { layer: &'static str, detail: String },
+    #[error("invalid sandbox spec: {0}")]
+    Spec(String),
+    #[error("sandbox helper failed: {0}")]
+    Helper(String),
+    #[error("i/o error during {context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,13 @@
+//! The wall behind the gate: runs a [`SandboxSpec`] in a disposable, isolated
+//! environment and reports an [`Outcome`].
+//!
+//! All of airlock's `unsafe` lives in this crate; every block carries a
+//! `// SAFETY:` line saying why it is sound.
+
+pub mod backend;
+pub mod outcome;
+pub mod spec;
+
+pub use backend::{Backend, OutputSink, SandboxError};
+pub use outcome::{ChangeKind, FileChange, KillReason, Outcome, Violation};
+pub use spec::{Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceSpec};

@@ -1,0 +1,78 @@
+//! `SandboxSpec`: everything a backend needs to build one sandbox.
+//!
+//! It is derived from the policy alone (plus the already-judged argv), never from
+//! the agent's free text, and it is plain data so that it can cross the pipe to the
+//! re-executed helper as JSON.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxSpec {
+    /// Correlates helper, cgroup, temp dirs and audit records.
+    pub request_id: String,
+    /// Program and arguments. argv[0] is looked up in the sandbox's PATH if it has no '/'.
+    pub argv: Vec<String>,
+    /// Absolute working directory (inside the workspace, at its real host path).
+    pub cwd: PathBuf,
+    /// The complete environment of the command; nothing else is inherited.
+    pub env: Vec<(String, String)>,
+    pub workspace: WorkspaceSpec,
+    pub network: NetworkSpec,
+    pub limits: Limits,
+    /// Extra host paths visible read-only.
+    pub read_paths: Vec<PathBuf>,
+    /// Extra host paths visible read-write.
+    pub write_paths: Vec<PathBuf>,
+    /// Paths masked (empty dir / `/dev/null`) even under a visible tree.
+    pub hide_paths: Vec<PathBuf>,
+    /// Bytes fed to the command's stdin; `None` means `/dev/null`.
+    #[serde(default)]
+    pub stdin: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceSpec {
+    /// Absolute host path; it appears at the same path inside.
+    pub root: PathBuf,
+    pub mode: WorkspaceMode,
+    /// Paths relative to root that stay read-only (rw mode) and are never applied back.
+    pub protect: Vec<PathBuf>,
+    /// Copy overlay changes back to the workspace after the run.
+    pub apply: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkspaceMode {
+    Overlay,
+    Ro,
+    Rw,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "mode")]
+pub enum NetworkSpec {
+    /// Empty network namespace: loopback only; sockets limited to AF_UNIX.
+    None,
+    /// Empty network namespace plus a relay to the host egress proxy's unix socket.
+    Proxy {
+        /// Host path of this execution's proxy socket, bound into the sandbox.
+        socket: PathBuf,
+    },
+    /// The host network (no network namespace). Only when the policy says `open`.
+    Open,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    pub timeout_ms: u64,
+    pub cpu_time_ms: u64,
+    pub memory_bytes: u64,
+    pub pids: u32,
+    pub cpus: f64,
+    pub output_bytes: u64,
+    pub tmp_bytes: u64,
+    pub file_size_bytes: u64,
+    pub open_files: u32,
+}

@@ -1,0 +1,4 @@
+pub mod check;
+pub mod doctor;
+pub mod policy;
+pub mod run;
