@@ -320,9 +320,9 @@ mod tests {
     #[test]
     fn abstract_sockets_and_signals_are_scoped() {
         let name = format!("airlock-landlock-test-{}", std::process::id());
+        let stream = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
         // SAFETY: socket with integer arguments.
-        let listener =
-            unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        let listener = unsafe { libc::socket(libc::AF_UNIX, stream, 0) };
         assert!(listener >= 0);
         // SAFETY: zeroed sockaddr_un is a valid value.
         let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };

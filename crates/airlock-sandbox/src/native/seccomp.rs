@@ -769,7 +769,7 @@ mod tests {
     #[test]
     fn denied_syscalls_answer_eperm() {
         let got = probe_under(SocketRule::UnixOnly, || {
-            // SAFETY (all syscalls below): integer or null arguments; the calls
+            // SAFETY: every syscall below gets integer or null arguments; the calls
             // either fail or are harmless in this throwaway child.
             unsafe {
                 vec![
@@ -962,11 +962,10 @@ mod tests {
             socketpair_errno(libc::AF_UNIX),
             socketpair_errno(libc::AF_INET),
             // AF_VSOCK with garbage in the high half of the family argument.
-            // SAFETY: integer arguments only.
             {
-                let fd = unsafe {
-                    libc::syscall(libc::SYS_socket, libc::AF_VSOCK as u64 | (1 << 33), 1, 0)
-                };
+                let family = libc::AF_VSOCK as u64 | (1 << 33);
+                // SAFETY: integer arguments only.
+                let fd = unsafe { libc::syscall(libc::SYS_socket, family, 1, 0) };
                 if fd >= 0 {
                     // SAFETY: closing the fd just created.
                     unsafe { libc::close(fd as i32) };
