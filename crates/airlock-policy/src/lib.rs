@@ -6,13 +6,17 @@
 
 pub mod decision;
 pub mod gate;
+pub mod load;
 pub mod model;
 pub mod request;
+pub mod rules;
+pub mod shell;
 
-pub use gate::decide;
 pub use decision::{Decision, SegmentDecision, Step, Verdict};
+pub use gate::decide;
+pub use load::{Loaded, PolicyError, PolicyWarning};
 pub use model::{
-    Duration, EnvPolicy, FilesystemPolicy, Limits, NetworkMode, NetworkPolicy, Policy,
-    Rule, WorkspaceMode, WorkspacePolicy,
+    ApplyMode, CommandsPolicy, Duration, EnvPolicy, FilesystemPolicy, Limits, NetworkMode,
+    NetworkPolicy, Policy, Rule, WorkspaceMode, WorkspacePolicy,
 };
 pub use request::{Command, Loosening, Request};

@@ -1,0 +1,261 @@
+//! Argv-prefix matching, shared by the command rules and the network list.
+//!
+//! A prefix is a list of positions, each listing alternatives: `git status` is
+//! `[["git"], ["status"]]`, `["git", ["push", "pull"]]` is `[["git"], ["push", "pull"]]`.
+//! Positions whose alternatives are all options (`-rf`, `--hard`) are matched
+//! against the options present anywhere in the command, however they are spelled
+//! (`rm -r -f`, `rm -fr`, `rm --recursive --force`); the other positions are
+//! matched, in order, against the command's positional words. The program
+//! (position 0) is compared by name: `/usr/bin/git` is `git`.
+//!
+//! Known programs whose global options take a value before the subcommand
+//! (`git -C dir push`, `cargo +nightly install`) have those values skipped, so
+//! that `git push` cannot be dodged by `git -C . push`.
+
+/// A command's argv, split into what prefix matching needs.
+#[derive(Debug, Clone)]
+pub struct ArgvShape<'a> {
+    /// The program's name: argv[0] up to its last `/`.
+    pub program: &'a str,
+    /// argv[0] exactly as written.
+    pub program_as_written: &'a str,
+    /// Words that are not options, in order (argv[0] excluded).
+    pub positionals: Vec<&'a str>,
+    /// Letters of every short-option cluster (`-rf` gives r and f).
+    pub short_letters: Vec<char>,
+    /// Long options without their `=value` part.
+    pub long_options: Vec<&'a str>,
+}
+
+/// The name of a program given as a path (`/usr/bin/curl` → `curl`).
+pub fn program_name(word: &str) -> &str {
+    match word.rfind('/') {
+        Some(i) => &word[i + 1..],
+        None => word,
+    }
+}
+
+/// Global options (before the subcommand) that take a separate value, per program.
+fn value_options(program: &str) -> &'static [&'static str] {
+    match program {
+        "git" => &[
+            "-C",
+            "-c",
+            "--git-dir",
+            "--work-tree",
+            "--namespace",
+            "--config-env",
+            "--super-prefix",
+            "--exec-path",
+        ],
+        "cargo" => &["-Z", "--color", "--config", "-C", "--manifest-path"],
+        "npm" | "pnpm" | "yarn" | "npx" => &[
+            "--prefix",
+            "-C",
+            "--workspace",
+            "-w",
+            "--loglevel",
+            "--registry",
+            "--cache",
+            "--cwd",
+            "--dir",
+        ],
+        "pip" | "pip3" => &[
+            "--proxy",
+            "--cache-dir",
+            "--log",
+            "--timeout",
+            "--retries",
+            "--cert",
+        ],
+        "docker" | "podman" => &[
+            "-H",
+            "--host",
+            "--context",
+            "-c",
+            "--config",
+            "--log-level",
+            "-l",
+        ],
+        "apt" | "apt-get" => &[
+            "-o",
+            "-c",
+            "-t",
+            "--option",
+            "--config-file",
+            "--target-release",
+        ],
+        "go" => &["-C"],
+        "python" | "python3" => &["-W", "-X", "-c", "-m"],
+        _ => &[],
+    }
+}
+
+/// Long option spellings that mean a short letter, so that `--recursive` counts as `-r`.
+fn long_alias(program: &str, long: &str) -> Option<char> {
+    match (program, long) {
+        ("rm" | "cp" | "chmod" | "chown" | "grep", "--recursive") => Some('r'),
+        ("rm" | "cp" | "mv" | "ln", "--force") => Some('f'),
+        ("git", "--force") => Some('f'),
+        ("git", "--hard") => None,
+        _ => None,
+    }
+}
+
+impl<'a> ArgvShape<'a> {
+    pub fn new(argv: &'a [String]) -> Option<Self> {
+        let first = argv.first()?;
+        let program = program_name(first);
+        let value_opts = value_options(program);
+        let mut shape = ArgvShape {
+            program,
+            program_as_written: first,
+            positionals: Vec::new(),
+            short_letters: Vec::new(),
+            long_options: Vec::new(),
+        };
+        let mut after_dashdash = false;
+        let mut skip_next = false;
+        for word in &argv[1..] {
+            let w = word.as_str();
+            if skip_next {
+                skip_next = false;
+                continue;
+            }
+            if after_dashdash {
+                shape.positionals.push(w);
+                continue;
+            }
+            if w == "--" {
+                after_dashdash = true;
+                continue;
+            }
+            let before_subcommand = shape.positionals.is_empty();
+            if let Some(long) = w.strip_prefix("--") {
+                let name_len = long.find('=').unwrap_or(long.len());
+                let name = &w[..2 + name_len];
+                if before_subcommand && value_opts.contains(&name) && !long.contains('=') {
+                    skip_next = true;
+                }
+                if let Some(c) = long_alias(program, name) {
+                    shape.short_letters.push(c);
+                }
+                shape.long_options.push(name);
+            } else if w.len() > 1 && w.starts_with('-') {
+                if before_subcommand && value_opts.contains(&w) {
+                    skip_next = true;
+                }
+                shape.short_letters.extend(w[1..].chars());
+            } else if before_subcommand && program == "cargo" && w.starts_with('+') {
+                // `cargo +nightly install`: a toolchain selector, not the subcommand.
+            } else {
+                shape.positionals.push(w);
+            }
+        }
+        Some(shape)
+    }
+}
+
+/// Does `prefix` match this command?
+pub fn prefix_matches(prefix: &[Vec<String>], shape: &ArgvShape<'_>) -> bool {
+    let Some((program_alts, rest)) = prefix.split_first() else {
+        return false;
+    };
+    if !program_alts.iter().any(|p| program_matches(p, shape)) {
+        return false;
+    }
+    let mut next_positional = 0;
+    for alts in rest {
+        if alts.iter().all(|a| is_option(a)) {
+            if !alts.iter().any(|a| option_present(a, shape)) {
+                return false;
+            }
+        } else {
+            let Some(word) = shape.positionals.get(next_positional) else {
+                return false;
+            };
+            if !alts.iter().any(|a| a == word) {
+                return false;
+            }
+            next_positional += 1;
+        }
+    }
+    true
+}
+
+fn is_option(word: &str) -> bool {
+    word.len() > 1 && word.starts_with('-')
+}
+
+fn program_matches(rule_program: &str, shape: &ArgvShape<'_>) -> bool {
+    if rule_program.contains('/') {
+        // A rule naming a path matches that path only, as written.
+        rule_program == shape.program_as_written
+    } else {
+        rule_program == shape.program
+    }
+}
+
+fn option_present(option: &str, shape: &ArgvShape<'_>) -> bool {
+    if let Some(long) = option.strip_prefix("--") {
+        let name = format!("--{long}");
+        shape.long_options.iter().any(|o| *o == name)
+    } else {
+        option[1..]
+            .chars()
+            .all(|c| shape.short_letters.contains(&c))
+    }
+}
+
+/// Split a plain prefix string (`"git status"`) into positions.
+pub fn split_plain(text: &str) -> Vec<Vec<String>> {
+    text.split_whitespace()
+        .map(|w| vec![w.to_string()])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn m(prefix: &str, cmd: &str) -> bool {
+        let a = argv(cmd);
+        prefix_matches(&split_plain(prefix), &ArgvShape::new(&a).unwrap())
+    }
+
+    #[test]
+    fn plain_prefixes() {
+        assert!(m("git status", "git status --short"));
+        assert!(m("git status", "/usr/bin/git status"));
+        assert!(!m("git status", "git stash"));
+        assert!(m("git push", "git -C sub push origin"));
+        assert!(m("git push", "git --git-dir=.git push"));
+        assert!(!m("git push", "git log --grep push"));
+        assert!(m("cargo install", "cargo +nightly install ripgrep"));
+        assert!(m("ls", "ls -la /tmp"));
+    }
+
+    #[test]
+    fn options_in_any_spelling() {
+        assert!(m("rm -rf", "rm -rf build"));
+        assert!(m("rm -rf", "rm -r -f build"));
+        assert!(m("rm -rf", "rm -fr build"));
+        assert!(m("rm -rf", "rm build --recursive --force"));
+        assert!(!m("rm -rf", "rm -r build"));
+        assert!(m("git reset --hard", "git reset --hard HEAD~1"));
+        assert!(!m("git reset --hard", "git reset --soft HEAD~1"));
+    }
+
+    #[test]
+    fn alternatives_and_paths() {
+        let p = vec![vec!["git".to_string()], vec!["push".into(), "pull".into()]];
+        let a = argv("git pull --rebase");
+        assert!(prefix_matches(&p, &ArgvShape::new(&a).unwrap()));
+        assert!(m("./scripts/test.sh", "./scripts/test.sh --fast"));
+        assert!(!m("./scripts/test.sh", "test.sh"));
+    }
+}
