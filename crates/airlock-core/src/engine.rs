@@ -1,62 +1,808 @@
 //! The engine: runs the request path for the CLI, the HTTP API and the MCP server
-//! alike. There is no second execution path.
+//! alike. There is no second execution path:
+//!
+//! gate (with grants) → approval handling → decision record → spec → backend →
+//! execution record → response.
+//!
+//! Every record is fsynced before the call returns. If a record cannot be
+//! written (a full disk), the call fails and nothing runs.
 
-use airlock_policy::{Decision, Policy, Request, Verdict};
-use airlock_sandbox::{Backend, Outcome, OutputSink, SandboxError};
+use crate::approvals::{Approval, ApprovalStatus, RefusalCode};
+use crate::audit::record::{
+    ApprovalUse, DecisionEvent, Event, ExecutionEvent, Operation, OutcomeRecord, RequestRecord,
+    StreamRecord,
+};
+use crate::audit::AuditError;
+use crate::grants::{Boundary, Grant, NETWORK_ALLOWLIST_ENFORCED};
+use crate::ledger::{ApprovalCheck, Ledger, LedgerConfig, LedgerError};
+use crate::state::new_request_id;
+use crate::Caller;
+use airlock_policy::{Decision, Loosening, NetworkMode, Policy, Request, Verdict};
+use airlock_sandbox::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-/// What a run returns: the gate's decision and, if it allowed, the outcome.
+pub use crate::state::new_request_id as request_id;
+
+/// How to open an [`Engine`].
+pub struct EngineConfig {
+    /// The state directory (see [`crate::state::resolve_state_dir`]).
+    pub state_dir: PathBuf,
+    pub backend: Box<dyn Backend>,
+    pub ledger: LedgerConfig,
+}
+
+impl EngineConfig {
+    pub fn new(state_dir: PathBuf, backend: Box<dyn Backend>) -> EngineConfig {
+        EngineConfig {
+            state_dir,
+            backend,
+            ledger: LedgerConfig::default(),
+        }
+    }
+}
+
+/// A person answering an approval at a terminal (`airlock run --ask`).
+pub trait ApprovalPrompt {
+    /// Show the approval (reasons and full command) and return the answer.
+    fn ask(&mut self, approval: &Approval) -> PromptAnswer;
+    /// Who is answering, for the record.
+    fn approver(&self) -> Caller;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptAnswer {
+    Approve { note: Option<String> },
+    Deny { note: Option<String> },
+}
+
+/// Options of one run.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Use this (approved) approval: `airlock run --approval ID`.
+    pub approval_id: Option<String>,
+    /// If approval is required, create it and wait up to this long for an answer.
+    pub wait_approval: Option<Duration>,
+    /// If approval is required, ask this person directly (`--ask`).
+    pub prompt: Option<&'a mut dyn ApprovalPrompt>,
+    /// Told when a pending approval is created (to print its id and how to answer).
+    pub on_pending: Option<&'a mut dyn FnMut(&Approval)>,
+    /// Override the policy's `workspace.apply` for this run.
+    pub apply: Option<bool>,
+    /// Bytes for the command's stdin.
+    pub stdin: Option<Vec<u8>>,
+}
+
+/// What happened to a run request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// It ran; `outcome` is set.
+    Ran,
+    /// The gate denied it.
+    Denied,
+    /// It needs a person's approval; `approval` names the pending approval.
+    ApprovalPending,
+    /// A person denied it.
+    ApprovalDenied,
+    /// The approval presented could not be used; `refusal` says why.
+    ApprovalRefused,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Ran => "ran",
+            RunStatus::Denied => "denied",
+            RunStatus::ApprovalPending => "approval_pending",
+            RunStatus::ApprovalDenied => "approval_denied",
+            RunStatus::ApprovalRefused => "approval_refused",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub code: RefusalCode,
+    pub message: String,
+}
+
+/// The approval a response is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRef {
+    pub id: String,
+    pub status: ApprovalStatus,
+    pub expires_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<Caller>,
+}
+
+impl From<&Approval> for ApprovalRef {
+    fn from(a: &Approval) -> Self {
+        ApprovalRef {
+            id: a.id.clone(),
+            status: a.status,
+            expires_at: a.expires_at.clone(),
+            approver: a.decided_by.clone(),
+        }
+    }
+}
+
+/// What a run returns.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResponse {
     pub request_id: String,
+    pub status: RunStatus,
+    /// The gate's decision (after any grant loosened it).
     pub decision: Decision,
+    /// One line for a person or a model: why it ran, or why not.
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
+    /// Ids of the audit records this run wrote, in order.
+    pub audit_ids: Vec<String>,
+}
+
+/// What a check returns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckResponse {
+    pub request_id: String,
+    pub decision: Decision,
+    pub audit_id: String,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]
+    Audit(#[from] AuditError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
     Sandbox(#[from] SandboxError),
+}
+
+impl EngineError {
+    /// True when the audit log's disk is full (the request was refused).
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            EngineError::Audit(e) | EngineError::Ledger(LedgerError::Audit(e)) => e.is_disk_full(),
+            _ => false,
+        }
+    }
 }
 
 pub struct Engine {
     backend: Box<dyn Backend>,
+    ledger: Ledger,
+}
+
+/// What the gate said, with the grants that loosened it.
+struct Judged {
+    request: Request,
+    decision: Decision,
+    grants: Vec<Grant>,
 }
 
 impl Engine {
-    pub fn new(backend: Box<dyn Backend>) -> Self {
-        Engine { backend }
+    pub fn open(config: EngineConfig) -> Result<Engine, EngineError> {
+        let ledger = Ledger::open(&config.state_dir, config.ledger)?;
+        Ok(Engine {
+            backend: config.backend,
+            ledger,
+        })
     }
 
-    pub fn check(&self, policy: &Policy, request: &Request) -> Decision {
-        airlock_policy::decide(policy, request)
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
     }
 
-    pub fn run(
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// Judge a request without running it, and record the decision.
+    pub fn check(
         &self,
+        caller: &Caller,
         policy: &Policy,
         request: &Request,
+    ) -> Result<CheckResponse, EngineError> {
+        let request_id = new_request_id();
+        let judged = self.judge(policy, request)?;
+        let record = self.record_decision(
+            caller,
+            policy,
+            &request_id,
+            &judged,
+            Operation::Check,
+            "checked",
+            None,
+        )?;
+        Ok(CheckResponse {
+            request_id,
+            decision: judged.decision,
+            audit_id: record,
+        })
+    }
+
+    /// Judge a request and, if allowed (or approved), run it in the sandbox.
+    pub fn run(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        request: &Request,
+        mut options: RunOptions<'_>,
         sink: &mut dyn OutputSink,
     ) -> Result<RunResponse, EngineError> {
         let request_id = new_request_id();
-        let decision = self.check(policy, request);
-        if decision.decision != Verdict::Allow {
-            return Ok(RunResponse { request_id, decision, outcome: None });
+        let judged = self.judge(policy, request)?;
+        let asked = RequestRecord {
+            command: judged.request.command.clone(),
+            cwd: judged.request.cwd.clone(),
+        };
+        let mut audit_ids = Vec::new();
+        let respond = |status: RunStatus,
+                       message: String,
+                       approval: Option<&Approval>,
+                       refusal: Option<Refusal>,
+                       audit_ids: Vec<String>,
+                       decision: Decision| RunResponse {
+            request_id: request_id.clone(),
+            status,
+            decision,
+            message,
+            approval: approval.map(ApprovalRef::from),
+            refusal,
+            outcome: None,
+            audit_ids,
+        };
+
+        let approved: Option<Approval> = match judged.decision.decision {
+            Verdict::Deny => {
+                audit_ids.push(self.record_decision(
+                    caller,
+                    policy,
+                    &request_id,
+                    &judged,
+                    Operation::Run,
+                    "denied",
+                    None,
+                )?);
+                let message = judged.decision.reason.clone();
+                return Ok(respond(
+                    RunStatus::Denied,
+                    message,
+                    None,
+                    None,
+                    audit_ids,
+                    judged.decision,
+                ));
+            }
+            Verdict::Allow => None,
+            Verdict::ApprovalRequired => {
+                if let Some(id) = options.approval_id.as_deref() {
+                    match self.ledger.use_approval(
+                        id,
+                        caller,
+                        &request_id,
+                        &asked,
+                        &policy.sha256,
+                    )? {
+                        ApprovalCheck::Accepted(approval) => Some(approval),
+                        ApprovalCheck::Refused(code, approval) => {
+                            let use_ = ApprovalUse {
+                                id: id.to_string(),
+                                result: code.as_str().into(),
+                                approver: None,
+                                note: None,
+                            };
+                            audit_ids.push(self.record_decision(
+                                caller,
+                                policy,
+                                &request_id,
+                                &judged,
+                                Operation::Run,
+                                "approval_refused",
+                                Some(use_),
+                            )?);
+                            let refusal = Refusal {
+                                code,
+                                message: code.message(id),
+                            };
+                            let message = refusal.message.clone();
+                            return Ok(respond(
+                                RunStatus::ApprovalRefused,
+                                message,
+                                approval.as_ref(),
+                                Some(refusal),
+                                audit_ids,
+                                judged.decision,
+                            ));
+                        }
+                    }
+                } else {
+                    let id = self.ledger.new_approval_id();
+                    let use_ = ApprovalUse {
+                        id: id.clone(),
+                        result: "pending".into(),
+                        approver: None,
+                        note: None,
+                    };
+                    audit_ids.push(self.record_decision(
+                        caller,
+                        policy,
+                        &request_id,
+                        &judged,
+                        Operation::Run,
+                        "approval_pending",
+                        Some(use_),
+                    )?);
+                    let pending = self.ledger.create_approval(
+                        id,
+                        caller,
+                        &request_id,
+                        asked.clone(),
+                        policy,
+                        &judged.decision,
+                    )?;
+                    match self.settle(caller, &request_id, &asked, policy, pending, &mut options)? {
+                        Ok(approval) => Some(approval),
+                        Err((status, approval, refusal)) => {
+                            let message = match (&refusal, status) {
+                                (Some(r), _) => r.message.clone(),
+                                (None, RunStatus::ApprovalDenied) => format!("approval {} was denied: {}", approval.id, approval.note.clone().unwrap_or_default()),
+                                _ => format!(
+                                    "{} Approval {} is pending until {}: a person can run `airlock approvals approve {}`, then the same command can run with `--approval {}`",
+                                    judged.decision.reason, approval.id, approval.expires_at, approval.id, approval.id
+                                ),
+                            };
+                            return Ok(respond(
+                                status,
+                                message.trim().to_string(),
+                                Some(&approval),
+                                refusal,
+                                audit_ids,
+                                judged.decision,
+                            ));
+                        }
+                    }
+                }
+            }
+        };
+        if approved.is_none() || options.approval_id.is_some() {
+            let use_ = approved.as_ref().map(|a| ApprovalUse {
+                id: a.id.clone(),
+                result: "accepted".into(),
+                approver: a.decided_by.as_ref().map(|c| c.to_string()),
+                note: a.note.clone(),
+            });
+            audit_ids.push(self.record_decision(
+                caller,
+                policy,
+                &request_id,
+                &judged,
+                Operation::Run,
+                "run",
+                use_,
+            )?);
         }
-        let spec = crate::spec::derive(policy, request, &request_id);
-        let outcome = self.backend.run(&spec, sink)?;
-        Ok(RunResponse { request_id, decision, outcome: Some(outcome) })
+
+        let grant_ids: Vec<String> = judged.grants.iter().map(|g| g.id.clone()).collect();
+        self.ledger.spend_grants(&grant_ids, caller, &request_id)?;
+
+        let mut spec = crate::spec::derive(policy, &judged.request, &request_id);
+        self.adjust_spec(&mut spec, &judged.request.loosening, &options);
+        let mut hashing = HashingSink::new(sink, self.ledger.config().audit.output_bytes);
+        let result = self.backend.run(&spec, &mut hashing);
+        let (stdout, stderr) = hashing.finish();
+        let execution = self.execution_event(
+            caller,
+            policy,
+            &request_id,
+            &judged,
+            &spec,
+            approved.as_ref(),
+            &result,
+            stdout,
+            stderr,
+        );
+        let record = self
+            .ledger
+            .audit()
+            .append(Event::Execution(Box::new(execution)))?;
+        audit_ids.push(record.id);
+        let outcome = result?;
+        let mut message = match (outcome.exit_code, outcome.signal, outcome.killed_by) {
+            (_, _, Some(k)) => format!("ran; stopped by airlock: {k:?} limit").to_lowercase(),
+            (Some(code), _, _) => format!("ran; exit code {code}"),
+            (None, Some(sig), _) => format!("ran; killed by signal {sig}"),
+            _ => "ran".to_string(),
+        };
+        if !judged.decision.loosened_by.is_empty() {
+            message.push_str(&format!(
+                " (loosened by grant {})",
+                judged.decision.loosened_by.join(", ")
+            ));
+        }
+        let mut response = respond(
+            RunStatus::Ran,
+            message,
+            approved.as_ref(),
+            None,
+            audit_ids,
+            judged.decision,
+        );
+        response.outcome = Some(outcome);
+        Ok(response)
+    }
+
+    /// Gate the request as asked; if grants cover it, gate it again loosened.
+    /// A caller's own `loosening` is discarded: only grants loosen.
+    fn judge(&self, policy: &Policy, request: &Request) -> Result<Judged, EngineError> {
+        let mut request = request.clone();
+        request.loosening = Loosening::default();
+        let first = airlock_policy::decide(policy, &request);
+        let network_ok =
+            NETWORK_ALLOWLIST_ENFORCED && policy.network.mode == NetworkMode::Allowlist;
+        let grants: Vec<Grant> = self
+            .ledger
+            .covering_grants(&first)?
+            .into_iter()
+            .filter(|g| network_ok || !matches!(g.boundary, Boundary::Network { .. }))
+            .collect();
+        if grants.is_empty() {
+            return Ok(Judged {
+                request,
+                decision: first,
+                grants,
+            });
+        }
+        for grant in &grants {
+            grant.loosen(&mut request.loosening);
+        }
+        let mut decision = airlock_policy::decide(policy, &request);
+        for id in &request.loosening.grant_ids {
+            if !decision.loosened_by.contains(id) {
+                decision.loosened_by.push(id.clone());
+            }
+        }
+        Ok(Judged {
+            request,
+            decision,
+            grants,
+        })
+    }
+
+    /// Wait for, or ask for, an answer to a fresh pending approval.
+    #[allow(clippy::type_complexity)]
+    fn settle(
+        &self,
+        caller: &Caller,
+        request_id: &str,
+        asked: &RequestRecord,
+        policy: &Policy,
+        pending: Approval,
+        options: &mut RunOptions<'_>,
+    ) -> Result<Result<Approval, (RunStatus, Approval, Option<Refusal>)>, EngineError> {
+        if let Some(notify) = options.on_pending.as_mut() {
+            notify(&pending);
+        }
+        let id = pending.id.clone();
+        let answered = if let Some(prompt) = options.prompt.as_mut() {
+            let approver = prompt.approver();
+            match prompt.ask(&pending) {
+                PromptAnswer::Approve { note } => self.ledger.approve(&id, &approver, note)?,
+                PromptAnswer::Deny { note } => self.ledger.deny(&id, &approver, note)?,
+            }
+        } else if let Some(wait) = options.wait_approval {
+            let deadline = Instant::now() + wait;
+            loop {
+                let current = self.ledger.approval(&id)?;
+                if current.status != ApprovalStatus::Pending {
+                    break current;
+                }
+                if Instant::now() >= deadline {
+                    let refusal = Refusal {
+                        code: RefusalCode::Timeout,
+                        message: RefusalCode::Timeout.message(&id),
+                    };
+                    return Ok(Err((RunStatus::ApprovalPending, current, Some(refusal))));
+                }
+                std::thread::sleep(
+                    Duration::from_millis(200)
+                        .min(deadline.saturating_duration_since(Instant::now())),
+                );
+            }
+        } else {
+            return Ok(Err((RunStatus::ApprovalPending, pending, None)));
+        };
+        match answered.status {
+            ApprovalStatus::Approved => {
+                match self
+                    .ledger
+                    .use_approval(&id, caller, request_id, asked, &policy.sha256)?
+                {
+                    ApprovalCheck::Accepted(approval) => Ok(Ok(approval)),
+                    ApprovalCheck::Refused(code, approval) => {
+                        let refusal = Refusal {
+                            code,
+                            message: code.message(&id),
+                        };
+                        Ok(Err((
+                            RunStatus::ApprovalRefused,
+                            approval.unwrap_or(answered),
+                            Some(refusal),
+                        )))
+                    }
+                }
+            }
+            ApprovalStatus::Denied => Ok(Err((RunStatus::ApprovalDenied, answered, None))),
+            _ => {
+                let code = if answered.status == ApprovalStatus::Expired {
+                    RefusalCode::Expired
+                } else {
+                    RefusalCode::Replayed
+                };
+                let refusal = Refusal {
+                    code,
+                    message: code.message(&id),
+                };
+                Ok(Err((RunStatus::ApprovalRefused, answered, Some(refusal))))
+            }
+        }
+    }
+
+    fn adjust_spec(&self, spec: &mut SandboxSpec, loosening: &Loosening, options: &RunOptions<'_>) {
+        if let Some(apply) = options.apply {
+            spec.workspace.apply = apply;
+        }
+        if let Some(stdin) = &options.stdin {
+            spec.stdin = Some(stdin.clone());
+        }
+        // Make sure a write grant reaches the sandbox even if spec derivation
+        // does not read the loosening itself.
+        for path in &loosening.write_paths {
+            if !spec.write_paths.contains(path) {
+                spec.write_paths.push(path.clone());
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_decision(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        request_id: &str,
+        judged: &Judged,
+        operation: Operation,
+        disposition: &str,
+        approval: Option<ApprovalUse>,
+    ) -> Result<String, EngineError> {
+        let d = &judged.decision;
+        let mut matched_rules: Vec<String> = Vec::new();
+        for rule in d
+            .rule
+            .iter()
+            .chain(d.segments.iter().filter_map(|s| s.rule.as_ref()))
+        {
+            if !matched_rules.contains(rule) {
+                matched_rules.push(rule.clone());
+            }
+        }
+        let event = DecisionEvent {
+            request_id: request_id.to_string(),
+            operation,
+            who: caller.clone(),
+            request: RequestRecord {
+                command: judged.request.command.clone(),
+                cwd: judged.request.cwd.clone(),
+            },
+            segments: d.segments.clone(),
+            matched_rules,
+            decision: d.decision,
+            reason: d.reason.clone(),
+            step: d.step,
+            policy_sha256: policy.sha256.clone(),
+            policy_source: policy.source.clone(),
+            loosened_by: d.loosened_by.clone(),
+            loosening: judged.request.loosening.clone(),
+            disposition: disposition.to_string(),
+            approval,
+        };
+        Ok(self.ledger.audit().append(Event::Decision(event))?.id)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn execution_event(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        request_id: &str,
+        judged: &Judged,
+        spec: &SandboxSpec,
+        approval: Option<&Approval>,
+        result: &Result<Outcome, SandboxError>,
+        stdout: StreamCapture,
+        stderr: StreamCapture,
+    ) -> ExecutionEvent {
+        let limit = self.ledger.config().audit.output_bytes;
+        let (outcome, stdout, stderr, changes, applied, violations, error) = match result {
+            Ok(o) => (
+                Some(OutcomeRecord {
+                    exit_code: o.exit_code,
+                    signal: o.signal,
+                    killed_by: o.killed_by,
+                    duration_ms: o.duration_ms,
+                    cpu_ms: o.cpu_ms,
+                    peak_memory_bytes: o.peak_memory_bytes,
+                    output_capped: o.truncated,
+                }),
+                stdout.into_record(&o.stdout, limit),
+                stderr.into_record(&o.stderr, limit),
+                o.changes.clone(),
+                o.applied,
+                o.violations.clone(),
+                None,
+            ),
+            Err(e) => (
+                None,
+                stdout.into_record("", limit),
+                stderr.into_record("", limit),
+                vec![],
+                false,
+                vec![],
+                Some(e.to_string()),
+            ),
+        };
+        ExecutionEvent {
+            request_id: request_id.to_string(),
+            who: caller.clone(),
+            request: RequestRecord {
+                command: judged.request.command.clone(),
+                cwd: judged.request.cwd.clone(),
+            },
+            policy_sha256: policy.sha256.clone(),
+            backend: self.backend.name().to_string(),
+            argv: spec.argv.clone(),
+            env_names: spec.env.iter().map(|(name, _)| name.clone()).collect(),
+            limits: spec.limits.clone(),
+            network: match &spec.network {
+                airlock_sandbox::NetworkSpec::None => "none",
+                airlock_sandbox::NetworkSpec::Proxy { .. } => "proxy",
+                airlock_sandbox::NetworkSpec::Open => "open",
+            }
+            .to_string(),
+            workspace_mode: format!("{:?}", spec.workspace.mode).to_lowercase(),
+            outcome,
+            stdout,
+            stderr,
+            changes,
+            applied,
+            violations,
+            loosened_by: judged.decision.loosened_by.clone(),
+            approval_id: approval.map(|a| a.id.clone()),
+            approver: approval
+                .and_then(|a| a.decided_by.as_ref())
+                .map(|c| c.to_string()),
+            error,
+        }
     }
 }
 
-/// A unique, sortable id: milliseconds since the epoch, pid and a counter.
-pub fn new_request_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("r{ms:013x}-{:05x}-{n:04x}", std::process::id())
+/// What passed through a sink for one stream: its length, digest and first bytes.
+struct StreamCapture {
+    bytes: u64,
+    hasher: Sha256,
+    head: Vec<u8>,
+}
+
+impl StreamCapture {
+    fn new() -> Self {
+        StreamCapture {
+            bytes: 0,
+            hasher: Sha256::new(),
+            head: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, chunk: &[u8], keep: usize) {
+        self.bytes += chunk.len() as u64;
+        self.hasher.update(chunk);
+        let room = keep.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&chunk[..room.min(chunk.len())]);
+    }
+
+    /// If the backend streamed nothing, describe what it captured instead.
+    fn into_record(self, captured: &str, keep: usize) -> StreamRecord {
+        let (bytes, sha256, head, source) = if self.bytes == 0 && !captured.is_empty() {
+            let b = captured.as_bytes();
+            (
+                b.len() as u64,
+                hex::encode(Sha256::digest(b)),
+                b[..keep.min(b.len())].to_vec(),
+                "captured",
+            )
+        } else {
+            (
+                self.bytes,
+                hex::encode(self.hasher.finalize()),
+                self.head,
+                "stream",
+            )
+        };
+        StreamRecord {
+            text: String::from_utf8_lossy(&head).into_owned(),
+            truncated: (head.len() as u64) < bytes,
+            bytes,
+            sha256,
+            source: source.to_string(),
+        }
+    }
+}
+
+/// Forwards output to the caller's sink and measures it for the audit record.
+struct HashingSink<'a> {
+    inner: &'a mut dyn OutputSink,
+    keep: usize,
+    stdout: StreamCapture,
+    stderr: StreamCapture,
+}
+
+impl<'a> HashingSink<'a> {
+    fn new(inner: &'a mut dyn OutputSink, keep: usize) -> Self {
+        HashingSink {
+            inner,
+            keep,
+            stdout: StreamCapture::new(),
+            stderr: StreamCapture::new(),
+        }
+    }
+
+    fn finish(self) -> (StreamCapture, StreamCapture) {
+        (self.stdout, self.stderr)
+    }
+}
+
+impl OutputSink for HashingSink<'_> {
+    fn stdout(&mut self, chunk: &[u8]) {
+        self.stdout.feed(chunk, self.keep);
+        self.inner.stdout(chunk);
+    }
+
+    fn stderr(&mut self, chunk: &[u8]) {
+        self.stderr.feed(chunk, self.keep);
+        self.inner.stderr(chunk);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn engine_is_send_and_sync() {
+        assert_send_sync::<Engine>();
+    }
+
+    #[test]
+    fn stream_capture_hashes_everything_and_keeps_the_head() {
+        let mut c = StreamCapture::new();
+        c.feed(b"hello ", 8);
+        c.feed(b"world", 8);
+        let r = c.into_record("", 8);
+        assert_eq!(r.bytes, 11);
+        assert_eq!(r.text, "hello wo");
+        assert!(r.truncated);
+        assert_eq!(r.sha256, hex::encode(Sha256::digest(b"hello world")));
+        assert_eq!(r.source, "stream");
+    }
 }

@@ -1,0 +1,157 @@
+//! Pending approvals: a request the gate answered `approval_required` for, waiting
+//! for a person. An approval is tied to the exact command, cwd and policy hash it
+//! was asked for, expires, and runs once.
+
+use crate::audit::record::RequestRecord;
+use crate::Caller;
+use serde::{Deserialize, Serialize};
+
+/// Default time a person has to answer.
+pub const DEFAULT_TTL: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    Pending,
+    Approved,
+    Denied,
+    Expired,
+    /// Approved and run: spent.
+    Used,
+}
+
+impl ApprovalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::Pending => "pending",
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Denied => "denied",
+            ApprovalStatus::Expired => "expired",
+            ApprovalStatus::Used => "used",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Approval {
+    pub id: String,
+    pub status: ApprovalStatus,
+    /// The exact request: only this command, in this cwd, may use the approval.
+    pub request: RequestRecord,
+    /// Only under this policy (a changed policy file needs a new approval).
+    pub policy_sha256: String,
+    pub policy_source: String,
+    /// Why the gate asked, one line per segment that needed approval.
+    pub reasons: Vec<String>,
+    pub requested_by: Caller,
+    /// The request that created the approval.
+    pub request_id: String,
+    pub created_at: String,
+    pub expires_at: String,
+    pub expires_at_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<Caller>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The request that ran under the approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_at: Option<String>,
+}
+
+impl Approval {
+    pub fn is_due(&self, now_ms: u64) -> bool {
+        matches!(
+            self.status,
+            ApprovalStatus::Pending | ApprovalStatus::Approved
+        ) && now_ms >= self.expires_at_ms
+    }
+}
+
+/// Why an approval could not be used. Each has its own code, for a program, and
+/// its own message, for a person or a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalCode {
+    NotFound,
+    Pending,
+    Denied,
+    Replayed,
+    Expired,
+    CommandChanged,
+    CwdChanged,
+    PolicyChanged,
+    /// `--wait-approval` gave up before anyone answered.
+    Timeout,
+}
+
+impl RefusalCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefusalCode::NotFound => "not_found",
+            RefusalCode::Pending => "pending",
+            RefusalCode::Denied => "denied",
+            RefusalCode::Replayed => "replayed",
+            RefusalCode::Expired => "expired",
+            RefusalCode::CommandChanged => "command_changed",
+            RefusalCode::CwdChanged => "cwd_changed",
+            RefusalCode::PolicyChanged => "policy_changed",
+            RefusalCode::Timeout => "timeout",
+        }
+    }
+
+    pub fn message(self, id: &str) -> String {
+        match self {
+            RefusalCode::NotFound => format!("approval {id} does not exist"),
+            RefusalCode::Pending => {
+                format!("approval {id} is still pending: nobody has approved it yet")
+            }
+            RefusalCode::Denied => format!("approval {id} was denied"),
+            RefusalCode::Replayed => {
+                format!("approval {id} was already used: an approval runs once")
+            }
+            RefusalCode::Expired => format!("approval {id} has expired"),
+            RefusalCode::CommandChanged => {
+                format!("approval {id} was given for a different command; an approval covers only the exact command it was asked for")
+            }
+            RefusalCode::CwdChanged => {
+                format!("approval {id} was given for a different working directory")
+            }
+            RefusalCode::PolicyChanged => {
+                format!("approval {id} was given under a different policy (its SHA-256 changed); ask again")
+            }
+            RefusalCode::Timeout => {
+                format!("approval {id} was not answered in time; it stays pending")
+            }
+        }
+    }
+}
+
+/// Whether `approval` may run `request` under the policy `policy_sha256`, ignoring
+/// expiry (checked by the ledger, which also records it).
+pub fn check_use(
+    approval: &Approval,
+    request: &RequestRecord,
+    policy_sha256: &str,
+) -> Result<(), RefusalCode> {
+    match approval.status {
+        ApprovalStatus::Pending => return Err(RefusalCode::Pending),
+        ApprovalStatus::Denied => return Err(RefusalCode::Denied),
+        ApprovalStatus::Used => return Err(RefusalCode::Replayed),
+        ApprovalStatus::Expired => return Err(RefusalCode::Expired),
+        ApprovalStatus::Approved => {}
+    }
+    if approval.request.command != request.command {
+        return Err(RefusalCode::CommandChanged);
+    }
+    if approval.request.cwd != request.cwd {
+        return Err(RefusalCode::CwdChanged);
+    }
+    if approval.policy_sha256 != policy_sha256 {
+        return Err(RefusalCode::PolicyChanged);
+    }
+    Ok(())
+}

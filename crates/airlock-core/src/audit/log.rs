@@ -1,0 +1,467 @@
+//! The writer: appends records to the chain, durably, from many processes at once.
+//!
+//! Layout of `<state>/audit/`:
+//! * `audit-000001.jsonl`, `audit-000002.jsonl`, …: the log, one record per line.
+//!   When the newest file reaches `max_file_bytes`, the next record opens a new
+//!   file; its `prev` links to the last record of the file before, so the chain
+//!   runs across files.
+//! * `lock`: every append takes an exclusive `flock` on it, then reads the chain
+//!   head from the file itself, so that parallel CLI runs and a server never
+//!   interleave or fork the chain.
+//! * `head.json`: the seq and hash of the newest record, rewritten after each
+//!   append. It lets `verify` notice records cut off the end of the log.
+//!
+//! An append is one `write` of one whole line followed by `fdatasync`; the record
+//! is acknowledged only after both. A writer killed mid-append leaves a line
+//! without its `\n`; the next writer (or `open`) cuts it off and records a
+//! `repair` event. A failed write (a full disk) is cut back the same way and
+//! reported, so that the caller can refuse to act unlogged.
+
+use super::chain::{line_hash, GENESIS};
+use super::record::{Event, Record, RepairEvent, SCHEMA_VERSION};
+use super::{AuditConfig, AuditError};
+use crate::state::ensure_private_dir;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+pub const FILE_PREFIX: &str = "audit-";
+pub const FILE_SUFFIX: &str = ".jsonl";
+pub const HEAD_FILE: &str = "head.json";
+pub const LOCK_FILE: &str = "lock";
+
+/// `audit-000042.jsonl`.
+pub fn file_name(index: u64) -> String {
+    format!("{FILE_PREFIX}{index:06}{FILE_SUFFIX}")
+}
+
+/// The indexes of the log files in `dir`, ascending.
+pub fn list_files(dir: &Path) -> std::io::Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(num) = name
+            .strip_prefix(FILE_PREFIX)
+            .and_then(|n| n.strip_suffix(FILE_SUFFIX))
+        {
+            if let Ok(n) = num.parse::<u64>() {
+                out.push(n);
+            }
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// What `head.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadAnchor {
+    pub seq: u64,
+    pub id: String,
+    pub hash: String,
+    pub file: String,
+}
+
+/// The end of the chain: what the next record links to.
+#[derive(Debug, Clone)]
+struct ChainHead {
+    seq: u64,
+    hash: String,
+}
+
+/// The newest file, open for appending, and what we knew about it after our last
+/// append. Valid only while nobody else has appended or rotated since.
+struct Current {
+    index: u64,
+    file: File,
+    ino: u64,
+    len: u64,
+    head: ChainHead,
+}
+
+pub struct AuditLog {
+    dir: PathBuf,
+    config: AuditConfig,
+    lock_file: File,
+    /// Serialises threads of this process; `flock` serialises processes.
+    current: Mutex<Option<Current>>,
+}
+
+impl AuditLog {
+    /// Open (creating if needed, mode 0700) the log in `dir`, and repair a torn
+    /// tail left by a writer that died mid-append.
+    pub fn open(dir: &Path, config: AuditConfig) -> Result<AuditLog, AuditError> {
+        ensure_private_dir(dir)?;
+        let lock_path = dir.join(LOCK_FILE);
+        let lock_file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .mode(0o600)
+            .open(&lock_path)
+            .map_err(|e| AuditError::io("opening the audit lock", &lock_path, e))?;
+        let log = AuditLog {
+            dir: dir.to_path_buf(),
+            config,
+            lock_file,
+            current: Mutex::new(None),
+        };
+        log.with_lock(|log, current| log.refresh(current, true))?;
+        Ok(log)
+    }
+
+    /// Accept the log as it is on disk when it no longer matches its head anchor
+    /// (records were cut off the end, or the anchor was lost): append a
+    /// `reanchor` record naming the old anchor, so that the loss stays on record.
+    pub fn reanchor(&self) -> Result<Record, AuditError> {
+        self.with_lock(|log, current| {
+            *current = None;
+            log.refresh(current, false)?;
+            let cur = current.as_ref().expect("refresh() ran under the lock");
+            let event = super::record::ReanchorEvent {
+                previous_anchor: read_anchor(&log.dir).ok().flatten(),
+                log_last_seq: cur.head.seq,
+            };
+            log.append_locked(current, Event::Reanchor(event))
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn config(&self) -> &AuditConfig {
+        &self.config
+    }
+
+    /// Append one event and return the record as written, after it is on disk.
+    pub fn append(&self, event: Event) -> Result<Record, AuditError> {
+        self.with_lock(|log, current| {
+            log.refresh(current, true)?;
+            log.append_locked(current, event)
+        })
+    }
+
+    fn with_lock<T>(
+        &self,
+        f: impl FnOnce(&Self, &mut Option<Current>) -> Result<T, AuditError>,
+    ) -> Result<T, AuditError> {
+        let mut current = self
+            .current
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        rustix::fs::flock(&self.lock_file, rustix::fs::FlockOperation::LockExclusive).map_err(
+            |e| AuditError::io("locking the audit log", &self.dir.join(LOCK_FILE), e.into()),
+        )?;
+        let result = f(self, &mut current);
+        if result.is_err() {
+            // Whatever failed, re-read from disk next time.
+            *current = None;
+        }
+        let _ = rustix::fs::flock(&self.lock_file, rustix::fs::FlockOperation::Unlock);
+        result
+    }
+
+    /// Make `current` describe the newest file as it is on disk now, repairing a
+    /// torn tail. Cheap when nobody else wrote since our last append: one `fstat`
+    /// and one `stat`.
+    fn refresh(&self, current: &mut Option<Current>, check_anchor: bool) -> Result<(), AuditError> {
+        if let Some(cur) = current.as_ref() {
+            let next_exists = self.dir.join(file_name(cur.index + 1)).exists();
+            let meta = cur
+                .file
+                .metadata()
+                .map_err(|e| self.err("reading the audit file", cur.index, e))?;
+            if !next_exists && meta.ino() == cur.ino && meta.len() == cur.len && meta.nlink() > 0 {
+                return Ok(());
+            }
+        }
+        *current = None;
+        let files = list_files(&self.dir)
+            .map_err(|e| AuditError::io("listing the audit log", &self.dir, e))?;
+        let index = files.last().copied().unwrap_or(1);
+        let path = self.dir.join(file_name(index));
+        let mut file =
+            open_append(&path).map_err(|e| self.err("opening the audit file", index, e))?;
+        if files.is_empty() {
+            sync_dir(&self.dir)
+                .map_err(|e| AuditError::io("syncing the audit directory", &self.dir, e))?;
+        }
+        let mut len = file
+            .metadata()
+            .map_err(|e| self.err("reading the audit file", index, e))?
+            .len();
+        let mut repair = None;
+        if len > 0
+            && last_byte(&mut file, len)
+                .map_err(|e| self.err("reading the audit file", index, e))?
+                != b'\n'
+        {
+            let keep = last_newline_end(&mut file, len)
+                .map_err(|e| self.err("reading the audit file", index, e))?;
+            let dropped = read_range(&mut file, keep, len)
+                .map_err(|e| self.err("reading the audit file", index, e))?;
+            file.set_len(keep)
+                .map_err(|e| self.err("cutting the torn tail of", index, e))?;
+            file.sync_all().map_err(|e| self.err("syncing", index, e))?;
+            repair = Some(RepairEvent {
+                file: file_name(index),
+                length_before: len,
+                length_after: keep,
+                dropped_sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&dropped)),
+            });
+            len = keep;
+        }
+        let head = self.chain_head(&files, index, &mut file, len)?;
+        if check_anchor {
+            self.check_anchor(&head)?;
+        }
+        let ino = file
+            .metadata()
+            .map_err(|e| self.err("reading the audit file", index, e))?
+            .ino();
+        *current = Some(Current {
+            index,
+            file,
+            ino,
+            len,
+            head,
+        });
+        if let Some(repair) = repair {
+            self.append_locked(current, Event::Repair(repair))?;
+        }
+        Ok(())
+    }
+
+    /// Refuse to extend a log whose end no longer matches the anchor: appending
+    /// would overwrite the evidence that records were removed or edited.
+    fn check_anchor(&self, head: &ChainHead) -> Result<(), AuditError> {
+        let path = self.dir.join(HEAD_FILE);
+        let anchor = read_anchor(&self.dir)
+            .map_err(|e| AuditError::io("reading the head anchor", &path, e))?;
+        let problem = match anchor {
+            None if head.seq == 0 => return Ok(()),
+            None => "the head anchor is missing".to_string(),
+            Some(a) if a.seq > head.seq => {
+                format!("the log ends at a{} but the head anchor names {}: records were cut off the end", head.seq, a.id)
+            }
+            Some(a) if a.seq == head.seq && a.hash != head.hash => {
+                format!(
+                    "the last record a{} does not match the head anchor (it was edited)",
+                    head.seq
+                )
+            }
+            Some(_) => return Ok(()),
+        };
+        Err(AuditError::Corrupt {
+            file: path,
+            detail: format!(
+                "{problem}; refusing to append. Inspect with `airlock audit verify`; `airlock audit repair --reanchor` accepts the log as it is and records that"
+            ),
+        })
+    }
+
+    /// The last record of the log: in the newest file, or (if a rotation left
+    /// the newest file empty) in the one before.
+    fn chain_head(
+        &self,
+        files: &[u64],
+        index: u64,
+        file: &mut File,
+        len: u64,
+    ) -> Result<ChainHead, AuditError> {
+        if len > 0 {
+            let line =
+                last_line(file, len).map_err(|e| self.err("reading the audit file", index, e))?;
+            return self.head_of_line(index, &line);
+        }
+        let Some(&prev_index) = files.iter().rev().find(|&&i| i < index) else {
+            return Ok(ChainHead {
+                seq: 0,
+                hash: GENESIS.to_string(),
+            });
+        };
+        let path = self.dir.join(file_name(prev_index));
+        let mut prev =
+            File::open(&path).map_err(|e| self.err("opening the audit file", prev_index, e))?;
+        let prev_len = prev
+            .metadata()
+            .map_err(|e| self.err("reading the audit file", prev_index, e))?
+            .len();
+        if prev_len == 0 {
+            return Err(AuditError::Corrupt {
+                file: path,
+                detail: "an earlier log file is empty; run `airlock audit verify`".into(),
+            });
+        }
+        let line = last_line(&mut prev, prev_len)
+            .map_err(|e| self.err("reading the audit file", prev_index, e))?;
+        self.head_of_line(prev_index, &line)
+    }
+
+    fn head_of_line(&self, index: u64, line: &[u8]) -> Result<ChainHead, AuditError> {
+        #[derive(Deserialize)]
+        struct SeqOnly {
+            seq: u64,
+        }
+        let parsed: SeqOnly = serde_json::from_slice(line).map_err(|e| AuditError::Corrupt {
+            file: self.dir.join(file_name(index)),
+            detail: format!("the last record is not readable ({e}); run `airlock audit verify`"),
+        })?;
+        Ok(ChainHead {
+            seq: parsed.seq,
+            hash: line_hash(line),
+        })
+    }
+
+    fn append_locked(
+        &self,
+        current: &mut Option<Current>,
+        event: Event,
+    ) -> Result<Record, AuditError> {
+        let cur = current.as_mut().expect("refresh() ran under the lock");
+        if cur.len >= self.config.max_file_bytes {
+            let index = cur.index + 1;
+            let path = self.dir.join(file_name(index));
+            let file =
+                open_append(&path).map_err(|e| self.err("creating the audit file", index, e))?;
+            sync_dir(&self.dir)
+                .map_err(|e| AuditError::io("syncing the audit directory", &self.dir, e))?;
+            let ino = file
+                .metadata()
+                .map_err(|e| self.err("reading the audit file", index, e))?
+                .ino();
+            let head = cur.head.clone();
+            *cur = Current {
+                index,
+                file,
+                ino,
+                len: 0,
+                head,
+            };
+        }
+        let seq = cur.head.seq + 1;
+        let record = Record {
+            v: SCHEMA_VERSION,
+            seq,
+            id: format!("a{seq}"),
+            time: crate::clock::format_rfc3339(crate::clock::now_ms()),
+            prev: cur.head.hash.clone(),
+            event,
+        };
+        let mut line = serde_json::to_vec(&record).map_err(AuditError::Serialize)?;
+        let hash = line_hash(&line);
+        line.push(b'\n');
+        let path = self.dir.join(file_name(cur.index));
+        if let Err(e) = cur
+            .file
+            .write_all(&line)
+            .and_then(|()| cur.file.sync_data())
+        {
+            // Leave no partial line behind: cut back to where we started.
+            let _ = cur.file.set_len(cur.len);
+            let _ = cur.file.sync_data();
+            return Err(AuditError::write(&path, e));
+        }
+        cur.len += line.len() as u64;
+        cur.head = ChainHead {
+            seq,
+            hash: hash.clone(),
+        };
+        let anchor = HeadAnchor {
+            seq,
+            id: record.id.clone(),
+            hash,
+            file: file_name(cur.index),
+        };
+        self.write_head(&anchor)?;
+        Ok(record)
+    }
+
+    /// Rewritten by rename after each append; not fsynced (the log is). After a
+    /// crash it may lag the log by the last records, never lead it.
+    fn write_head(&self, anchor: &HeadAnchor) -> Result<(), AuditError> {
+        let path = self.dir.join(HEAD_FILE);
+        let tmp = self.dir.join(format!(".{HEAD_FILE}.tmp"));
+        let bytes = serde_json::to_vec(anchor).map_err(AuditError::Serialize)?;
+        let write = || -> std::io::Result<()> {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(&bytes)?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().map_err(|e| AuditError::write(&path, e))
+    }
+
+    fn err(&self, context: &str, index: u64, source: std::io::Error) -> AuditError {
+        AuditError::io(context, &self.dir.join(file_name(index)), source)
+    }
+}
+
+/// The head anchor, if there is one.
+pub fn read_anchor(dir: &Path) -> std::io::Result<Option<HeadAnchor>> {
+    match std::fs::read(dir.join(HEAD_FILE)) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn open_append(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .mode(0o600)
+        .open(path)
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn last_byte(file: &mut File, len: u64) -> std::io::Result<u8> {
+    let mut b = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut b)?;
+    Ok(b[0])
+}
+
+fn read_range(file: &mut File, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; (to - from) as usize];
+    file.seek(SeekFrom::Start(from))?;
+    file.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+/// Offset just past the last `\n` before `len` (0 if there is none).
+fn last_newline_end(file: &mut File, len: u64) -> std::io::Result<u64> {
+    const CHUNK: u64 = 64 * 1024;
+    let mut end = len;
+    while end > 0 {
+        let start = end.saturating_sub(CHUNK);
+        let buf = read_range(file, start, end)?;
+        if let Some(pos) = buf.iter().rposition(|&b| b == b'\n') {
+            return Ok(start + pos as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+/// The last line of a file that ends with `\n`, without the `\n`.
+fn last_line(file: &mut File, len: u64) -> std::io::Result<Vec<u8>> {
+    let start = last_newline_end(file, len - 1)?;
+    read_range(file, start, len - 1)
+}

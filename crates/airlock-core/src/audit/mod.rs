@@ -1,0 +1,81 @@
+//! The audit trail: an append-only, hash-chained JSON-lines log in the state
+//! directory (DESIGN.md §6; schema in docs/audit-schema.md).
+
+pub mod chain;
+pub mod log;
+pub mod query;
+pub mod record;
+pub mod verify;
+
+pub use log::AuditLog;
+pub use query::{find, read_all, Filter};
+pub use record::{Event, Record, SCHEMA_VERSION};
+pub use verify::{verify, VerifyFailure, VerifyReport};
+
+use std::path::{Path, PathBuf};
+
+/// Tunables of the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditConfig {
+    /// A new file is started once the newest reaches this size.
+    pub max_file_bytes: u64,
+    /// How much of stdout and of stderr (each) an execution record keeps; the
+    /// record always carries the SHA-256 and length of the whole stream.
+    pub output_bytes: usize,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            max_file_bytes: 64 * 1024 * 1024,
+            output_bytes: 8 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+    #[error("audit log {path}: no space left on device; nothing was run, because airlock refuses to act without an audit record")]
+    DiskFull { path: PathBuf },
+    #[error("audit log {path}: {context}: {source}")]
+    Io {
+        context: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("audit log {file}: {detail}")]
+    Corrupt { file: PathBuf, detail: String },
+    #[error("cannot serialise an audit record: {0}")]
+    Serialize(#[source] serde_json::Error),
+}
+
+impl AuditError {
+    pub(crate) fn io(context: &str, path: &Path, source: std::io::Error) -> AuditError {
+        AuditError::Io {
+            context: context.to_string(),
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    pub(crate) fn write(path: &Path, source: std::io::Error) -> AuditError {
+        if matches!(
+            source.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        ) {
+            AuditError::DiskFull {
+                path: path.to_path_buf(),
+            }
+        } else {
+            AuditError::io("writing a record", path, source)
+        }
+    }
+
+    /// True when the disk (or quota) is full.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, AuditError::DiskFull { .. })
+    }
+}

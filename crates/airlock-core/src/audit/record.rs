@@ -1,0 +1,268 @@
+//! The audit record schema, version [`SCHEMA_VERSION`]. Documented field by field
+//! in docs/audit-schema.md; change both together, and bump the version on any
+//! change that a reader of older records would misread.
+
+use crate::Caller;
+use airlock_policy::{Command, Loosening, SegmentDecision, Step, Verdict};
+use airlock_sandbox::{FileChange, KillReason, Violation};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One line of the log: the chain envelope plus one event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Schema version.
+    pub v: u32,
+    /// Position in the whole log, across rotated files: 1, 2, 3, … without gaps.
+    pub seq: u64,
+    /// Record id, `a<seq>`; what `airlock audit show` takes.
+    pub id: String,
+    /// RFC 3339 UTC, milliseconds.
+    pub time: String,
+    /// SHA-256 of the previous record's line (see `chain`).
+    pub prev: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+impl Record {
+    pub fn request_id(&self) -> Option<&str> {
+        match &self.event {
+            Event::Decision(e) => Some(&e.request_id),
+            Event::Execution(e) => Some(&e.request_id),
+            Event::Approval(e) => e.request_id.as_deref(),
+            Event::Grant(e) => e.request_id.as_deref(),
+            Event::Repair(_) | Event::Reanchor(_) | Event::Test(_) => None,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match &self.event {
+            Event::Decision(_) => "decision",
+            Event::Execution(_) => "execution",
+            Event::Approval(_) => "approval",
+            Event::Grant(_) => "grant",
+            Event::Repair(_) => "repair",
+            Event::Reanchor(_) => "reanchor",
+            Event::Test(_) => "test",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    Decision(DecisionEvent),
+    Execution(Box<ExecutionEvent>),
+    Approval(ApprovalEvent),
+    Grant(GrantEvent),
+    Repair(RepairEvent),
+    Reanchor(ReanchorEvent),
+    Test(TestEvent),
+}
+
+/// The request as asked, before any analysis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    pub command: Command,
+    pub cwd: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    /// `check`: judged only.
+    Check,
+    /// `run`: judged, and run if allowed.
+    Run,
+}
+
+/// One gate decision, written before anything runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionEvent {
+    pub request_id: String,
+    pub operation: Operation,
+    pub who: Caller,
+    pub request: RequestRecord,
+    pub segments: Vec<SegmentDecision>,
+    /// Every rule named by the decision or one of its segments, deduplicated.
+    pub matched_rules: Vec<String>,
+    pub decision: Verdict,
+    pub reason: String,
+    pub step: Step,
+    pub policy_sha256: String,
+    pub policy_source: String,
+    /// Grants that loosened this decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loosened_by: Vec<String>,
+    /// What the grants opened.
+    #[serde(default, skip_serializing_if = "loosening_is_empty")]
+    pub loosening: Loosening,
+    /// How the engine proceeds: `run`, `denied`, `approval_pending`,
+    /// `approval_refused`, `approval_denied`, `checked`.
+    pub disposition: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalUse>,
+}
+
+pub(crate) fn loosening_is_empty(l: &Loosening) -> bool {
+    l.grant_ids.is_empty()
+        && l.network_hosts.is_empty()
+        && l.read_paths.is_empty()
+        && l.write_paths.is_empty()
+}
+
+/// An approval presented with a request, and what came of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalUse {
+    pub id: String,
+    /// `accepted`, or the refusal code (`replayed`, `expired`, `command_changed`,
+    /// `cwd_changed`, `policy_changed`, `not_found`, `pending`, `denied`, `timeout`).
+    pub result: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A captured output stream: the first bytes, and the digest of all of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamRecord {
+    /// The start of the stream (lossy UTF-8), at most the configured size.
+    pub text: String,
+    /// True when `text` is shorter than the stream.
+    pub truncated: bool,
+    /// Length of the whole stream in bytes.
+    pub bytes: u64,
+    /// SHA-256 of the whole stream.
+    pub sha256: String,
+    /// `stream`: every byte the backend delivered live; `captured`: the backend
+    /// delivered nothing live, so this describes the output it captured.
+    pub source: String,
+}
+
+/// How the execution ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeRecord {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub killed_by: Option<KillReason>,
+    pub duration_ms: u64,
+    pub cpu_ms: u64,
+    pub peak_memory_bytes: u64,
+    /// The backend cut stdout or stderr at the policy's output limit.
+    pub output_capped: bool,
+}
+
+/// One execution in a sandbox, written after it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionEvent {
+    pub request_id: String,
+    pub who: Caller,
+    pub request: RequestRecord,
+    pub policy_sha256: String,
+    pub backend: String,
+    pub argv: Vec<String>,
+    /// Names of the environment variables the command received. Never values.
+    pub env_names: Vec<String>,
+    pub limits: airlock_sandbox::Limits,
+    /// `none`, `proxy` or `open`.
+    pub network: String,
+    pub workspace_mode: String,
+    /// `None` when the backend failed before the command ran (see `error`).
+    pub outcome: Option<OutcomeRecord>,
+    pub stdout: StreamRecord,
+    pub stderr: StreamRecord,
+    pub changes: Vec<FileChange>,
+    pub applied: bool,
+    pub violations: Vec<Violation>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loosened_by: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalAction {
+    Created,
+    Approved,
+    Denied,
+    Expired,
+    /// The approved request ran (the approval is now spent).
+    Consumed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalEvent {
+    pub action: ApprovalAction,
+    pub approval_id: String,
+    /// The request that created the approval (created) or used it (consumed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// Who acted: the requester (created), the approver (approved/denied),
+    /// `airlock` (expired), the runner (consumed).
+    pub who: Caller,
+    pub request: RequestRecord,
+    pub policy_sha256: String,
+    pub reasons: Vec<String>,
+    pub expires_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantAction {
+    Created,
+    Revoked,
+    /// A request was loosened by the grant (one use spent).
+    Used,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GrantEvent {
+    pub action: GrantAction,
+    pub grant_id: String,
+    pub who: Caller,
+    /// The grant as it stands after the action.
+    pub grant: crate::grants::Grant,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+/// Written when opening the log found an incomplete last line (a writer died in
+/// the middle of an append) and cut it off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepairEvent {
+    pub file: String,
+    /// Length of the file before and after the cut.
+    pub length_before: u64,
+    pub length_after: u64,
+    /// SHA-256 of the bytes cut off, so that they can be matched to a backup.
+    pub dropped_sha256: String,
+}
+
+/// Written by `airlock audit repair --reanchor` when the log was accepted although
+/// it no longer matched its head anchor: the loss stays on record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReanchorEvent {
+    /// What the anchor said before (absent if it was missing or unreadable).
+    pub previous_anchor: Option<crate::audit::log::HeadAnchor>,
+    /// The seq of the last record the log held when it was accepted.
+    pub log_last_seq: u64,
+}
+
+/// Written only by the hidden `airlock audit append-test` hook that the crash and
+/// concurrency tests drive; goes through the same writer as every other record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestEvent {
+    pub writer: String,
+    pub n: u64,
+}

@@ -1,0 +1,445 @@
+//! The state directory's three ledgers together: the audit log, approvals and
+//! grants. Every change to an approval or a grant is an audit record, written
+//! (and fsynced) before the change is stored, under the store's lock.
+//!
+//! Layout: `<state>/audit/`, `<state>/approvals/ap-*.json`, `<state>/grants/gr-*.json`.
+
+use crate::approvals::{check_use, Approval, ApprovalStatus, RefusalCode, DEFAULT_TTL};
+use crate::audit::record::{
+    ApprovalAction, ApprovalEvent, Event, GrantAction, GrantEvent, Record, RequestRecord,
+};
+use crate::audit::{AuditConfig, AuditError, AuditLog};
+use crate::clock::{format_rfc3339, now_ms};
+use crate::grants::{Grant, GrantError, GrantRequest, GrantState, Revocation};
+use crate::state::{ensure_private_dir, random_id};
+use crate::store::{JsonStore, StoreError};
+use crate::Caller;
+use airlock_policy::{Decision, Policy, Verdict};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct LedgerConfig {
+    pub audit: AuditConfig,
+    /// How long a pending approval waits for an answer, and an approved one for its run.
+    pub approval_ttl: Duration,
+}
+
+impl Default for LedgerConfig {
+    fn default() -> Self {
+        LedgerConfig {
+            audit: AuditConfig::default(),
+            approval_ttl: DEFAULT_TTL,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Grant(#[from] GrantError),
+    #[error("no approval {0}")]
+    ApprovalNotFound(String),
+    #[error("no grant {0}")]
+    GrantNotFound(String),
+    #[error("approval {id} is {status}, not pending: nothing to {action}")]
+    NotPending {
+        id: String,
+        status: &'static str,
+        action: &'static str,
+    },
+    #[error(
+        "approval {id} was requested by token `{name}`; a token cannot answer its own approval"
+    )]
+    SelfApproval { id: String, name: String },
+}
+
+/// The outcome of presenting an approval with a request.
+#[derive(Debug)]
+pub enum ApprovalCheck {
+    Accepted(Approval),
+    Refused(RefusalCode, Option<Approval>),
+}
+
+pub struct Ledger {
+    root: PathBuf,
+    audit: AuditLog,
+    approvals: JsonStore,
+    grants: JsonStore,
+    config: LedgerConfig,
+}
+
+impl Ledger {
+    pub fn open(state_dir: &Path, config: LedgerConfig) -> Result<Ledger, LedgerError> {
+        ensure_private_dir(state_dir)?;
+        Ok(Ledger {
+            root: state_dir.to_path_buf(),
+            audit: AuditLog::open(&state_dir.join("audit"), config.audit.clone())?,
+            approvals: JsonStore::open(&state_dir.join("approvals"), "ap")?,
+            grants: JsonStore::open(&state_dir.join("grants"), "gr")?,
+            config,
+        })
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    pub fn config(&self) -> &LedgerConfig {
+        &self.config
+    }
+
+    // ---- approvals ----
+
+    /// A new id for an approval that [`Ledger::create_approval`] will store.
+    pub fn new_approval_id(&self) -> String {
+        random_id("ap")
+    }
+
+    /// Store a pending approval for a request the gate answered `approval_required`.
+    pub fn create_approval(
+        &self,
+        id: String,
+        who: &Caller,
+        request_id: &str,
+        request: RequestRecord,
+        policy: &Policy,
+        decision: &Decision,
+    ) -> Result<Approval, LedgerError> {
+        let now = now_ms();
+        let expires = now + self.config.approval_ttl.as_millis() as u64;
+        let mut reasons: Vec<String> = decision
+            .segments
+            .iter()
+            .filter(|s| s.decision == Verdict::ApprovalRequired)
+            .map(|s| s.reason.clone())
+            .collect();
+        if reasons.is_empty() {
+            reasons.push(decision.reason.clone());
+        }
+        let approval = Approval {
+            id,
+            status: ApprovalStatus::Pending,
+            request,
+            policy_sha256: policy.sha256.clone(),
+            policy_source: policy.source.clone(),
+            reasons,
+            requested_by: who.clone(),
+            request_id: request_id.to_string(),
+            created_at: format_rfc3339(now),
+            expires_at: format_rfc3339(expires),
+            expires_at_ms: expires,
+            decided_by: None,
+            decided_at: None,
+            note: None,
+            used_by: None,
+            used_at: None,
+        };
+        self.approvals.check_id(&approval.id)?;
+        self.approvals.locked(|| {
+            self.audit_approval(
+                ApprovalAction::Created,
+                &approval,
+                who,
+                Some(request_id),
+                None,
+            )?;
+            self.approvals.put(&approval.id, &approval)?;
+            Ok::<_, LedgerError>(())
+        })??;
+        Ok(approval)
+    }
+
+    /// Every approval, after recording the expiry of those whose time has passed.
+    pub fn approvals(&self) -> Result<Vec<Approval>, LedgerError> {
+        self.approvals.locked(|| {
+            let mut all: Vec<Approval> = self.approvals.list()?;
+            for approval in all.iter_mut() {
+                self.expire_if_due(approval)?;
+            }
+            Ok(all)
+        })?
+    }
+
+    /// One approval, after recording its expiry if its time has passed.
+    pub fn approval(&self, id: &str) -> Result<Approval, LedgerError> {
+        self.approvals.check_id(id)?;
+        self.approvals.locked(|| {
+            let mut approval: Approval = self
+                .approvals
+                .get(id)?
+                .ok_or_else(|| LedgerError::ApprovalNotFound(id.to_string()))?;
+            self.expire_if_due(&mut approval)?;
+            Ok(approval)
+        })?
+    }
+
+    pub fn approve(
+        &self,
+        id: &str,
+        who: &Caller,
+        note: Option<String>,
+    ) -> Result<Approval, LedgerError> {
+        self.answer(id, who, note, ApprovalStatus::Approved)
+    }
+
+    pub fn deny(
+        &self,
+        id: &str,
+        who: &Caller,
+        note: Option<String>,
+    ) -> Result<Approval, LedgerError> {
+        self.answer(id, who, note, ApprovalStatus::Denied)
+    }
+
+    fn answer(
+        &self,
+        id: &str,
+        who: &Caller,
+        note: Option<String>,
+        to: ApprovalStatus,
+    ) -> Result<Approval, LedgerError> {
+        self.approvals.check_id(id)?;
+        let action = if to == ApprovalStatus::Approved {
+            "approve"
+        } else {
+            "deny"
+        };
+        self.approvals.locked(|| {
+            let mut approval: Approval = self
+                .approvals
+                .get(id)?
+                .ok_or_else(|| LedgerError::ApprovalNotFound(id.to_string()))?;
+            self.expire_if_due(&mut approval)?;
+            if approval.status != ApprovalStatus::Pending {
+                return Err(LedgerError::NotPending {
+                    id: id.to_string(),
+                    status: approval.status.as_str(),
+                    action,
+                });
+            }
+            if who.kind == crate::CallerKind::Token && *who == approval.requested_by {
+                return Err(LedgerError::SelfApproval {
+                    id: id.to_string(),
+                    name: who.name.clone(),
+                });
+            }
+            approval.status = to;
+            approval.decided_by = Some(who.clone());
+            approval.decided_at = Some(format_rfc3339(now_ms()));
+            approval.note = note.clone();
+            let event = if to == ApprovalStatus::Approved {
+                ApprovalAction::Approved
+            } else {
+                ApprovalAction::Denied
+            };
+            self.audit_approval(event, &approval, who, None, note)?;
+            self.approvals.put(id, &approval)?;
+            Ok(approval)
+        })?
+    }
+
+    /// Spend an approval on a request: it must be approved, unexpired, unused, and
+    /// for the same command, cwd and policy. Each refusal has its own code.
+    pub fn use_approval(
+        &self,
+        id: &str,
+        who: &Caller,
+        request_id: &str,
+        request: &RequestRecord,
+        policy_sha256: &str,
+    ) -> Result<ApprovalCheck, LedgerError> {
+        if self.approvals.check_id(id).is_err() {
+            return Ok(ApprovalCheck::Refused(RefusalCode::NotFound, None));
+        }
+        self.approvals.locked(|| {
+            let Some(mut approval) = self.approvals.get::<Approval>(id)? else {
+                return Ok(ApprovalCheck::Refused(RefusalCode::NotFound, None));
+            };
+            self.expire_if_due(&mut approval)?;
+            if let Err(code) = check_use(&approval, request, policy_sha256) {
+                return Ok(ApprovalCheck::Refused(code, Some(approval)));
+            }
+            approval.status = ApprovalStatus::Used;
+            approval.used_by = Some(request_id.to_string());
+            approval.used_at = Some(format_rfc3339(now_ms()));
+            self.audit_approval(
+                ApprovalAction::Consumed,
+                &approval,
+                who,
+                Some(request_id),
+                None,
+            )?;
+            self.approvals.put(id, &approval)?;
+            Ok(ApprovalCheck::Accepted(approval))
+        })?
+    }
+
+    /// Called with the store locked.
+    fn expire_if_due(&self, approval: &mut Approval) -> Result<(), LedgerError> {
+        if approval.is_due(now_ms()) {
+            approval.status = ApprovalStatus::Expired;
+            let airlock = Caller {
+                name: "airlock".into(),
+                kind: crate::CallerKind::Cli,
+            };
+            self.audit_approval(ApprovalAction::Expired, approval, &airlock, None, None)?;
+            self.approvals.put(&approval.id, approval)?;
+        }
+        Ok(())
+    }
+
+    fn audit_approval(
+        &self,
+        action: ApprovalAction,
+        approval: &Approval,
+        who: &Caller,
+        request_id: Option<&str>,
+        note: Option<String>,
+    ) -> Result<Record, LedgerError> {
+        Ok(self.audit.append(Event::Approval(ApprovalEvent {
+            action,
+            approval_id: approval.id.clone(),
+            request_id: request_id.map(str::to_string),
+            who: who.clone(),
+            request: approval.request.clone(),
+            policy_sha256: approval.policy_sha256.clone(),
+            reasons: approval.reasons.clone(),
+            expires_at: approval.expires_at.clone(),
+            note,
+        }))?)
+    }
+
+    // ---- grants ----
+
+    pub fn create_grant(&self, who: &Caller, request: GrantRequest) -> Result<Grant, LedgerError> {
+        request.validate()?;
+        let now = now_ms();
+        let expires = now + request.ttl.as_millis() as u64;
+        let grant = Grant {
+            id: random_id("gr"),
+            boundary: request.boundary,
+            for_prefix: request
+                .for_prefix
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            created_by: who.clone(),
+            created_at: format_rfc3339(now),
+            expires_at: format_rfc3339(expires),
+            expires_at_ms: expires,
+            max_uses: request.max_uses,
+            uses: 0,
+            revoked: None,
+        };
+        self.grants.locked(|| {
+            self.audit_grant(GrantAction::Created, &grant, who, None)?;
+            self.grants.put(&grant.id, &grant)?;
+            Ok::<_, LedgerError>(())
+        })??;
+        Ok(grant)
+    }
+
+    pub fn grants(&self) -> Result<Vec<Grant>, LedgerError> {
+        Ok(self.grants.list()?)
+    }
+
+    pub fn revoke_grant(&self, id: &str, who: &Caller) -> Result<Grant, LedgerError> {
+        self.grants.check_id(id)?;
+        self.grants.locked(|| {
+            let mut grant: Grant = self
+                .grants
+                .get(id)?
+                .ok_or_else(|| LedgerError::GrantNotFound(id.to_string()))?;
+            if grant.revoked.is_some() {
+                return Err(GrantError::NotActive {
+                    id: id.to_string(),
+                    state: "already revoked",
+                }
+                .into());
+            }
+            grant.revoked = Some(Revocation {
+                by: who.clone(),
+                at: format_rfc3339(now_ms()),
+            });
+            self.audit_grant(GrantAction::Revoked, &grant, who, None)?;
+            self.grants.put(id, &grant)?;
+            Ok(grant)
+        })?
+    }
+
+    /// Active grants that cover this decision (nothing is spent).
+    pub fn covering_grants(&self, decision: &Decision) -> Result<Vec<Grant>, LedgerError> {
+        let now = now_ms();
+        Ok(self
+            .grants()?
+            .into_iter()
+            .filter(|g| g.state(now) == GrantState::Active && g.covers(decision))
+            .collect())
+    }
+
+    /// Spend one use of each grant for a request that is about to run loosened.
+    /// All or nothing: if one was revoked, expired or used up meanwhile, none is
+    /// spent and the error names it.
+    pub fn spend_grants(
+        &self,
+        ids: &[String],
+        who: &Caller,
+        request_id: &str,
+    ) -> Result<Vec<Grant>, LedgerError> {
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        self.grants.locked(|| {
+            let now = now_ms();
+            let mut grants = Vec::new();
+            for id in ids {
+                let grant: Grant = self
+                    .grants
+                    .get(id)?
+                    .ok_or_else(|| LedgerError::GrantNotFound(id.clone()))?;
+                let state = grant.state(now);
+                if state != GrantState::Active {
+                    return Err(GrantError::NotActive {
+                        id: id.clone(),
+                        state: state.as_str(),
+                    }
+                    .into());
+                }
+                grants.push(grant);
+            }
+            for grant in grants.iter_mut() {
+                grant.uses += 1;
+                self.audit_grant(GrantAction::Used, grant, who, Some(request_id))?;
+                self.grants.put(&grant.id, grant)?;
+            }
+            Ok(grants)
+        })?
+    }
+
+    fn audit_grant(
+        &self,
+        action: GrantAction,
+        grant: &Grant,
+        who: &Caller,
+        request_id: Option<&str>,
+    ) -> Result<Record, LedgerError> {
+        Ok(self.audit.append(Event::Grant(GrantEvent {
+            action,
+            grant_id: grant.id.clone(),
+            who: who.clone(),
+            grant: grant.clone(),
+            request_id: request_id.map(str::to_string),
+        }))?)
+    }
+}
