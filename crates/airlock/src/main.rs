@@ -2,6 +2,8 @@
 //! under `cli/` and returns the process exit status.
 
 mod cli;
+mod mcp;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -23,6 +25,10 @@ enum Cmd {
     Policy(cli::policy::Cmd),
     /// Report which isolation layers this host provides.
     Doctor(cli::doctor::Args),
+    /// Serve the HTTP JSON API (and MCP at /mcp) on a unix socket or loopback.
+    Serve(cli::serve::Args),
+    /// Serve the Model Context Protocol over stdio.
+    Mcp(cli::mcp::Args),
 }
 
 fn main() {
@@ -32,6 +38,8 @@ fn main() {
         Cmd::Run(args) => cli::run::run(args),
         Cmd::Policy(cmd) => cli::policy::run(cmd),
         Cmd::Doctor(args) => cli::doctor::run(args),
+        Cmd::Serve(args) => cli::serve::run(args),
+        Cmd::Mcp(args) => cli::mcp::run(args),
     };
     match status {
         Ok(code) => std::process::exit(code),

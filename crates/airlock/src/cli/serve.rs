@@ -1,0 +1,133 @@
+//! `airlock serve`: flags, then hand over to `crate::serve`.
+
+use crate::serve::service::{Language, RequestLimits};
+use crate::serve::Options;
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+#[command(after_help = "\
+Listens on a unix socket (mode 0600) at $AIRLOCK_STATE_DIR/airlock.sock by default
+(the state directory is $AIRLOCK_STATE_DIR, else $XDG_STATE_HOME/airlock, else
+/var/lib/airlock for root). Without --tokens, only the socket is served and its
+callers act as the local user under --policy. With --tokens, every request needs
+`Authorization: Bearer TOKEN`, and each token brings its own policy.
+
+Tokens file (TOML):
+  [[token]]
+  name = \"ci-agent\"          # recorded in the audit log as the caller
+  sha256 = \"<hex sha256 of the token>\"   # or token = \"...\" in a 0600 file
+  policy = \"ci.toml\"         # relative to the tokens file; default: --policy chain
+  role = \"agent\"             # or \"approver\" (answers approvals, manages grants)
+
+Non-loopback --listen addresses are refused: this build has no TLS.
+SIGTERM/SIGINT: stop accepting, let running sandboxes finish for
+--shutdown-grace, then kill them and wait for their teardown.")]
+pub struct Args {
+    /// Unix socket path (default: <state dir>/airlock.sock).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Do not listen on a unix socket (needs --listen).
+    #[arg(long)]
+    pub no_socket: bool,
+    /// Also listen on TCP, loopback only (e.g. 127.0.0.1:8787). Needs --tokens.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<SocketAddr>,
+    /// Accepted for clarity, but non-loopback listening still needs TLS, which
+    /// this build does not implement: a non-loopback address is always refused.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Bearer tokens file (TOML; see below).
+    #[arg(long, value_name = "FILE", env = "AIRLOCK_TOKENS")]
+    pub tokens: Option<PathBuf>,
+    /// Policy for the local caller and for tokens without their own policy
+    /// (default: $AIRLOCK_POLICY, ./airlock.toml, the built-in default).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Sandboxes that may run at once (default: number of CPUs).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Run requests that may wait for a slot; past that, 429 with Retry-After.
+    #[arg(long, default_value_t = 64)]
+    pub queue: usize,
+    /// Largest request body, bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_body: usize,
+    /// Largest shell command (or argv, joined), bytes.
+    #[arg(long, default_value_t = 64 << 10)]
+    pub max_command: usize,
+    /// Largest code submission, bytes.
+    #[arg(long, default_value_t = 256 << 10)]
+    pub max_code: usize,
+    /// Languages `code` may be in: python, bash, sh, or NAME=PROGRAM[,ARG...]
+    /// (the source is appended as the last argument). Repeatable; default: python, bash, sh.
+    #[arg(long = "language", value_name = "LANG")]
+    pub languages: Vec<String>,
+    /// Seconds running sandboxes get to finish after SIGTERM before they are killed.
+    #[arg(long, default_value_t = 10.0)]
+    pub shutdown_grace: f64,
+    /// Do not serve MCP (streamable HTTP) at /mcp.
+    #[arg(long)]
+    pub no_mcp: bool,
+    /// An Origin allowed to use /mcp (e.g. http://localhost:3000). Repeatable.
+    /// Requests with any other Origin header are refused; requests without one pass.
+    #[arg(long = "mcp-allow-origin", value_name = "ORIGIN")]
+    pub mcp_allow_origins: Vec<String>,
+}
+
+pub fn languages(list: &[String]) -> anyhow::Result<Vec<Language>> {
+    if list.is_empty() {
+        return Ok(Language::defaults());
+    }
+    list.iter()
+        .map(|l| Language::parse(l).map_err(anyhow::Error::msg))
+        .collect()
+}
+
+pub fn default_concurrency() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    if !(args.shutdown_grace.is_finite() && args.shutdown_grace >= 0.0) {
+        anyhow::bail!("--shutdown-grace must be a non-negative number of seconds");
+    }
+    let options = Options {
+        socket: args.socket,
+        no_socket: args.no_socket,
+        listen: args.listen,
+        allow_remote: args.allow_remote,
+        tokens: args.tokens,
+        policy: args.policy,
+        concurrency: args.concurrency.unwrap_or_else(default_concurrency),
+        queue: args.queue,
+        limits: RequestLimits {
+            body_bytes: args.max_body,
+            command_bytes: args.max_command,
+            code_bytes: args.max_code,
+        },
+        languages: languages(&args.languages)?,
+        shutdown_grace: std::time::Duration::from_secs_f64(args.shutdown_grace),
+        mcp: !args.no_mcp,
+        mcp_allowed_origins: args.mcp_allow_origins,
+    };
+    if let Some(addr) = options.listen {
+        crate::serve::listen::check_tcp_address(addr, options.allow_remote)?;
+    }
+    let engine = open_engine()?;
+    crate::serve::run(options, engine)?;
+    Ok(0)
+}
+
+/// The engine every interface uses: the state directory's ledger and the
+/// native backend.
+pub fn open_engine() -> anyhow::Result<airlock_core::Engine> {
+    let state_dir = airlock_core::resolve_state_dir()?;
+    airlock_core::state::ensure_private_dir(&state_dir)?;
+    let backend = crate::serve::backend::default_backend()?;
+    airlock_core::Engine::open(airlock_core::EngineConfig::new(state_dir.clone(), backend))
+        .with_context(|| format!("cannot open the state directory {}", state_dir.display()))
+}

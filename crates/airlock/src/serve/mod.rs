@@ -1,0 +1,198 @@
+//! `airlock serve`: the HTTP JSON API (and MCP over streamable HTTP at `/mcp`).
+//!
+//! Layers, one module each: where it listens ([`listen`]), who is calling
+//! ([`tenants`]), how many run at once ([`admission`]), what it answers
+//! ([`routes`], [`ops`]), what it counts ([`metrics`]), and how it stops
+//! ([`shutdown`]). Every request goes through [`service::Service`] to the one
+//! `airlock_core::Engine`.
+
+pub mod admission;
+pub mod backend;
+pub mod error;
+pub mod listen;
+pub mod metrics;
+pub mod ops;
+pub mod routes;
+pub mod runs;
+pub mod service;
+pub mod shutdown;
+pub mod tenants;
+
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The OpenAPI document, kept at the repository root and served verbatim.
+pub const OPENAPI_JSON: &str = include_str!("../../../../openapi.json");
+
+/// Everything `airlock serve` is configured with.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub socket: Option<PathBuf>,
+    pub no_socket: bool,
+    pub listen: Option<SocketAddr>,
+    pub allow_remote: bool,
+    pub tokens: Option<PathBuf>,
+    pub policy: Option<PathBuf>,
+    pub concurrency: usize,
+    pub queue: usize,
+    pub limits: service::RequestLimits,
+    pub languages: Vec<service::Language>,
+    pub shutdown_grace: Duration,
+    pub mcp: bool,
+    pub mcp_allowed_origins: Vec<String>,
+}
+
+/// Bind the listeners (before any thread exists), then run the server until
+/// SIGTERM/SIGINT and a complete drain.
+pub fn run(options: Options, engine: airlock_core::Engine) -> anyhow::Result<()> {
+    let tenants = match &options.tokens {
+        Some(path) => tenants::Tenants::load(path, &|p| match p {
+            Some(p) => service::load_policy(Some(p)),
+            None => service::load_policy(options.policy.as_deref()),
+        })?,
+        None => {
+            if options.listen.is_some() {
+                anyhow::bail!(
+                    "--listen needs --tokens FILE: any local user can reach a TCP port, so TCP \
+                     callers must authenticate (the unix socket alone may run without tokens)"
+                );
+            }
+            let policy = service::load_policy(options.policy.as_deref())?;
+            tenants::Tenants::local_only(Arc::new(policy), "local")
+        }
+    };
+    if options.no_socket && options.listen.is_none() {
+        anyhow::bail!("--no-socket without --listen leaves nothing to listen on");
+    }
+    let socket_path = if options.no_socket {
+        None
+    } else {
+        Some(match &options.socket {
+            Some(p) => p.clone(),
+            None => listen::default_socket_path()?,
+        })
+    };
+    let unix = socket_path.as_deref().map(listen::bind_unix).transpose()?;
+    let tcp = options
+        .listen
+        .map(|a| listen::bind_tcp(a, options.allow_remote))
+        .transpose()?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("airlock-serve")
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(serve(
+        options,
+        engine,
+        tenants,
+        unix,
+        tcp,
+        socket_path.clone(),
+    ));
+    if let Some(path) = &socket_path {
+        let _ = std::fs::remove_file(path);
+    }
+    // Anything still on the blocking pool has finished its sandbox by now
+    // (drain waited); do not hang on idle pool threads.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    result
+}
+
+async fn serve(
+    options: Options,
+    engine: airlock_core::Engine,
+    tenants: tenants::Tenants,
+    unix: Option<std::os::unix::net::UnixListener>,
+    tcp: Option<std::net::TcpListener>,
+    socket_path: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let admission = admission::Admission::new(options.concurrency, options.queue);
+    let service = Arc::new(service::Service::new(
+        Arc::new(engine),
+        admission,
+        options.limits.clone(),
+        options.languages.clone(),
+    ));
+    let tenants = Arc::new(tenants);
+    let stop = tokio_util_token();
+    let state = routes::AppState {
+        service: service.clone(),
+        tenants: tenants.clone(),
+    };
+    let mcp = options.mcp.then(|| {
+        crate::mcp::http_router(
+            service.clone(),
+            options.mcp_allowed_origins.clone(),
+            stop.child_token(),
+        )
+    });
+    let app = routes::router(state, mcp);
+
+    let mut servers = Vec::new();
+    if let Some(listener) = unix {
+        let listener = tokio::net::UnixListener::from_std(listener)?;
+        eprintln!(
+            "airlock serve: listening on unix:{}",
+            socket_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        );
+        let stop = stop.clone();
+        let app = app.clone();
+        servers.push(tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await
+        }));
+    }
+    if let Some(listener) = tcp {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        eprintln!(
+            "airlock serve: listening on http://{}",
+            listener.local_addr()?
+        );
+        let stop = stop.clone();
+        let app = app.clone();
+        servers.push(tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await
+        }));
+    }
+    eprintln!(
+        "airlock serve: {} run slot(s), queue {}, tenants: {}",
+        service.admission.concurrency(),
+        service.admission.max_queue(),
+        if tenants.requires_tokens() {
+            tenants.names().join(", ")
+        } else {
+            "local (no tokens file)".into()
+        }
+    );
+
+    let why = shutdown::signalled().await;
+    eprintln!("airlock serve: {why}: no longer accepting; draining");
+    service.begin_shutdown();
+    stop.cancel();
+    let killed = shutdown::drain(&service, options.shutdown_grace).await;
+    // Connections still open (streams delivering their last line) get a moment.
+    for server in servers {
+        let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    }
+    eprintln!(
+        "airlock serve: stopped ({} sandbox(es) killed at the deadline, {} still running)",
+        killed,
+        service.admission.running()
+    );
+    Ok(())
+}
+
+fn tokio_util_token() -> tokio_util::sync::CancellationToken {
+    tokio_util::sync::CancellationToken::new()
+}

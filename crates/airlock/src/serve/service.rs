@@ -1,0 +1,541 @@
+//! The agent service: what the HTTP API and the MCP server both call. It
+//! validates and bounds a request, admits it through the queue, and hands it to
+//! the one [`Engine`] on tokio's blocking pool. It never runs anything itself.
+
+use crate::serve::admission::{Admission, Refusal as AdmissionRefusal};
+use crate::serve::error::{ApiError, ErrorCode};
+use crate::serve::metrics::Metrics;
+use crate::serve::runs::RunRegistry;
+use crate::serve::tenants::Tenant;
+use airlock_core::{ApprovalRef, Engine, EngineError, Refusal, RunOptions, RunStatus};
+use airlock_policy::{Command, Decision, Policy, Request};
+use airlock_sandbox::{Outcome, OutputSink};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Size limits on what a caller may send.
+#[derive(Debug, Clone)]
+pub struct RequestLimits {
+    /// Whole HTTP body, bytes.
+    pub body_bytes: usize,
+    /// A shell command, or the argv joined, bytes.
+    pub command_bytes: usize,
+    /// Source code, bytes.
+    pub code_bytes: usize,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits {
+            body_bytes: 1 << 20,
+            command_bytes: 64 << 10,
+            code_bytes: 256 << 10,
+        }
+    }
+}
+
+/// A language code can be written in. The three built-in ones are passed to the
+/// engine as `Command::Code`; a configured one (`--language ruby=ruby,-e`) becomes
+/// the argv `PROGRAM ARGS... SOURCE`, which the gate judges like any argv.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Language {
+    Builtin(String),
+    Interpreter { name: String, argv: Vec<String> },
+}
+
+impl Language {
+    pub fn name(&self) -> &str {
+        match self {
+            Language::Builtin(name) | Language::Interpreter { name, .. } => name,
+        }
+    }
+
+    /// Parse `python`, `bash`, `sh`, or `NAME=PROGRAM[,ARG...]`.
+    pub fn parse(text: &str) -> Result<Language, String> {
+        match text.split_once('=') {
+            None if ["python", "bash", "sh"].contains(&text) => Ok(Language::Builtin(text.into())),
+            None => Err(format!(
+                "unknown built-in language {text:?} (built-ins: python, bash, sh; define others as NAME=PROGRAM[,ARG...])"
+            )),
+            Some((name, argv)) => {
+                let argv: Vec<String> = argv.split(',').map(str::to_string).collect();
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err(format!("language name {name:?} must be [A-Za-z0-9_]+"));
+                }
+                if argv.first().is_none_or(|p| p.is_empty()) {
+                    return Err(format!("language {name:?} needs a program"));
+                }
+                Ok(Language::Interpreter { name: name.into(), argv })
+            }
+        }
+    }
+
+    pub fn defaults() -> Vec<Language> {
+        ["python", "bash", "sh"]
+            .iter()
+            .map(|l| Language::Builtin(l.to_string()))
+            .collect()
+    }
+}
+
+/// What a caller asks for, before validation. Exactly one of `command`, `argv`
+/// or `code` is given.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunInput {
+    pub command: Option<String>,
+    pub argv: Option<Vec<String>>,
+    pub code: Option<String>,
+    pub language: Option<String>,
+    /// Absolute, or relative to the tenant's workspace root. Default: the root.
+    pub cwd: Option<String>,
+    /// Lowers the policy's timeout for this run; never raises it.
+    pub timeout_s: Option<f64>,
+    /// Run under this approved approval (the same command, cwd and policy).
+    pub approval_id: Option<String>,
+}
+
+/// The answer to a check: the gate's decision (recorded in the audit log).
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckResult {
+    pub request_id: String,
+    pub caller: String,
+    pub audit_id: String,
+    #[serde(flatten)]
+    pub decision: Decision,
+}
+
+/// The answer to a run: the decision, and the outcome when it ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub request_id: String,
+    pub caller: String,
+    /// `ran`, `denied`, `approval_pending`, `approval_denied`, `approval_refused`.
+    pub status: RunStatus,
+    /// One line for a person or a model: why it ran, or why not.
+    pub message: String,
+    #[serde(flatten)]
+    pub decision: Decision,
+    pub approval: Option<ApprovalRef>,
+    pub refusal: Option<Refusal>,
+    pub outcome: Option<Outcome>,
+    pub audit_ids: Vec<String>,
+}
+
+/// An engine failure as an API error.
+pub fn engine_error(e: EngineError) -> ApiError {
+    match &e {
+        EngineError::Sandbox(_) => ApiError::new(ErrorCode::SandboxError, e.to_string()),
+        _ if e.is_disk_full() => ApiError::new(
+            ErrorCode::AuditError,
+            format!("refused: the audit log cannot be written, so nothing runs unlogged: {e}"),
+        ),
+        EngineError::Audit(_) => ApiError::new(ErrorCode::AuditError, e.to_string()),
+        EngineError::Ledger(_) => ApiError::new(ErrorCode::AuditError, e.to_string()),
+    }
+}
+
+/// A piece of live output, for streaming runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chunk {
+    Stdout(Vec<u8>),
+    Stderr(Vec<u8>),
+}
+
+struct ChannelSink(tokio::sync::mpsc::UnboundedSender<Chunk>);
+
+impl OutputSink for ChannelSink {
+    // A client that went away only stops receiving; the run goes on to its
+    // outcome and its audit record.
+    fn stdout(&mut self, chunk: &[u8]) {
+        let _ = self.0.send(Chunk::Stdout(chunk.to_vec()));
+    }
+    fn stderr(&mut self, chunk: &[u8]) {
+        let _ = self.0.send(Chunk::Stderr(chunk.to_vec()));
+    }
+}
+
+/// A validated request holding a run slot.
+pub struct Admitted {
+    tenant: Arc<Tenant>,
+    request: Request,
+    policy: Arc<Policy>,
+    approval_id: Option<String>,
+    slot: crate::serve::admission::Slot,
+    started: Instant,
+}
+
+pub struct Service {
+    pub engine: Arc<Engine>,
+    pub admission: Arc<Admission>,
+    pub metrics: Metrics,
+    pub runs: RunRegistry,
+    pub limits: RequestLimits,
+    pub languages: Vec<Language>,
+    shutting_down: AtomicBool,
+}
+
+/// Load a tenant's policy: a file, or (for `None`) the usual chain
+/// (`$AIRLOCK_POLICY`, `./airlock.toml`, the built-in default rooted at the cwd).
+pub fn load_policy(path: Option<&Path>) -> anyhow::Result<Policy> {
+    let cwd = std::env::current_dir()?;
+    let loaded = airlock_policy::load::resolve(path, &cwd)?;
+    for warning in &loaded.warnings {
+        eprintln!("airlock: policy warning: {warning}");
+    }
+    Ok(loaded.policy)
+}
+
+impl Service {
+    pub fn new(
+        engine: Arc<Engine>,
+        admission: Arc<Admission>,
+        limits: RequestLimits,
+        languages: Vec<Language>,
+    ) -> Service {
+        Service {
+            engine,
+            admission,
+            metrics: Metrics::default(),
+            runs: RunRegistry::new(4096),
+            limits,
+            languages,
+            shutting_down: AtomicBool::new(false),
+        }
+    }
+
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        self.admission.close();
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Turn caller input into a gate request (and the policy to run it under),
+    /// enforcing the size limits and the language list.
+    pub fn prepare(
+        &self,
+        tenant: &Tenant,
+        input: RunInput,
+    ) -> Result<(Request, Arc<Policy>), ApiError> {
+        let bad = |m: String| ApiError::new(ErrorCode::BadRequest, m);
+        let command = match (input.command, input.argv, input.code) {
+            (Some(command), None, None) => {
+                if input.language.is_some() {
+                    return Err(bad("`language` goes with `code`, not with `command`".into()));
+                }
+                self.check_command_size(command.len())?;
+                if command.trim().is_empty() {
+                    return Err(bad("`command` is empty".into()));
+                }
+                Command::Shell { command }
+            }
+            (None, Some(argv), None) => {
+                if input.language.is_some() {
+                    return Err(bad("`language` goes with `code`, not with `argv`".into()));
+                }
+                if argv.is_empty() || argv[0].is_empty() {
+                    return Err(bad("`argv` needs a program".into()));
+                }
+                self.check_command_size(argv.iter().map(|a| a.len() + 1).sum())?;
+                Command::Argv { argv }
+            }
+            (None, None, Some(source)) => {
+                if source.len() > self.limits.code_bytes {
+                    return Err(ApiError::new(
+                        ErrorCode::CodeTooLarge,
+                        format!(
+                            "code is {} bytes; the limit is {}",
+                            source.len(),
+                            self.limits.code_bytes
+                        ),
+                    ));
+                }
+                let wanted = input.language.as_deref().unwrap_or("python");
+                let language = self
+                    .languages
+                    .iter()
+                    .find(|l| l.name() == wanted)
+                    .ok_or_else(|| {
+                        let known: Vec<&str> = self.languages.iter().map(|l| l.name()).collect();
+                        ApiError::new(
+                            ErrorCode::UnsupportedLanguage,
+                            format!(
+                                "language {wanted:?} is not enabled here (enabled: {})",
+                                known.join(", ")
+                            ),
+                        )
+                    })?;
+                match language {
+                    Language::Builtin(name) => Command::Code {
+                        language: name.clone(),
+                        source,
+                    },
+                    Language::Interpreter { argv, .. } => {
+                        let mut argv = argv.clone();
+                        argv.push(source);
+                        Command::Argv { argv }
+                    }
+                }
+            }
+            _ => return Err(bad("give exactly one of `command`, `argv` or `code`".into())),
+        };
+        let root = &tenant.policy.workspace.root;
+        let cwd = match input.cwd.as_deref() {
+            None | Some("") => root.clone(),
+            Some(text) if text.contains('\0') => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidCwd,
+                    "cwd contains a NUL byte",
+                ))
+            }
+            Some(text) if text.len() > 4096 => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidCwd,
+                    "cwd is longer than 4096 bytes",
+                ))
+            }
+            // Whether it is inside the workspace is the gate's question (step 1).
+            Some(text) => root.join(PathBuf::from(text)),
+        };
+        let policy = match input.timeout_s {
+            None => tenant.policy.clone(),
+            Some(t) if !t.is_finite() || t <= 0.0 => {
+                return Err(bad(
+                    "`timeout_s` must be a positive number of seconds".into()
+                ))
+            }
+            Some(t) => {
+                let wanted_ms = (t * 1000.0).ceil().min(u64::MAX as f64) as u64;
+                if wanted_ms < tenant.policy.limits.timeout.ms {
+                    // Tightening only: the sandbox spec still comes from the policy.
+                    let mut tighter = (*tenant.policy).clone();
+                    tighter.limits.timeout.ms = wanted_ms;
+                    tighter.limits.cpu_time.ms = tighter.limits.cpu_time.ms.min(wanted_ms);
+                    Arc::new(tighter)
+                } else {
+                    tenant.policy.clone()
+                }
+            }
+        };
+        if let Some(id) = &input.approval_id {
+            if id.is_empty() || id.len() > 128 {
+                return Err(bad("`approval_id` must be 1-128 characters".into()));
+            }
+        }
+        let request = Request {
+            command,
+            cwd,
+            loosening: Default::default(),
+        };
+        Ok((request, policy))
+    }
+
+    fn check_command_size(&self, len: usize) -> Result<(), ApiError> {
+        if len > self.limits.command_bytes {
+            return Err(ApiError::new(
+                ErrorCode::CommandTooLarge,
+                format!(
+                    "command is {len} bytes; the limit is {}",
+                    self.limits.command_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Ask the gate. Pure and fast, but it may touch the filesystem (symlinks),
+    /// so it runs on the blocking pool too.
+    pub async fn check(
+        &self,
+        tenant: Arc<Tenant>,
+        input: RunInput,
+    ) -> Result<CheckResult, ApiError> {
+        let started = Instant::now();
+        let (request, policy) = self.prepare(&tenant, input)?;
+        let engine = self.engine.clone();
+        let caller = tenant.caller.clone();
+        let checked = tokio::task::spawn_blocking(move || engine.check(&caller, &policy, &request))
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("check task failed: {e}")))?
+            .map_err(engine_error)?;
+        self.metrics.inc(
+            "airlock_decisions_total",
+            "verdict",
+            checked.decision.decision.as_str(),
+        );
+        self.metrics.observe(
+            "airlock_request_duration_seconds",
+            "endpoint",
+            "check",
+            started.elapsed(),
+        );
+        Ok(CheckResult {
+            request_id: checked.request_id,
+            caller: tenant.name.clone(),
+            audit_id: checked.audit_id,
+            decision: checked.decision,
+        })
+    }
+
+    /// Validate a run and wait for a slot (or be refused with `queue_full`).
+    /// Split from [`Service::execute`] so that a streaming response can still
+    /// answer 429 before its body starts.
+    pub async fn admit_run(
+        &self,
+        tenant: Arc<Tenant>,
+        input: RunInput,
+    ) -> Result<Admitted, ApiError> {
+        let started = Instant::now();
+        let approval_id = input.approval_id.clone();
+        let (request, policy) = self.prepare(&tenant, input)?;
+        let slot = self.admit().await?;
+        Ok(Admitted {
+            tenant,
+            request,
+            policy,
+            approval_id,
+            slot,
+            started,
+        })
+    }
+
+    /// Run an admitted request through the engine on the blocking pool. The run
+    /// slot is released only when the sandbox has finished, even if the caller
+    /// went away meanwhile.
+    pub async fn execute(
+        self: &Arc<Self>,
+        admitted: Admitted,
+        live: Option<tokio::sync::mpsc::UnboundedSender<Chunk>>,
+        endpoint: &'static str,
+    ) -> Result<RunResult, ApiError> {
+        let Admitted {
+            tenant,
+            request,
+            policy,
+            approval_id,
+            slot,
+            started,
+        } = admitted;
+        self.metrics.observe(
+            "airlock_queue_wait_seconds",
+            "endpoint",
+            endpoint,
+            started.elapsed(),
+        );
+        let service = self.clone();
+        let tenant_caller = tenant.caller.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            let mut sink = live.map(ChannelSink);
+            let mut discard = airlock_sandbox::backend::Discard;
+            let sink: &mut dyn OutputSink = match sink.as_mut() {
+                Some(s) => s,
+                None => &mut discard,
+            };
+            let ran = Instant::now();
+            let options = RunOptions {
+                approval_id,
+                ..Default::default()
+            };
+            let result = service
+                .engine
+                .run(&tenant_caller, &policy, &request, options, sink);
+            (result, ran.elapsed())
+        });
+        let (result, ran_for) = task
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("run task failed: {e}")))?;
+        let response = result.map_err(engine_error)?;
+        self.metrics.inc(
+            "airlock_decisions_total",
+            "verdict",
+            response.decision.decision.as_str(),
+        );
+        if let Some(outcome) = &response.outcome {
+            self.metrics.observe(
+                "airlock_sandbox_duration_seconds",
+                "backend",
+                "native",
+                ran_for,
+            );
+            let ended = match outcome.killed_by {
+                Some(reason) => {
+                    let reason = serde_json::to_value(reason)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_else(|| "unknown".into());
+                    self.metrics.inc("airlock_kills_total", "reason", &reason);
+                    "killed"
+                }
+                None if outcome.exit_code == Some(0) => "success",
+                None => "failure",
+            };
+            self.metrics.inc("airlock_runs_total", "ended", ended);
+        }
+        self.metrics.observe(
+            "airlock_request_duration_seconds",
+            "endpoint",
+            endpoint,
+            started.elapsed(),
+        );
+        let result = RunResult {
+            request_id: response.request_id,
+            caller: tenant.name.clone(),
+            status: response.status,
+            message: response.message,
+            decision: response.decision,
+            approval: response.approval,
+            refusal: response.refusal,
+            outcome: response.outcome,
+            audit_ids: response.audit_ids,
+        };
+        self.runs.insert(&tenant.name, result.clone());
+        Ok(result)
+    }
+
+    /// Admit and execute.
+    pub async fn run(
+        self: &Arc<Self>,
+        tenant: Arc<Tenant>,
+        input: RunInput,
+        endpoint: &'static str,
+    ) -> Result<RunResult, ApiError> {
+        let admitted = self.admit_run(tenant, input).await?;
+        self.execute(admitted, None, endpoint).await
+    }
+
+    async fn admit(&self) -> Result<crate::serve::admission::Slot, ApiError> {
+        if self.is_shutting_down() {
+            return Err(ApiError::new(
+                ErrorCode::ShuttingDown,
+                "the server is shutting down",
+            ));
+        }
+        match self.admission.admit().await {
+            Ok(slot) => Ok(slot),
+            Err(AdmissionRefusal::QueueFull) => {
+                self.metrics
+                    .inc("airlock_rejected_total", "reason", "queue_full");
+                Err(ApiError::new(
+                    ErrorCode::QueueFull,
+                    format!(
+                        "all {} run slots are busy and {} requests are already queued; retry later",
+                        self.admission.concurrency(),
+                        self.admission.max_queue()
+                    ),
+                )
+                .with_retry_after(1))
+            }
+            Err(AdmissionRefusal::Closed) => Err(ApiError::new(
+                ErrorCode::ShuttingDown,
+                "the server is shutting down",
+            )),
+        }
+    }
+}
