@@ -1,89 +1,640 @@
 //! `decide`: the flowchart of DESIGN.md §3 applied to every segment of a request.
+//!
+//! For each simple command: 0. can it be known at all (else `on_unknown`)?
+//! 1. does everything stay inside the workspace? 2. does it reach the network
+//! while the policy forbids it? 3. does an approval prefix match? 4. is it
+//! allowlisted (and not on the deny list)? The strictest segment decides.
 
+use crate::network::{host_matches, named_hosts, touches_network};
+use crate::paths::{system_program, Boundary};
 use crate::rules::{prefix_matches, ArgvShape};
-use crate::{Command, Decision, Policy, Request, SegmentDecision, Step, Verdict};
+use crate::shell::{self, Access, Analysis, Context, Cwd, Segment};
+use crate::{
+    Command, Decision, NetworkMode, Policy, Request, Rule, SegmentDecision, Step, Verdict,
+};
+use std::path::Path;
 
-/// Judge a request. Pure: starts nothing, writes nothing.
+/// One line of an explanation: what a step found for a segment.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TraceEntry {
+    pub step: Step,
+    /// `pass`, or the verdict the step gave.
+    pub outcome: String,
+    pub detail: String,
+}
+
+/// A decision with, for every segment, the trace through the steps.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Explanation {
+    pub decision: Decision,
+    pub traces: Vec<Vec<TraceEntry>>,
+}
+
+/// Judge a request. Pure: starts nothing, writes nothing (it reads the
+/// filesystem only to resolve symlinks at the workspace boundary).
 pub fn decide(policy: &Policy, request: &Request) -> Decision {
-    let argvs = match &request.command {
-        Command::Argv { argv } => vec![argv.clone()],
-        Command::Shell { command } => match crate::shell::example_argvs(command) {
-            Ok(a) => a,
-            Err(e) => return input_decision(policy, policy.commands.on_unknown, e),
-        },
-        Command::Code { language, source } => {
-            vec![vec![language.clone(), "-c".into(), source.clone()]]
-        }
-    };
-    let segments: Vec<SegmentDecision> = argvs.into_iter().map(|a| judge_argv(policy, a)).collect();
-    let worst = segments.iter().max_by_key(|s| s.decision).cloned();
-    match worst {
-        Some(w) => Decision {
-            decision: w.decision,
-            reason: w.reason.clone(),
-            rule: w.rule.clone(),
-            step: w.step,
-            segments,
-            policy_sha256: policy.sha256.clone(),
-            loosened_by: vec![],
-        },
-        None => input_decision(policy, Verdict::Deny, "the command is empty".into()),
+    run(policy, request, false).decision
+}
+
+/// Judge a request and keep the trace of every step for every segment.
+pub fn explain(policy: &Policy, request: &Request) -> Explanation {
+    run(policy, request, true)
+}
+
+/// Judge raw bytes as a shell command (the CLI and API may receive non-UTF-8).
+pub fn decide_shell_bytes(policy: &Policy, bytes: &[u8], cwd: &Path) -> Decision {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => decide(
+            policy,
+            &Request {
+                command: Command::Shell {
+                    command: text.to_string(),
+                },
+                cwd: cwd.to_path_buf(),
+                loosening: Default::default(),
+            },
+        ),
+        Err(e) => whole(
+            policy,
+            Verdict::Deny,
+            Step::Input,
+            format!(
+                "the command is not valid UTF-8 (at byte {}); send text",
+                e.valid_up_to()
+            ),
+        ),
     }
 }
 
-fn input_decision(policy: &Policy, verdict: Verdict, reason: String) -> Decision {
+fn whole(policy: &Policy, verdict: Verdict, step: Step, reason: String) -> Decision {
     Decision {
         decision: verdict,
         reason,
         rule: None,
-        step: Step::Input,
+        step,
         segments: vec![],
         policy_sha256: policy.sha256.clone(),
         loosened_by: vec![],
     }
 }
 
-fn judge_argv(policy: &Policy, argv: Vec<String>) -> SegmentDecision {
-    let Some(shape) = ArgvShape::new(&argv) else {
-        return SegmentDecision {
-            argv,
-            decision: Verdict::Deny,
-            reason: "empty command".into(),
-            rule: None,
-            step: Step::Input,
-        };
+fn run(policy: &Policy, request: &Request, trace: bool) -> Explanation {
+    let early = |verdict, reason: String| Explanation {
+        decision: whole(policy, verdict, Step::Input, reason),
+        traces: vec![],
     };
-    let mut best: Option<&crate::Rule> = None;
-    for rule in &policy.commands.rules {
-        if prefix_matches(&rule.prefix, &shape) && best.is_none_or(|b| rule.decision > b.decision) {
-            best = Some(rule);
+    let home = policy
+        .env
+        .set
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| policy.workspace.root.display().to_string());
+    let ctx = Context {
+        cwd: request.cwd.clone(),
+        home,
+    };
+    let max = policy.commands.max_command_bytes;
+    let analysis = match &request.command {
+        Command::Shell { command } => {
+            if command.len() > max {
+                return early(
+                    Verdict::Deny,
+                    format!(
+                        "the command is too long ({} bytes; this policy accepts at most {max})",
+                        command.len()
+                    ),
+                );
+            }
+            if command.trim().is_empty() {
+                return early(Verdict::Deny, "the command is empty".into());
+            }
+            if command.contains('\0') {
+                return early(Verdict::Deny, "the command contains a NUL byte".into());
+            }
+            shell::analyze(command, &ctx)
+        }
+        Command::Argv { argv } => {
+            let total: usize = argv.iter().map(|a| a.len() + 1).sum();
+            if total > max {
+                return early(
+                    Verdict::Deny,
+                    format!("the command is too long ({total} bytes; this policy accepts at most {max})"),
+                );
+            }
+            if argv.first().is_none_or(|a| a.is_empty()) {
+                return early(Verdict::Deny, "the command is empty".into());
+            }
+            if argv.iter().any(|a| a.contains('\0')) {
+                return early(Verdict::Deny, "an argument contains a NUL byte".into());
+            }
+            shell::analyze_argv(argv, &ctx)
+        }
+        Command::Code { language, source } => {
+            if source.len() > max {
+                return early(
+                    Verdict::Deny,
+                    format!(
+                        "the code is too long ({} bytes; this policy accepts at most {max})",
+                        source.len()
+                    ),
+                );
+            }
+            match language.as_str() {
+                "sh" | "bash" | "shell" => shell::analyze(source, &ctx),
+                _ => {
+                    // Code for an interpreter is judged as running that interpreter:
+                    // its text is data the gate does not interpret.
+                    let interpreter = match language.as_str() {
+                        "python" | "python3" => "python3",
+                        other => other,
+                    };
+                    shell::analyze_argv(
+                        &[interpreter.to_string(), "-c".into(), source.clone()],
+                        &ctx,
+                    )
+                }
+            }
+        }
+    };
+    judge_analysis(policy, request, analysis, trace)
+}
+
+fn judge_analysis(
+    policy: &Policy,
+    request: &Request,
+    analysis: Analysis,
+    trace: bool,
+) -> Explanation {
+    let on_unknown = policy.commands.on_unknown;
+    if let Some(why) = analysis.unknown {
+        let decision = whole(
+            policy,
+            on_unknown,
+            Step::Input,
+            format!(
+                "{why}; what cannot be analysed gets `{}`",
+                on_unknown.as_str()
+            ),
+        );
+        return Explanation {
+            decision,
+            traces: vec![],
+        };
+    }
+    let mut read = policy.filesystem.read.clone();
+    read.extend(request.loosening.read_paths.iter().cloned());
+    let mut write = policy.filesystem.write.clone();
+    write.extend(request.loosening.write_paths.iter().cloned());
+    let boundary = Boundary::new(&policy.workspace.root, &read, &write);
+    let judge = Judge {
+        policy,
+        boundary,
+        extra_hosts: &request.loosening.network_hosts,
+    };
+    let mut segments = Vec::with_capacity(analysis.segments.len());
+    let mut traces = Vec::new();
+    for seg in &analysis.segments {
+        let mut t = Vec::new();
+        let d = judge.segment(seg, if trace { Some(&mut t) } else { None });
+        segments.push(d);
+        if trace {
+            traces.push(t);
         }
     }
-    let (decision, reason, rule, step) = match best {
-        Some(r) => (
-            r.decision,
-            r.reason
-                .clone()
-                .unwrap_or_else(|| format!("`{}` matches {}", shape.program, r.name)),
-            Some(r.name.clone()),
-            if r.decision == Verdict::ApprovalRequired {
-                Step::Approval
-            } else {
-                Step::Allowlist
-            },
-        ),
-        None => (
+    let worst = segments
+        .iter()
+        .enumerate()
+        .max_by(|(ia, a), (ib, b)| a.decision.cmp(&b.decision).then(ib.cmp(ia)))
+        .map(|(_, s)| s.clone());
+    let decision = match worst {
+        Some(w) => Decision {
+            decision: w.decision,
+            reason: w.reason,
+            rule: w.rule,
+            step: w.step,
+            segments,
+            policy_sha256: policy.sha256.clone(),
+            loosened_by: request.loosening.grant_ids.clone(),
+        },
+        None => whole(
+            policy,
             Verdict::Deny,
-            format!("`{}` is not on this policy's allowlist", shape.program),
-            None,
-            Step::Allowlist,
+            Step::Input,
+            "the command runs nothing".into(),
         ),
     };
-    SegmentDecision {
-        argv,
-        decision,
-        reason,
-        rule,
-        step,
+    Explanation { decision, traces }
+}
+
+struct Judge<'p> {
+    policy: &'p Policy,
+    boundary: Boundary,
+    extra_hosts: &'p [String],
+}
+
+/// What a step concluded.
+struct Found {
+    verdict: Verdict,
+    step: Step,
+    reason: String,
+    rule: Option<String>,
+}
+
+fn display_argv(argv: &[String]) -> String {
+    shell::words::short(&argv.join(" "))
+}
+
+impl Judge<'_> {
+    fn segment(&self, seg: &Segment, mut trace: Option<&mut Vec<TraceEntry>>) -> SegmentDecision {
+        let mut note = |step: Step, outcome: &str, detail: String| {
+            if let Some(t) = trace.as_deref_mut() {
+                t.push(TraceEntry {
+                    step,
+                    outcome: outcome.to_string(),
+                    detail,
+                });
+            }
+        };
+        let found = self.steps(seg, &mut note);
+        SegmentDecision {
+            argv: seg.argv.clone(),
+            decision: found.verdict,
+            reason: found.reason,
+            rule: found.rule,
+            step: found.step,
+        }
+    }
+
+    fn steps(&self, seg: &Segment, note: &mut dyn FnMut(Step, &str, String)) -> Found {
+        let policy = self.policy;
+        let on_unknown = policy.commands.on_unknown;
+        let program = seg
+            .argv
+            .first()
+            .map(|p| crate::rules::program_name(p).to_string())
+            .unwrap_or_default();
+
+        // Step 0: can it be known?
+        if let Some(why) = &seg.unknown {
+            note(Step::Input, on_unknown.as_str(), why.clone());
+            // A deny rule on what is visible still wins over approval.
+            if on_unknown != Verdict::Deny {
+                if let Some(f) = self.rule_match(seg) {
+                    if f.verdict == Verdict::Deny {
+                        return f;
+                    }
+                }
+            }
+            return Found {
+                verdict: on_unknown,
+                step: Step::Input,
+                reason: format!(
+                    "{why}; the gate cannot know what it would do, so it gets `{}`",
+                    on_unknown.as_str()
+                ),
+                rule: Some("commands.on_unknown".into()),
+            };
+        }
+        note(
+            Step::Input,
+            "pass",
+            "every word is known before running".into(),
+        );
+
+        // Step 1: the workspace boundary.
+        let mut unknown_path: Option<String> = None;
+        match &seg.cwd {
+            Cwd::Unknown(why) => {
+                let uses_paths = !seg.paths.is_empty() || (!seg.data_only && seg.argv.len() > 1);
+                if uses_paths {
+                    unknown_path = Some(format!(
+                        "{why}, so the paths of `{}` cannot be checked",
+                        display_argv(&seg.argv)
+                    ));
+                }
+            }
+            Cwd::Known(cwds) => {
+                for cwd in cwds {
+                    if let Err(o) = self.boundary.check(cwd, ".", Access::Read) {
+                        let reason = format!(
+                            "the working directory {} is outside the workspace {}",
+                            o.resolved.display(),
+                            policy.workspace.root.display()
+                        );
+                        note(Step::Workspace, "deny", reason.clone());
+                        return Found {
+                            verdict: Verdict::Deny,
+                            step: Step::Workspace,
+                            reason,
+                            rule: Some("workspace.root".into()),
+                        };
+                    }
+                    if let Some(f) = self.check_paths(seg, cwd, &program) {
+                        note(Step::Workspace, "deny", f.reason.clone());
+                        return f;
+                    }
+                }
+            }
+        }
+        if !seg.data_only && !seg.function_call {
+            if let Some((shown, why)) = seg.unknown_args.first() {
+                unknown_path.get_or_insert(format!(
+                    "`{shown}` could name a path outside the workspace ({why})"
+                ));
+            }
+        }
+        match &unknown_path {
+            Some(why) => note(Step::Workspace, on_unknown.as_str(), why.clone()),
+            None => note(
+                Step::Workspace,
+                "pass",
+                "every path stays inside the workspace".into(),
+            ),
+        }
+
+        // Step 2: the network.
+        if let Some(f) = self.network(seg) {
+            note(Step::Network, "deny", f.reason.clone());
+            return f;
+        }
+        note(
+            Step::Network,
+            "pass",
+            match policy.network.mode {
+                NetworkMode::Open => "network mode is open".into(),
+                _ => "does not reach the network".into(),
+            },
+        );
+
+        // Steps 3 and 4.
+        let ruled = self.rule_match(seg);
+        let found = match ruled {
+            Some(f) => f,
+            None if seg.argv.is_empty() => Found {
+                verdict: Verdict::Allow,
+                step: Step::Allowlist,
+                reason: "only redirections or assignments, all inside the workspace".into(),
+                rule: None,
+            },
+            None if seg.function_call => Found {
+                verdict: Verdict::Allow,
+                step: Step::Allowlist,
+                reason: format!("`{program}` is a function defined in this command; its body is judged on its own"),
+                rule: None,
+            },
+            None if matches!(program.as_str(), "[[" | "((" | "for" | "case") => Found {
+                verdict: Verdict::Allow,
+                step: Step::Allowlist,
+                reason: "a shell test or loop header".into(),
+                rule: None,
+            },
+            None => Found {
+                verdict: Verdict::Deny,
+                step: Step::Allowlist,
+                reason: format!("`{program}` is not on this policy's allowlist"),
+                rule: None,
+            },
+        };
+        match found.step {
+            Step::Approval => note(Step::Approval, found.verdict.as_str(), found.reason.clone()),
+            _ => {
+                note(Step::Approval, "pass", "no approval prefix matches".into());
+                note(
+                    Step::Allowlist,
+                    found.verdict.as_str(),
+                    found.reason.clone(),
+                );
+            }
+        }
+        if let Some(why) = unknown_path {
+            if on_unknown >= found.verdict {
+                return Found {
+                    verdict: on_unknown,
+                    step: Step::Workspace,
+                    reason: format!("{why}; that gets `{}`", on_unknown.as_str()),
+                    rule: Some("commands.on_unknown".into()),
+                };
+            }
+        }
+        found
+    }
+
+    /// Step 1 for one working directory.
+    fn check_paths(&self, seg: &Segment, cwd: &Path, program: &str) -> Option<Found> {
+        let deny = |what: &str, text: &str, resolved: &Path, access: Access| {
+            Found {
+            verdict: Verdict::Deny,
+            step: Step::Workspace,
+            reason: format!(
+                "{what} `{text}` resolves to {}, outside the workspace {} (add it to filesystem.{} to allow {} access)",
+                resolved.display(),
+                self.policy.workspace.root.display(),
+                access.as_str(),
+                access.as_str()
+            ),
+            rule: Some("workspace.root".into()),
+        }
+        };
+        // The program itself, when given as a path outside the system directories.
+        if let Some(p) = seg.argv.first() {
+            if p.contains('/') && !(p.starts_with('/') && system_program(Path::new(p))) {
+                if let Err(o) = self.boundary.check(cwd, p, Access::Read) {
+                    return Some(deny("the program", p, &o.resolved, Access::Read));
+                }
+            }
+        }
+        for u in &seg.paths {
+            if let Err(o) = self.boundary.check(cwd, &u.text, u.access) {
+                return Some(deny(
+                    &format!("the {}", u.role),
+                    &u.text,
+                    &o.resolved,
+                    u.access,
+                ));
+            }
+        }
+        if seg.data_only || seg.function_call {
+            return None;
+        }
+        let access = arg_access(program, &seg.argv);
+        let already: Vec<&str> = seg.paths.iter().map(|p| p.text.as_str()).collect();
+        for (i, arg) in seg.argv.iter().enumerate().skip(1) {
+            if seg.unknown_args.iter().any(|(shown, _)| shown == arg) {
+                continue;
+            }
+            for candidate in path_candidates(arg) {
+                if already.contains(&candidate) {
+                    continue;
+                }
+                let a = access(i);
+                if let Err(o) = self.boundary.check(cwd, candidate, a) {
+                    return Some(deny("the argument", candidate, &o.resolved, a));
+                }
+            }
+        }
+        None
+    }
+
+    /// Step 2.
+    fn network(&self, seg: &Segment) -> Option<Found> {
+        let policy = self.policy;
+        let mode = policy.network.mode;
+        if mode == NetworkMode::Open {
+            return None;
+        }
+        let mut why = touches_network(&seg.argv, &policy.network);
+        if why.is_none() {
+            if let Some(r) = seg.net_redirects.first() {
+                why = Some(format!(
+                    "the redirection to `{r}` opens a network connection"
+                ));
+            }
+        }
+        let why = why?;
+        if mode == NetworkMode::Allowlist {
+            let mut hosts = named_hosts(&seg.argv);
+            for r in &seg.net_redirects {
+                let mut parts = r.split('/').skip(3);
+                if let (Some(h), p) = (parts.next(), parts.next()) {
+                    hosts.push((h.to_string(), p.and_then(|p| p.parse().ok())));
+                }
+            }
+            let allowed = |host: &str, port| {
+                let listed = policy
+                    .network
+                    .allow
+                    .iter()
+                    .chain(self.extra_hosts.iter())
+                    .any(|p| host_matches(p, host, port));
+                let denied = policy
+                    .network
+                    .deny
+                    .iter()
+                    .any(|p| host_matches(p, host, port));
+                listed && !denied
+            };
+            if !hosts.is_empty() && hosts.iter().all(|(h, p)| allowed(h, *p)) {
+                return None;
+            }
+            let reason = match hosts.iter().find(|(h, p)| !allowed(h, *p)) {
+                Some((h, _)) => format!("{why}, and `{h}` is not in this policy's network.allow"),
+                None => format!("{why}, and the gate cannot tell which host; this policy only allows the hosts in network.allow"),
+            };
+            return Some(Found {
+                verdict: Verdict::Deny,
+                step: Step::Network,
+                reason,
+                rule: Some("network.allow".into()),
+            });
+        }
+        Some(Found {
+            verdict: Verdict::Deny,
+            step: Step::Network,
+            reason: format!("{why} and this policy has network mode none"),
+            rule: Some("network.mode".into()),
+        })
+    }
+
+    /// Steps 3 and 4: the strictest matching rule, on the command and on the
+    /// wrappers around it (a deny or approval rule on a wrapper counts too).
+    fn rule_match(&self, seg: &Segment) -> Option<Found> {
+        let mut best: Option<&Rule> = None;
+        let mut consider = |argv: &[String], inner: bool| {
+            let Some(shape) = ArgvShape::new(argv) else {
+                return;
+            };
+            for rule in &self.policy.commands.rules {
+                if !inner && rule.decision == Verdict::Allow {
+                    continue;
+                }
+                if prefix_matches(&rule.prefix, &shape)
+                    && best.is_none_or(|b| rule.decision > b.decision)
+                {
+                    best = Some(rule);
+                }
+            }
+        };
+        if !seg.argv.is_empty() {
+            consider(&seg.argv, true);
+        }
+        for w in &seg.wrappers {
+            consider(w, false);
+        }
+        let rule = best?;
+        let shown = display_argv(&seg.argv);
+        let prefix = crate::load::display_prefix(&rule.prefix);
+        let (step, default_reason) = match rule.decision {
+            Verdict::Allow => (
+                Step::Allowlist,
+                format!("`{shown}` is allowlisted by `{prefix}`"),
+            ),
+            Verdict::ApprovalRequired => (
+                Step::Approval,
+                format!(
+                    "`{shown}` matches the approval prefix `{prefix}`; a human must approve it"
+                ),
+            ),
+            Verdict::Deny => (
+                Step::Allowlist,
+                format!("`{shown}` matches the deny rule `{prefix}`"),
+            ),
+        };
+        Some(Found {
+            verdict: rule.decision,
+            step,
+            reason: match &rule.reason {
+                Some(r) => format!("{r} (`{shown}` matches `{prefix}`)"),
+                None => default_reason,
+            },
+            rule: Some(rule.name.clone()),
+        })
+    }
+}
+
+/// The strings in an argument that may name a path: the word, or the value of
+/// `--opt=value` / `key=value`.
+fn path_candidates(arg: &str) -> Vec<&str> {
+    if arg.is_empty() {
+        return vec![];
+    }
+    if arg.starts_with('-') {
+        return match arg.split_once('=') {
+            Some((_, v)) if !v.is_empty() => vec![v],
+            _ => vec![],
+        };
+    }
+    let mut out = vec![arg];
+    if let Some((k, v)) = arg.split_once('=') {
+        if !k.contains('/') && (v.starts_with('/') || v.starts_with('~') || v.starts_with("..")) {
+            out.push(v);
+        }
+    }
+    // A URL names a host, not a local path.
+    if arg.contains("://") {
+        out.retain(|c| !c.contains("://"));
+    }
+    out
+}
+
+/// Read or write, for the argument at an index of this program's argv.
+fn arg_access<'a>(program: &'a str, argv: &'a [String]) -> impl Fn(usize) -> Access + 'a {
+    let in_place = argv.iter().any(|a| {
+        a == "-i" || a.starts_with("--in-place") || (a.starts_with("-i") && program == "sed")
+    });
+    let last = argv.len() - 1;
+    move |i| match program {
+        "cp" | "install" | "ln" => {
+            if i == last {
+                Access::Write
+            } else {
+                Access::Read
+            }
+        }
+        "sed" | "perl" if in_place => Access::Write,
+        "sed" | "sort" | "uniq" => Access::Read,
+        p if shell::reads_only(p) => Access::Read,
+        _ => Access::Write,
     }
 }

@@ -8,12 +8,14 @@ pub mod decision;
 pub mod gate;
 pub mod load;
 pub mod model;
+pub mod network;
+pub mod paths;
 pub mod request;
 pub mod rules;
 pub mod shell;
 
 pub use decision::{Decision, SegmentDecision, Step, Verdict};
-pub use gate::decide;
+pub use gate::{decide, explain, Explanation, TraceEntry};
 pub use load::{Loaded, PolicyError, PolicyWarning};
 pub use model::{
     ApplyMode, CommandsPolicy, Duration, EnvPolicy, FilesystemPolicy, Limits, NetworkMode,

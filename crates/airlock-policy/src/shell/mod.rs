@@ -1,11 +1,1361 @@
 //! Shell analysis: bash text to the simple commands it would run.
+//!
+//! The whole string is parsed by brush-parser (a real bash parser). The tree is
+//! walked in execution order; every simple command becomes a [`Segment`] with
+//! its argv after quote removal, the wrappers it was found inside, the working
+//! directories it may run in, and the paths it names. Whatever cannot be known
+//! before running is recorded as `unknown` and never guessed.
 
-/// The argvs of the simple commands in an example string (used to check rule
-/// examples at load time).
-pub fn example_argvs(text: &str) -> Result<Vec<Vec<String>>, String> {
-    let argv: Vec<String> = text.split_whitespace().map(String::from).collect();
-    if argv.is_empty() {
-        return Err("empty example".into());
+mod unwrap;
+pub mod words;
+
+use brush_parser::ast;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use words::{expand, short, Expansion, Vars};
+
+/// Deepest nesting of shells-in-shells (`sh -c`) and function calls analysed.
+pub const MAX_SHELL_DEPTH: usize = 8;
+/// Deepest syntactic nesting accepted (brackets, keywords) before parsing.
+pub const MAX_NESTING: usize = 64;
+/// At most this many segments per request; more is "too complex".
+pub const MAX_SEGMENTS: usize = 4096;
+
+/// How a path is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+impl Access {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+        }
     }
-    Ok(vec![argv])
+}
+
+/// A path named by a segment (argument, redirection target, `cd` target).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathUse {
+    pub text: String,
+    pub access: Access,
+    /// "argument", "redirection", "working directory", "program".
+    pub role: &'static str,
+}
+
+/// The working directories a segment may run in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cwd {
+    /// One of these absolute, lexically normalised directories.
+    Known(Vec<PathBuf>),
+    /// Not knowable (e.g. after `cd` in a loop).
+    Unknown(String),
+}
+
+impl Cwd {
+    fn merge(&mut self, other: &Cwd) {
+        match (&mut *self, other) {
+            (Cwd::Known(a), Cwd::Known(b)) => {
+                for p in b {
+                    if !a.contains(p) {
+                        a.push(p.clone());
+                    }
+                }
+                if a.len() > 8 {
+                    *self =
+                        Cwd::Unknown("the working directory depends on too many branches".into());
+                }
+            }
+            (Cwd::Unknown(_), _) => {}
+            (_, Cwd::Unknown(why)) => *self = Cwd::Unknown(why.clone()),
+        }
+    }
+}
+
+/// One simple command, as it would run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    /// The argv judged: after quote removal and unwrapping. Empty for a command
+    /// that only redirects or assigns.
+    pub argv: Vec<String>,
+    /// The wrappers it was found inside, outermost first, each with its own argv
+    /// (`["timeout", "5"]`, `["sh", "-c"]`).
+    pub wrappers: Vec<Vec<String>>,
+    pub cwd: Cwd,
+    pub paths: Vec<PathUse>,
+    /// Arguments whose value is only known at run time: (as written, why).
+    pub unknown_args: Vec<(String, String)>,
+    /// Why this segment's effect cannot be known (→ `on_unknown`).
+    pub unknown: Option<String>,
+    /// `/dev/tcp/…` and `/dev/udp/…` redirections.
+    pub net_redirects: Vec<String>,
+    /// Calls a function defined in the same script (its body is judged on its own).
+    pub function_call: bool,
+    /// The words after the program are data, not paths (`echo`, `printf`, `test`…).
+    pub data_only: bool,
+}
+
+impl Segment {
+    fn new(cwd: &Cwd) -> Self {
+        Segment {
+            argv: Vec::new(),
+            wrappers: Vec::new(),
+            cwd: cwd.clone(),
+            paths: Vec::new(),
+            unknown_args: Vec::new(),
+            unknown: None,
+            net_redirects: Vec::new(),
+            function_call: false,
+            data_only: false,
+        }
+    }
+}
+
+/// The result of analysing one shell string.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub segments: Vec<Segment>,
+    /// Set when the string as a whole cannot be analysed (parse error, too deep).
+    pub unknown: Option<String>,
+}
+
+/// What the analysis needs to know about where it runs.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub cwd: PathBuf,
+    /// What `~` and `$HOME` mean inside the sandbox.
+    pub home: String,
+}
+
+/// Analyse a bash string.
+pub fn analyze(text: &str, ctx: &Context) -> Analysis {
+    let mut a = Analyzer {
+        home: ctx.home.clone(),
+        segments: Vec::new(),
+        functions: HashMap::new(),
+        call_stack: Vec::new(),
+        too_complex: None,
+    };
+    let cwd = Cwd::Known(vec![crate::load::absolute_lexical(&ctx.cwd)]);
+    let mut state = State {
+        cwd,
+        vars: Vars::default(),
+        oldpwd: None,
+    };
+    let unknown = a.shell_text(text, &mut state, 0);
+    let unknown = unknown.or(a.too_complex.take());
+    Analysis {
+        segments: a.segments,
+        unknown,
+    }
+}
+
+/// Analyse an argv run without a shell: no expansion, but wrappers unwrap.
+pub fn analyze_argv(argv: &[String], ctx: &Context) -> Analysis {
+    let mut a = Analyzer {
+        home: ctx.home.clone(),
+        segments: Vec::new(),
+        functions: HashMap::new(),
+        call_stack: Vec::new(),
+        too_complex: None,
+    };
+    let mut state = State {
+        cwd: Cwd::Known(vec![crate::load::absolute_lexical(&ctx.cwd)]),
+        vars: Vars::default(),
+        oldpwd: None,
+    };
+    let mut seg = Segment::new(&state.cwd);
+    seg.argv = argv.to_vec();
+    a.invocation(seg, &mut state, 0, 0, 0);
+    Analysis {
+        segments: a.segments,
+        unknown: a.too_complex.take(),
+    }
+}
+
+/// The argvs of the simple commands in an example string (rule examples).
+pub fn example_argvs(text: &str) -> Result<Vec<Vec<String>>, String> {
+    let ctx = Context {
+        cwd: PathBuf::from("/"),
+        home: "/".into(),
+    };
+    let analysis = analyze(text, &ctx);
+    if let Some(why) = analysis.unknown {
+        return Err(why);
+    }
+    let argvs: Vec<Vec<String>> = analysis
+        .segments
+        .into_iter()
+        .filter(|s| !s.argv.is_empty())
+        .map(|s| s.argv)
+        .collect();
+    if argvs.is_empty() {
+        return Err("the example has no command".into());
+    }
+    Ok(argvs)
+}
+
+/// A conservative bound on syntactic nesting, checked before parsing so that a
+/// hostile string cannot exhaust the parser's stack.
+pub fn nesting_depth(text: &str) -> usize {
+    let mut depth: usize = 0;
+    let mut max = 0;
+    for b in text.bytes() {
+        match b {
+            b'(' | b'{' | b'[' | b'`' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    let mut kw_depth: usize = 0;
+    for w in text.split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|') {
+        match w {
+            "if" | "while" | "until" | "for" | "case" | "select" | "function" => {
+                kw_depth += 1;
+                max = max.max(kw_depth);
+            }
+            "fi" | "done" | "esac" => kw_depth = kw_depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max.max(text.matches("$((").count())
+}
+
+#[derive(Debug, Clone)]
+struct State {
+    cwd: Cwd,
+    vars: Vars,
+    oldpwd: Option<Cwd>,
+}
+
+impl State {
+    /// After a branch that may or may not have run: either state is possible.
+    fn merge(&mut self, other: &State) {
+        self.cwd.merge(&other.cwd);
+        let names: Vec<String> = self.vars.known.keys().cloned().collect();
+        for name in names {
+            match other.vars.known.get(&name) {
+                Some(vals) => {
+                    let mine = self.vars.known.get_mut(&name).expect("key listed above");
+                    for v in vals {
+                        if !mine.contains(v) {
+                            mine.push(v.clone());
+                        }
+                    }
+                    if mine.len() > words::MAX_ALTERNATIVES {
+                        self.vars.known.remove(&name);
+                    }
+                }
+                None => {
+                    self.vars.known.remove(&name);
+                }
+            }
+        }
+    }
+}
+
+struct Analyzer {
+    home: String,
+    segments: Vec<Segment>,
+    functions: HashMap<String, ast::FunctionBody>,
+    call_stack: Vec<String>,
+    too_complex: Option<String>,
+}
+
+/// Programs whose arguments are data, not paths.
+const DATA_ONLY: &[&str] = &[
+    "echo", "printf", "true", "false", "test", "[", ":", "set", "shift", "exit", "return", "wait",
+    "sleep", "seq", "yes", "expr", "type", "which", "umask", "ulimit", "unset", "getopts", "break",
+    "continue", "kill", "date", "id", "whoami", "uname", "hostname", "pwd", "printenv", "export",
+    "declare", "typeset", "local", "readonly", "let", "shopt", "trap",
+];
+
+/// Builtins whose effect cannot be known before running.
+fn never_known(program: &str, argv: &[String]) -> Option<String> {
+    let why = match program {
+        "eval" => "`eval` runs text built at run time".to_string(),
+        "source" | "." => format!("`{program}` runs the commands of a file the gate cannot see"),
+        "alias" if argv.len() > 1 => "`alias` changes what later command names mean".into(),
+        "enable" => "`enable` can load or swap shell builtins".into(),
+        "hash" if argv.iter().any(|a| a.starts_with("-p")) => {
+            "`hash -p` changes which program a name runs".into()
+        }
+        "fc" => "`fc` re-runs commands from history".into(),
+        "mapfile" | "readarray" if argv.iter().any(|a| a.starts_with("-C")) => {
+            format!("`{program} -C` runs a callback")
+        }
+        "coproc" => "`coproc` runs a command the gate cannot see".into(),
+        _ => return None,
+    };
+    Some(why)
+}
+
+/// Variables whose value changes which program runs or what it loads.
+fn dangerous_variable(name: &str) -> bool {
+    matches!(
+        name,
+        "PATH"
+            | "LD_PRELOAD"
+            | "LD_LIBRARY_PATH"
+            | "LD_AUDIT"
+            | "BASH_ENV"
+            | "ENV"
+            | "CDPATH"
+            | "IFS"
+            | "PROMPT_COMMAND"
+            | "PS4"
+            | "SHELLOPTS"
+            | "BASHOPTS"
+            | "GIT_SSH"
+            | "GIT_SSH_COMMAND"
+            | "GIT_EXTERNAL_DIFF"
+            | "GIT_PAGER"
+            | "GIT_EDITOR"
+            | "GIT_ASKPASS"
+            | "GIT_PROXY_COMMAND"
+            | "GIT_EXEC_PATH"
+            | "GIT_CONFIG"
+            | "GIT_CONFIG_GLOBAL"
+            | "GIT_CONFIG_PARAMETERS"
+            | "SSH_ASKPASS"
+            | "PAGER"
+            | "EDITOR"
+            | "VISUAL"
+            | "PYTHONSTARTUP"
+            | "PYTHONPATH"
+            | "PYTHONHOME"
+            | "NODE_OPTIONS"
+            | "NODE_PATH"
+            | "PERL5OPT"
+            | "PERL5LIB"
+            | "RUBYOPT"
+            | "RUSTC_WRAPPER"
+            | "RUSTC"
+            | "CARGO_BUILD_RUSTC_WRAPPER"
+            | "MAKEFLAGS"
+    ) || name.starts_with("BASH_FUNC_")
+        || name.starts_with("GIT_CONFIG_")
+}
+
+fn is_var_name(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+}
+
+/// Programs that only read the paths they are given.
+pub fn reads_only(program: &str) -> bool {
+    matches!(
+        program,
+        "cat"
+            | "head"
+            | "tail"
+            | "less"
+            | "more"
+            | "wc"
+            | "grep"
+            | "egrep"
+            | "fgrep"
+            | "rg"
+            | "ls"
+            | "diff"
+            | "cmp"
+            | "comm"
+            | "file"
+            | "stat"
+            | "du"
+            | "df"
+            | "md5sum"
+            | "sha1sum"
+            | "sha256sum"
+            | "sha512sum"
+            | "cksum"
+            | "nl"
+            | "od"
+            | "xxd"
+            | "hexdump"
+            | "strings"
+            | "tree"
+            | "realpath"
+            | "readlink"
+            | "basename"
+            | "dirname"
+            | "jq"
+            | "cut"
+            | "paste"
+            | "join"
+            | "column"
+            | "fold"
+            | "fmt"
+            | "rev"
+            | "tac"
+            | "expand"
+            | "cd"
+            | "pushd"
+            | "zcat"
+            | "python3"
+            | "python"
+            | "node"
+            | "pytest"
+            | "awk"
+            | "gawk"
+    )
+}
+
+impl Analyzer {
+    fn push(&mut self, seg: Segment) {
+        if self.segments.len() >= MAX_SEGMENTS {
+            self.too_complex = Some(format!(
+                "the command has more than {MAX_SEGMENTS} simple commands"
+            ));
+            return;
+        }
+        self.segments.push(seg);
+    }
+
+    fn unknown_segment(&mut self, st: &State, argv: Vec<String>, why: String) {
+        let mut seg = Segment::new(&st.cwd);
+        seg.argv = argv;
+        seg.unknown = Some(why);
+        self.push(seg);
+    }
+
+    /// Parse and walk a shell string; returns why it cannot be analysed, if so.
+    fn shell_text(&mut self, text: &str, st: &mut State, depth: usize) -> Option<String> {
+        if depth > MAX_SHELL_DEPTH {
+            return Some(format!(
+                "shells nested more than {MAX_SHELL_DEPTH} deep cannot be analysed"
+            ));
+        }
+        if nesting_depth(text) > MAX_NESTING {
+            return Some(format!(
+                "the command is nested more than {MAX_NESTING} levels deep"
+            ));
+        }
+        let mut parser = brush_parser::Parser::new(text.as_bytes(), &words::options());
+        let program = match parser.parse_program() {
+            Ok(p) => p,
+            Err(e) => return Some(format!("the shell text does not parse as bash ({e})")),
+        };
+        // Functions are collected first: a call anywhere may reach any of them.
+        for cc in &program.complete_commands {
+            self.collect_functions(cc, 0);
+        }
+        for cc in &program.complete_commands {
+            self.list(cc, st, depth, 0);
+        }
+        None
+    }
+
+    fn collect_functions(&mut self, list: &ast::CompoundList, nest: usize) {
+        if nest > MAX_NESTING {
+            return;
+        }
+        for item in &list.0 {
+            let ao = &item.0;
+            for p in std::iter::once(&ao.first).chain(ao.additional.iter().map(|x| match x {
+                ast::AndOr::And(p) | ast::AndOr::Or(p) => p,
+            })) {
+                for c in &p.seq {
+                    if let ast::Command::Function(f) = c {
+                        self.functions.insert(f.fname.value.clone(), f.body.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    fn list(&mut self, list: &ast::CompoundList, st: &mut State, depth: usize, nest: usize) {
+        for item in &list.0 {
+            let ast::CompoundListItem(ao, sep) = item;
+            match sep {
+                ast::SeparatorOperator::Async => {
+                    let mut bg = st.clone();
+                    self.and_or(ao, &mut bg, depth, nest);
+                }
+                ast::SeparatorOperator::Sequence => self.and_or(ao, st, depth, nest),
+            }
+        }
+    }
+
+    fn and_or(&mut self, ao: &ast::AndOrList, st: &mut State, depth: usize, nest: usize) {
+        self.pipeline(&ao.first, st, depth, nest);
+        for next in &ao.additional {
+            let (ast::AndOr::And(p) | ast::AndOr::Or(p)) = next;
+            // May or may not run.
+            let mut branch = st.clone();
+            self.pipeline(p, &mut branch, depth, nest);
+            st.merge(&branch);
+        }
+    }
+
+    fn pipeline(&mut self, p: &ast::Pipeline, st: &mut State, depth: usize, nest: usize) {
+        if p.seq.len() == 1 {
+            self.command(&p.seq[0], st, depth, nest, &[]);
+        } else {
+            // Each part of a pipeline runs in its own subshell.
+            for c in &p.seq {
+                let mut sub = st.clone();
+                self.command(c, &mut sub, depth, nest, &[]);
+            }
+        }
+    }
+
+    fn command(
+        &mut self,
+        c: &ast::Command,
+        st: &mut State,
+        depth: usize,
+        nest: usize,
+        inherited: &[ast::IoRedirect],
+    ) {
+        if nest > MAX_NESTING {
+            self.too_complex = Some(format!(
+                "the command is nested more than {MAX_NESTING} levels deep"
+            ));
+            return;
+        }
+        match c {
+            ast::Command::Simple(sc) => self.simple(sc, st, depth, nest, inherited),
+            ast::Command::Compound(cc, redirects) => {
+                let mut all = inherited.to_vec();
+                if let Some(r) = redirects {
+                    all.extend(r.0.iter().cloned());
+                }
+                self.compound(cc, st, depth, nest + 1, &all);
+            }
+            ast::Command::Function(f) => {
+                // Judge the body where it is defined (stricter than judging it only
+                // when called; calls re-judge it with the caller's directory).
+                let mut body_state = st.clone();
+                self.function_body(&f.body, &mut body_state, depth, nest + 1);
+            }
+            ast::Command::ExtendedTest(test, redirects) => {
+                let mut seg = Segment::new(&st.cwd);
+                seg.argv = vec!["[[".into()];
+                seg.data_only = true;
+                self.extended_test_words(&test.expr, &mut seg, &st.vars);
+                let mut all = inherited.to_vec();
+                if let Some(r) = redirects {
+                    all.extend(r.0.iter().cloned());
+                }
+                self.redirects(&all, &mut seg, &st.vars);
+                self.push(seg);
+            }
+        }
+    }
+
+    fn extended_test_words(&self, e: &ast::ExtendedTestExpr, seg: &mut Segment, vars: &Vars) {
+        use ast::ExtendedTestExpr as E;
+        match e {
+            E::And(a, b) | E::Or(a, b) => {
+                self.extended_test_words(a, seg, vars);
+                self.extended_test_words(b, seg, vars);
+            }
+            E::Not(a) | E::Parenthesized(a) => self.extended_test_words(a, seg, vars),
+            E::UnaryTest(_, w) => self.data_word(&w.value, seg, vars),
+            E::BinaryTest(_, a, b) => {
+                self.data_word(&a.value, seg, vars);
+                self.data_word(&b.value, seg, vars);
+            }
+        }
+    }
+
+    /// A word that is data: only a substitution in it matters.
+    fn data_word(&self, raw: &str, seg: &mut Segment, vars: &Vars) {
+        if let Expansion::Executes { why } = expand(raw, vars, &self.home) {
+            seg.unknown.get_or_insert(why);
+        }
+    }
+
+    fn function_body(
+        &mut self,
+        body: &ast::FunctionBody,
+        st: &mut State,
+        depth: usize,
+        nest: usize,
+    ) {
+        let ast::FunctionBody(cc, redirects) = body;
+        let all: Vec<ast::IoRedirect> =
+            redirects.iter().flat_map(|r| r.0.iter().cloned()).collect();
+        self.compound(cc, st, depth, nest, &all);
+    }
+
+    fn arithmetic(&mut self, expr: &str, st: &State) {
+        if expr.contains("$(") || expr.contains('`') {
+            let mut seg = Segment::new(&st.cwd);
+            seg.argv = vec!["((".into()];
+            seg.unknown = Some(format!(
+                "the arithmetic `{}` contains a command substitution",
+                short(expr)
+            ));
+            self.push(seg);
+        }
+    }
+
+    fn compound(
+        &mut self,
+        cc: &ast::CompoundCommand,
+        st: &mut State,
+        depth: usize,
+        nest: usize,
+        redirects: &[ast::IoRedirect],
+    ) {
+        use ast::CompoundCommand as C;
+        match cc {
+            C::BraceGroup(g) => self.list_with(&g.list, st, depth, nest, redirects),
+            C::Subshell(s) => {
+                let mut sub = st.clone();
+                self.list_with(&s.list, &mut sub, depth, nest, redirects);
+            }
+            C::Arithmetic(a) => self.arithmetic(&a.expr.value, st),
+            C::ArithmeticForClause(f) => {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.arithmetic(&e.value, st);
+                }
+                self.loop_body(&f.body.list, st, depth, nest, redirects);
+            }
+            C::ForClause(f) => {
+                let mut seg = Segment::new(&st.cwd);
+                let mut values = Vec::new();
+                let mut known = true;
+                match &f.values {
+                    Some(ws) => {
+                        for w in ws {
+                            match expand(&w.value, &st.vars, &self.home) {
+                                Expansion::Known { values: v, .. } => {
+                                    for x in &v {
+                                        seg.paths.push(PathUse {
+                                            text: x.clone(),
+                                            access: Access::Read,
+                                            role: "argument",
+                                        });
+                                    }
+                                    values.extend(v)
+                                }
+                                Expansion::Unknown { .. } => known = false,
+                                Expansion::Executes { why } => {
+                                    seg.unknown.get_or_insert(why);
+                                    known = false;
+                                }
+                            }
+                        }
+                    }
+                    None => known = false,
+                }
+                if seg.unknown.is_some() {
+                    seg.argv = vec!["for".into()];
+                    self.push(seg);
+                }
+                if known && !values.is_empty() && values.len() <= words::MAX_ALTERNATIVES {
+                    st.vars.known.insert(f.variable_name.clone(), values);
+                } else {
+                    st.vars.known.remove(&f.variable_name);
+                }
+                self.loop_body(&f.body.list, st, depth, nest, redirects);
+            }
+            C::CaseClause(c) => {
+                let mut seg = Segment::new(&st.cwd);
+                self.data_word(&c.value.value, &mut seg, &st.vars);
+                for item in &c.cases {
+                    for p in &item.patterns {
+                        self.data_word(&p.value, &mut seg, &st.vars);
+                    }
+                }
+                if seg.unknown.is_some() {
+                    seg.argv = vec!["case".into()];
+                    self.push(seg);
+                }
+                let before = st.clone();
+                for item in &c.cases {
+                    if let Some(body) = &item.cmd {
+                        let mut branch = before.clone();
+                        self.list_with(body, &mut branch, depth, nest, redirects);
+                        st.merge(&branch);
+                    }
+                }
+            }
+            C::IfClause(i) => {
+                self.list_with(&i.condition, st, depth, nest, redirects);
+                let before = st.clone();
+                let mut then = before.clone();
+                self.list_with(&i.then, &mut then, depth, nest, redirects);
+                st.merge(&then);
+                if let Some(elses) = &i.elses {
+                    let mut cur = before.clone();
+                    for e in elses {
+                        if let Some(cond) = &e.condition {
+                            self.list_with(cond, &mut cur, depth, nest, redirects);
+                        }
+                        let mut branch = cur.clone();
+                        self.list_with(&e.body, &mut branch, depth, nest, redirects);
+                        st.merge(&branch);
+                        st.merge(&cur);
+                    }
+                }
+            }
+            C::WhileClause(w) | C::UntilClause(w) => {
+                let ast::WhileOrUntilClauseCommand(cond, body, _) = w;
+                self.list_with(cond, st, depth, nest, redirects);
+                self.loop_body(&body.list, st, depth, nest, redirects);
+            }
+            C::Coprocess(_) => {
+                self.unknown_segment(
+                    st,
+                    vec!["coproc".into()],
+                    "`coproc` runs a command the gate cannot follow".into(),
+                );
+            }
+        }
+    }
+
+    /// A loop body runs zero or more times: judge it once, and if it moved the
+    /// working directory, judge it again from a directory that is no longer known.
+    fn loop_body(
+        &mut self,
+        body: &ast::CompoundList,
+        st: &mut State,
+        depth: usize,
+        nest: usize,
+        redirects: &[ast::IoRedirect],
+    ) {
+        let mut once = st.clone();
+        self.list_with(body, &mut once, depth, nest, redirects);
+        if once.cwd != st.cwd {
+            let unknown = Cwd::Unknown("the working directory changes inside a loop".into());
+            let mut again = st.clone();
+            again.cwd = unknown.clone();
+            self.list_with(body, &mut again, depth, nest, redirects);
+            st.cwd = unknown;
+        }
+        st.merge(&once);
+    }
+
+    fn list_with(
+        &mut self,
+        list: &ast::CompoundList,
+        st: &mut State,
+        depth: usize,
+        nest: usize,
+        redirects: &[ast::IoRedirect],
+    ) {
+        if redirects.is_empty() {
+            self.list(list, st, depth, nest);
+            return;
+        }
+        let start = self.segments.len();
+        self.list(list, st, depth, nest);
+        // Redirections of a compound apply to every command inside it; judge them
+        // once, as their own segment.
+        let mut seg = Segment::new(&st.cwd);
+        self.redirects(redirects, &mut seg, &st.vars);
+        if self.segments.len() == start
+            || !seg.paths.is_empty()
+            || seg.unknown.is_some()
+            || !seg.net_redirects.is_empty()
+        {
+            self.push(seg);
+        }
+    }
+
+    /// Record what redirections touch.
+    fn redirects(&self, redirects: &[ast::IoRedirect], seg: &mut Segment, vars: &Vars) {
+        for r in redirects {
+            match r {
+                ast::IoRedirect::File(_, kind, target) => {
+                    use ast::IoFileRedirectKind as K;
+                    let access = match kind {
+                        K::Read | K::DuplicateInput => Access::Read,
+                        _ => Access::Write,
+                    };
+                    match target {
+                        ast::IoFileRedirectTarget::Filename(w) => {
+                            self.redirect_word(&w.value, access, seg, vars)
+                        }
+                        ast::IoFileRedirectTarget::Duplicate(w) => {
+                            let v = w.value.trim_end_matches('-');
+                            if !v.is_empty() && !v.chars().all(|c| c.is_ascii_digit()) {
+                                self.redirect_word(&w.value, access, seg, vars);
+                            }
+                        }
+                        ast::IoFileRedirectTarget::Fd(_) => {}
+                        ast::IoFileRedirectTarget::ProcessSubstitution(..) => {
+                            seg.unknown.get_or_insert(
+                                "a process substitution runs a command the gate cannot follow"
+                                    .into(),
+                            );
+                        }
+                    }
+                }
+                ast::IoRedirect::OutputAndError(w, _) => {
+                    self.redirect_word(&w.value, Access::Write, seg, vars)
+                }
+                ast::IoRedirect::HereString(_, w) => self.data_word(&w.value, seg, vars),
+                ast::IoRedirect::HereDocument(_, doc) => {
+                    if doc.requires_expansion
+                        && (doc.doc.value.contains("$(") || doc.doc.value.contains('`'))
+                    {
+                        seg.unknown.get_or_insert(
+                            "the here-document contains a command substitution".into(),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn redirect_word(&self, raw: &str, access: Access, seg: &mut Segment, vars: &Vars) {
+        match expand(raw, vars, &self.home) {
+            Expansion::Known { values, .. } => {
+                for v in values {
+                    if v.starts_with("/dev/tcp/") || v.starts_with("/dev/udp/") {
+                        seg.net_redirects.push(v);
+                    } else {
+                        seg.paths.push(PathUse {
+                            text: v,
+                            access,
+                            role: "redirection",
+                        });
+                    }
+                }
+            }
+            Expansion::Unknown { shown, why } => {
+                seg.unknown.get_or_insert(format!(
+                    "the redirection target `{shown}` cannot be known before running ({why})"
+                ));
+            }
+            Expansion::Executes { why } => {
+                seg.unknown.get_or_insert(why);
+            }
+        }
+    }
+
+    fn simple(
+        &mut self,
+        sc: &ast::SimpleCommand,
+        st: &mut State,
+        depth: usize,
+        nest: usize,
+        inherited: &[ast::IoRedirect],
+    ) {
+        let mut seg = Segment::new(&st.cwd);
+        let mut redirects: Vec<ast::IoRedirect> = inherited.to_vec();
+        let mut assignments: Vec<(String, String)> = Vec::new();
+        let mut raw_words: Vec<&str> = Vec::new();
+        for item in sc.prefix.iter().flat_map(|p| p.0.iter()) {
+            self.prefix_or_suffix(item, &mut seg, &mut redirects, &mut assignments, None, st);
+        }
+        let program_word = sc.word_or_name.as_ref().map(|w| w.value.as_str());
+        if let Some(w) = program_word {
+            raw_words.push(w);
+        }
+        for item in sc.suffix.iter().flat_map(|s| s.0.iter()) {
+            self.prefix_or_suffix(
+                item,
+                &mut seg,
+                &mut redirects,
+                &mut assignments,
+                Some(&mut raw_words),
+                st,
+            );
+        }
+        self.redirects(&redirects, &mut seg, &st.vars);
+
+        let Some(program_raw) = program_word else {
+            // Only assignments and redirections.
+            for (name, value) in &assignments {
+                self.note_assignment(name, value, &mut seg, st, true);
+            }
+            if !seg.paths.is_empty()
+                || seg.unknown.is_some()
+                || !seg.net_redirects.is_empty()
+                || seg.argv.is_empty()
+            {
+                self.push(seg);
+            }
+            return;
+        };
+
+        // The program word: a variable, glob or substitution there is never known.
+        let program = match expand(program_raw, &st.vars, &self.home) {
+            Expansion::Known { values, glob } => {
+                let dynamic = program_raw.contains('$') && !program_raw.starts_with("$'")
+                    || program_raw.contains('`');
+                if glob || dynamic || values.len() != 1 {
+                    seg.argv = vec![program_raw.to_string()];
+                    seg.unknown = Some(format!(
+                        "`{}` in command position is only known at run time",
+                        short(program_raw)
+                    ));
+                    self.push(seg);
+                    return;
+                }
+                values.into_iter().next().unwrap_or_default()
+            }
+            Expansion::Unknown { .. } => {
+                seg.argv = vec![program_raw.to_string()];
+                seg.unknown = Some(format!(
+                    "`{}` in command position is only known at run time",
+                    short(program_raw)
+                ));
+                self.push(seg);
+                return;
+            }
+            Expansion::Executes { why } => {
+                seg.argv = vec![program_raw.to_string()];
+                seg.unknown = Some(why);
+                self.push(seg);
+                return;
+            }
+        };
+
+        // Arguments: every combination of their possible values is judged.
+        let mut argvs: Vec<Vec<String>> = vec![vec![program]];
+        for raw in raw_words.iter().skip(1) {
+            match expand(raw, &st.vars, &self.home) {
+                Expansion::Known { values, .. } => {
+                    let mut next = Vec::new();
+                    for a in &argvs {
+                        for v in &values {
+                            let mut b = a.clone();
+                            b.push(v.clone());
+                            next.push(b);
+                        }
+                    }
+                    if next.len() > words::MAX_ALTERNATIVES {
+                        seg.argv = argvs[0].clone();
+                        seg.unknown = Some("the arguments have too many possible values".into());
+                        self.push(seg);
+                        return;
+                    }
+                    argvs = next;
+                }
+                Expansion::Unknown { shown, why } => {
+                    seg.unknown_args.push((shown.clone(), why));
+                    for a in &mut argvs {
+                        a.push(shown.clone());
+                    }
+                }
+                Expansion::Executes { why } => {
+                    seg.unknown.get_or_insert(why);
+                    for a in &mut argvs {
+                        a.push((*raw).to_string());
+                    }
+                }
+            }
+        }
+        for (name, value) in &assignments {
+            // `VAR=x cmd`: only for this command, but a dangerous name still matters.
+            self.note_assignment(name, value, &mut seg, st, false);
+        }
+        for argv in argvs {
+            let mut s = seg.clone();
+            s.argv = argv;
+            self.invocation(s, st, depth, nest, 0);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn prefix_or_suffix<'w>(
+        &self,
+        item: &'w ast::CommandPrefixOrSuffixItem,
+        seg: &mut Segment,
+        redirects: &mut Vec<ast::IoRedirect>,
+        assignments: &mut Vec<(String, String)>,
+        words_out: Option<&mut Vec<&'w str>>,
+        st: &State,
+    ) {
+        use ast::CommandPrefixOrSuffixItem as I;
+        match item {
+            I::IoRedirect(r) => redirects.push(r.clone()),
+            I::Word(w) => {
+                if let Some(out) = words_out {
+                    out.push(w.value.as_str());
+                }
+            }
+            I::AssignmentWord(a, w) => {
+                if let Some(out) = words_out {
+                    // `export X=1`: an argument that assigns.
+                    out.push(w.value.as_str());
+                } else {
+                    let name = match &a.name {
+                        ast::AssignmentName::VariableName(n) => n.clone(),
+                        ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+                    };
+                    let raw = w.value.split_once('=').map(|x| x.1).unwrap_or("");
+                    let raw = raw.to_string();
+                    if let ast::AssignmentValue::Array(_) = a.value {
+                        assignments.push((name, String::from("(")));
+                    } else {
+                        assignments.push((name, raw));
+                    }
+                }
+                let _ = st;
+            }
+            I::ProcessSubstitution(..) => {
+                seg.unknown.get_or_insert(
+                    "a process substitution runs a command the gate cannot follow".into(),
+                );
+            }
+        }
+    }
+
+    /// An assignment `name=raw`. `persists`: a plain assignment (not `VAR=x cmd`).
+    fn note_assignment(
+        &self,
+        name: &str,
+        raw: &str,
+        seg: &mut Segment,
+        st: &mut State,
+        persists: bool,
+    ) {
+        if dangerous_variable(name) {
+            seg.unknown.get_or_insert(format!(
+                "setting `{name}` changes which programs run or what they load"
+            ));
+        }
+        let value = if raw == "(" {
+            Expansion::Unknown {
+                shown: name.into(),
+                why: "array".into(),
+            }
+        } else {
+            expand(raw, &st.vars, &self.home)
+        };
+        match value {
+            Expansion::Known { values, .. } => {
+                if values.iter().any(|v| v.contains("$(") || v.contains('`')) {
+                    seg.unknown.get_or_insert(format!(
+                        "`{name}` would hold command-substitution text, which arithmetic or prompt expansion can run"
+                    ));
+                }
+                for v in &values {
+                    if v.starts_with('/') || v.starts_with("..") {
+                        seg.paths.push(PathUse {
+                            text: v.clone(),
+                            access: Access::Read,
+                            role: "assignment",
+                        });
+                    }
+                }
+                if persists {
+                    st.vars.known.insert(name.to_string(), values);
+                }
+            }
+            Expansion::Unknown { .. } => {
+                if persists {
+                    st.vars.known.remove(name);
+                }
+            }
+            Expansion::Executes { why } => {
+                seg.unknown.get_or_insert(why);
+                if persists {
+                    st.vars.known.remove(name);
+                }
+            }
+        }
+    }
+
+    /// One program invocation: unwrap wrappers, handle builtins that change the
+    /// shell's state, and record the segment.
+    fn invocation(
+        &mut self,
+        mut seg: Segment,
+        st: &mut State,
+        depth: usize,
+        nest: usize,
+        unwraps: usize,
+    ) {
+        if unwraps > 16 {
+            seg.unknown
+                .get_or_insert("wrappers nested too deeply".into());
+            self.push(seg);
+            return;
+        }
+        let program = crate::rules::program_name(&seg.argv[0]).to_string();
+        if let Some(why) = never_known(&program, &seg.argv) {
+            seg.unknown = Some(why);
+            self.push(seg);
+            return;
+        }
+        match unwrap::unwrap(&seg.argv) {
+            unwrap::Unwrap::NotWrapper => {}
+            unwrap::Unwrap::Unknown(why) => {
+                seg.unknown = Some(why);
+                self.push(seg);
+                return;
+            }
+            unwrap::Unwrap::Inner(inner) => {
+                let mut wrapper_seg = seg.clone();
+                wrapper_seg.argv = inner.wrapper.clone();
+                let mut inner_seg = seg;
+                inner_seg.wrappers.push(inner.wrapper.clone());
+                for (text, access) in &inner.paths {
+                    inner_seg.paths.push(PathUse {
+                        text: text.clone(),
+                        access: *access,
+                        role: "argument",
+                    });
+                }
+                for (name, value) in &inner.env {
+                    if dangerous_variable(name) {
+                        inner_seg.unknown.get_or_insert(format!(
+                            "setting `{name}` changes which programs run or what they load"
+                        ));
+                    }
+                    if value.starts_with('/') || value.starts_with("..") {
+                        inner_seg.paths.push(PathUse {
+                            text: value.clone(),
+                            access: Access::Read,
+                            role: "assignment",
+                        });
+                    }
+                }
+                if let Some(dir) = &inner.chdir {
+                    inner_seg.paths.push(PathUse {
+                        text: dir.clone(),
+                        access: Access::Read,
+                        role: "working directory",
+                    });
+                    inner_seg.cwd = chdir(&inner_seg.cwd, dir);
+                }
+                if inner.inners.is_empty() {
+                    // The wrapper runs nothing else (`env` alone, `command -v x`).
+                    inner_seg.argv = inner.wrapper.clone();
+                    inner_seg.wrappers.pop();
+                    inner_seg.data_only = true;
+                    self.push(inner_seg);
+                    return;
+                }
+                let _ = wrapper_seg;
+                let inners = inner.inners.clone();
+                for argv in inners {
+                    let mut s = inner_seg.clone();
+                    s.argv = argv;
+                    if s.argv.is_empty() {
+                        continue;
+                    }
+                    self.invocation(s, st, depth, nest, unwraps + 1);
+                }
+                return;
+            }
+            unwrap::Unwrap::Code { wrapper, code } => {
+                // `sh -c CODE`: a new shell with the same directory, no variables.
+                seg.wrappers.push(wrapper.clone());
+                let mut inner_state = State {
+                    cwd: seg.cwd.clone(),
+                    vars: Vars::default(),
+                    oldpwd: None,
+                };
+                let before = self.segments.len();
+                if let Some(why) = self.shell_text(&code, &mut inner_state, depth + 1) {
+                    seg.argv = wrapper;
+                    seg.unknown = Some(why);
+                    self.push(seg);
+                    return;
+                }
+                // The inner segments carry the wrapper chain too.
+                let chain = seg.wrappers.clone();
+                for s in &mut self.segments[before..] {
+                    let mut w = chain.clone();
+                    w.append(&mut s.wrappers);
+                    s.wrappers = w;
+                    s.paths.extend(seg.paths.iter().cloned());
+                    s.net_redirects.extend(seg.net_redirects.iter().cloned());
+                    if s.unknown.is_none() {
+                        s.unknown = seg.unknown.clone();
+                    }
+                }
+                if self.segments.len() == before {
+                    seg.argv = wrapper;
+                    seg.data_only = true;
+                    self.push(seg);
+                }
+                return;
+            }
+        }
+
+        seg.data_only = DATA_ONLY.contains(&program.as_str());
+        // Builtins that change the shell's state for later commands.
+        match program.as_str() {
+            "cd" | "pushd" => {
+                let target = seg
+                    .argv
+                    .iter()
+                    .skip(1)
+                    .find(|a| !a.starts_with('-') || a.as_str() == "-")
+                    .cloned();
+                let dest = match target.as_deref() {
+                    None => Some(self.home.clone()),
+                    Some("-") => None,
+                    Some(t) => Some(t.to_string()),
+                };
+                let new_cwd = match dest {
+                    Some(d) => {
+                        seg.paths.push(PathUse {
+                            text: d.clone(),
+                            access: Access::Read,
+                            role: "working directory",
+                        });
+                        chdir(&st.cwd, &d)
+                    }
+                    None => st.oldpwd.clone().unwrap_or_else(|| {
+                        Cwd::Unknown("`cd -` goes back to a directory not known here".into())
+                    }),
+                };
+                if !seg.unknown_args.is_empty() {
+                    st.oldpwd = Some(st.cwd.clone());
+                    st.cwd = Cwd::Unknown("`cd` to a directory only known at run time".into());
+                } else {
+                    st.oldpwd = Some(st.cwd.clone());
+                    st.cwd = new_cwd;
+                }
+                seg.data_only = false;
+                self.push(seg);
+                return;
+            }
+            "popd" => {
+                st.cwd = Cwd::Unknown("`popd` returns to a directory not known here".into());
+                seg.data_only = true;
+                self.push(seg);
+                return;
+            }
+            "export" | "declare" | "typeset" | "local" | "readonly" => {
+                let args: Vec<String> = seg.argv[1..].to_vec();
+                for a in args {
+                    if let Some((name, value)) = a.split_once('=') {
+                        let name = name.trim_end_matches('+');
+                        if is_var_name(name) {
+                            if dangerous_variable(name) {
+                                seg.unknown.get_or_insert(format!(
+                                    "setting `{name}` changes which programs run or what they load"
+                                ));
+                            }
+                            if value.contains("$(") || value.contains('`') {
+                                seg.unknown.get_or_insert(format!("`{name}` would hold command-substitution text, which arithmetic or prompt expansion can run"));
+                            }
+                            st.vars
+                                .known
+                                .insert(name.to_string(), vec![value.to_string()]);
+                        }
+                    }
+                }
+            }
+            "read" | "mapfile" | "readarray" | "getopts" => {
+                for a in seg.argv.iter().skip(1) {
+                    if is_var_name(a) {
+                        st.vars.known.remove(a.as_str());
+                    }
+                }
+            }
+            "printf" => {
+                if let Some(i) = seg.argv.iter().position(|a| a == "-v") {
+                    if let Some(name) = seg.argv.get(i + 1) {
+                        st.vars.known.remove(name.as_str());
+                    }
+                }
+            }
+            "unset" => {
+                for a in seg.argv.iter().skip(1) {
+                    st.vars.known.remove(a.as_str());
+                }
+            }
+            "let" => {
+                for a in seg.argv.iter().skip(1) {
+                    if a.contains("$(") || a.contains('`') {
+                        seg.unknown
+                            .get_or_insert("`let` would run a command substitution".into());
+                    }
+                }
+            }
+            "trap" => {
+                // The handler is shell code that runs later.
+                if let Some(code) = seg.argv.get(1).filter(|c| !c.starts_with('-')).cloned() {
+                    let mut inner = st.clone();
+                    if let Some(why) = self.shell_text(&code, &mut inner, depth + 1) {
+                        seg.unknown.get_or_insert(why);
+                    }
+                }
+            }
+            _ => {}
+        }
+        if self.functions.contains_key(&seg.argv[0]) {
+            seg.function_call = true;
+            let name = seg.argv[0].clone();
+            if !self.call_stack.contains(&name) && self.call_stack.len() < MAX_SHELL_DEPTH {
+                if let Some(body) = self.functions.get(&name).cloned() {
+                    self.call_stack.push(name);
+                    let mut call_state = st.clone();
+                    self.function_body(&body, &mut call_state, depth, nest + 1);
+                    self.call_stack.pop();
+                    // A function body runs in the caller's shell: its `cd` persists.
+                    st.cwd = call_state.cwd;
+                }
+            }
+        }
+        self.push(seg);
+    }
+}
+
+/// The working directories after `cd dir`.
+fn chdir(cwd: &Cwd, dir: &str) -> Cwd {
+    match cwd {
+        Cwd::Unknown(why) => {
+            if dir.starts_with('/') {
+                Cwd::Known(vec![crate::load::absolute_lexical(Path::new(dir))])
+            } else {
+                Cwd::Unknown(why.clone())
+            }
+        }
+        Cwd::Known(list) => Cwd::Known(
+            list.iter()
+                .map(|c| crate::load::absolute_lexical(&c.join(dir)))
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argvs(text: &str) -> Vec<Vec<String>> {
+        let a = analyze(
+            text,
+            &Context {
+                cwd: "/w".into(),
+                home: "/w".into(),
+            },
+        );
+        assert!(a.unknown.is_none(), "{:?}", a.unknown);
+        a.segments.into_iter().map(|s| s.argv).collect()
+    }
+
+    #[test]
+    fn compounds_split_into_simple_commands() {
+        assert_eq!(argvs("ls -l; echo hi && cat x | wc -l").len(), 4);
+        assert_eq!(argvs("if true; then ls; else pwd; fi").len(), 3);
+        assert_eq!(argvs("for f in a b; do cat $f; done").len(), 2);
+        assert_eq!(argvs("(cd src && ls) ; { pwd; }").len(), 3);
+    }
+
+    #[test]
+    fn wrappers_unwrap() {
+        assert_eq!(
+            argvs("env -i A=1 timeout 5 nice -n 3 curl x")[0],
+            vec!["curl", "x"]
+        );
+        assert_eq!(argvs("sh -c 'bash -c \"wget y\"'")[0], vec!["wget", "y"]);
+        let f = argvs("find . -name '*.py' -exec rm {} ;");
+        assert!(f.iter().any(|a| a[0] == "rm"), "{f:?}");
+    }
 }

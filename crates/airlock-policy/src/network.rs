@@ -1,0 +1,240 @@
+//! Step 2: does a command reach the network?
+//!
+//! A built-in list of programs (curl, ssh, …) and of program + subcommand
+//! prefixes (`git fetch`, `pip install`, …), extended by the policy's
+//! `network.programs` and `network.subcommands`.
+
+use crate::rules::{prefix_matches, split_plain, ArgvShape};
+use crate::NetworkPolicy;
+
+/// Programs that exist to talk to other hosts.
+pub const BUILTIN_PROGRAMS: &[&str] = &[
+    "curl",
+    "wget",
+    "nc",
+    "ncat",
+    "netcat",
+    "socat",
+    "ssh",
+    "scp",
+    "sftp",
+    "telnet",
+    "ftp",
+    "lftp",
+    "aria2c",
+    "http",
+    "https",
+    "httpie",
+    "xh",
+    "links",
+    "lynx",
+    "w3m",
+    "ssh-copy-id",
+    "mosh",
+    "tftp",
+    "nmap",
+    "dig",
+    "nslookup",
+    "host",
+    "ping",
+    "ping6",
+    "traceroute",
+    "whois",
+    "smbclient",
+    "ldapsearch",
+    "mysql",
+    "psql",
+    "redis-cli",
+    "mongo",
+    "mongosh",
+];
+
+/// Program + subcommand prefixes that reach the network.
+pub const BUILTIN_SUBCOMMANDS: &[&str] = &[
+    "git clone",
+    "git fetch",
+    "git pull",
+    "git push",
+    "git ls-remote",
+    "git submodule update",
+    "git submodule add",
+    "git submodule sync",
+    "git remote update",
+    "git archive --remote",
+    "git send-email",
+    "git svn",
+    "pip install",
+    "pip download",
+    "pip3 install",
+    "pip3 download",
+    "pip wheel",
+    "pip3 wheel",
+    "pipx install",
+    "pipx run",
+    "uv pip install",
+    "uv add",
+    "uv sync",
+    "uvx",
+    "poetry add",
+    "poetry install",
+    "npm install",
+    "npm i",
+    "npm ci",
+    "npm publish",
+    "npm update",
+    "npm add",
+    "npm exec",
+    "npm pack",
+    "npx",
+    "yarn add",
+    "yarn install",
+    "yarn dlx",
+    "pnpm install",
+    "pnpm add",
+    "pnpm dlx",
+    "cargo install",
+    "cargo publish",
+    "cargo fetch",
+    "cargo update",
+    "cargo login",
+    "cargo search",
+    "go get",
+    "go install",
+    "go mod download",
+    "gem install",
+    "bundle install",
+    "apt install",
+    "apt-get install",
+    "apt update",
+    "apt-get update",
+    "apt upgrade",
+    "apt-get upgrade",
+    "apt-get download",
+    "apt download",
+    "docker pull",
+    "docker push",
+    "docker login",
+    "podman pull",
+    "podman push",
+    "brew install",
+    "conda install",
+    "mamba install",
+    "gh repo clone",
+    "gh api",
+    "gh pr",
+    "gh release",
+];
+
+/// Why this argv reaches the network, if it does.
+pub fn touches_network(argv: &[String], policy: &NetworkPolicy) -> Option<String> {
+    let shape = ArgvShape::new(argv)?;
+    let program = normalise(shape.program);
+    if BUILTIN_PROGRAMS.contains(&program) || policy.programs.iter().any(|p| p == shape.program) {
+        return Some(format!("`{}` reaches the network", shape.program));
+    }
+    if program == "rsync" {
+        // rsync is local unless an operand names a host (`host:path`, `rsync://`).
+        if shape
+            .positionals
+            .iter()
+            .any(|a| a.contains("::") || a.starts_with("rsync://") || remote_operand(a))
+        {
+            return Some("`rsync` to another host reaches the network".into());
+        }
+        return None;
+    }
+    // `python3 -m pip install`: judge the module as the program.
+    if program == "python" {
+        if let Some(i) = argv.iter().position(|a| a == "-m") {
+            if let Some(module) = argv.get(i + 1) {
+                let mut inner: Vec<String> = vec![module.clone()];
+                inner.extend(argv[i + 2..].iter().cloned());
+                if let Some(why) = touches_network(&inner, policy) {
+                    return Some(format!("`python -m` {why}"));
+                }
+            }
+        }
+    }
+    let normalised_argv: Vec<String>;
+    let shape = if program != shape.program {
+        normalised_argv = std::iter::once(program.to_string())
+            .chain(argv[1..].iter().cloned())
+            .collect();
+        ArgvShape::new(&normalised_argv)?
+    } else {
+        shape
+    };
+    for sub in BUILTIN_SUBCOMMANDS
+        .iter()
+        .copied()
+        .chain(policy.subcommands.iter().map(|s| s.as_str()))
+    {
+        if prefix_matches(&split_plain(sub), &shape) {
+            return Some(format!("`{sub}` reaches the network"));
+        }
+    }
+    None
+}
+
+/// `user@host:path` or `host:path` (a colon before any slash).
+fn remote_operand(a: &str) -> bool {
+    match a.find(':') {
+        Some(i) => i > 0 && !a[..i].contains('/'),
+        None => false,
+    }
+}
+
+/// `pip3.11` → `pip`, `python3.12` → `python`, `python3` → `python`.
+fn normalise(program: &str) -> &str {
+    let base = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    match base {
+        "pip" | "python" => base,
+        _ => program,
+    }
+}
+
+/// Does `host` match a pattern (`example.com`, `*.example.com`, optional `:port`)?
+pub fn host_matches(pattern: &str, host: &str, port: Option<u16>) -> bool {
+    let (pat_host, pat_port) = match pattern.rsplit_once(':') {
+        Some((h, p)) => (h, p.parse::<u16>().ok()),
+        None => (pattern, None),
+    };
+    if let (Some(pp), Some(p)) = (pat_port, port) {
+        if pp != p {
+            return false;
+        }
+    } else if pat_port.is_some() && port.is_none() {
+        return false;
+    }
+    let host = host.to_ascii_lowercase();
+    match pat_host.strip_prefix("*.") {
+        Some(suffix) => host.ends_with(&format!(".{suffix}")),
+        None => host == pat_host,
+    }
+}
+
+/// Hosts an argv names: URLs (`scheme://host[:port]/…`) and `user@host:` forms.
+pub fn named_hosts(argv: &[String]) -> Vec<(String, Option<u16>)> {
+    let mut out = Vec::new();
+    for a in argv.iter().skip(1) {
+        if let Some((_, rest)) = a.split_once("://") {
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+            let authority = authority.rsplit('@').next().unwrap_or(authority);
+            let (host, port) = match authority.rsplit_once(':') {
+                Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) => (h, p.parse().ok()),
+                _ => (authority, None),
+            };
+            if !host.is_empty() {
+                out.push((host.trim_matches(['[', ']']).to_string(), port));
+            }
+        } else if let Some((user_host, _)) = a.split_once(':') {
+            if user_host.contains('@') && !user_host.contains('/') {
+                let host = user_host.rsplit('@').next().unwrap_or("");
+                if !host.is_empty() {
+                    out.push((host.to_string(), None));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,141 @@
+//! Step 1, the workspace boundary: where a path really points, with `..` and
+//! symlinks resolved on the real filesystem.
+
+use crate::shell::Access;
+use std::path::{Component, Path, PathBuf};
+
+/// Paths that exist only inside the sandbox (its private `/tmp`, the minimal
+/// `/dev`), so naming them never reaches the host.
+fn sandbox_private(p: &Path) -> bool {
+    const DEV: &[&str] = &[
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/stdin",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/tty",
+    ];
+    p == Path::new("/tmp")
+        || p.starts_with("/tmp/")
+        || DEV.iter().any(|d| p == Path::new(d))
+        || p.starts_with("/dev/fd/")
+}
+
+/// Program paths that name the sandbox's read-only system directories.
+pub fn system_program(p: &Path) -> bool {
+    ["/usr/", "/bin/", "/sbin/", "/lib/"]
+        .iter()
+        .any(|d| p.starts_with(d))
+}
+
+pub struct Boundary {
+    root_lexical: PathBuf,
+    root_real: PathBuf,
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+}
+
+/// Why a path is not allowed.
+pub struct Outside {
+    pub resolved: PathBuf,
+}
+
+impl Boundary {
+    pub fn new(root: &Path, read: &[PathBuf], write: &[PathBuf]) -> Self {
+        let root_lexical = crate::load::absolute_lexical(root);
+        let root_real =
+            std::fs::canonicalize(&root_lexical).unwrap_or_else(|_| root_lexical.clone());
+        Boundary {
+            root_lexical,
+            root_real,
+            read: read.to_vec(),
+            write: write.to_vec(),
+        }
+    }
+
+    /// Check `text` (as the command wrote it) used from `cwd`.
+    pub fn check(&self, cwd: &Path, text: &str, access: Access) -> Result<(), Outside> {
+        let joined = if text.starts_with('/') {
+            PathBuf::from(text)
+        } else {
+            cwd.join(text)
+        };
+        let lexical = crate::load::absolute_lexical(&joined);
+        if sandbox_private(&lexical) {
+            return Ok(());
+        }
+        let resolved = self.resolve(&joined);
+        if resolved.starts_with(&self.root_real) || sandbox_private(&resolved) {
+            return Ok(());
+        }
+        let named = |list: &[PathBuf]| {
+            list.iter()
+                .any(|p| resolved.starts_with(p) || lexical.starts_with(p))
+        };
+        if named(&self.write) || (access == Access::Read && named(&self.read)) {
+            return Ok(());
+        }
+        Err(Outside { resolved })
+    }
+
+    /// Resolve symlinks component by component, as the kernel would; the part
+    /// that does not exist yet is taken literally.
+    fn resolve(&self, path: &Path) -> PathBuf {
+        // Start from the real root when the path is written under the root.
+        let (mut cur, rest): (PathBuf, &Path) = match path.strip_prefix(&self.root_lexical) {
+            Ok(rest) => (self.root_real.clone(), rest),
+            Err(_) => (PathBuf::from("/"), path.strip_prefix("/").unwrap_or(path)),
+        };
+        let mut pending: Vec<std::ffi::OsString> = rest
+            .components()
+            .rev()
+            .filter_map(|c| match c {
+                Component::Normal(s) => Some(s.to_os_string()),
+                Component::ParentDir => Some("..".into()),
+                _ => None,
+            })
+            .collect();
+        let mut links = 0;
+        let mut exists = true;
+        while let Some(c) = pending.pop() {
+            if c == ".." {
+                cur.pop();
+                continue;
+            }
+            let next = cur.join(&c);
+            if exists {
+                match std::fs::symlink_metadata(&next) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        links += 1;
+                        if links > 40 {
+                            return next;
+                        }
+                        match std::fs::read_link(&next) {
+                            Ok(target) => {
+                                if target.is_absolute() {
+                                    cur = PathBuf::from("/");
+                                }
+                                for tc in target.components().rev() {
+                                    match tc {
+                                        Component::Normal(s) => pending.push(s.to_os_string()),
+                                        Component::ParentDir => pending.push("..".into()),
+                                        _ => {}
+                                    }
+                                }
+                                continue;
+                            }
+                            Err(_) => return next,
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => exists = false,
+                }
+            }
+            cur = next;
+        }
+        cur
+    }
+}

@@ -1,0 +1,405 @@
+//! Wrappers: programs that run another program given in their arguments.
+//! Each is unwrapped so that the inner command is what gets judged.
+
+use super::Access;
+
+/// What a wrapper runs.
+#[derive(Debug, Clone)]
+pub struct Inner {
+    /// The wrapper's own words (`["timeout", "5"]`).
+    pub wrapper: Vec<String>,
+    /// The commands it runs (`find -exec` may run several; empty: none).
+    pub inners: Vec<Vec<String>>,
+    /// `env -C dir`: the directory the inner command starts in.
+    pub chdir: Option<String>,
+    /// `env NAME=VALUE`.
+    pub env: Vec<(String, String)>,
+    /// Paths the wrapper itself touches (`time -o FILE`, `xargs -a FILE`, find roots).
+    pub paths: Vec<(String, Access)>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Unwrap {
+    NotWrapper,
+    Inner(Inner),
+    /// `sh -c CODE`: shell code to analyse recursively.
+    Code {
+        wrapper: Vec<String>,
+        code: String,
+    },
+    /// A wrapper whose inner command cannot be known.
+    Unknown(String),
+}
+
+const SHELLS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "posh", "yash",
+];
+
+fn inner(wrapper: &[String], rest: &[String]) -> Unwrap {
+    Unwrap::Inner(Inner {
+        wrapper: wrapper.to_vec(),
+        inners: if rest.is_empty() {
+            vec![]
+        } else {
+            vec![rest.to_vec()]
+        },
+        chdir: None,
+        env: vec![],
+        paths: vec![],
+    })
+}
+
+/// Skip options; `with_value` lists options that take the next word as their
+/// value. Returns the index of the first non-option word.
+fn skip_options(argv: &[String], start: usize, with_value: &[&str]) -> usize {
+    let mut i = start;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if a == "--" {
+            return i + 1;
+        }
+        if !a.starts_with('-') || a == "-" {
+            return i;
+        }
+        if with_value.contains(&a) {
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    i
+}
+
+pub fn unwrap(argv: &[String]) -> Unwrap {
+    let Some(first) = argv.first() else {
+        return Unwrap::NotWrapper;
+    };
+    let program = crate::rules::program_name(first);
+    match program {
+        "env" => unwrap_env(argv),
+        "command" => {
+            let i = skip_options(argv, 1, &[]);
+            if argv[1..i]
+                .iter()
+                .any(|a| a.contains('v') || a.contains('V'))
+            {
+                // `command -v x` only looks a name up.
+                return inner(&argv[..i], &[]);
+            }
+            inner(&argv[..i], &argv[i..])
+        }
+        "builtin" | "nohup" => {
+            let i = skip_options(argv, 1, &[]);
+            inner(&argv[..i], &argv[i..])
+        }
+        "exec" => {
+            let i = skip_options(argv, 1, &["-a"]);
+            inner(&argv[..i], &argv[i..])
+        }
+        "nice" => {
+            let i = skip_options(argv, 1, &["-n"]);
+            inner(&argv[..i], &argv[i..])
+        }
+        "busybox" => inner(&argv[..1], &argv[1..]),
+        "timeout" => {
+            let i = skip_options(argv, 1, &["-s", "-k", "--signal", "--kill-after"]);
+            // Then the duration, then the command.
+            let i = (i + 1).min(argv.len());
+            inner(&argv[..i], &argv[i..])
+        }
+        "time" => {
+            let i = skip_options(argv, 1, &["-f", "-o", "--format", "--output"]);
+            let mut u = inner(&argv[..i], &argv[i..]);
+            if let Unwrap::Inner(ref mut inn) = u {
+                for (k, a) in argv[..i].iter().enumerate() {
+                    if a == "-o" || a == "--output" {
+                        if let Some(f) = argv.get(k + 1) {
+                            inn.paths.push((f.clone(), Access::Write));
+                        }
+                    } else if let Some(f) = a.strip_prefix("--output=") {
+                        inn.paths.push((f.to_string(), Access::Write));
+                    }
+                }
+            }
+            u
+        }
+        "stdbuf" => {
+            let i = skip_options(argv, 1, &["-i", "-o", "-e"]);
+            inner(&argv[..i], &argv[i..])
+        }
+        "xargs" => unwrap_xargs(argv),
+        "find" => unwrap_find(argv),
+        p if SHELLS.contains(&p) => unwrap_shell(argv),
+        _ => Unwrap::NotWrapper,
+    }
+}
+
+fn unwrap_env(argv: &[String]) -> Unwrap {
+    let mut chdir = None;
+    let mut env = Vec::new();
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if a == "-C" || a == "--chdir" {
+            chdir = argv.get(i + 1).cloned();
+            i += 2;
+        } else if let Some(d) = a.strip_prefix("--chdir=") {
+            chdir = Some(d.to_string());
+            i += 1;
+        } else if a.starts_with("-C") && a.len() > 2 {
+            chdir = Some(a[2..].to_string());
+            i += 1;
+        } else if a == "-u" || a == "--unset" {
+            i += 2;
+        } else if a == "-S"
+            || a.starts_with("--split-string")
+            || (a.starts_with("-S") && a.len() > 2)
+        {
+            // `env -S 'prog args'`: the string is split into the command.
+            let (text, next) = if a == "-S" {
+                (argv.get(i + 1).cloned().unwrap_or_default(), i + 2)
+            } else if let Some(t) = a.strip_prefix("--split-string=") {
+                (t.to_string(), i + 1)
+            } else if a == "--split-string" {
+                (argv.get(i + 1).cloned().unwrap_or_default(), i + 2)
+            } else {
+                (a[2..].to_string(), i + 1)
+            };
+            if text.contains(['\'', '"', '\\', '$', '`']) {
+                return Unwrap::Unknown("`env -S` with quotes or expansions splits its string in ways the gate does not follow".into());
+            }
+            let mut inner_argv: Vec<String> = text.split_whitespace().map(String::from).collect();
+            inner_argv.extend(argv[next.min(argv.len())..].iter().cloned());
+            return Unwrap::Inner(Inner {
+                wrapper: argv[..i].to_vec(),
+                inners: if inner_argv.is_empty() {
+                    vec![]
+                } else {
+                    vec![inner_argv]
+                },
+                chdir,
+                env,
+                paths: vec![],
+            });
+        } else if a.starts_with('-') && a != "-" {
+            i += 1;
+        } else if a == "-" {
+            i += 1;
+        } else if let Some((name, value)) = a.split_once('=') {
+            env.push((name.to_string(), value.to_string()));
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let i = i.min(argv.len());
+    Unwrap::Inner(Inner {
+        wrapper: argv[..i].to_vec(),
+        inners: if i < argv.len() {
+            vec![argv[i..].to_vec()]
+        } else {
+            vec![]
+        },
+        chdir,
+        env,
+        paths: vec![],
+    })
+}
+
+fn unwrap_xargs(argv: &[String]) -> Unwrap {
+    let with_value = [
+        "-I",
+        "-L",
+        "-n",
+        "-P",
+        "-d",
+        "-E",
+        "-s",
+        "-a",
+        "--arg-file",
+        "--delimiter",
+        "--max-args",
+        "--max-procs",
+        "--max-lines",
+        "--eof",
+        "--replace",
+    ];
+    let mut paths = Vec::new();
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if !a.starts_with('-') {
+            break;
+        }
+        if a == "-a" || a == "--arg-file" {
+            if let Some(f) = argv.get(i + 1) {
+                paths.push((f.clone(), Access::Read));
+            }
+        } else if let Some(f) = a.strip_prefix("--arg-file=") {
+            paths.push((f.to_string(), Access::Read));
+        }
+        i += if with_value.contains(&a) { 2 } else { 1 };
+    }
+    let i = i.min(argv.len());
+    let inner_argv = if i < argv.len() {
+        argv[i..].to_vec()
+    } else {
+        vec!["echo".to_string()]
+    };
+    Unwrap::Inner(Inner {
+        wrapper: argv[..i].to_vec(),
+        inners: vec![inner_argv],
+        chdir: None,
+        env: vec![],
+        paths,
+    })
+}
+
+fn unwrap_find(argv: &[String]) -> Unwrap {
+    let mut i = 1;
+    // Leading options -H -L -P -D debugopts -Olevel.
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if a == "-H" || a == "-L" || a == "-P" || a.starts_with("-O") {
+            i += 1;
+        } else if a == "-D" {
+            i += 2;
+        } else {
+            break;
+        }
+    }
+    let mut roots = Vec::new();
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if a.starts_with('-') || a == "(" || a == "!" || a == "," {
+            break;
+        }
+        roots.push(a.to_string());
+        i += 1;
+    }
+    if roots.is_empty() {
+        roots.push(".".into());
+    }
+    let deletes = argv[i.min(argv.len())..].iter().any(|a| a == "-delete");
+    let mut paths: Vec<(String, Access)> = roots
+        .iter()
+        .map(|r| {
+            (
+                r.clone(),
+                if deletes { Access::Write } else { Access::Read },
+            )
+        })
+        .collect();
+    let mut wrapper: Vec<String> = argv[..i.min(argv.len())].to_vec();
+    let mut inners = Vec::new();
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        match a {
+            "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                let mut cmd = Vec::new();
+                let mut j = i + 1;
+                while j < argv.len() && argv[j] != ";" && argv[j] != "+" {
+                    // `{}` is a found path: somewhere under the roots.
+                    let w = if argv[j] == "{}" {
+                        roots[0].clone()
+                    } else {
+                        argv[j].clone()
+                    };
+                    cmd.push(w);
+                    j += 1;
+                }
+                if cmd.is_empty() {
+                    return Unwrap::Unknown(format!("`find {a}` without a command"));
+                }
+                inners.push(cmd);
+                i = j + 1;
+            }
+            "-fprint" | "-fprint0" | "-fls" | "-fprintf" => {
+                if let Some(f) = argv.get(i + 1) {
+                    paths.push((f.clone(), Access::Write));
+                }
+                wrapper.extend(argv[i..(i + 2).min(argv.len())].iter().cloned());
+                i += 2;
+            }
+            _ => {
+                wrapper.push(a.to_string());
+                i += 1;
+            }
+        }
+    }
+    if inners.is_empty() {
+        return Unwrap::NotWrapper;
+    }
+    Unwrap::Inner(Inner {
+        wrapper,
+        inners,
+        chdir: None,
+        env: vec![],
+        paths,
+    })
+}
+
+fn unwrap_shell(argv: &[String]) -> Unwrap {
+    let mut i = 1;
+    let mut has_c = false;
+    let mut reads_stdin = false;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if a == "--" || a == "-" {
+            i += 1;
+            break;
+        }
+        if a == "-o" || a == "+o" || a == "-O" || a == "+O" {
+            i += 2;
+            continue;
+        }
+        if a == "--rcfile" || a == "--init-file" {
+            return Unwrap::Unknown(format!(
+                "`{a}` makes the shell run a file the gate cannot see"
+            ));
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let _ = long;
+            i += 1;
+            continue;
+        }
+        if a.starts_with('-') || a.starts_with('+') {
+            let letters = &a[1..];
+            if letters.contains('c') {
+                has_c = true;
+            }
+            if letters.contains('s') || letters.contains('i') {
+                reads_stdin = true;
+            }
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    let wrapper = argv[..i.min(argv.len())].to_vec();
+    if has_c {
+        return match argv.get(i) {
+            Some(code) => Unwrap::Code {
+                wrapper,
+                code: code.clone(),
+            },
+            None => Unwrap::Unknown("`-c` without a command string".into()),
+        };
+    }
+    if reads_stdin || i >= argv.len() {
+        return Unwrap::Unknown(format!(
+            "`{}` reads its program from standard input (a pipe, here-document or file), which the gate cannot see",
+            argv[0]
+        ));
+    }
+    // `bash script.sh`: runs a file; judged as the shell itself.
+    Unwrap::NotWrapper
+}

@@ -1,0 +1,467 @@
+//! Expanding one shell word the way bash would, as far as that can be known
+//! before running: quote removal, escapes, `$'…'`, `~`, brace expansion and the
+//! variables the script itself set to literal values. Anything else (command
+//! substitution, unknown variables) is reported, never guessed.
+
+use brush_parser::word::{
+    self, Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource,
+};
+use brush_parser::ParserOptions;
+use std::collections::HashMap;
+
+/// At most this many alternatives per word (brace expansion, loop variables).
+pub const MAX_ALTERNATIVES: usize = 64;
+
+/// What a word expands to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expansion {
+    /// The word's possible values (usually one). `glob` is set when an unquoted
+    /// `*`, `?` or `[` remains, so the value is a pattern.
+    Known { values: Vec<String>, glob: bool },
+    /// The value depends on something only known at run time (`$X`, `$1`).
+    Unknown { shown: String, why: String },
+    /// The word runs code when expanded (command or process substitution,
+    /// `${x@P}`): never allowed.
+    Executes { why: String },
+}
+
+/// Values of variables, as far as the script itself makes them known.
+#[derive(Debug, Clone, Default)]
+pub struct Vars {
+    /// Variables with known values (each value one alternative).
+    pub known: HashMap<String, Vec<String>>,
+}
+
+impl Vars {
+    pub fn get(&self, name: &str) -> Option<&Vec<String>> {
+        self.known.get(name)
+    }
+}
+
+pub fn options() -> ParserOptions {
+    ParserOptions::default()
+}
+
+/// Expand a raw word (as the parser gives it, quotes included).
+pub fn expand(raw: &str, vars: &Vars, home: &str) -> Expansion {
+    if let Some(why) = executes(raw) {
+        return Expansion::Executes { why };
+    }
+    let texts = match brace_expand(raw) {
+        Some(t) => t,
+        None => {
+            return Expansion::Unknown {
+                shown: raw.to_string(),
+                why: format!("brace expansion of `{raw}` gives too many words"),
+            }
+        }
+    };
+    let mut values = Vec::new();
+    let mut glob = false;
+    for text in &texts {
+        let pieces = match word::parse(text, &options()) {
+            Ok(p) => p,
+            Err(_) => {
+                return Expansion::Unknown {
+                    shown: raw.to_string(),
+                    why: format!("the word `{raw}` cannot be parsed"),
+                }
+            }
+        };
+        let mut acc = vec![String::new()];
+        if let Err(e) = expand_pieces(text, &pieces, false, vars, home, &mut acc, &mut glob) {
+            return e;
+        }
+        values.extend(acc);
+        if values.len() > MAX_ALTERNATIVES {
+            return Expansion::Unknown {
+                shown: raw.to_string(),
+                why: format!("`{raw}` has too many possible values"),
+            };
+        }
+    }
+    Expansion::Known { values, glob }
+}
+
+/// Does the raw word contain something that runs code when expanded?
+fn executes(raw: &str) -> Option<String> {
+    // Inside single quotes nothing expands; elsewhere `$(`, `` ` ``, `<(`, `>(`
+    // run a command. Scanning the raw text (rather than only the parsed pieces)
+    // also catches substitutions nested in `${x:-$(…)}` and in `$(( ))`.
+    let bytes = raw.as_bytes();
+    let mut i = 0;
+    let mut in_single = false;
+    let mut in_double = false;
+    let mut in_ansi = false;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_single {
+            if c == b'\'' {
+                in_single = false;
+            }
+            i += 1;
+            continue;
+        }
+        if in_ansi {
+            if c == b'\\' {
+                i += 2;
+                continue;
+            }
+            if c == b'\'' {
+                in_ansi = false;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            b'\\' => {
+                i += 2;
+                continue;
+            }
+            b'\'' if !in_double => {
+                in_single = true;
+            }
+            b'"' => in_double = !in_double,
+            b'$' if !in_double && bytes.get(i + 1) == Some(&b'\'') => {
+                in_ansi = true;
+                i += 2;
+                continue;
+            }
+            b'$' if bytes.get(i + 1) == Some(&b'(') => {
+                if bytes.get(i + 2) == Some(&b'(') {
+                    // Arithmetic: runs code only if it nests a substitution,
+                    // which the loop finds on its own.
+                } else {
+                    return Some(format!("`{}` contains a command substitution", short(raw)));
+                }
+            }
+            b'`' => {
+                return Some(format!("`{}` contains a command substitution", short(raw)));
+            }
+            b'<' | b'>' if !in_double && bytes.get(i + 1) == Some(&b'(') => {
+                return Some(format!("`{}` contains a process substitution", short(raw)));
+            }
+            b'@' if bytes.get(i + 1) == Some(&b'P') && raw[..i].contains("${") => {
+                return Some(format!(
+                    "`{}` uses prompt expansion, which can run commands",
+                    short(raw)
+                ));
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+pub fn short(s: &str) -> String {
+    const MAX: usize = 60;
+    if s.chars().count() <= MAX {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(MAX).collect();
+        format!("{cut}…")
+    }
+}
+
+/// Brace-expand a raw word; `None` if it would give too many words.
+fn brace_expand(raw: &str) -> Option<Vec<String>> {
+    if !raw.contains('{') {
+        return Some(vec![raw.to_string()]);
+    }
+    let parsed = match word::parse_brace_expansions(raw, &options()) {
+        Ok(Some(p)) => p,
+        _ => return Some(vec![raw.to_string()]),
+    };
+    let mut out = vec![String::new()];
+    for item in &parsed {
+        out = append_brace(out, item)?;
+    }
+    Some(out)
+}
+
+fn append_brace(prefixes: Vec<String>, item: &word::BraceExpressionOrText) -> Option<Vec<String>> {
+    use word::{BraceExpressionMember as M, BraceExpressionOrText as B};
+    match item {
+        B::Text(t) => Some(prefixes.into_iter().map(|p| p + t).collect()),
+        B::Expr(members) => {
+            let mut alts: Vec<String> = Vec::new();
+            for m in members {
+                match m {
+                    M::NumberSequence {
+                        start,
+                        end,
+                        increment,
+                    } => {
+                        let step = increment.unsigned_abs().max(1);
+                        let count = start.abs_diff(*end) / step + 1;
+                        if count > MAX_ALTERNATIVES as u64 {
+                            return None;
+                        }
+                        let mut v = *start;
+                        for _ in 0..count {
+                            alts.push(v.to_string());
+                            v = if end >= start {
+                                v.saturating_add(step as i64)
+                            } else {
+                                v.saturating_sub(step as i64)
+                            };
+                        }
+                    }
+                    M::CharSequence { start, end, .. } => {
+                        let (a, b) = (*start as u32, *end as u32);
+                        let (lo, hi) = (a.min(b), a.max(b));
+                        if hi - lo > MAX_ALTERNATIVES as u32 {
+                            return None;
+                        }
+                        alts.extend((lo..=hi).filter_map(char::from_u32).map(String::from));
+                    }
+                    M::Child(children) => {
+                        let mut sub = vec![String::new()];
+                        for c in children {
+                            sub = append_brace(sub, c)?;
+                        }
+                        alts.extend(sub);
+                    }
+                }
+            }
+            let mut out = Vec::new();
+            for p in &prefixes {
+                for a in &alts {
+                    out.push(format!("{p}{a}"));
+                    if out.len() > MAX_ALTERNATIVES {
+                        return None;
+                    }
+                }
+            }
+            Some(out)
+        }
+    }
+}
+
+fn append_all(acc: &mut Vec<String>, s: &str) {
+    for a in acc.iter_mut() {
+        a.push_str(s);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn expand_pieces(
+    text: &str,
+    pieces: &[WordPieceWithSource],
+    quoted: bool,
+    vars: &Vars,
+    home: &str,
+    acc: &mut Vec<String>,
+    glob: &mut bool,
+) -> Result<(), Expansion> {
+    for p in pieces {
+        let raw = text.get(p.start_index..p.end_index).unwrap_or("");
+        match &p.piece {
+            WordPiece::Text(t) => {
+                if !quoted && t.contains(['*', '?', '[']) {
+                    *glob = true;
+                }
+                append_all(acc, t);
+            }
+            WordPiece::SingleQuotedText(t) => append_all(acc, t),
+            WordPiece::AnsiCQuotedText(t) => append_all(acc, &ansi_c_unescape(t)),
+            WordPiece::DoubleQuotedSequence(inner)
+            | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                expand_pieces(text, inner, true, vars, home, acc, glob)?;
+            }
+            WordPiece::EscapeSequence(s) => {
+                let rest: String = s.chars().skip(1).collect();
+                append_all(acc, &rest);
+            }
+            WordPiece::TildeExpansion(t) => match t {
+                TildeExpr::Home => append_all(acc, home),
+                _ => {
+                    return Err(Expansion::Unknown {
+                        shown: raw.to_string(),
+                        why: format!("`{raw}` names a directory only known at run time"),
+                    })
+                }
+            },
+            WordPiece::ParameterExpansion(expr) => {
+                let name = match expr {
+                    ParameterExpr::Parameter {
+                        parameter: Parameter::Named(n),
+                        indirect: false,
+                    } => Some(n.as_str()),
+                    _ => None,
+                };
+                let values = match name {
+                    Some("HOME") if vars.get("HOME").is_none() => Some(vec![home.to_string()]),
+                    Some(n) => vars.get(n).cloned(),
+                    None => None,
+                };
+                let Some(values) = values else {
+                    return Err(Expansion::Unknown {
+                        shown: raw.to_string(),
+                        why: format!("`{raw}` is only known at run time"),
+                    });
+                };
+                if !quoted && values.iter().any(|v| v.contains(char::is_whitespace)) {
+                    // Unquoted, the value would be split into several words.
+                    return Err(Expansion::Unknown {
+                        shown: raw.to_string(),
+                        why: format!("unquoted `{raw}` splits into several words"),
+                    });
+                }
+                let mut next = Vec::new();
+                for a in acc.iter() {
+                    for v in &values {
+                        next.push(format!("{a}{v}"));
+                    }
+                }
+                if next.len() > MAX_ALTERNATIVES {
+                    return Err(Expansion::Unknown {
+                        shown: raw.to_string(),
+                        why: format!("`{raw}` has too many possible values"),
+                    });
+                }
+                *acc = next;
+            }
+            WordPiece::CommandSubstitution(_) | WordPiece::BackquotedCommandSubstitution(_) => {
+                return Err(Expansion::Executes {
+                    why: format!("`{}` contains a command substitution", short(raw)),
+                })
+            }
+            WordPiece::ArithmeticExpression(_) => {
+                return Err(Expansion::Unknown {
+                    shown: raw.to_string(),
+                    why: format!("`{raw}` is computed at run time"),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Decode the body of `$'…'` as bash does.
+pub fn ansi_c_unescape(s: &str) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c != '\\' || i + 1 >= chars.len() {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let e = chars[i + 1];
+        i += 2;
+        let simple = match e {
+            'a' => Some('\x07'),
+            'b' => Some('\x08'),
+            'e' | 'E' => Some('\x1b'),
+            'f' => Some('\x0c'),
+            'n' => Some('\n'),
+            'r' => Some('\r'),
+            't' => Some('\t'),
+            'v' => Some('\x0b'),
+            '\\' => Some('\\'),
+            '\'' => Some('\''),
+            '"' => Some('"'),
+            '?' => Some('?'),
+            _ => None,
+        };
+        if let Some(c) = simple {
+            out.push(c);
+            continue;
+        }
+        let take_digits = |i: &mut usize, max: usize, radix: u32| -> Option<u32> {
+            let start = *i;
+            while *i < chars.len() && *i - start < max && chars[*i].is_digit(radix) {
+                *i += 1;
+            }
+            if *i == start {
+                return None;
+            }
+            let digits: String = chars[start..*i].iter().collect();
+            u32::from_str_radix(&digits, radix).ok()
+        };
+        match e {
+            'x' => match take_digits(&mut i, 2, 16) {
+                Some(v) => out.push(char::from_u32(v).unwrap_or('\u{fffd}')),
+                None => out.push_str("\\x"),
+            },
+            'u' => match take_digits(&mut i, 4, 16) {
+                Some(v) => out.push(char::from_u32(v).unwrap_or('\u{fffd}')),
+                None => out.push_str("\\u"),
+            },
+            'U' => match take_digits(&mut i, 8, 16) {
+                Some(v) => out.push(char::from_u32(v).unwrap_or('\u{fffd}')),
+                None => out.push_str("\\U"),
+            },
+            'c' => {
+                if i < chars.len() {
+                    let ctl = (chars[i] as u32) & 0x1f;
+                    out.push(char::from_u32(ctl).unwrap_or('\u{fffd}'));
+                    i += 1;
+                }
+            }
+            '0'..='7' => {
+                i -= 1;
+                let v = take_digits(&mut i, 3, 8).unwrap_or(0);
+                out.push(char::from_u32(v & 0xff).unwrap_or('\u{fffd}'));
+            }
+            other => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(raw: &str) -> String {
+        match expand(raw, &Vars::default(), "/home/me") {
+            Expansion::Known { values, .. } => values.join("|"),
+            other => format!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn quotes_and_escapes_resolve_like_bash() {
+        assert_eq!(one("c''url"), "curl");
+        assert_eq!(one("\"cu\"rl"), "curl");
+        assert_eq!(one("\\curl"), "curl");
+        assert_eq!(one("$'\\x63url'"), "curl");
+        assert_eq!(one("$'\\143url'"), "curl");
+        assert_eq!(one("'a b'"), "a b");
+        assert_eq!(one("~/x"), "/home/me/x");
+        assert_eq!(one("$HOME/x"), "/home/me/x");
+        assert_eq!(one("{a,b}c"), "ac|bc");
+    }
+
+    #[test]
+    fn substitutions_are_never_known() {
+        assert!(matches!(
+            expand("$(curl x)", &Vars::default(), "/"),
+            Expansion::Executes { .. }
+        ));
+        assert!(matches!(
+            expand("\"`id`\"", &Vars::default(), "/"),
+            Expansion::Executes { .. }
+        ));
+        assert!(matches!(
+            expand("${x:-$(id)}", &Vars::default(), "/"),
+            Expansion::Executes { .. }
+        ));
+        assert!(matches!(
+            expand("'$(id)'", &Vars::default(), "/"),
+            Expansion::Known { .. }
+        ));
+        assert!(matches!(
+            expand("$X", &Vars::default(), "/"),
+            Expansion::Unknown { .. }
+        ));
+    }
+}
