@@ -29,9 +29,22 @@ enum Cmd {
     Serve(cli::serve::Args),
     /// Serve the Model Context Protocol over stdio.
     Mcp(cli::mcp::Args),
+    /// Read and check the audit log.
+    #[command(subcommand)]
+    Audit(cli::audit::Cmd),
+    /// List, show, approve and deny requests waiting for a person.
+    #[command(subcommand)]
+    Approvals(cli::approvals::Cmd),
+    /// Loosen one boundary for matching commands, for a while.
+    Grant(cli::grants::GrantArgs),
+    /// List and revoke grants.
+    #[command(subcommand)]
+    Grants(cli::grants::Cmd),
 }
 
 fn main() {
+    // The sandbox helper is this binary re-executed; it must run before anything else.
+    airlock_sandbox::native::maybe_run_helper();
     let cli = Cli::parse();
     let status = match cli.command {
         Cmd::Check(args) => cli::check::run(args),
@@ -40,6 +53,10 @@ fn main() {
         Cmd::Doctor(args) => cli::doctor::run(args),
         Cmd::Serve(args) => cli::serve::run(args),
         Cmd::Mcp(args) => cli::mcp::run(args),
+        Cmd::Audit(cmd) => cli::audit::run(cmd),
+        Cmd::Approvals(cmd) => cli::approvals::run(cmd),
+        Cmd::Grant(args) => cli::grants::grant(args),
+        Cmd::Grants(cmd) => cli::grants::run(cmd),
     };
     match status {
         Ok(code) => std::process::exit(code),

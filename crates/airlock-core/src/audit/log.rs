@@ -95,6 +95,14 @@ impl AuditLog {
     /// Open (creating if needed, mode 0700) the log in `dir`, and repair a torn
     /// tail left by a writer that died mid-append.
     pub fn open(dir: &Path, config: AuditConfig) -> Result<AuditLog, AuditError> {
+        let log = Self::open_unchecked(dir, config)?;
+        log.with_lock(|log, current| log.refresh(current, true))?;
+        Ok(log)
+    }
+
+    /// Open without reading the chain head or checking the anchor: only for
+    /// [`AuditLog::reanchor`], which must work on a log that fails that check.
+    pub fn open_unchecked(dir: &Path, config: AuditConfig) -> Result<AuditLog, AuditError> {
         ensure_private_dir(dir)?;
         let lock_path = dir.join(LOCK_FILE);
         let lock_file = OpenOptions::new()
@@ -111,7 +119,6 @@ impl AuditLog {
             lock_file,
             current: Mutex::new(None),
         };
-        log.with_lock(|log, current| log.refresh(current, true))?;
         Ok(log)
     }
 

@@ -1,5 +1,8 @@
+pub mod approvals;
+pub mod audit;
 pub mod check;
 pub mod doctor;
+pub mod grants;
 pub mod mcp;
 pub mod policy;
 pub mod run;

@@ -1,0 +1,302 @@
+//! The audit log on a real filesystem: chain, tampering, rotation, torn tails,
+//! a full disk, threads. (Crash and multi-process tests drive the real binary:
+//! crates/airlock/tests/cli_audit.rs.)
+
+use airlock_core::audit::log::{file_name, HEAD_FILE};
+use airlock_core::audit::record::{Event, TestEvent};
+use airlock_core::audit::{read_all, verify, AuditConfig, AuditLog};
+use std::path::Path;
+
+fn test_event(n: u64) -> Event {
+    Event::Test(TestEvent {
+        writer: "t".into(),
+        n,
+    })
+}
+
+fn write_n(dir: &Path, config: AuditConfig, n: u64) -> AuditLog {
+    let log = AuditLog::open(dir, config).unwrap();
+    for i in 0..n {
+        log.append(test_event(i)).unwrap();
+    }
+    log
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn write_lines(path: &Path, lines: &[String]) {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_fresh_log_chains_and_verifies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    write_n(&dir, AuditConfig::default(), 5);
+    let report = verify(&dir).unwrap();
+    assert_eq!(report.records, 5);
+    assert_eq!(report.files, 1);
+    let records = read_all(&dir).unwrap();
+    assert_eq!(
+        records.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4, 5]
+    );
+    assert_eq!(records[0].prev, airlock_core::audit::chain::GENESIS);
+    let raw = lines(&dir.join(file_name(1)));
+    assert_eq!(
+        records[1].prev,
+        airlock_core::audit::chain::line_hash(raw[0].as_bytes())
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert_eq!(
+        std::fs::metadata(dir.join(file_name(1)))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn an_edited_record_is_detected_and_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    write_n(&dir, AuditConfig::default(), 5);
+    let path = dir.join(file_name(1));
+    let mut l = lines(&path);
+    l[2] = l[2].replace("\"n\":2", "\"n\":7");
+    assert!(l[2].contains("\"n\":7"));
+    write_lines(&path, &l);
+    let failure = verify(&dir).unwrap_err();
+    // The edit of line 3 shows at line 4, whose prev no longer matches.
+    assert_eq!(failure.line, Some(4), "{failure}");
+    assert_eq!(failure.record_id.as_deref(), Some("a4"));
+    assert!(failure.problem.contains("chain broken"), "{failure}");
+}
+
+#[test]
+fn an_edited_last_record_is_detected_by_the_anchor() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    write_n(&dir, AuditConfig::default(), 3);
+    let path = dir.join(file_name(1));
+    let mut l = lines(&path);
+    l[2] = l[2].replace("\"n\":2", "\"n\":9");
+    write_lines(&path, &l);
+    let failure = verify(&dir).unwrap_err();
+    assert_eq!(failure.record_id.as_deref(), Some("a3"), "{failure}");
+    // And the writer refuses to extend it, rather than bury the edit.
+    let err = AuditLog::open(&dir, AuditConfig::default())
+        .err()
+        .expect("open must refuse");
+    assert!(err.to_string().contains("edited"), "{err}");
+}
+
+#[test]
+fn a_deleted_record_is_detected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    write_n(&dir, AuditConfig::default(), 5);
+    let path = dir.join(file_name(1));
+    let mut l = lines(&path);
+    l.remove(1);
+    write_lines(&path, &l);
+    let failure = verify(&dir).unwrap_err();
+    assert_eq!(failure.line, Some(2));
+    assert_eq!(failure.record_id.as_deref(), Some("a3"));
+    assert!(failure.problem.contains("missing"), "{failure}");
+}
+
+#[test]
+fn swapped_records_are_detected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    write_n(&dir, AuditConfig::default(), 5);
+    let path = dir.join(file_name(1));
+    let mut l = lines(&path);
+    l.swap(1, 2);
+    write_lines(&path, &l);
+    let failure = verify(&dir).unwrap_err();
+    assert_eq!(failure.line, Some(2));
+    assert_eq!(failure.record_id.as_deref(), Some("a3"));
+}
+
+#[test]
+fn records_cut_off_the_end_are_detected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    write_n(&dir, AuditConfig::default(), 5);
+    let path = dir.join(file_name(1));
+    let mut l = lines(&path);
+    l.truncate(3);
+    write_lines(&path, &l);
+    let failure = verify(&dir).unwrap_err();
+    assert!(failure.problem.contains("cut off the end"), "{failure}");
+    assert_eq!(failure.record_id.as_deref(), Some("a5"));
+    // Deleting the anchor too is no escape.
+    std::fs::remove_file(dir.join(HEAD_FILE)).unwrap();
+    let failure = verify(&dir).unwrap_err();
+    assert!(failure.problem.contains("head anchor missing"), "{failure}");
+    // The writer refuses until a person accepts the loss, which is recorded.
+    assert!(AuditLog::open(&dir, AuditConfig::default()).is_err());
+    let log = AuditLog::open_unchecked(&dir, AuditConfig::default()).unwrap();
+    let rec = log.reanchor().unwrap();
+    assert_eq!(rec.seq, 4);
+    assert_eq!(verify(&dir).unwrap().records, 4);
+}
+
+#[test]
+fn a_record_cut_in_the_middle_is_detected_then_repaired_and_recorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    drop(write_n(&dir, AuditConfig::default(), 3));
+    let path = dir.join(file_name(1));
+    // Simulate a writer killed mid-append: half a line, no newline.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let good_len = bytes.len() as u64;
+    bytes.extend_from_slice(b"{\"v\":1,\"seq\":4,\"id\":\"a4\",\"ti");
+    std::fs::write(&path, &bytes).unwrap();
+    let failure = verify(&dir).unwrap_err();
+    assert_eq!(failure.line, Some(4));
+    assert!(
+        failure.problem.contains("incomplete last record"),
+        "{failure}"
+    );
+
+    let log = AuditLog::open(&dir, AuditConfig::default()).unwrap();
+    let report = verify(&dir).unwrap();
+    assert_eq!(report.records, 4, "3 records and the repair record");
+    let records = read_all(&dir).unwrap();
+    match &records[3].event {
+        Event::Repair(r) => {
+            assert_eq!(r.length_after, good_len);
+            assert_eq!(r.length_before, bytes.len() as u64);
+        }
+        other => panic!("expected a repair record, got {other:?}"),
+    }
+    log.append(test_event(99)).unwrap();
+    assert_eq!(verify(&dir).unwrap().records, 5);
+}
+
+#[test]
+fn rotation_keeps_one_chain_across_files_and_a_missing_file_is_detected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let config = AuditConfig {
+        max_file_bytes: 600,
+        ..AuditConfig::default()
+    };
+    write_n(&dir, config.clone(), 20);
+    let report = verify(&dir).unwrap();
+    assert_eq!(report.records, 20);
+    assert!(
+        report.files >= 4,
+        "expected several files, got {}",
+        report.files
+    );
+    // The first record of file 2 links to the last of file 1.
+    let last_of_1 = lines(&dir.join(file_name(1))).pop().unwrap();
+    let first_of_2: airlock_core::audit::Record =
+        serde_json::from_str(&lines(&dir.join(file_name(2)))[0]).unwrap();
+    assert_eq!(
+        first_of_2.prev,
+        airlock_core::audit::chain::line_hash(last_of_1.as_bytes())
+    );
+    // A second writer (fresh process state) continues the same chain.
+    write_n(&dir, config, 3);
+    assert_eq!(verify(&dir).unwrap().records, 23);
+
+    std::fs::remove_file(dir.join(file_name(2))).unwrap();
+    let failure = verify(&dir).unwrap_err();
+    assert!(failure.problem.contains("missing"), "{failure}");
+    assert_eq!(failure.file, dir.join(file_name(2)));
+}
+
+#[test]
+fn threads_sharing_one_log_never_interleave() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let log = std::sync::Arc::new(AuditLog::open(&dir, AuditConfig::default()).unwrap());
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    log.append(test_event(t * 1000 + i)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    // Two logs on the same dir in one process (two fds) also take the flock.
+    let other = AuditLog::open(&dir, AuditConfig::default()).unwrap();
+    other.append(test_event(5000)).unwrap();
+    log.append(test_event(5001)).unwrap();
+    assert_eq!(verify(&dir).unwrap().records, 202);
+}
+
+/// A full disk: a 64 KiB tmpfs this test mounts. The append fails with a clear
+/// error, leaves no partial line, and the log verifies afterwards.
+#[test]
+fn a_full_disk_is_a_clear_error_and_leaves_the_log_intact() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIPPED: mounting a tmpfs needs root");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let status = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mount tmpfs failed");
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.clone());
+    let dir = mnt.join("audit");
+    let log = AuditLog::open(&dir, AuditConfig::default()).unwrap();
+    let big = "x".repeat(3000);
+    let mut written = 0;
+    let err = loop {
+        match log.append(Event::Test(TestEvent {
+            writer: big.clone(),
+            n: written,
+        })) {
+            Ok(_) => written += 1,
+            Err(e) => break e,
+        }
+        assert!(written < 1000, "a 64k tmpfs never filled");
+    };
+    assert!(err.is_disk_full(), "{err}");
+    assert!(err.to_string().contains("no space left"), "{err}");
+    // Nothing half-written: the log verifies. (If the log line landed but the
+    // small head anchor then found no room, the call still failed, so the log
+    // may hold one record more than was acknowledged, never fewer.)
+    let report = verify(&dir).unwrap();
+    assert!(
+        report.records == written || report.records == written + 1,
+        "{} vs {written}",
+        report.records
+    );
+}

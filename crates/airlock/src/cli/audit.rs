@@ -1,0 +1,326 @@
+//! `airlock audit tail|show|query|verify|repair`: reading and checking the log.
+
+use airlock_core::audit::query::{command_of, command_text, Filter};
+use airlock_core::audit::record::{Event, TestEvent};
+use airlock_core::audit::{self, Record};
+use airlock_core::{Ledger, LedgerConfig};
+use anyhow::Context;
+use std::io::Write;
+
+#[derive(clap::Subcommand)]
+pub enum Cmd {
+    /// Print the newest records (and, with -f, new ones as they arrive).
+    Tail {
+        /// How many records to print.
+        #[arg(short = 'n', long, default_value_t = 10)]
+        lines: usize,
+        /// Keep printing records as they are appended.
+        #[arg(short = 'f', long)]
+        follow: bool,
+        /// One JSON record per line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print one record (by record id, `a42`) or every record of a request,
+    /// approval or grant (by its id), as JSON.
+    Show { id: String },
+    /// Search the log.
+    Query {
+        /// Only decisions with this verdict: allow, deny, approval_required.
+        #[arg(long)]
+        decision: Option<String>,
+        /// Only records this recent (`1h`, `30m`) or since a time (`2026-11-29T10:00:00Z`).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only records whose command starts with these words (`git`, `git push`).
+        #[arg(long)]
+        command_prefix: Option<String>,
+        /// Only records of this kind: decision, execution, approval, grant, repair.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only records of this request id.
+        #[arg(long)]
+        request: Option<String>,
+        /// At most this many (the newest).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the hash chain across every file; names the first bad record.
+    Verify {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cut an incomplete last record left by a crashed writer (recording the
+    /// repair); with --reanchor, also accept a log that no longer matches its
+    /// head anchor, recording that too.
+    Repair {
+        #[arg(long)]
+        reanchor: bool,
+    },
+    /// Test hook: append COUNT test records through the normal writer, printing
+    /// each acknowledged record id once it is on disk.
+    #[command(hide = true)]
+    AppendTest {
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        #[arg(long, default_value = "test")]
+        writer: String,
+    },
+}
+
+pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
+    let state_dir = airlock_core::resolve_state_dir()?;
+    let dir = state_dir.join("audit");
+    match cmd {
+        Cmd::Tail {
+            lines,
+            follow,
+            json,
+        } => tail(&dir, lines, follow, json),
+        Cmd::Show { id } => show(&dir, &id),
+        Cmd::Query {
+            decision,
+            since,
+            command_prefix,
+            kind,
+            request,
+            limit,
+            json,
+        } => {
+            let filter = Filter {
+                decision: decision.as_deref().map(parse_verdict).transpose()?,
+                since_ms: since.as_deref().map(parse_since).transpose()?,
+                command_prefix,
+                kind,
+                request_id: request,
+                limit,
+            };
+            let records = filter.apply(&dir)?;
+            print_records(&records, json)?;
+            Ok(0)
+        }
+        Cmd::Verify { json } => verify(&dir, json),
+        Cmd::Repair { reanchor } => {
+            let before = audit::read_all(&dir)?.last().map_or(0, |r| r.seq);
+            let log = if reanchor {
+                let log = audit::AuditLog::open_unchecked(&dir, LedgerConfig::default().audit)?;
+                let record = log.reanchor()?;
+                println!("accepted the log as it is; recorded as {}", record.id);
+                log
+            } else {
+                // Opening cuts a torn tail and records the repair.
+                audit::AuditLog::open(&dir, LedgerConfig::default().audit)?
+            };
+            drop(log);
+            let repairs: Vec<Record> = audit::read_all(&dir)?
+                .into_iter()
+                .filter(|r| r.seq > before && matches!(r.event, Event::Repair(_)))
+                .collect();
+            for r in &repairs {
+                let (_, what) = summary(r);
+                println!("{}: {what}", r.id);
+            }
+            if repairs.is_empty() && !reanchor {
+                println!("nothing to repair");
+            }
+            Ok(0)
+        }
+        Cmd::AppendTest { count, writer } => {
+            let ledger = Ledger::open(&state_dir, LedgerConfig::default())?;
+            let stdout = std::io::stdout();
+            for n in 0..count {
+                let record = ledger.audit().append(Event::Test(TestEvent {
+                    writer: writer.clone(),
+                    n,
+                }))?;
+                let mut out = stdout.lock();
+                writeln!(out, "{}", record.id)?;
+                out.flush()?;
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn parse_verdict(text: &str) -> anyhow::Result<airlock_policy::Verdict> {
+    serde_json::from_value(serde_json::Value::String(text.to_string())).map_err(|_| {
+        anyhow::anyhow!("--decision must be allow, deny or approval_required, not `{text}`")
+    })
+}
+
+fn parse_since(text: &str) -> anyhow::Result<u64> {
+    if let Some(ms) = airlock_core::clock::parse_rfc3339(text) {
+        return Ok(ms);
+    }
+    let ago = airlock_core::clock::parse_duration(text)
+        .with_context(|| format!("--since takes a duration (`1h`, `30m`) or a UTC time (`2026-11-29T10:00:00Z`), not `{text}`"))?;
+    Ok(airlock_core::clock::now_ms().saturating_sub(ago.as_millis() as u64))
+}
+
+fn verify(dir: &std::path::Path, json: bool) -> anyhow::Result<i32> {
+    match audit::verify(dir) {
+        Ok(report) => {
+            if json {
+                let last = report
+                    .last
+                    .as_ref()
+                    .map(|(id, hash)| serde_json::json!({"id": id, "sha256": hash}));
+                println!(
+                    "{}",
+                    serde_json::json!({"ok": true, "files": report.files, "records": report.records, "last": last})
+                );
+            } else {
+                match &report.last {
+                    Some((id, hash)) => println!(
+                        "ok: {} records in {} file(s), chain intact; last {id} sha256 {hash}",
+                        report.records, report.files
+                    ),
+                    None => println!("ok: the log is empty"),
+                }
+            }
+            Ok(0)
+        }
+        Err(failure) => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"ok": false, "file": failure.file, "line": failure.line, "record": failure.record_id, "problem": failure.problem})
+                );
+            } else {
+                let record = failure
+                    .record_id
+                    .as_deref()
+                    .map(|id| format!(" (record {id})"))
+                    .unwrap_or_default();
+                eprintln!("FAILED: first bad record at {}{record}", failure);
+            }
+            Ok(1)
+        }
+    }
+}
+
+fn show(dir: &std::path::Path, id: &str) -> anyhow::Result<i32> {
+    let records = audit::find(dir, id)?;
+    if records.is_empty() {
+        eprintln!("airlock: no audit record matches `{id}`");
+        return Ok(1);
+    }
+    for record in records {
+        println!("{}", serde_json::to_string_pretty(&record)?);
+    }
+    Ok(0)
+}
+
+fn tail(dir: &std::path::Path, lines: usize, follow: bool, json: bool) -> anyhow::Result<i32> {
+    let records = audit::read_all(dir)?;
+    let start = records.len().saturating_sub(lines);
+    print_records(&records[start..], json)?;
+    if !follow {
+        return Ok(0);
+    }
+    let mut last_seq = records.last().map_or(0, |r| r.seq);
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let mut fresh = Vec::new();
+        audit::query::for_each(dir, |r| {
+            if r.seq > last_seq {
+                fresh.push(r);
+            }
+            true
+        })?;
+        if let Some(r) = fresh.last() {
+            last_seq = r.seq;
+            print_records(&fresh, json)?;
+        }
+    }
+}
+
+fn print_records(records: &[Record], json: bool) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if json {
+        for record in records {
+            writeln!(out, "{}", serde_json::to_string(record)?)?;
+        }
+    } else {
+        writeln!(
+            out,
+            "{:<8} {:<24} {:<10} {:<22} {:<28} COMMAND",
+            "ID", "TIME", "KIND", "WHO", "WHAT"
+        )?;
+        for record in records {
+            let (who, what) = summary(record);
+            let command = command_of(record).map(command_text).unwrap_or_default();
+            writeln!(
+                out,
+                "{:<8} {:<24} {:<10} {:<22} {:<28} {}",
+                record.id,
+                record.time,
+                record.kind(),
+                clip(&who, 22),
+                clip(&what, 28),
+                clip(&command.replace('\n', "⏎"), 80)
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn summary(record: &Record) -> (String, String) {
+    match &record.event {
+        Event::Decision(d) => {
+            let mut what = format!("{} → {}", d.decision.as_str(), d.disposition);
+            if !d.loosened_by.is_empty() {
+                what.push_str(" +grant");
+            }
+            (d.who.to_string(), what)
+        }
+        Event::Execution(e) => {
+            let what = match (&e.outcome, &e.error) {
+                (Some(o), _) => match (o.exit_code, o.signal, o.killed_by) {
+                    (_, _, Some(k)) => format!("killed ({k:?})").to_lowercase(),
+                    (Some(c), _, _) => format!("exit {c}, {}ms", o.duration_ms),
+                    (None, Some(s), _) => format!("signal {s}"),
+                    _ => "ended".into(),
+                },
+                (None, Some(_)) => "sandbox error".into(),
+                (None, None) => "?".into(),
+            };
+            (e.who.to_string(), what)
+        }
+        Event::Approval(a) => (
+            a.who.to_string(),
+            format!("{:?} {}", a.action, a.approval_id).to_lowercase(),
+        ),
+        Event::Grant(g) => (
+            g.who.to_string(),
+            format!(
+                "{:?} {} {}",
+                g.action,
+                g.grant_id,
+                g.grant.boundary.describe()
+            )
+            .to_lowercase(),
+        ),
+        Event::Repair(r) => (
+            "airlock".into(),
+            format!("repair: cut {} bytes", r.length_before - r.length_after),
+        ),
+        Event::Reanchor(r) => ("airlock".into(), format!("reanchor at a{}", r.log_last_seq)),
+        Event::Test(t) => (t.writer.clone(), format!("test #{}", t.n)),
+    }
+}
+
+pub(crate) fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_string()
+    } else {
+        let mut s: String = text.chars().take(width.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
