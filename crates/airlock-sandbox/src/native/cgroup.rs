@@ -471,6 +471,24 @@ impl CgroupHost {
         }
     }
 
+    /// Proves the layer works on this host: creates `airlock/probe-<pid>-doctor`
+    /// with small limits in every hierarchy, reads its stats, and removes it.
+    /// For `airlock doctor`.
+    pub fn self_test(&self) -> Result<(), SandboxError> {
+        let name = format!("probe-{}-doctor", std::process::id());
+        let mut cg = self.create(
+            &name,
+            &CgroupLimits {
+                memory_bytes: 16 * 1024 * 1024,
+                pids: 4,
+                cpus: 0.5,
+            },
+        )?;
+        let stats = cg.stats();
+        cg.destroy()?;
+        stats.map(|_| ())
+    }
+
     /// Removes leftovers of crashed runs: every `airlock/<prefix><pid>-...`
     /// whose owner `<pid>` is no longer alive is emptied (members SIGKILLed)
     /// and removed. A name whose owner cannot be parsed is removed only if it
@@ -1084,6 +1102,18 @@ mod tests {
     fn assert_gone(cg_dirs: &[PathBuf]) {
         for d in cg_dirs {
             assert!(!d.exists(), "{} left behind", d.display());
+        }
+    }
+
+    #[test]
+    fn self_test_passes_here_and_leaves_nothing() {
+        let host = v1_host();
+        host.self_test().unwrap();
+        for (_, root) in host.hierarchies() {
+            let left = root
+                .join(PARENT)
+                .join(format!("probe-{}-doctor", std::process::id()));
+            assert!(!left.exists(), "{}", left.display());
         }
     }
 

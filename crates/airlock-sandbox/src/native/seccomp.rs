@@ -530,6 +530,37 @@ pub fn compile(rule: SocketRule) -> Result<SeccompProgram, SandboxError> {
     })
 }
 
+/// Checks that the kernel can enforce this layer: seccomp filter mode is built in
+/// and offers the actions the filter returns. For `airlock doctor`; returns the
+/// kernel's list of available actions.
+pub fn probe() -> Result<String, SandboxError> {
+    // SAFETY: PR_GET_SECCOMP takes no pointer; it fails with EINVAL without seccomp.
+    if unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } < 0 {
+        return Err(SandboxError::Layer {
+            layer: LAYER,
+            detail: format!("seccomp unavailable: {}", std::io::Error::last_os_error()),
+        });
+    }
+    let path = "/proc/sys/kernel/seccomp/actions_avail";
+    let actions = std::fs::read_to_string(path).map_err(|e| SandboxError::Layer {
+        layer: LAYER,
+        detail: format!("{path}: {e}"),
+    })?;
+    let have: Vec<&str> = actions.split_whitespace().collect();
+    for needed in ["kill_process", "errno", "allow"] {
+        if !have.contains(&needed) {
+            return Err(SandboxError::Layer {
+                layer: LAYER,
+                detail: format!(
+                    "the kernel lacks the `{needed}` action (has: {})",
+                    actions.trim()
+                ),
+            });
+        }
+    }
+    Ok(actions.trim().to_string())
+}
+
 /// Installs `program` on the calling thread (and so on every process it starts).
 ///
 /// `no_new_privs` must already be set ([`crate::native::caps::set_no_new_privs`]);
@@ -731,6 +762,14 @@ mod tests {
         // open_tree_attr (6.15) follows mount_setattr's family at 467 in
         // syscall_64.tbl; libc has no constant for it yet.
         assert_eq!(nr::OPEN_TREE_ATTR, 467);
+    }
+
+    #[test]
+    fn probe_lists_the_actions_the_filter_uses() {
+        let actions = probe().unwrap();
+        for a in ["kill_process", "errno", "allow"] {
+            assert!(actions.split_whitespace().any(|x| x == a), "{actions}");
+        }
     }
 
     #[test]
