@@ -1,0 +1,687 @@
+//! The request path through [`Engine`]: gate, grants, approvals, audit.
+//!
+//! The backend here is a stand-in that records the specs it is given and
+//! returns a fixed outcome: these tests are about the engine's decisions and
+//! its ledger (what runs, what is refused, what is recorded), not about
+//! isolation, which the sandbox crate's tests and the CLI tests (real native
+//! backend) cover. The policy, gate, state directory and audit log are real.
+
+use airlock_core::approvals::RefusalCode;
+use airlock_core::audit::record::{ApprovalAction, Event, GrantAction};
+use airlock_core::audit::{read_all, verify, Record};
+use airlock_core::grants::{Boundary, GrantRequest};
+use airlock_core::{
+    ApprovalPrompt, Caller, Engine, EngineConfig, LedgerConfig, PromptAnswer, RunOptions, RunStatus,
+};
+use airlock_policy::{Command, Policy, Request, Verdict};
+use airlock_sandbox::backend::Discard;
+use airlock_sandbox::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Default)]
+struct RecordingBackend {
+    specs: Mutex<Vec<SandboxSpec>>,
+}
+
+/// The engine owns its backend; the test keeps a second handle to read the specs.
+struct Shared(Arc<RecordingBackend>);
+
+impl Backend for Shared {
+    fn name(&self) -> &'static str {
+        "recording-test-backend"
+    }
+    fn run(&self, spec: &SandboxSpec, sink: &mut dyn OutputSink) -> Result<Outcome, SandboxError> {
+        self.0.specs.lock().unwrap().push(spec.clone());
+        sink.stdout(b"hello from the stand-in\n");
+        sink.stderr(b"");
+        Ok(Outcome {
+            exit_code: Some(0),
+            duration_ms: 5,
+            stdout: "hello from the stand-in\n".into(),
+            ..Outcome::default()
+        })
+    }
+}
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    workspace: PathBuf,
+    outside: PathBuf,
+    state: PathBuf,
+    backend: Arc<RecordingBackend>,
+    engine: Engine,
+    policy: Policy,
+}
+
+const POLICY: &str = r#"
+[workspace]
+root = "."
+[commands]
+allow = ["echo", "ls", "cat", "cp data.txt"]
+approval = ["make deploy"]
+[env]
+set = { AIRLOCK_TEST_SECRET = "s3cr3t-value-never-logged" }
+"#;
+
+fn policy_from(text: &str, workspace: &Path) -> Policy {
+    airlock_policy::load::from_str(text, "test-policy.toml", workspace)
+        .unwrap()
+        .policy
+}
+
+fn fixture_with(config: LedgerConfig) -> Fixture {
+    // Not under /tmp: the gate treats /tmp as the sandbox's own scratch space,
+    // and the grant tests need a host path that is really outside.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let workspace = tmp.path().join("ws");
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(workspace.join("data.txt"), "data").unwrap();
+    let workspace = workspace.canonicalize().unwrap();
+    let outside = outside.canonicalize().unwrap();
+    let state = tmp.path().join("state");
+    let backend = Arc::new(RecordingBackend::default());
+    let mut cfg = EngineConfig::new(state.clone(), Box::new(Shared(backend.clone())));
+    cfg.ledger = config;
+    let engine = Engine::open(cfg).unwrap();
+    let policy = policy_from(POLICY, &workspace);
+    Fixture {
+        _tmp: tmp,
+        workspace,
+        outside,
+        state,
+        backend,
+        engine,
+        policy,
+    }
+}
+
+fn fixture() -> Fixture {
+    fixture_with(LedgerConfig::default())
+}
+
+impl Fixture {
+    fn request(&self, command: &str) -> Request {
+        Request {
+            command: Command::Shell {
+                command: command.into(),
+            },
+            cwd: self.workspace.clone(),
+            loosening: Default::default(),
+        }
+    }
+    fn run(&self, command: &str, options: RunOptions<'_>) -> airlock_core::RunResponse {
+        self.engine
+            .run(
+                &Caller::token("agent-1"),
+                &self.policy,
+                &self.request(command),
+                options,
+                &mut Discard,
+            )
+            .unwrap()
+    }
+    fn with_approval(&self, command: &str, id: &str) -> airlock_core::RunResponse {
+        self.run(
+            command,
+            RunOptions {
+                approval_id: Some(id.into()),
+                ..Default::default()
+            },
+        )
+    }
+    fn runs(&self) -> usize {
+        self.backend.specs.lock().unwrap().len()
+    }
+    fn records(&self) -> Vec<Record> {
+        read_all(&self.state.join("audit")).unwrap()
+    }
+    fn approve(&self, id: &str) {
+        self.engine
+            .ledger()
+            .approve(id, &Caller::cli(), Some("looks fine".into()))
+            .unwrap();
+    }
+}
+
+fn approval_actions(records: &[Record], id: &str) -> Vec<ApprovalAction> {
+    records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::Approval(a) if a.approval_id == id => Some(a.action),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_allowed_command_runs_and_both_records_are_written_without_env_values() {
+    let f = fixture();
+    let resp = f.run("echo hi", RunOptions::default());
+    assert_eq!(resp.status, RunStatus::Ran, "{}", resp.message);
+    assert_eq!(f.runs(), 1);
+    let records = f.records();
+    assert_eq!(records.len(), 2);
+    assert_eq!(resp.audit_ids, vec!["a1".to_string(), "a2".to_string()]);
+    match (&records[0].event, &records[1].event) {
+        (Event::Decision(d), Event::Execution(e)) => {
+            assert_eq!(d.decision, Verdict::Allow);
+            assert_eq!(d.disposition, "run");
+            assert_eq!(d.request_id, resp.request_id);
+            assert_eq!(d.policy_sha256, f.policy.sha256);
+            assert!(!d.matched_rules.is_empty());
+            assert_eq!(e.request_id, resp.request_id);
+            assert!(
+                e.env_names.iter().any(|n| n == "AIRLOCK_TEST_SECRET"),
+                "{:?}",
+                e.env_names
+            );
+            assert_eq!(e.stdout.bytes, 24);
+            assert_eq!(e.outcome.as_ref().unwrap().exit_code, Some(0));
+            assert_eq!(e.backend, "recording-test-backend");
+        }
+        other => panic!("unexpected records {other:?}"),
+    }
+    let raw = std::fs::read_to_string(f.state.join("audit/audit-000001.jsonl")).unwrap();
+    assert!(
+        !raw.contains("s3cr3t-value-never-logged"),
+        "an env value reached the log"
+    );
+    verify(&f.state.join("audit")).unwrap();
+}
+
+#[test]
+fn a_denied_command_never_reaches_the_backend_and_is_recorded() {
+    let f = fixture();
+    let resp = f.run("curl http://127.0.0.1/", RunOptions::default());
+    assert_eq!(resp.status, RunStatus::Denied);
+    assert_eq!(f.runs(), 0);
+    let records = f.records();
+    assert_eq!(records.len(), 1);
+    match &records[0].event {
+        Event::Decision(d) => {
+            assert_eq!(d.decision, Verdict::Deny);
+            assert_eq!(d.disposition, "denied");
+            assert!(!d.reason.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn check_records_a_decision_and_runs_nothing() {
+    let f = fixture();
+    let resp = f
+        .engine
+        .check(
+            &Caller::token("agent-1"),
+            &f.policy,
+            &f.request("make deploy"),
+        )
+        .unwrap();
+    assert_eq!(resp.decision.decision, Verdict::ApprovalRequired);
+    assert_eq!(f.runs(), 0);
+    assert_eq!(f.records().len(), 1);
+    assert!(
+        f.engine.ledger().approvals().unwrap().is_empty(),
+        "check must not create approvals"
+    );
+}
+
+#[test]
+fn approval_happy_path_then_replay_is_refused() {
+    let f = fixture();
+    let pending = f.run("make deploy", RunOptions::default());
+    assert_eq!(pending.status, RunStatus::ApprovalPending);
+    assert_eq!(f.runs(), 0);
+    let id = pending.approval.as_ref().unwrap().id.clone();
+    assert!(pending.message.contains(&id));
+
+    // Not yet approved: refused as pending.
+    let early = f.with_approval("make deploy", &id);
+    assert_eq!(early.refusal.as_ref().unwrap().code, RefusalCode::Pending);
+
+    f.approve(&id);
+    let ran = f.with_approval("make deploy", &id);
+    assert_eq!(ran.status, RunStatus::Ran, "{}", ran.message);
+    assert_eq!(f.runs(), 1);
+
+    let replay = f.with_approval("make deploy", &id);
+    assert_eq!(replay.status, RunStatus::ApprovalRefused);
+    assert_eq!(replay.refusal.as_ref().unwrap().code, RefusalCode::Replayed);
+    assert_eq!(f.runs(), 1, "a replay must not run");
+
+    let records = f.records();
+    assert_eq!(
+        approval_actions(&records, &id),
+        vec![
+            ApprovalAction::Created,
+            ApprovalAction::Approved,
+            ApprovalAction::Consumed
+        ]
+    );
+    let exec = records
+        .iter()
+        .find_map(|r| match &r.event {
+            Event::Execution(e) => Some(e.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(exec.approval_id.as_deref(), Some(id.as_str()));
+    assert!(
+        exec.approver.as_deref().unwrap().starts_with("cli:"),
+        "{:?}",
+        exec.approver
+    );
+    verify(&f.state.join("audit")).unwrap();
+}
+
+#[test]
+fn an_edited_command_or_cwd_is_refused() {
+    let f = fixture();
+    let id = f
+        .run("make deploy", RunOptions::default())
+        .approval
+        .unwrap()
+        .id;
+    f.approve(&id);
+    let edited = f.with_approval("make deploy PROD=1", &id);
+    assert_eq!(edited.refusal.unwrap().code, RefusalCode::CommandChanged);
+    let sub = f.workspace.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let mut req = f.request("make deploy");
+    req.cwd = sub;
+    let moved = f
+        .engine
+        .run(
+            &Caller::token("agent-1"),
+            &f.policy,
+            &req,
+            RunOptions {
+                approval_id: Some(id.clone()),
+                ..Default::default()
+            },
+            &mut Discard,
+        )
+        .unwrap();
+    assert_eq!(moved.refusal.unwrap().code, RefusalCode::CwdChanged);
+    assert_eq!(f.runs(), 0);
+    // The refusals did not spend it: the exact request still runs.
+    assert_eq!(f.with_approval("make deploy", &id).status, RunStatus::Ran);
+}
+
+#[test]
+fn a_changed_policy_is_refused() {
+    let mut f = fixture();
+    let id = f
+        .run("make deploy", RunOptions::default())
+        .approval
+        .unwrap()
+        .id;
+    f.approve(&id);
+    f.policy = policy_from(&format!("{POLICY}\n# edited\n"), &f.workspace);
+    let resp = f.with_approval("make deploy", &id);
+    assert_eq!(resp.refusal.unwrap().code, RefusalCode::PolicyChanged);
+    assert_eq!(f.runs(), 0);
+}
+
+#[test]
+fn an_expired_approval_is_refused_and_its_expiry_recorded() {
+    let f = fixture_with(LedgerConfig {
+        approval_ttl: Duration::from_millis(300),
+        ..LedgerConfig::default()
+    });
+    let id = f
+        .run("make deploy", RunOptions::default())
+        .approval
+        .unwrap()
+        .id;
+    f.approve(&id);
+    std::thread::sleep(Duration::from_millis(400));
+    let resp = f.with_approval("make deploy", &id);
+    assert_eq!(resp.refusal.unwrap().code, RefusalCode::Expired);
+    assert_eq!(f.runs(), 0);
+    assert_eq!(
+        approval_actions(&f.records(), &id),
+        vec![
+            ApprovalAction::Created,
+            ApprovalAction::Approved,
+            ApprovalAction::Expired
+        ]
+    );
+    // Approving an expired one is refused too.
+    assert!(f
+        .engine
+        .ledger()
+        .approve(&id, &Caller::cli(), None)
+        .is_err());
+}
+
+#[test]
+fn a_denied_approval_is_refused_and_recorded() {
+    let f = fixture();
+    let id = f
+        .run("make deploy", RunOptions::default())
+        .approval
+        .unwrap()
+        .id;
+    f.engine
+        .ledger()
+        .deny(&id, &Caller::cli(), Some("not today".into()))
+        .unwrap();
+    let resp = f.with_approval("make deploy", &id);
+    assert_eq!(resp.refusal.unwrap().code, RefusalCode::Denied);
+    assert_eq!(f.runs(), 0);
+    assert_eq!(
+        approval_actions(&f.records(), &id),
+        vec![ApprovalAction::Created, ApprovalAction::Denied]
+    );
+}
+
+#[test]
+fn a_token_cannot_approve_its_own_request_and_unknown_ids_are_refused() {
+    let f = fixture();
+    let id = f
+        .run("make deploy", RunOptions::default())
+        .approval
+        .unwrap()
+        .id;
+    let err = f
+        .engine
+        .ledger()
+        .approve(&id, &Caller::token("agent-1"), None)
+        .unwrap_err();
+    assert!(err.to_string().contains("its own approval"), "{err}");
+    let resp = f.with_approval("make deploy", "ap-000000000000");
+    assert_eq!(resp.refusal.unwrap().code, RefusalCode::NotFound);
+    let resp = f.with_approval("make deploy", "../../etc/passwd");
+    assert_eq!(resp.refusal.unwrap().code, RefusalCode::NotFound);
+}
+
+#[test]
+fn waiting_for_approval_runs_once_someone_approves() {
+    let f = Arc::new(fixture());
+    let approver = {
+        let f = f.clone();
+        std::thread::spawn(move || {
+            for _ in 0..50 {
+                std::thread::sleep(Duration::from_millis(100));
+                let pending = f.engine.ledger().approvals().unwrap();
+                if let Some(a) = pending.first() {
+                    f.approve(&a.id);
+                    return true;
+                }
+            }
+            false
+        })
+    };
+    let resp = f.run(
+        "make deploy",
+        RunOptions {
+            wait_approval: Some(Duration::from_secs(10)),
+            ..Default::default()
+        },
+    );
+    assert!(approver.join().unwrap());
+    assert_eq!(resp.status, RunStatus::Ran, "{}", resp.message);
+    assert_eq!(f.runs(), 1);
+}
+
+#[test]
+fn waiting_for_approval_times_out_without_running() {
+    let f = fixture();
+    let resp = f.run(
+        "make deploy",
+        RunOptions {
+            wait_approval: Some(Duration::from_millis(300)),
+            ..Default::default()
+        },
+    );
+    assert_eq!(resp.status, RunStatus::ApprovalPending);
+    assert_eq!(resp.refusal.unwrap().code, RefusalCode::Timeout);
+    assert_eq!(f.runs(), 0);
+}
+
+struct Answer(bool);
+impl ApprovalPrompt for Answer {
+    fn ask(&mut self, approval: &airlock_core::approvals::Approval) -> PromptAnswer {
+        assert!(!approval.reasons.is_empty());
+        if self.0 {
+            PromptAnswer::Approve { note: None }
+        } else {
+            PromptAnswer::Deny {
+                note: Some("no".into()),
+            }
+        }
+    }
+    fn approver(&self) -> Caller {
+        Caller {
+            name: "person at tty".into(),
+            kind: airlock_core::CallerKind::Cli,
+        }
+    }
+}
+
+#[test]
+fn asking_at_the_terminal_records_the_person_who_answered() {
+    let f = fixture();
+    let mut yes = Answer(true);
+    let resp = f.run(
+        "make deploy",
+        RunOptions {
+            prompt: Some(&mut yes),
+            ..Default::default()
+        },
+    );
+    assert_eq!(resp.status, RunStatus::Ran);
+    let mut no = Answer(false);
+    let resp = f.run(
+        "make deploy",
+        RunOptions {
+            prompt: Some(&mut no),
+            ..Default::default()
+        },
+    );
+    assert_eq!(resp.status, RunStatus::ApprovalDenied);
+    assert_eq!(f.runs(), 1);
+    let approvers: Vec<String> = f
+        .records()
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::Approval(a)
+                if matches!(a.action, ApprovalAction::Approved | ApprovalAction::Denied) =>
+            {
+                Some(a.who.name.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(approvers, vec!["person at tty", "person at tty"]);
+}
+
+fn write_grant(f: &Fixture, ttl: Duration, uses: Option<u32>) -> String {
+    f.engine
+        .ledger()
+        .create_grant(
+            &Caller::cli(),
+            GrantRequest {
+                boundary: Boundary::Write {
+                    paths: vec![f.outside.clone()],
+                },
+                for_prefix: "cp data.txt".into(),
+                ttl,
+                max_uses: uses,
+            },
+        )
+        .unwrap()
+        .id
+}
+
+fn copy_out(f: &Fixture) -> airlock_core::RunResponse {
+    f.run(
+        &format!("cp data.txt {}/copy.txt", f.outside.display()),
+        RunOptions::default(),
+    )
+}
+
+#[test]
+fn a_grant_loosens_matching_requests_until_its_uses_run_out() {
+    let f = fixture();
+    assert_eq!(
+        copy_out(&f).status,
+        RunStatus::Denied,
+        "writing outside the workspace needs a grant"
+    );
+    let id = write_grant(&f, Duration::from_secs(600), Some(2));
+    for _ in 0..2 {
+        let resp = copy_out(&f);
+        assert_eq!(resp.status, RunStatus::Ran, "{}", resp.message);
+        assert_eq!(resp.decision.loosened_by, vec![id.clone()]);
+    }
+    let specs = f.backend.specs.lock().unwrap().clone();
+    assert!(
+        specs.iter().all(|s| s.write_paths.contains(&f.outside)),
+        "the sandbox must get the granted path"
+    );
+    // A request the grant does not cover is not loosened.
+    assert_eq!(
+        f.run(
+            &format!("cat {}/copy.txt", f.outside.display()),
+            RunOptions::default()
+        )
+        .status,
+        RunStatus::Denied
+    );
+    assert_eq!(copy_out(&f).status, RunStatus::Denied, "uses are spent");
+    let used = f
+        .records()
+        .iter()
+        .filter(|r| matches!(&r.event, Event::Grant(g) if g.action == GrantAction::Used && g.grant_id == id))
+        .count();
+    assert_eq!(used, 2);
+    let loosened_execs = f
+        .records()
+        .iter()
+        .filter(|r| matches!(&r.event, Event::Execution(e) if e.loosened_by == vec![id.clone()]))
+        .count();
+    assert_eq!(loosened_execs, 2);
+}
+
+#[test]
+fn a_grant_expires_by_time() {
+    let f = fixture();
+    write_grant(&f, Duration::from_secs(1), None);
+    assert_eq!(copy_out(&f).status, RunStatus::Ran);
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(copy_out(&f).status, RunStatus::Denied);
+}
+
+#[test]
+fn a_revoked_grant_stops_at_once() {
+    let f = fixture();
+    let id = write_grant(&f, Duration::from_secs(600), None);
+    assert_eq!(copy_out(&f).status, RunStatus::Ran);
+    f.engine.ledger().revoke_grant(&id, &Caller::cli()).unwrap();
+    assert_eq!(copy_out(&f).status, RunStatus::Denied);
+    assert_eq!(f.runs(), 1);
+}
+
+#[test]
+fn a_callers_own_loosening_is_ignored() {
+    let f = fixture();
+    let mut req = f.request(&format!("cp data.txt {}/copy.txt", f.outside.display()));
+    req.loosening.write_paths.push(f.outside.clone());
+    req.loosening.grant_ids.push("gr-forged000000".into());
+    let resp = f
+        .engine
+        .run(
+            &Caller::token("agent-1"),
+            &f.policy,
+            &req,
+            RunOptions::default(),
+            &mut Discard,
+        )
+        .unwrap();
+    assert_eq!(resp.status, RunStatus::Denied);
+    assert!(resp.decision.loosened_by.is_empty());
+    assert_eq!(f.runs(), 0);
+}
+
+#[test]
+fn network_grants_are_refused_while_the_allowlist_cannot_be_enforced() {
+    let f = fixture();
+    let err = f
+        .engine
+        .ledger()
+        .create_grant(
+            &Caller::cli(),
+            GrantRequest {
+                boundary: Boundary::Network {
+                    hosts: vec!["files.example.com".into()],
+                },
+                for_prefix: "pip install".into(),
+                ttl: Duration::from_secs(600),
+                max_uses: Some(1),
+            },
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot be enforced"), "{err}");
+    assert!(f.engine.ledger().grants().unwrap().is_empty());
+}
+
+/// A full disk under the state directory: the run is refused, nothing runs.
+#[test]
+fn a_full_disk_refuses_the_run() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIPPED: mounting a tmpfs needs root");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    assert!(std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap()
+        .success());
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.clone());
+    let backend = Arc::new(RecordingBackend::default());
+    let engine = Engine::open(EngineConfig::new(
+        mnt.join("state"),
+        Box::new(Shared(backend.clone())),
+    ))
+    .unwrap();
+    // Fill what is left.
+    let filler = vec![b'x'; 4096];
+    let mut file = std::fs::File::create(mnt.join("filler")).unwrap();
+    use std::io::Write;
+    while file.write_all(&filler).is_ok() {}
+    drop(file);
+    let f = fixture();
+    let err = engine
+        .run(
+            &Caller::token("agent-1"),
+            &f.policy,
+            &f.request("echo hi"),
+            RunOptions::default(),
+            &mut Discard,
+        )
+        .unwrap_err();
+    assert!(err.is_disk_full(), "{err}");
+    assert!(err.to_string().contains("no space left"), "{err}");
+    assert_eq!(
+        backend.specs.lock().unwrap().len(),
+        0,
+        "nothing may run unlogged"
+    );
+}
