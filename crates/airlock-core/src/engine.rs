@@ -358,8 +358,13 @@ impl Engine {
                                 (Some(r), _) => r.message.clone(),
                                 (None, RunStatus::ApprovalDenied) => format!("approval {} was denied: {}", approval.id, approval.note.clone().unwrap_or_default()),
                                 _ => format!(
-                                    "{} Approval {} is pending until {}: a person can run `airlock approvals approve {}`, then the same command can run with `--approval {}`",
-                                    judged.decision.reason, approval.id, approval.expires_at, approval.id, approval.id
+                                    "{}{} approval {} is pending until {}: a person can run `airlock approvals approve {}`, then the same command can run with `--approval {}`",
+                                    judged.decision.reason,
+                                    if judged.decision.reason.ends_with('.') { "" } else { ";" },
+                                    approval.id,
+                                    approval.expires_at,
+                                    approval.id,
+                                    approval.id
                                 ),
                             };
                             return Ok(respond(

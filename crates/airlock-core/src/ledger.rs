@@ -34,6 +34,55 @@ impl Default for LedgerConfig {
     }
 }
 
+/// Environment variables that override the defaults, for operators and tests.
+pub const ENV_APPROVAL_TTL: &str = "AIRLOCK_APPROVAL_TTL";
+pub const ENV_AUDIT_MAX_FILE_BYTES: &str = "AIRLOCK_AUDIT_MAX_FILE_BYTES";
+pub const ENV_AUDIT_OUTPUT_BYTES: &str = "AIRLOCK_AUDIT_OUTPUT_BYTES";
+
+impl LedgerConfig {
+    /// This configuration with any of `AIRLOCK_APPROVAL_TTL` (`15m`),
+    /// `AIRLOCK_AUDIT_MAX_FILE_BYTES` and `AIRLOCK_AUDIT_OUTPUT_BYTES` (integers)
+    /// applied. A malformed value is an error, not ignored.
+    pub fn with_env_overrides(mut self) -> Result<LedgerConfig, LedgerError> {
+        let get = |name: &'static str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| (name, v))
+        };
+        if let Some((name, value)) = get(ENV_APPROVAL_TTL) {
+            self.approval_ttl = crate::clock::parse_duration(&value)
+                .filter(|d| !d.is_zero())
+                .ok_or(LedgerError::Config {
+                    name,
+                    value,
+                    expected: "a duration such as 15m or 90s",
+                })?;
+        }
+        if let Some((name, value)) = get(ENV_AUDIT_MAX_FILE_BYTES) {
+            self.audit.max_file_bytes =
+                value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or(LedgerError::Config {
+                        name,
+                        value,
+                        expected: "a positive number of bytes",
+                    })?;
+        }
+        if let Some((name, value)) = get(ENV_AUDIT_OUTPUT_BYTES) {
+            self.audit.output_bytes = value.trim().parse().ok().ok_or(LedgerError::Config {
+                name,
+                value,
+                expected: "a number of bytes",
+            })?;
+        }
+        Ok(self)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
     #[error(transparent)]
@@ -44,6 +93,12 @@ pub enum LedgerError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Grant(#[from] GrantError),
+    #[error("{name}={value:?} is not valid: expected {expected}")]
+    Config {
+        name: &'static str,
+        value: String,
+        expected: &'static str,
+    },
     #[error("no approval {0}")]
     ApprovalNotFound(String),
     #[error("no grant {0}")]
@@ -76,7 +131,10 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// Open the ledgers in `state_dir` (created 0700). The environment overrides
+    /// of [`LedgerConfig::with_env_overrides`] apply.
     pub fn open(state_dir: &Path, config: LedgerConfig) -> Result<Ledger, LedgerError> {
+        let config = config.with_env_overrides()?;
         ensure_private_dir(state_dir)?;
         Ok(Ledger {
             root: state_dir.to_path_buf(),

@@ -106,13 +106,16 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
         Cmd::Repair { reanchor } => {
             let before = audit::read_all(&dir)?.last().map_or(0, |r| r.seq);
             let log = if reanchor {
-                let log = audit::AuditLog::open_unchecked(&dir, LedgerConfig::default().audit)?;
+                let log = audit::AuditLog::open_unchecked(
+                    &dir,
+                    LedgerConfig::default().with_env_overrides()?.audit,
+                )?;
                 let record = log.reanchor()?;
                 println!("accepted the log as it is; recorded as {}", record.id);
                 log
             } else {
                 // Opening cuts a torn tail and records the repair.
-                audit::AuditLog::open(&dir, LedgerConfig::default().audit)?
+                audit::AuditLog::open(&dir, LedgerConfig::default().with_env_overrides()?.audit)?
             };
             drop(log);
             let repairs: Vec<Record> = audit::read_all(&dir)?
