@@ -160,7 +160,17 @@ fn write_file(path: &Path, value: &str) -> Result<(), SandboxError> {
         .create(true)
         .truncate(true)
         .open(path)
-        .map_err(|e| io_err("open", path, e))?;
+        .map_err(|e| {
+            // cgroupfs answers EACCES, not ENOENT, to O_CREAT of a missing file.
+            if e.raw_os_error() == Some(libc::EACCES) && !path.exists() {
+                err(format!(
+                    "{} does not exist (controller not enabled for this cgroup?)",
+                    path.display()
+                ))
+            } else {
+                io_err("open", path, e)
+            }
+        })?;
     f.write_all(value.as_bytes())
         .map_err(|e| io_err(&format!("write {value:?} to"), path, e))
 }
@@ -406,7 +416,12 @@ impl CgroupHost {
     /// left behind.
     pub fn create(&self, name: &str, limits: &CgroupLimits) -> Result<Cgroup, SandboxError> {
         limits.validate()?;
-        if name.is_empty() || name.contains('/') || name.starts_with('.') || name.len() > 200 {
+        let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+        if name.is_empty()
+            || name.starts_with('.')
+            || name.len() > 200
+            || !name.chars().all(valid_char)
+        {
             return Err(SandboxError::Spec(format!("invalid cgroup name {name:?}")));
         }
         let mut cgroup = match &self.layout {
@@ -976,7 +991,7 @@ mod tests {
                 "{bad:?}"
             );
         }
-        for name in ["", "a/b", "..", ".hidden"] {
+        for name in ["", "a/b", "..", ".hidden", "new\nline", "sp ace", "ü"] {
             assert!(matches!(
                 host.create(name, &limits(MIB, 1, 1.0)),
                 Err(SandboxError::Spec(_))
@@ -1114,6 +1129,23 @@ mod tests {
                 .join(PARENT)
                 .join(format!("probe-{}-doctor", std::process::id()));
             assert!(!left.exists(), "{}", left.display());
+        }
+    }
+
+    #[test]
+    fn a_missing_control_file_is_named_in_the_error() {
+        let dir = PathBuf::from("/sys/fs/cgroup/pids/airlock").join(unique("missing"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let result = write_file(&dir.join("memory.max"), "1");
+        std::fs::remove_dir(&dir).unwrap();
+        match result {
+            Err(SandboxError::Layer {
+                layer: "cgroup",
+                detail,
+            }) => {
+                assert!(detail.contains("memory.max does not exist"), "{detail}")
+            }
+            other => panic!("{other:?}"),
         }
     }
 
