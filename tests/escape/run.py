@@ -1,0 +1,1152 @@
+#!/usr/bin/env python3
+"""Escape corpus runner (Python 3.11+ standard library only).
+
+Runs every attack program listed in tests/escape/manifest.toml through
+`airlock run --policy <test policy> --json -- <program>` in a fresh temporary
+workspace, and judges containment by OBSERVED HOST STATE, not by exit codes:
+
+  * a secret canary in the caller's environment (and in a host process's
+    environ) never appears in any output;
+  * canary files in the caller's $HOME (a fake home with ~/.ssh/id_rsa,
+    ~/.aws/credentials, ...) and in /tmp outside the workspace are never seen in
+    output, and are unchanged afterwards (sha256, size, mtime);
+  * TCP/UDP listeners on 127.0.0.1 and ::1, a fake DNS server, a host abstract
+    unix socket and a host path unix socket (also $SSH_AUTH_SOCK) receive
+    nothing;
+  * a host "sentinel" process survives, untraced and unstopped;
+  * nothing is left after the run: no process carrying the session marker, no
+    new mount in the host's mountinfo, no new airlock cgroup, nothing new in
+    the state directory, no key, SysV IPC object, hostname, loopback address or
+    file planted on the host;
+  * the host copy of the workspace is unchanged (overlay mode);
+  * the attack itself reports each attempt (BLOCKED/ESCAPED lines), and the
+    manifest adds per-case expectations (killed_by, exit status, errno, ...).
+
+`--backend none` runs the programs directly on the host (with only a safety
+net of a pids/memory cgroup and a deadline, so that bombs cannot hurt the
+machine): it exists to prove that the checks can fail. Most attacks must then
+be reported as FAILED.
+
+The last line printed is always `N passed, N failed`; the exit status is
+non-zero if any case failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import fcntl
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import termios
+import threading
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+ATTACKS = HERE / "attacks"
+LIB = HERE / "lib"
+
+SIZE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1000, "m": 1000**2}
+
+
+def parse_size(text: str | int) -> int:
+    if isinstance(text, int):
+        return text
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if not m:
+        raise ValueError(f"bad size {text!r}")
+    return int(m.group(1)) * SIZE_UNITS[m.group(2).lower()]
+
+
+def parse_duration(text: str | int | float) -> float:
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = re.fullmatch(r"\s*([\d.]+)\s*(ms|s|m)\s*", text)
+    if not m:
+        raise ValueError(f"bad duration {text!r}")
+    return float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0}[m.group(2)]
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------- listeners
+
+
+class Listeners:
+    """Loopback listeners on the host. Anything they receive is an escape."""
+
+    def __init__(self, marker: str, unix_path: Path):
+        self.events: list[str] = []
+        self.lock = threading.Lock()
+        self.socks: list[socket.socket] = []
+        self.tcp4 = self._tcp(socket.AF_INET, "127.0.0.1")
+        self.tcp6 = self._tcp(socket.AF_INET6, "::1")
+        self.udp4 = self._udp(socket.AF_INET, "127.0.0.1", "udp4")
+        self.udp6 = self._udp(socket.AF_INET6, "::1", "udp6")
+        self.dns = self._udp(socket.AF_INET, "127.0.0.1", "dns")
+        self.abstract = f"airlock-escape-{marker}"
+        self._unix("\0" + self.abstract, "abstract-unix")
+        self.unix_path = unix_path
+        self._unix(str(unix_path), "path-unix")
+        os.chmod(unix_path, 0o777)  # only the sandbox may stop a connect, not DAC
+
+    def record(self, what: str) -> None:
+        with self.lock:
+            self.events.append(what)
+
+    def mark(self) -> int:
+        with self.lock:
+            return len(self.events)
+
+    def since(self, idx: int) -> list[str]:
+        with self.lock:
+            return self.events[idx:]
+
+    def _thread(self, fn) -> None:
+        threading.Thread(target=fn, daemon=True).start()
+
+    def _tcp(self, fam, addr) -> int:
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((addr, 0))
+        s.listen(64)
+        self.socks.append(s)
+        name = f"tcp {addr}"
+
+        def loop():
+            while True:
+                try:
+                    c, peer = s.accept()
+                except OSError:
+                    return
+                c.settimeout(0.5)
+                try:
+                    data = c.recv(200)
+                except OSError:
+                    data = b""
+                c.close()
+                self.record(f"{name}:{s.getsockname()[1]} accepted a connection from {peer}: {data[:80]!r}")
+
+        self._thread(loop)
+        return s.getsockname()[1]
+
+    def _udp(self, fam, addr, label) -> int:
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        s.bind((addr, 0))
+        self.socks.append(s)
+
+        def loop():
+            while True:
+                try:
+                    data, peer = s.recvfrom(2048)
+                except OSError:
+                    return
+                self.record(f"{label} {addr}:{s.getsockname()[1]} received a datagram from {peer}: {data[:80]!r}")
+
+        self._thread(loop)
+        return s.getsockname()[1]
+
+    def _unix(self, addr, label) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(addr)
+        s.listen(16)
+        self.socks.append(s)
+
+        def loop():
+            while True:
+                try:
+                    c, _ = s.accept()
+                except OSError:
+                    return
+                c.settimeout(0.5)
+                try:
+                    data = c.recv(200)
+                except OSError:
+                    data = b""
+                c.close()
+                self.record(f"{label} {addr!r} accepted a connection: {data[:80]!r}")
+
+        self._thread(loop)
+
+    def close(self) -> None:
+        for s in self.socks:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+# --------------------------------------------------------------------- host state
+
+
+def proc_cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def proc_state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("State:"):
+                    return line.split()[1]
+    except OSError:
+        pass
+    return "gone"
+
+
+def all_pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def marker_processes(marker: str, exclude: set[int]) -> dict[int, str]:
+    out = {}
+    for pid in all_pids():
+        if pid in exclude:
+            continue
+        cmd = proc_cmdline(pid)
+        if marker in cmd and proc_state(pid) not in ("Z", "gone"):
+            out[pid] = cmd[:160]
+    return out
+
+
+def airlock_mounts(marker: str) -> set[str]:
+    out = set()
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                # drop the mount id and parent id, which are unique per mount
+                rest = line.split(" ", 2)[2].strip()
+                if marker in rest or "airlock" in rest:
+                    out.add(rest)
+    except OSError:
+        pass
+    return out
+
+
+def airlock_cgroups() -> set[str]:
+    out = set()
+    base = Path("/sys/fs/cgroup")
+    if not base.is_dir():
+        return out
+    for ctrl in base.iterdir():
+        stack = [(ctrl, 0)]
+        while stack:
+            d, depth = stack.pop()
+            try:
+                entries = list(os.scandir(d))
+            except OSError:
+                continue
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    if "airlock" in e.name and "escape-corpus-safety" not in e.name:
+                        out.add(e.path)
+                    if depth < 3:
+                        stack.append((Path(e.path), depth + 1))
+    return out
+
+
+def tree_listing(root: Path, with_hash: bool = True) -> dict[str, tuple]:
+    """path -> (kind, size, sha256 or link target, mtime_ns) for everything under root."""
+    out: dict[str, tuple] = {}
+    if not root.exists():
+        return out
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                out[str(p)] = ("symlink", 0, os.readlink(p), st.st_mtime_ns)
+            elif stat.S_ISDIR(st.st_mode):
+                out[str(p)] = ("dir", 0, "", 0)
+            elif stat.S_ISREG(st.st_mode):
+                h = sha256_file(p) if with_hash and st.st_size <= (8 << 20) else f"size:{st.st_size}"
+                out[str(p)] = ("file", st.st_size, h, st.st_mtime_ns)
+            else:
+                out[str(p)] = ("other", 0, "", st.st_mtime_ns)
+    return out
+
+
+def diff_trees(before: dict, after: dict, label: str, limit: int = 8) -> list[str]:
+    problems = []
+    for p in sorted(set(before) | set(after)):
+        if p not in after:
+            problems.append(f"{label}: {p} was deleted")
+        elif p not in before:
+            problems.append(f"{label}: {p} was created ({after[p][0]})")
+        elif before[p] != after[p]:
+            problems.append(f"{label}: {p} was modified ({before[p][0]}: {before[p][1]}->{after[p][1]} bytes)")
+    if len(problems) > limit:
+        problems = problems[:limit] + [f"{label}: ... and {len(problems) - limit} more"]
+    return problems
+
+
+def keys_with(marker: str) -> list[str]:
+    try:
+        with open("/proc/keys") as f:
+            return [line.strip() for line in f if marker in line]
+    except OSError:
+        return []
+
+
+def sysv_objects(key: int) -> list[str]:
+    out = []
+    for kind in ("shm", "sem", "msg"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                next(f)
+                for line in f:
+                    cols = line.split()
+                    if cols and int(cols[0]) == key:
+                        out.append(f"{kind} key={key} id={cols[1]}")
+        except (OSError, StopIteration, ValueError):
+            pass
+    return out
+
+
+LO_MARK_ADDR = "127.77.7.7"
+
+
+def lo_marked() -> bool:
+    try:
+        r = subprocess.run(["ip", "-4", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True, timeout=5)
+        return LO_MARK_ADDR + "/" in r.stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+PWNED_DIRS = ["/", "/tmp", "/root", "/etc", "/usr/bin", "/usr/local/bin", "/var/tmp", "/dev/shm", "/run"]
+
+
+def pwned_files(extra_dirs: list[Path], recursive_dirs: list[Path]) -> list[str]:
+    found = []
+    for d in PWNED_DIRS + [str(x) for x in extra_dirs]:
+        try:
+            for name in os.listdir(d):
+                if name.startswith("airlock-escape-pwned"):
+                    found.append(os.path.join(d, name))
+        except OSError:
+            pass
+    for root in recursive_dirs:
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in dirnames + filenames:
+                if name.startswith("airlock-escape-pwned"):
+                    found.append(os.path.join(dirpath, name))
+    return found
+
+
+def file_handle_of(path: Path) -> tuple[int, str]:
+    """(handle_type, hex bytes) from name_to_handle_at: what open_by_handle_at needs."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(8 + 128)
+    ctypes.c_uint.from_buffer(buf, 0).value = 128
+    mount_id = ctypes.c_int()
+    AT_FDCWD = -100
+    if libc.name_to_handle_at(AT_FDCWD, str(path).encode(), buf, ctypes.byref(mount_id), 0) != 0:
+        return (0, "")
+    nbytes = ctypes.c_uint.from_buffer(buf, 0).value
+    htype = ctypes.c_int.from_buffer(buf, 4).value
+    return (htype, buf.raw[8 : 8 + nbytes].hex())
+
+
+# --------------------------------------------------------------------- results
+
+
+@dataclass
+class RunResult:
+    outcome: dict | None = None
+    raw_stdout: bytes = b""
+    raw_stderr: bytes = b""
+    stdout_total: int = 0
+    wall: float = 0.0
+    exit_status: int | None = None
+    runner_killed: str | None = None
+    tty_echo: bytes = b""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Case:
+    name: str
+    file: str
+    category: str
+    expect: str
+    what: str
+    spec: dict
+
+    @property
+    def kind(self) -> str:
+        return Path(self.file).suffix.lstrip(".")
+
+
+# --------------------------------------------------------------------- session
+
+
+class Session:
+    def __init__(self, args):
+        self.args = args
+        self.backend = args.backend
+        self.marker = secrets.token_hex(5)
+        self.root = Path(f"/var/tmp/airlock-escape.{self.marker}")
+        self.root.mkdir(mode=0o755)
+        self.home = self.root / "home"
+        self.state_dir = self.root / "state"
+        self.state_dir.mkdir(mode=0o700)
+        self.build = self.root / "build"
+        self.build.mkdir()
+        self.tmp_canary_dir = Path(f"/tmp/airlock-escape-canary.{self.marker}")
+        self.secret = "ALSECRET" + secrets.token_hex(16)
+        self.ipc_key = int(self.marker[:7], 16)
+        self.canaries: dict[str, Path] = {}
+        self.canary_tokens: list[str] = []
+        self.hostname = socket.gethostname()
+        self.airlock = Path(args.airlock).resolve() if args.airlock else None
+        self._plant_canaries()
+        self.listeners = Listeners(self.marker, Path(f"/tmp/airlock-escape-sock.{self.marker}"))
+        self.env = self._caller_env()
+        self.sentinel = self._start_sentinel()
+        self.leak_fd = os.open(self.home, os.O_RDONLY | os.O_DIRECTORY)
+        self.cgroup_safety: list[Path] = []
+        if self.backend == "none":
+            self._make_safety_cgroups()
+        self.airlock_sig = self._binary_sig(with_hash=True)
+        self.handle_type, self.handle_hex = file_handle_of(self.canaries["CANARY_HOME"])
+
+    # ---- setup
+    def _plant_canaries(self) -> None:
+        files = {
+            "CANARY_HOME": "canary.txt",
+            "CANARY_SSH": ".ssh/id_rsa",
+            "CANARY_AWS": ".aws/credentials",
+            "CANARY_GCLOUD": ".config/gcloud/application_default_credentials.json",
+            "CANARY_NETRC": ".netrc",
+            "CANARY_DOCKER": ".docker/config.json",
+            "CANARY_KUBE": ".kube/config",
+            "CANARY_GITCRED": ".git-credentials",
+            "CANARY_HISTORY": ".bash_history",
+        }
+        for key, rel in files.items():
+            p = self.home / rel
+            p.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+            token = f"CANARY{key[7:]}{secrets.token_hex(12)}"
+            p.write_text(f"{token}\n")
+            # world-readable and writable on purpose: DAC must not be what stops a
+            # read or a write, the sandbox must.
+            os.chmod(p, 0o666)
+            self.canaries[key] = p
+            self.canary_tokens.append(token)
+        for d in [self.home] + [p for p in self.home.rglob("*") if p.is_dir()]:
+            os.chmod(d, 0o777)
+        self.tmp_canary_dir.mkdir(mode=0o777)
+        os.chmod(self.tmp_canary_dir, 0o777)
+        p = self.tmp_canary_dir / "secret.txt"
+        token = f"CANARYTMP{secrets.token_hex(12)}"
+        p.write_text(f"{token}\n")
+        os.chmod(p, 0o666)
+        self.canaries["CANARY_TMP"] = p
+        self.canary_tokens.append(token)
+        self.canary_original = {k: p.read_bytes() for k, p in self.canaries.items()}
+
+    def _caller_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            {
+                "HOME": str(self.home),
+                "AIRLOCK_ESCAPE_SECRET": self.secret,
+                "AWS_SECRET_ACCESS_KEY": self.secret,
+                "GITHUB_TOKEN": self.secret,
+                "OPENAI_API_KEY": self.secret,
+                "SSH_AUTH_SOCK": str(self.listeners.unix_path),
+                "AIRLOCK_STATE_DIR": str(self.state_dir),
+                # the shims of pyenv find their root from $HOME otherwise
+                "PYENV_ROOT": os.environ.get("PYENV_ROOT", "/root/.pyenv"),
+            }
+        )
+        env.pop("AIRLOCK_POLICY", None)
+        return env
+
+    def _start_sentinel(self) -> subprocess.Popen:
+        return subprocess.Popen(
+            [f"airlock-escape-sentinel-{self.marker}", "100000"],
+            executable="/bin/sleep",
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def _make_safety_cgroups(self) -> None:
+        # --backend none runs attacks on the bare host: these cgroups are the
+        # safety net that keeps bombs from hurting the machine (and other users
+        # of it), and the freezer lets cleanup stop a fork bomb before killing it.
+        wanted = (
+            ("pids", {"pids.max": "128"}),
+            ("memory", {"memory.limit_in_bytes": str(1 << 30)}),
+            ("cpu", {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "50000"}),
+            ("freezer", {}),
+        )
+        for ctrl, files in wanted:
+            d = Path(f"/sys/fs/cgroup/{ctrl}/escape-corpus-safety-{self.marker}")
+            try:
+                d.mkdir()
+                for k, v in files.items():
+                    (d / k).write_text(v)
+                self.cgroup_safety.append(d)
+            except OSError as e:
+                raise SystemExit(f"--backend none needs a {ctrl} safety cgroup: {e}")
+
+    def kill_safety_cgroup(self) -> None:
+        """Freeze the safety cgroup, SIGKILL every member, thaw: nothing forks in between."""
+        fr = next((d for d in self.cgroup_safety if "/freezer/" in str(d)), None)
+        if fr is None:
+            return
+        for _ in range(100):
+            procs = [int(x) for x in (fr / "cgroup.procs").read_text().split()]
+            if not procs:
+                return
+            (fr / "freezer.state").write_text("FROZEN")
+            t = time.monotonic()
+            while (fr / "freezer.state").read_text().strip() != "FROZEN" and time.monotonic() - t < 2:
+                time.sleep(0.01)
+            for pid in [int(x) for x in (fr / "cgroup.procs").read_text().split()]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            (fr / "freezer.state").write_text("THAWED")
+            time.sleep(0.05)
+
+    def _binary_sig(self, with_hash: bool) -> tuple:
+        if not self.airlock or not self.airlock.exists():
+            return ()
+        st = self.airlock.stat()
+        return (st.st_size, st.st_mtime_ns, sha256_file(self.airlock) if with_hash else "")
+
+    def targets(self, ws: Path) -> str:
+        t = {
+            "MARKER": self.marker,
+            "WS": str(ws),
+            "HOST_MODE": "1" if self.backend == "none" else "0",
+            "TCP_PORT": self.listeners.tcp4,
+            "TCP6_PORT": self.listeners.tcp6,
+            "UDP_PORT": self.listeners.udp4,
+            "UDP6_PORT": self.listeners.udp6,
+            "DNS_PORT": self.listeners.dns,
+            "ABSTRACT_NAME": self.listeners.abstract,
+            "UNIX_PATH": self.listeners.unix_path,
+            "SENTINEL_PID": self.sentinel.pid,
+            "RUNNER_PID": os.getpid(),
+            "FAKE_HOME": self.home,
+            "TMP_CANARY_DIR": self.tmp_canary_dir,
+            "PWNED": f"airlock-escape-pwned-{self.marker}",
+            "IPC_KEY": self.ipc_key,
+            "LO_MARK_ADDR": LO_MARK_ADDR,
+            "HANDLE_TYPE": self.handle_type,
+            "HANDLE_HEX": self.handle_hex,
+            "AIRLOCK_BIN": self.airlock or "",
+        }
+        for k, p in self.canaries.items():
+            t[k] = p
+        return "".join(f"{k}={v}\n" for k, v in t.items())
+
+    # ---- build
+    def compile_c(self, cases: list[Case]) -> dict[str, str]:
+        errors = {}
+        for c in cases:
+            if c.kind != "c":
+                continue
+            out = self.build / Path(c.file).stem
+            r = subprocess.run(
+                ["gcc", "-O1", "-pthread", "-I", str(LIB), "-o", str(out), str(ATTACKS / c.file)],
+                capture_output=True,
+                text=True,
+            )
+            if r.returncode != 0:
+                errors[c.name] = r.stderr[-2000:]
+        return errors
+
+    # ---- snapshots
+    def snapshot(self, ws: Path) -> dict:
+        return {
+            "home": tree_listing(self.home),
+            "tmpcanary": tree_listing(self.tmp_canary_dir),
+            "ws": tree_listing(ws),
+            "mounts": airlock_mounts(self.marker),
+            "cgroups": airlock_cgroups(),
+            "state": tree_listing(self.state_dir, with_hash=False),
+            "runtime": self._runtime_entries(),
+            "listen": self.listeners.mark(),
+            "airlock": self._binary_sig(with_hash=False),
+        }
+
+    def _runtime_entries(self) -> set[str]:
+        out = set()
+        for d in ("/run", "/tmp", "/var/tmp", "/dev/shm"):
+            try:
+                for name in os.listdir(d):
+                    # other helpers' test and bench artifacts share these dirs
+                    if "airlock" in name and "airlock-escape" not in name and not re.search(r"test|bench", name):
+                        out.add(os.path.join(d, name))
+            except OSError:
+                pass
+        return out
+
+    def close(self) -> None:
+        try:
+            self.sentinel.kill()
+            self.sentinel.wait()
+        except OSError:
+            pass
+        self.listeners.close()
+        os.close(self.leak_fd)
+        self.kill_safety_cgroup()
+        for d in self.cgroup_safety:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        if not self.args.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+            shutil.rmtree(self.tmp_canary_dir, ignore_errors=True)
+            try:
+                self.listeners.unix_path.unlink()
+            except OSError:
+                pass
+
+    # ---- per-case
+    def prepare_ws(self, case: Case) -> Path:
+        ws = self.root / f"ws-{case.name}"
+        ws.mkdir(mode=0o755)
+        src = ATTACKS / case.file
+        if case.kind == "c":
+            shutil.copy2(self.build / Path(case.file).stem, ws / Path(case.file).stem)
+        else:
+            shutil.copy2(src, ws / src.name)
+        for lib in ("escape_lib.py", "escape_lib.sh"):
+            shutil.copy2(LIB / lib, ws / lib)
+        (ws / "targets.env").write_text(self.targets(ws))
+        (ws / "readme.txt").write_text(f"workspace-token-{self.marker}\n")
+        setup = case.spec.get("setup", "")
+        if setup == "links_to_tmp_canary":
+            os.symlink(self.canaries["CANARY_TMP"], ws / "linkfile")
+            os.symlink(self.tmp_canary_dir, ws / "linkdir")
+        elif setup:
+            raise ValueError(f"unknown setup {setup!r}")
+        for p in [ws] + list(ws.rglob("*")):
+            if not p.is_symlink():
+                os.chmod(p, 0o755 if p.is_dir() or os.access(p, os.X_OK) else 0o644)
+        return ws
+
+    def policy_text(self, case: Case, ws: Path, defaults: dict) -> str:
+        limits = dict(defaults.get("limits", {}))
+        limits.update(case.spec.get("limits", {}))
+        allow = ["sh", "bash", "python3"]
+        if case.kind == "c":
+            allow.append(Path(case.file).stem)
+        lines = [
+            "# generated by tests/escape/run.py for one escape-corpus case",
+            "[workspace]",
+            f'root = "{ws}"',
+            f'mode = "{case.spec.get("mode", "overlay")}"',
+        ]
+        if case.spec.get("apply"):
+            lines.append('apply = "auto"')
+        lines += ["", "[network]", 'mode = "none"', "", "[commands]"]
+        lines.append("allow = [" + ", ".join(json.dumps(a) for a in allow) + "]")
+        lines += ['on_unknown = "deny"', "", "[limits]"]
+        for k, v in limits.items():
+            lines.append(f"{k} = {json.dumps(v)}")
+        lines += ["", "[env]", 'pass = ["LANG", "TERM"]', ""]
+        return "\n".join(lines)
+
+    def argv(self, case: Case, ws: Path) -> list[str]:
+        if case.kind == "py":
+            return ["python3", str(ws / Path(case.file).name)]
+        if case.kind == "sh":
+            return [case.spec.get("shell", "sh"), str(ws / Path(case.file).name)]
+        return [str(ws / Path(case.file).stem)]
+
+    def execute(self, case: Case, ws: Path, defaults: dict) -> RunResult:
+        res = RunResult()
+        argv = self.argv(case, ws)
+        limits = dict(defaults.get("limits", {}))
+        limits.update(case.spec.get("limits", {}))
+        if self.backend == "airlock":
+            policy = self.root / f"policy-{case.name}.toml"
+            policy.write_text(self.policy_text(case, ws, defaults))
+            cmd = [str(self.airlock), "run", "--policy", str(policy), "--cwd", str(ws), "--json", "--"] + argv
+        else:
+            # safety net only (not a sandbox): a pids+memory cgroup so that bombs
+            # cannot take the machine down while we prove that the checks fail.
+            joins = "".join(f'echo $$ > {d}/cgroup.procs; ' for d in self.cgroup_safety)
+            cmd = ["sh", "-c", joins + 'exec "$@"', "safety"] + argv
+        tty_master = tty_slave = None
+        if case.spec.get("tty"):
+            tty_master, tty_slave = os.openpty()
+            cmd = ["sh", "-c", 'exec 0<>"$0"; exec "$@"', os.ttyname(tty_slave)] + cmd
+        deadline = parse_duration(case.spec.get("deadline", defaults.get("deadline", "60s")))
+        if self.backend == "none":
+            deadline = min(deadline, parse_duration(limits.get("timeout", "10s")) + 2)
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ws,
+            env=self.env,
+            stdin=subprocess.DEVNULL if tty_master is None else None,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(self.leak_fd,),
+            start_new_session=True,
+        )
+        cap = 64 << 20
+        bufs = {"out": bytearray(), "err": bytearray()}
+        totals = {"out": 0, "err": 0}
+
+        def reader(stream, key):
+            while True:
+                chunk = stream.read1(1 << 16) if hasattr(stream, "read1") else stream.read(1 << 16)
+                if not chunk:
+                    return
+                totals[key] += len(chunk)
+                if len(bufs[key]) < cap:
+                    bufs[key] += chunk[: cap - len(bufs[key])]
+
+        threads = [
+            threading.Thread(target=reader, args=(proc.stdout, "out"), daemon=True),
+            threading.Thread(target=reader, args=(proc.stderr, "err"), daemon=True),
+        ]
+        echo = bytearray()
+        if tty_master is not None:
+            os.set_blocking(tty_master, False)
+        for t in threads:
+            t.start()
+        kill_after = case.spec.get("kill_airlock_after")
+        killed_midrun = False
+        while True:
+            if tty_master is not None:
+                try:
+                    echo += os.read(tty_master, 4096)
+                except (BlockingIOError, OSError):
+                    pass
+            if proc.poll() is not None:
+                break
+            elapsed = time.monotonic() - t0
+            if kill_after and not killed_midrun and elapsed >= parse_duration(kill_after):
+                os.kill(proc.pid, signal.SIGKILL)
+                killed_midrun = True
+                res.notes.append(f"runner SIGKILLed the airlock process (pid {proc.pid}) after {elapsed:.1f}s")
+            if elapsed > deadline:
+                os.kill(proc.pid, signal.SIGKILL)
+                res.runner_killed = f"did not finish within the runner's deadline of {deadline:.0f}s"
+                proc.wait()
+                break
+            time.sleep(0.02)
+        res.wall = time.monotonic() - t0
+        res.exit_status = proc.returncode
+        for t in threads:
+            t.join(timeout=5)
+        if tty_master is not None:
+            # anything typed into the caller's terminal by the sandbox shows up as echo
+            try:
+                n = ctypes.c_int()
+                fcntl.ioctl(tty_slave, termios.FIONREAD, n)
+                if n.value:
+                    echo += b"[queued input]" + os.read(tty_slave, n.value)
+            except OSError:
+                pass
+            try:
+                echo += os.read(tty_master, 4096)
+            except OSError:
+                pass
+            res.tty_echo = bytes(echo)
+            os.close(tty_master)
+            os.close(tty_slave)
+        res.raw_stdout, res.raw_stderr = bytes(bufs["out"]), bytes(bufs["err"])
+        if self.backend == "airlock":
+            res.stdout_total = totals["out"]
+            if not killed_midrun and res.runner_killed is None:
+                try:
+                    res.outcome = json.loads(res.raw_stdout.decode("utf-8", "replace"))
+                except ValueError:
+                    res.notes.append("airlock printed no JSON outcome")
+        else:
+            sig = -proc.returncode if proc.returncode is not None and proc.returncode < 0 else None
+            res.stdout_total = totals["out"]
+            res.outcome = {
+                "decision": "allow",
+                "exit_code": None if sig else proc.returncode,
+                "signal": sig,
+                "killed_by": None,
+                "stdout": res.raw_stdout.decode("utf-8", "replace"),
+                "stderr": res.raw_stderr.decode("utf-8", "replace"),
+                "truncated": False,
+                "changes": [],
+                "duration_ms": int(res.wall * 1000),
+                "peak_memory_bytes": None,
+            }
+        return res
+
+    # ---- judging
+    def judge(self, case: Case, ws: Path, before: dict, res: RunResult) -> list[str]:
+        f: list[str] = []
+        spec = case.spec
+        out = res.outcome or {}
+        stdout = str(out.get("stdout") or "")
+        stderr = str(out.get("stderr") or "")
+        raw = res.raw_stdout + res.raw_stderr
+        every_output = raw.decode("utf-8", "replace") + stdout + stderr
+
+        # --- containment, always
+        if self.secret in every_output:
+            f.append("the caller's secret environment value appeared in the output")
+        for tok in self.canary_tokens:
+            if tok in every_output:
+                f.append(f"canary file content {tok[:14]}... appeared in the output")
+        for key, p in self.canaries.items():
+            try:
+                if p.read_bytes() != self.canary_original[key]:
+                    f.append(f"canary file {p} was modified")
+            except OSError as e:
+                f.append(f"canary file {p} is gone: {e}")
+        after_home = tree_listing(self.home)
+        f += diff_trees(before["home"], after_home, "caller's $HOME")
+        f += diff_trees(before["tmpcanary"], tree_listing(self.tmp_canary_dir), "/tmp canary dir")
+        for ev in self.listeners.since(before["listen"]):
+            f.append(f"host listener: {ev}")
+        if self.sentinel.poll() is not None:
+            f.append(f"host sentinel process {self.sentinel.pid} was killed (status {self.sentinel.returncode})")
+        else:
+            st = proc_state(self.sentinel.pid)
+            if st not in ("S", "R", "D"):
+                f.append(f"host sentinel process {self.sentinel.pid} is in state {st}")
+        pw = pwned_files([self.root, self.tmp_canary_dir], [self.home, self.tmp_canary_dir])
+        if pw:
+            f.append(f"files planted on the host: {pw[:5]}")
+        if keys_with(self.marker):
+            f.append(f"a key with the marker is in the host's /proc/keys: {keys_with(self.marker)[:2]}")
+        if sysv_objects(self.ipc_key):
+            f.append(f"SysV IPC object visible on the host: {sysv_objects(self.ipc_key)}")
+        if socket.gethostname() != self.hostname:
+            f.append(f"host name changed to {socket.gethostname()!r}")
+        if lo_marked():
+            f.append(f"address {LO_MARK_ADDR} was added to the host's loopback")
+        if self._binary_sig(with_hash=False) != before["airlock"]:
+            f.append("the airlock binary on the host was modified")
+        if res.tty_echo and (self.marker.encode() in res.tty_echo or b"INJECT" in res.tty_echo):
+            f.append(f"input was injected into the caller's terminal: {res.tty_echo[:80]!r}")
+
+        # --- teardown, always
+        exclude = {os.getpid(), self.sentinel.pid}
+        left = marker_processes(self.marker, exclude)
+        deadline = time.monotonic() + 2.0
+        while left and time.monotonic() < deadline:
+            time.sleep(0.1)
+            left = marker_processes(self.marker, exclude)
+        if left:
+            f.append(f"{len(left)} process(es) left after the run: " + "; ".join(f"{p}: {c}" for p, c in list(left.items())[:3]))
+        new_mounts = airlock_mounts(self.marker) - before["mounts"]
+        if new_mounts:
+            f.append(f"mounts left in the host's mountinfo: {sorted(new_mounts)[:3]}")
+        new_cg = airlock_cgroups() - before["cgroups"]
+        t_end = time.monotonic() + 2.0
+        while new_cg and time.monotonic() < t_end:
+            time.sleep(0.2)
+            new_cg = {c for c in new_cg if os.path.exists(c)}
+        if new_cg:
+            f.append(f"cgroups left: {sorted(new_cg)[:4]}")
+        state_after = tree_listing(self.state_dir, with_hash=False)
+        for p in sorted(set(state_after) - set(before["state"])):
+            if state_after[p][0] == "file" and re.search(r"\.(jsonl|log|lock|json)$", p):
+                continue
+            if state_after[p][0] == "dir" and re.search(r"/(audit|log|logs)$", p):
+                continue
+            f.append(f"left in the state directory: {p} ({state_after[p][0]})")
+        new_rt = self._runtime_entries() - before["runtime"]
+        new_rt = {p for p in new_rt if os.path.lexists(p)}
+        if new_rt:
+            f.append(f"left on the host: {sorted(new_rt)[:4]}")
+
+        # --- the workspace's host copy
+        if not spec.get("apply") and spec.get("mode", "overlay") != "rw":
+            f += diff_trees(before["ws"], tree_listing(ws), "host workspace")
+
+        # --- did it run at all, and what did it report
+        if res.runner_killed:
+            f.append(f"airlock {res.runner_killed}")
+        if spec.get("kill_airlock_after"):
+            pass  # no outcome expected
+        elif res.outcome is None:
+            f.append("; ".join(res.notes) or "no outcome")
+            if res.raw_stderr:
+                f.append("airlock stderr: " + res.raw_stderr.decode("utf-8", "replace")[-400:].strip())
+            return f
+        elif out.get("decision") not in (None, "allow"):
+            f.append(f"the gate refused the run ({out.get('decision')}: {out.get('reason')}), so nothing was tested")
+        started = "CONTROL-START" if case.expect == "works" else "ATTACK-START"
+        text = stdout if res.outcome is not None else res.raw_stdout.decode("utf-8", "replace")
+        if spec.get("require_start", True) and started not in text and "ATTACK-START" not in text:
+            f.append("the program did not report that it started (no ATTACK-START line): nothing was tested")
+            if stderr.strip():
+                f.append("its stderr: " + stderr.strip()[-300:])
+        for line in text.splitlines():
+            if line.startswith("ESCAPED"):
+                f.append(line[:300])
+        if case.expect == "contained" and spec.get("require_blocked", True) and case.category not in ("resources", "teardown"):
+            if not any(line.startswith("BLOCKED") for line in text.splitlines()):
+                f.append("no BLOCKED line: the attack's attempts were not observed to be stopped")
+        if case.expect == "works":
+            if "CONTROL-OK" not in text:
+                f.append("control case did not print CONTROL-OK")
+            if out.get("exit_code") != 0:
+                f.append(f"control case exited with {out.get('exit_code')} (signal {out.get('signal')}); stderr: {stderr[-200:]!r}")
+            if out.get("killed_by"):
+                f.append(f"control case was killed ({out.get('killed_by')})")
+
+        # --- per-case expectations
+        for s in _as_list(spec.get("stdout_contains")):
+            if s not in text:
+                f.append(f"stdout lacks {s!r}")
+        for s in _as_list(spec.get("stdout_not_contains")):
+            if s in text:
+                f.append(f"stdout contains {s!r}")
+        if "killed_by" in spec:
+            want = _as_list(spec["killed_by"])
+            if out.get("killed_by") not in want:
+                f.append(f"killed_by is {out.get('killed_by')!r}, expected {' or '.join(map(str, want))}")
+        if spec.get("exit_nonzero") and out.get("exit_code") == 0:
+            f.append("exit code 0, expected non-zero or a signal")
+        if "duration_under" in spec and res.wall > parse_duration(spec["duration_under"]):
+            f.append(f"took {res.wall:.1f}s, more than {spec['duration_under']}")
+        if "truncated" in spec and bool(out.get("truncated")) != spec["truncated"]:
+            f.append(f"truncated is {out.get('truncated')!r}, expected {spec['truncated']}")
+        if "stdout_max_bytes" in spec:
+            cap = parse_size(spec["stdout_max_bytes"])
+            if len(stdout.encode()) > cap:
+                f.append(f"captured stdout is {len(stdout.encode())} bytes, more than {cap}")
+            if res.stdout_total > cap * 4 + (1 << 20):
+                f.append(f"airlock wrote {res.stdout_total} bytes of output")
+        if "peak_memory_under" in spec:
+            cap = parse_size(spec["peak_memory_under"])
+            pm = out.get("peak_memory_bytes")
+            if not isinstance(pm, int) or pm > cap or pm <= 0:
+                f.append(f"peak_memory_bytes is {pm!r}, expected between 1 and {cap}")
+        for key, cap in (spec.get("reported_max") or {}).items():
+            vals = re.findall(rf"\b{re.escape(key)}=(\d+)", text)
+            if not vals:
+                f.append(f"the program never reported {key}=")
+            elif int(vals[-1]) > cap:
+                f.append(f"{key}={vals[-1]}, more than the bound {cap}")
+        for rel in _as_list(spec.get("changes_include")):
+            paths = [str(c.get("path", "")) for c in (out.get("changes") or []) if isinstance(c, dict)]
+            if not any(p == str(ws / rel) or p == rel or p.endswith("/" + rel) for p in paths):
+                f.append(f"changes lacks {rel} (got {paths[:5]})")
+        return f
+
+    def cleanup_case(self, ws: Path, keep: bool) -> None:
+        # processes carrying the marker, and members of the safety cgroup of
+        # --backend none, all descend from processes this runner started.
+        # Stop them first (a stopped process cannot fork), then kill them.
+        self.kill_safety_cgroup()
+        stopped: set[int] = set()
+        for _ in range(100):
+            pids = set(marker_processes(self.marker, {os.getpid(), self.sentinel.pid})) - stopped
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except OSError:
+                    pass
+            stopped |= pids
+        for pid in stopped:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for p in pwned_files([self.root, self.tmp_canary_dir], [self.home, self.tmp_canary_dir]):
+            try:
+                if os.path.isdir(p) and not os.path.islink(p):
+                    shutil.rmtree(p)
+                else:
+                    os.unlink(p)
+            except OSError:
+                pass
+        for line in keys_with(self.marker):
+            try:
+                libc = ctypes.CDLL(None, use_errno=True)
+                libc.syscall(250, 21, int(line.split()[0], 16))  # keyctl(KEYCTL_INVALIDATE)
+            except (OSError, ValueError):
+                pass
+        for obj in sysv_objects(self.ipc_key):
+            kind = obj.split()[0]
+            flag = {"shm": "-M", "sem": "-S", "msg": "-Q"}[kind]
+            subprocess.run(["ipcrm", flag, str(self.ipc_key)], capture_output=True)
+        if socket.gethostname() != self.hostname:
+            libc = ctypes.CDLL(None, use_errno=True)
+            name = self.hostname.encode()
+            libc.sethostname(name, len(name))
+        if lo_marked():
+            subprocess.run(["ip", "addr", "del", LO_MARK_ADDR + "/32", "dev", "lo"], capture_output=True)
+        for key, p in self.canaries.items():
+            try:
+                if p.read_bytes() != self.canary_original[key]:
+                    p.write_bytes(self.canary_original[key])
+            except OSError:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(self.canary_original[key])
+        if self.sentinel.poll() is not None or proc_state(self.sentinel.pid) not in ("S", "R", "D"):
+            try:
+                self.sentinel.kill()
+            except OSError:
+                pass
+            self.sentinel.wait()
+            self.sentinel = self._start_sentinel()
+        if not keep:
+            shutil.rmtree(ws, ignore_errors=True)
+
+
+def _as_list(v) -> list:
+    if v is None:
+        return []
+    return v if isinstance(v, list) else [v]
+
+
+def load_manifest() -> tuple[dict, list[Case]]:
+    with open(HERE / "manifest.toml", "rb") as f:
+        data = tomllib.load(f)
+    cases = []
+    seen = set()
+    for entry in data.get("case", []):
+        file = entry["file"]
+        name = Path(file).stem
+        if name in seen:
+            raise SystemExit(f"manifest: duplicate case {name}")
+        seen.add(name)
+        if not (ATTACKS / file).exists():
+            raise SystemExit(f"manifest: {file} does not exist in {ATTACKS}")
+        if entry.get("expect") not in ("contained", "works"):
+            raise SystemExit(f"manifest: {name}: expect must be contained or works")
+        spec = {k: v for k, v in entry.items() if k not in ("file", "category", "expect", "what")}
+        cases.append(Case(name, file, entry["category"], entry["expect"], entry.get("what", ""), spec))
+    listed = {c.file for c in cases}
+    unlisted = [p.name for p in ATTACKS.iterdir() if p.is_file() and p.name not in listed]
+    if unlisted:
+        raise SystemExit(f"manifest: programs without an expected outcome: {unlisted}")
+    return data.get("defaults", {}), cases
+
+
+def default_airlock() -> str:
+    for p in (REPO / "target/release/airlock", REPO / "target/debug/airlock"):
+        if p.exists():
+            return str(p)
+    return str(REPO / "target/release/airlock")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--airlock", default=None, help="the airlock binary (default: target/release, then target/debug)")
+    ap.add_argument("--backend", choices=["airlock", "none"], default="airlock",
+                    help="none: run the programs on the host with no sandbox, to prove the checks fail")
+    ap.add_argument("--only", action="append", default=[], help="run only cases whose name contains this (repeatable)")
+    ap.add_argument("--category", action="append", default=[], help="run only these categories")
+    ap.add_argument("--report", help="write a JSON report here")
+    ap.add_argument("--keep", action="store_true", help="keep the session directory")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print each case's output on failure")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("the escape corpus runs as root (it needs cgroups, listeners and host checks)", file=sys.stderr)
+    defaults, cases = load_manifest()
+    if args.list:
+        for c in cases:
+            print(f"{c.name:36} {c.category:12} {c.expect:10} {c.what}")
+        print(f"{len(cases)} cases")
+        return 0
+    if args.only:
+        cases = [c for c in cases if any(o in c.name for o in args.only)]
+    if args.category:
+        cases = [c for c in cases if c.category in args.category]
+    if args.backend == "airlock":
+        args.airlock = args.airlock or default_airlock()
+        if not Path(args.airlock).exists():
+            print(f"airlock binary not found: {args.airlock}", file=sys.stderr)
+            print(f"0 passed, {len(cases)} failed")
+            return 1
+    sess = Session(args)
+    report = []
+    passed = failed = 0
+    t_all = time.monotonic()
+    try:
+        build_errors = sess.compile_c(cases)
+        for case in cases:
+            if case.name in build_errors:
+                failed += 1
+                print(f"FAIL {case.name}: does not compile:\n{build_errors[case.name]}")
+                report.append({"name": case.name, "passed": False, "failures": ["does not compile"]})
+                continue
+            ws = sess.prepare_ws(case)
+            before = sess.snapshot(ws)
+            res = sess.execute(case, ws, defaults)
+            failures = sess.judge(case, ws, before, res)
+            out = res.outcome or {}
+            summary = f"{res.wall:5.2f}s exit={out.get('exit_code')} sig={out.get('signal')} killed_by={out.get('killed_by')}"
+            if failures:
+                failed += 1
+                print(f"FAIL {case.name} [{case.category}] {summary}")
+                for x in failures:
+                    print(f"     - {x}")
+                if args.verbose:
+                    print("     stdout: " + str(out.get("stdout", res.raw_stdout[:2000]))[:2000].replace("\n", "\n             "))
+                    print("     stderr: " + str(out.get("stderr", res.raw_stderr[:2000]))[:1500].replace("\n", "\n             "))
+            else:
+                passed += 1
+                print(f"ok   {case.name} [{case.category}] {summary}")
+            sys.stdout.flush()
+            report.append({
+                "name": case.name, "category": case.category, "expect": case.expect, "passed": not failures,
+                "failures": failures, "wall_s": round(res.wall, 3), "exit_code": out.get("exit_code"),
+                "signal": out.get("signal"), "killed_by": out.get("killed_by"),
+                "stdout": str(out.get("stdout", ""))[:4000], "stderr": str(out.get("stderr", ""))[:2000],
+                "notes": res.notes,
+            })
+            sess.cleanup_case(ws, args.keep)
+    finally:
+        if sess.airlock and sess._binary_sig(with_hash=True) != sess.airlock_sig:
+            print("FAIL the airlock binary changed during the corpus run")
+            failed += 1
+        sess.close()
+    if args.report:
+        Path(args.report).write_text(json.dumps({"backend": args.backend, "passed": passed, "failed": failed,
+                                                 "cases": report}, indent=1))
+    print(f"corpus took {time.monotonic() - t_all:.0f}s with backend {args.backend}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
