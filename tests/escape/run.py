@@ -1074,6 +1074,9 @@ def main() -> int:
                     help="none: run the programs on the host with no sandbox, to prove the checks fail")
     ap.add_argument("--only", action="append", default=[], help="run only cases whose name contains this (repeatable)")
     ap.add_argument("--category", action="append", default=[], help="run only these categories")
+    ap.add_argument("--host-resources", action="store_true",
+                    help="with --backend none, also run the resource attacks on the host (inside a "
+                    "pids/memory/cpu/freezer safety cgroup); skipped by default so as not to load a shared machine")
     ap.add_argument("--report", help="write a JSON report here")
     ap.add_argument("--keep", action="store_true", help="keep the session directory")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each case's output on failure")
@@ -1091,6 +1094,11 @@ def main() -> int:
         cases = [c for c in cases if any(o in c.name for o in args.only)]
     if args.category:
         cases = [c for c in cases if c.category in args.category]
+    if args.backend == "none" and not args.host_resources:
+        skipped = [c.name for c in cases if c.category == "resources"]
+        cases = [c for c in cases if c.category != "resources"]
+        if skipped:
+            print(f"--backend none: {len(skipped)} resource cases skipped (--host-resources runs them)")
     if args.backend == "airlock":
         args.airlock = args.airlock or default_airlock()
         if not Path(args.airlock).exists():
