@@ -34,24 +34,40 @@ pub async fn drain(service: &Service, grace: Duration) -> usize {
         return 0;
     }
     eprintln!("airlock serve: {left} sandbox(es) still running after {grace:?}; killing them");
-    let killed = kill_sandbox_helpers();
-    eprintln!("airlock serve: sent SIGKILL to {killed} sandbox helper(s)");
-    // The backend reaps its helper and removes cgroups, mounts and temp dirs on
-    // its way out of `run`; wait for that so nothing is left behind.
-    let teardown = Instant::now() + Duration::from_secs(10);
+    // Kill each sandbox's PID 1 (the helper's child): the whole PID namespace
+    // dies with it, and the helper, still alive, tears down the cgroup, mounts
+    // and run directory as after any other end, and reports the outcome.
+    let killed = kill(&sandbox_inits());
+    eprintln!("airlock serve: sent SIGKILL to {killed} sandbox init process(es)");
+    let teardown = Instant::now() + Duration::from_secs(5);
     while service.admission.running() > 0 && Instant::now() < teardown {
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A helper still building its sandbox has no init yet: kill the helper
+    // itself (its half-built state is cleaned at the next start).
+    if service.admission.running() > 0 {
+        let helpers = kill(&child_pids(std::process::id()));
+        eprintln!("airlock serve: sent SIGKILL to {helpers} sandbox helper(s) still setting up");
+        let teardown = Instant::now() + Duration::from_secs(5);
+        while service.admission.running() > 0 && Instant::now() < teardown {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
     left
 }
 
-/// SIGKILL every direct child of this process. The server starts no process
-/// of its own: its only children are the sandbox helpers the backend started,
-/// each PID 1 of its sandbox, so killing one ends its whole sandbox.
-fn kill_sandbox_helpers() -> usize {
-    let me = std::process::id();
+/// The server starts no process of its own: its only children are the sandbox
+/// helpers the backend started, and their children are the sandboxes' PID 1.
+fn sandbox_inits() -> Vec<u32> {
+    child_pids(std::process::id())
+        .into_iter()
+        .flat_map(child_pids)
+        .collect()
+}
+
+fn kill(pids: &[u32]) -> usize {
     let mut killed = 0;
-    for pid in child_pids(me) {
+    for &pid in pids {
         let pid = i32::try_from(pid)
             .ok()
             .and_then(rustix::process::Pid::from_raw);
@@ -64,11 +80,11 @@ fn kill_sandbox_helpers() -> usize {
     killed
 }
 
-/// Direct children, from `/proc/self/task/*/children` (every thread may have
-/// forked one).
-pub fn child_pids(_me: u32) -> Vec<u32> {
+/// Direct children of `pid`, from `/proc/PID/task/*/children` (every thread
+/// may have forked one).
+pub fn child_pids(pid: u32) -> Vec<u32> {
     let mut pids = Vec::new();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return pids;
     };
     for task in tasks.flatten() {
