@@ -387,6 +387,7 @@ class RunResult:
     exit_status: int | None = None
     runner_killed: str | None = None
     tty_echo: bytes = b""
+    running_at_kill: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -425,7 +426,12 @@ class Session:
         self.canaries: dict[str, Path] = {}
         self.canary_tokens: list[str] = []
         self.hostname = socket.gethostname()
-        self.airlock = Path(args.airlock).resolve() if args.airlock else None
+        self.airlock = None
+        if args.airlock:
+            # a private copy: other people rebuilding target/ must not swap the binary
+            # under a run, and the hash check below then means "changed by an attack"
+            self.airlock = self.root / "airlock-under-test"
+            shutil.copy2(Path(args.airlock).resolve(), self.airlock)
         self._plant_canaries()
         self.listeners = Listeners(self.marker, Path(f"/tmp/airlock-escape-sock.{self.marker}"))
         self.env = self._caller_env()
@@ -757,6 +763,9 @@ class Session:
                 break
             elapsed = time.monotonic() - t0
             if kill_after and not killed_midrun and elapsed >= parse_duration(kill_after):
+                running = marker_processes(self.marker, {os.getpid(), self.sentinel.pid, proc.pid})
+                res.notes.append(f"{len(running)} process(es) of the program were running when airlock was killed")
+                res.running_at_kill = len(running)
                 os.kill(proc.pid, signal.SIGKILL)
                 killed_midrun = True
                 res.notes.append(f"runner SIGKILLed the airlock process (pid {proc.pid}) after {elapsed:.1f}s")
@@ -880,11 +889,19 @@ class Session:
         if new_cg:
             f.append(f"cgroups left: {sorted(new_cg)[:4]}")
         state_after = tree_listing(self.state_dir, with_hash=False)
-        for p in sorted(set(state_after) - set(before["state"])):
-            if state_after[p][0] == "file" and re.search(r"\.(jsonl|log|lock|json)$", p):
-                continue
-            if state_after[p][0] == "dir" and re.search(r"/(audit|log|logs)$", p):
-                continue
+        if spec.get("kill_airlock_after") and self.backend == "airlock":
+            left_state = self._state_leftovers(before["state"], state_after)
+            if left_state:
+                # "stale state from a crashed run is cleaned at the next start":
+                # start airlock once more, then look again
+                res.notes.append(f"right after the kill, the state directory held {len(left_state)} new entries, "
+                                 f"e.g. {left_state[0]}; checking again after the next start")
+                self._next_start(case, ws)
+                state_after = tree_listing(self.state_dir, with_hash=False)
+                for p in self._state_leftovers(before["state"], state_after):
+                    f.append(f"left in the state directory even after the next airlock start: {p}")
+            state_after = before["state"]  # judged above
+        for p in self._state_leftovers(before["state"], state_after):
             f.append(f"left in the state directory: {p} ({state_after[p][0]})")
         new_rt = self._runtime_entries() - before["runtime"]
         new_rt = {p for p in new_rt if os.path.lexists(p)}
@@ -899,7 +916,10 @@ class Session:
         if res.runner_killed:
             f.append(f"airlock {res.runner_killed}")
         if spec.get("kill_airlock_after"):
-            pass  # no outcome expected
+            # no outcome and no output exist; the program's processes seen on the
+            # host just before the kill are the proof that something ran
+            if res.running_at_kill == 0:
+                f.append("no process of the program was running when airlock was killed: nothing was tested")
         elif res.outcome is None:
             f.append("; ".join(res.notes) or "no outcome")
             if res.raw_stderr:
@@ -909,7 +929,7 @@ class Session:
             f.append(f"the gate refused the run ({out.get('decision')}: {out.get('reason')}), so nothing was tested")
         started = "CONTROL-START" if case.expect == "works" else "ATTACK-START"
         text = stdout if res.outcome is not None else res.raw_stdout.decode("utf-8", "replace")
-        if spec.get("require_start", True) and started not in text and "ATTACK-START" not in text:
+        if spec.get("require_start", True) and not spec.get("kill_airlock_after") and started not in text and "ATTACK-START" not in text:
             f.append("the program did not report that it started (no ATTACK-START line): nothing was tested")
             if stderr.strip():
                 f.append("its stderr: " + stderr.strip()[-300:])
@@ -966,6 +986,25 @@ class Session:
             if not any(p == str(ws / rel) or p == rel or p.endswith("/" + rel) for p in paths):
                 f.append(f"changes lacks {rel} (got {paths[:5]})")
         return f
+
+    def _state_leftovers(self, before: dict, after: dict) -> list[str]:
+        out = []
+        for p in sorted(set(after) - set(before)):
+            rel = os.path.relpath(p, self.state_dir)
+            if os.sep not in rel:
+                continue
+            # lock files and logs anywhere; a state file (audit/head.json) one level down
+            if after[p][0] == "file" and (os.path.basename(p) == "lock" or re.search(r"\.(jsonl|log|lock)$", p)):
+                continue
+            if after[p][0] == "file" and rel.count(os.sep) == 1 and p.endswith(".json"):
+                continue
+            out.append(p)
+        return out
+
+    def _next_start(self, case: Case, ws: Path) -> None:
+        policy = self.root / f"policy-{case.name}.toml"
+        subprocess.run([str(self.airlock), "run", "--policy", str(policy), "--cwd", str(ws), "--json", "--",
+                        "sh", str(ws / "escape_lib.sh")], env=self.env, capture_output=True, timeout=60)
 
     def cleanup_case(self, ws: Path, keep: bool) -> None:
         # processes carrying the marker, and members of the safety cgroup of
@@ -1134,6 +1173,8 @@ def main() -> int:
             else:
                 passed += 1
                 print(f"ok   {case.name} [{case.category}] {summary}")
+            for note in res.notes:
+                print(f"     note: {note}")
             sys.stdout.flush()
             report.append({
                 "name": case.name, "category": case.category, "expect": case.expect, "passed": not failures,

@@ -12,7 +12,7 @@ try:
     cmd = open(f"/proc/{pid}/cmdline", "rb").read()
 except OSError:
     cmd = b""
-if b"sentinel" in cmd:
+if cmd.startswith(f"airlock-escape-sentinel-{L.T['MARKER']}".encode()):
     try:
         os.kill(pid, signal.SIGKILL)
         L.escaped("kill host sentinel by pid", "signal delivered")
@@ -25,11 +25,12 @@ else:
     except OSError as e:
         L.blocked("kill host sentinel by pid", L.ename(e))
 found = 0
+needle = f"airlock-escape-sentinel-{L.T['MARKER']}".encode()
 for p in os.listdir("/proc"):
-    if not p.isdigit():
+    if not p.isdigit() or int(p) == os.getpid():
         continue
     try:
-        if b"sentinel" in open(f"/proc/{p}/cmdline", "rb").read():
+        if open(f"/proc/{p}/cmdline", "rb").read().startswith(needle):
             found += 1
             os.kill(int(p), signal.SIGKILL)
             L.escaped("kill sentinel found in /proc", p)
