@@ -1,8 +1,45 @@
 //! The native Linux backend: namespaces, mounts, seccomp, landlock, cgroups.
 //! Each layer is its own module.
+//!
+//! Process model: the caller ([`NativeBackend::run`], maybe in a multi-threaded
+//! server) spawns a single-threaded helper — the same binary re-executed with
+//! [`protocol::HELPER_ARG`] — and talks to it over pipes ([`caller`]). The
+//! helper ([`helper`]) prepares what needs host privilege and clones the
+//! sandbox's PID 1 ([`init`]), which builds the filesystem view ([`mounts`]),
+//! enters the sandbox's user namespace ([`namespaces`]), drops privileges
+//! ([`caps`]) and forks the command, which takes on its limits ([`rlimits`]),
+//! landlock ([`landlock`]) and seccomp ([`seccomp`]) before `execve`.
 
+pub mod caller;
 pub mod caps;
 pub mod cgroup;
+mod cgroup_glue;
+pub mod helper;
+pub mod init;
+pub mod interp;
 pub mod landlock;
+pub mod mounts;
+pub mod namespaces;
+pub mod netwatch;
+pub mod protocol;
+pub mod relay;
 pub mod rlimits;
+pub mod rundir;
 pub mod seccomp;
+pub mod sys;
+pub mod workspace;
+
+pub use caller::NativeBackend;
+pub use helper::helper_main;
+
+/// Runs the helper and never returns if this process was started as one
+/// (first argument [`protocol::HELPER_ARG`]); otherwise returns at once.
+/// Binaries that can serve as the helper call this first thing in `main`.
+pub fn maybe_run_helper() {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == protocol::HELPER_ARG)
+    {
+        helper_main();
+    }
+}

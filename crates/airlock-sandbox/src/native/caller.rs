@@ -1,0 +1,291 @@
+//! The caller's side: spawn the helper, hand it the spec, stream and cap the
+//! output, turn the helper's report into an [`Outcome`].
+//!
+//! The caller may be a multi-threaded server, so it never forks into the
+//! sandbox: it only spawns the helper (fork+exec via std, with an empty
+//! environment) and talks to it over pipes. Its end of the control pipe is
+//! the helper's lifeline: when the caller dies, the helper sees EOF and kills
+//! everything (PR_SET_PDEATHSIG would be tied to the spawning thread instead).
+
+use super::protocol::{self, HelperReport, HelperRequest};
+use super::sys;
+use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The native Linux backend.
+#[derive(Debug, Clone)]
+pub struct NativeBackend {
+    /// The executable that runs [`super::helper_main`] when given
+    /// [`protocol::HELPER_ARG`] first (the airlock binary itself).
+    pub helper_exe: PathBuf,
+    /// Where per-run directories live.
+    pub runs_dir: PathBuf,
+}
+
+impl NativeBackend {
+    pub fn new(helper_exe: PathBuf, runs_dir: PathBuf) -> NativeBackend {
+        NativeBackend {
+            helper_exe,
+            runs_dir,
+        }
+    }
+
+    /// The running executable as helper and the default runs directory.
+    pub fn current_exe() -> Result<NativeBackend, SandboxError> {
+        let exe = std::fs::read_link("/proc/self/exe").map_err(|e| SandboxError::Io {
+            context: "resolving /proc/self/exe".into(),
+            source: e,
+        })?;
+        Ok(NativeBackend::new(exe, super::rundir::default_runs_dir()))
+    }
+}
+
+/// Captured output of one stream, cut at the cap.
+struct Capture {
+    bytes: Vec<u8>,
+    cap: usize,
+    truncated: bool,
+}
+
+impl Capture {
+    fn new(cap: u64) -> Capture {
+        Capture {
+            bytes: Vec::new(),
+            cap: usize::try_from(cap).unwrap_or(usize::MAX),
+            truncated: false,
+        }
+    }
+
+    /// Keeps what fits; returns the part kept (to stream) and whether the cap was passed.
+    fn push<'a>(&mut self, chunk: &'a [u8]) -> (&'a [u8], bool) {
+        let room = self.cap.saturating_sub(self.bytes.len());
+        if chunk.len() > room {
+            self.bytes.extend_from_slice(&chunk[..room]);
+            self.truncated = true;
+            (&chunk[..room], true)
+        } else {
+            self.bytes.extend_from_slice(chunk);
+            (chunk, false)
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut s = String::from_utf8_lossy(&self.bytes).into_owned();
+        if self.truncated {
+            s.push_str(&format!(
+                "\n[airlock: output truncated at {} bytes]\n",
+                self.cap
+            ));
+        }
+        s
+    }
+}
+
+fn io_err(context: &str) -> impl Fn(std::io::Error) -> SandboxError + '_ {
+    move |source| SandboxError::Io {
+        context: context.to_string(),
+        source,
+    }
+}
+
+impl Backend for NativeBackend {
+    fn name(&self) -> &'static str {
+        "native"
+    }
+
+    fn run(&self, spec: &SandboxSpec, sink: &mut dyn OutputSink) -> Result<Outcome, SandboxError> {
+        if spec.argv.is_empty() {
+            return Err(SandboxError::Spec("argv is empty".into()));
+        }
+        let (req_r, req_w) = sys::pipe().map_err(io_err("pipe"))?;
+        let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
+        let (ctl_r, ctl_w) = sys::pipe().map_err(io_err("pipe"))?;
+        let passed: [(RawFd, RawFd); 3] = [
+            (req_r.as_raw_fd(), protocol::FD_REQUEST),
+            (rep_w.as_raw_fd(), protocol::FD_REPORT),
+            (ctl_r.as_raw_fd(), protocol::FD_CONTROL),
+        ];
+        let mut cmd = Command::new(&self.helper_exe);
+        cmd.arg(protocol::HELPER_ARG)
+            .env_clear()
+            .current_dir("/")
+            .stdin(if spec.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: the closure runs between fork and exec and only calls fcntl and
+        // dup2, which are async-signal-safe; it allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                // First move every source above the targets so no dup2 clobbers
+                // a source that is itself one of the target numbers.
+                let mut high = [0 as RawFd; 3];
+                for (i, (src, _)) in passed.iter().enumerate() {
+                    high[i] = sys::cvt(libc::fcntl(*src, libc::F_DUPFD_CLOEXEC, 10))?;
+                }
+                for (i, (_, target)) in passed.iter().enumerate() {
+                    sys::cvt(libc::dup2(high[i], *target))?;
+                }
+                Ok(())
+            });
+        }
+        let started = Instant::now();
+        let mut child = cmd.spawn().map_err(io_err("spawning the sandbox helper"))?;
+        drop(req_r);
+        drop(rep_w);
+        drop(ctl_r);
+
+        let request = HelperRequest {
+            spec: spec.clone(),
+            runs_dir: self.runs_dir.clone(),
+        };
+        let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
+        // The helper reads the whole request before anything else.
+        let wrote = sys::write_all(req_w.as_raw_fd(), &bytes);
+        drop(req_w);
+        if let Err(e) = wrote {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(SandboxError::Helper(format!("sending the spec: {e}")));
+        }
+        let stdin_thread = match (child.stdin.take(), spec.stdin.clone()) {
+            (Some(mut pipe), Some(data)) => Some(std::thread::spawn(move || {
+                let _ = pipe.write_all(&data);
+            })),
+            _ => None,
+        };
+        let stdout: OwnedFd = child
+            .stdout
+            .take()
+            .map(OwnedFd::from)
+            .ok_or_else(|| SandboxError::Helper("no stdout pipe".into()))?;
+        let stderr: OwnedFd = child
+            .stderr
+            .take()
+            .map(OwnedFd::from)
+            .ok_or_else(|| SandboxError::Helper("no stderr pipe".into()))?;
+
+        let mut out = Capture::new(spec.limits.output_bytes);
+        let mut err = Capture::new(spec.limits.output_bytes);
+        let mut report_bytes = Vec::new();
+        let mut open = [true, true, true];
+        let mut output_kill_sent = false;
+        // A backstop if the helper itself wedges: it enforces the timeout, this
+        // only catches a helper that stopped working.
+        let backstop =
+            started + Duration::from_millis(spec.limits.timeout_ms) + Duration::from_secs(60);
+        let mut buf = vec![0u8; 64 * 1024];
+        while open.iter().any(|o| *o) {
+            let fds = [stdout.as_raw_fd(), stderr.as_raw_fd(), rep_r.as_raw_fd()];
+            let live: Vec<RawFd> = fds
+                .iter()
+                .zip(open)
+                .filter(|(_, o)| *o)
+                .map(|(f, _)| *f)
+                .collect();
+            let wait = backstop.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(SandboxError::Helper(
+                    "the sandbox helper stopped responding; killed".into(),
+                ));
+            }
+            let revents =
+                sys::poll(&live, wait.as_millis().min(1000) as i32).map_err(io_err("poll"))?;
+            for (fd, rev) in live.iter().zip(revents) {
+                if rev == 0 {
+                    continue;
+                }
+                let idx = fds.iter().position(|f| f == fd).unwrap_or(2);
+                let n = sys::read(*fd, &mut buf).unwrap_or(0);
+                if n == 0 {
+                    open[idx] = false;
+                    continue;
+                }
+                let chunk = &buf[..n];
+                let over = match idx {
+                    0 => {
+                        let (kept, over) = out.push(chunk);
+                        if !kept.is_empty() {
+                            sink.stdout(kept);
+                        }
+                        over
+                    }
+                    1 => {
+                        let (kept, over) = err.push(chunk);
+                        if !kept.is_empty() {
+                            sink.stderr(kept);
+                        }
+                        over
+                    }
+                    _ => {
+                        report_bytes.extend_from_slice(chunk);
+                        false
+                    }
+                };
+                if over && !output_kill_sent {
+                    output_kill_sent = true;
+                    let _ = sys::write_all(ctl_w.as_raw_fd(), &[protocol::CONTROL_KILL_OUTPUT]);
+                }
+            }
+        }
+        let status = child
+            .wait()
+            .map_err(io_err("waiting for the sandbox helper"))?;
+        drop(ctl_w);
+        if let Some(t) = stdin_thread {
+            let _ = t.join();
+        }
+        if report_bytes.is_empty() {
+            return Err(SandboxError::Helper(format!(
+                "the sandbox helper exited ({status}) without a report"
+            )));
+        }
+        let report: HelperReport = serde_json::from_slice(&report_bytes)
+            .map_err(|e| SandboxError::Helper(format!("unreadable helper report: {e}")))?;
+        if let Some(f) = report.failure {
+            return Err(SandboxError::Layer {
+                layer: protocol::layer_name(&f.layer),
+                detail: f.detail,
+            });
+        }
+        Ok(Outcome {
+            exit_code: report.exit_code,
+            signal: report.signal,
+            killed_by: report.killed_by,
+            duration_ms: report.duration_ms,
+            cpu_ms: report.cpu_ms,
+            peak_memory_bytes: report.peak_memory_bytes,
+            stdout: out.text(),
+            stderr: err.text(),
+            truncated: out.truncated || err.truncated,
+            changes: report.changes,
+            applied: report.applied,
+            violations: report.violations,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Capture;
+
+    #[test]
+    fn capture_cuts_at_the_cap_and_marks_it() {
+        let mut c = Capture::new(5);
+        assert_eq!(c.push(b"abc"), (&b"abc"[..], false));
+        assert_eq!(c.push(b"defg"), (&b"de"[..], true));
+        assert_eq!(c.push(b"x"), (&b""[..], true));
+        assert!(c.truncated);
+        assert!(c.text().starts_with("abcde\n[airlock: output truncated"));
+    }
+}

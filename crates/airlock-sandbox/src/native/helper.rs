@@ -1,0 +1,401 @@
+//! The helper: the single-threaded process the caller re-executes (the airlock
+//! binary with [`HELPER_ARG`](super::protocol::HELPER_ARG) first) to build and
+//! watch one sandbox.
+//!
+//! It reads the request from fd 3, prepares everything that needs host
+//! privilege (run directory and its lock, cgroup, user namespaces for the
+//! sandbox and for idmapped mounts, the seccomp program), clones the sandbox's
+//! init, moves it into the cgroup, then watches: init's messages, the caller's
+//! control pipe (EOF = caller gone), the wall clock, the cgroup's counters.
+//! After the run it reads the workspace changes, applies them if asked, removes
+//! every trace (cgroup, run directory) and writes one report on fd 4.
+
+use super::cgroup_glue::RunCgroup;
+use super::init::{self, InitPlan};
+use super::protocol::{self, HelperReport, HelperRequest, InitMsg, LayerFailure};
+use super::rundir::{self, RunDir};
+use super::{namespaces, seccomp, sys, workspace};
+use crate::{KillReason, NetworkSpec, SandboxError, WorkspaceMode};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// Entry point of the helper process. Never returns.
+pub fn helper_main() -> ! {
+    let started = Instant::now();
+    // SAFETY: signal dispositions are process-wide; the helper is single-threaded.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    let fd_ok = |fd: RawFd| {
+        // SAFETY: F_GETFD only asks whether the fd is open.
+        unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+    };
+    if ![
+        protocol::FD_REQUEST,
+        protocol::FD_REPORT,
+        protocol::FD_CONTROL,
+    ]
+    .iter()
+    .all(|fd| fd_ok(*fd))
+    {
+        eprintln!(
+            "airlock: {} is internal to airlock's sandbox and is not meant to be run by hand",
+            protocol::HELPER_ARG
+        );
+        sys::exit_now(2);
+    }
+    // SAFETY: the caller passed these three fds to us and nothing else owns them.
+    let (req, report_fd, control) = unsafe {
+        (
+            OwnedFd::from_raw_fd(protocol::FD_REQUEST),
+            OwnedFd::from_raw_fd(protocol::FD_REPORT),
+            OwnedFd::from_raw_fd(protocol::FD_CONTROL),
+        )
+    };
+    for fd in [&req, &report_fd, &control] {
+        // SAFETY: F_SETFD on an fd we own.
+        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    let mut report = HelperReport::default();
+    match read_request(&req) {
+        Ok(request) => {
+            drop(req);
+            if let Err(e) = run(&request, control, started, &mut report) {
+                report.failure = Some(match e {
+                    SandboxError::Layer { layer, detail } => LayerFailure {
+                        layer: layer.into(),
+                        detail,
+                    },
+                    other => LayerFailure {
+                        layer: "helper".into(),
+                        detail: other.to_string(),
+                    },
+                });
+            }
+        }
+        Err(e) => {
+            report.failure = Some(LayerFailure {
+                layer: "helper".into(),
+                detail: e,
+            })
+        }
+    }
+    let bytes = serde_json::to_vec(&report).unwrap_or_default();
+    let _ = sys::write_all(report_fd.as_raw_fd(), &bytes);
+    sys::exit_now(0)
+}
+
+fn read_request(fd: &OwnedFd) -> Result<HelperRequest, String> {
+    let bytes =
+        sys::read_to_end(fd.as_raw_fd()).map_err(|e| format!("reading the request: {e}"))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("bad request: {e}"))
+}
+
+fn spec_error(msg: impl Into<String>) -> SandboxError {
+    SandboxError::Spec(msg.into())
+}
+
+fn validate(request: &HelperRequest) -> Result<(), SandboxError> {
+    let spec = &request.spec;
+    if spec.argv.is_empty() || spec.argv[0].is_empty() {
+        return Err(spec_error("argv is empty"));
+    }
+    if !spec.workspace.root.is_absolute() || !spec.workspace.root.is_dir() {
+        return Err(spec_error(format!(
+            "workspace root {} is not an existing absolute directory",
+            spec.workspace.root.display()
+        )));
+    }
+    if !spec.cwd.is_absolute() {
+        return Err(spec_error(format!(
+            "cwd {} is not absolute",
+            spec.cwd.display()
+        )));
+    }
+    for p in spec
+        .read_paths
+        .iter()
+        .chain(&spec.write_paths)
+        .chain(&spec.hide_paths)
+    {
+        if !p.is_absolute() || super::mounts::relative_inside(p).is_none() {
+            return Err(spec_error(format!(
+                "filesystem path {} must be absolute without `..`",
+                p.display()
+            )));
+        }
+    }
+    if spec.limits.timeout_ms == 0 {
+        return Err(spec_error("limits.timeout must be positive"));
+    }
+    Ok(())
+}
+
+struct Watch {
+    kill: Option<KillReason>,
+    caller_gone: bool,
+    started: Option<Instant>,
+    ended: Option<Instant>,
+    exit: Option<(Option<i32>, Option<i32>)>,
+    failure: Option<LayerFailure>,
+}
+
+fn run(
+    request: &HelperRequest,
+    control: OwnedFd,
+    t0: Instant,
+    report: &mut HelperReport,
+) -> Result<(), SandboxError> {
+    validate(request)?;
+    let spec = &request.spec;
+    rundir::clean_stale(&request.runs_dir, |_| {});
+    let run_dir = RunDir::create(&request.runs_dir, &spec.request_id)?;
+    let result = run_in(request, &run_dir, control, t0, report);
+    if let Err(e) = run_dir.remove() {
+        report.notes.push(format!(
+            "could not remove run dir {}: {e}",
+            run_dir.path.display()
+        ));
+    }
+    result
+}
+
+fn run_in(
+    request: &HelperRequest,
+    run_dir: &RunDir,
+    control: OwnedFd,
+    t0: Instant,
+    report: &mut HelperReport,
+) -> Result<(), SandboxError> {
+    let spec = &request.spec;
+    let rule = match spec.network {
+        NetworkSpec::None => seccomp::SocketRule::UnixOnly,
+        NetworkSpec::Proxy { .. } => seccomp::SocketRule::UnixAndInet,
+        NetworkSpec::Open => seccomp::SocketRule::Any,
+    };
+    let program = seccomp::compile(rule)?;
+    let sandbox_ns = namespaces::user_ns(0, 0)?;
+    let mut idmaps: Vec<(u32, OwnedFd)> = Vec::new();
+    for p in std::iter::once(&spec.workspace.root).chain(&spec.write_paths) {
+        if let Some((uid, gid)) = super::mounts::owner(p) {
+            if !idmaps.iter().any(|(u, _)| *u == uid) {
+                idmaps.push((uid, namespaces::user_ns(uid, gid)?));
+            }
+        }
+    }
+    let cgroup = RunCgroup::create(&spec.request_id, &spec.limits)?;
+    let (go_r, go_w) = sys::pipe().map_err(|e| io_layer("helper", "pipe", e))?;
+    let (msg_r, msg_w) = sys::pipe().map_err(|e| io_layer("helper", "pipe", e))?;
+    let plan = InitPlan {
+        spec,
+        run_dir: &run_dir.path,
+        sandbox_userns: &sandbox_ns,
+        idmaps: &idmaps,
+        seccomp: &program,
+        rlimits: super::rlimits::RlimitSpec::from_limits(&spec.limits),
+        landlock: init::landlock_rules(spec),
+        go: go_r.as_raw_fd(),
+        report: msg_w.as_raw_fd(),
+    };
+    let flags = namespaces::init_clone_flags(!matches!(spec.network, NetworkSpec::Open));
+    let init_pid = match sys::clone_process(flags) {
+        Ok(0) => {
+            drop(go_w);
+            drop(msg_r);
+            init::run(&plan)
+        }
+        Ok(pid) => pid,
+        Err(e) => {
+            let _ = cgroup.destroy();
+            return Err(io_layer("namespaces", "clone of the sandbox init", e));
+        }
+    };
+    drop(go_r);
+    drop(msg_w);
+    // The helper keeps no end of the command's stdio.
+    sys::stdio_to_devnull();
+    if let Err(e) = cgroup.add(init_pid) {
+        sys::kill(init_pid, libc::SIGKILL);
+        let _ = sys::waitpid(init_pid, 0);
+        let _ = cgroup.destroy();
+        return Err(e);
+    }
+    let _ = sys::write_all(go_w.as_raw_fd(), b"g");
+
+    let mut watch = Watch {
+        kill: None,
+        caller_gone: false,
+        started: None,
+        ended: None,
+        exit: None,
+        failure: None,
+    };
+    watch_run(spec, init_pid, &msg_r, &control, &cgroup, &mut watch);
+    drop(go_w);
+    let _ = sys::waitpid(init_pid, 0);
+    cgroup.kill_all();
+    let stats = cgroup.stats();
+    if let Err(e) = cgroup.destroy() {
+        report.notes.push(format!("cgroup teardown: {e}"));
+    }
+
+    if let Some(f) = watch.failure {
+        report.failure = Some(f);
+        return Ok(());
+    }
+    let (code, signal) = watch.exit.unwrap_or((None, Some(libc::SIGKILL)));
+    report.exit_code = code;
+    report.signal = signal;
+    report.cpu_ms = stats.cpu_ms;
+    report.peak_memory_bytes = stats.peak_memory_bytes;
+    report.killed_by = watch.kill;
+    if report.killed_by.is_none() {
+        if stats.oom_killed && signal == Some(libc::SIGKILL) {
+            report.killed_by = Some(KillReason::Memory);
+        } else if signal == Some(libc::SIGXCPU)
+            || (signal == Some(libc::SIGKILL) && stats.cpu_ms >= spec.limits.cpu_time_ms)
+        {
+            report.killed_by = Some(KillReason::CpuTime);
+        }
+    }
+    if let (Some(s), Some(e)) = (watch.started, watch.ended) {
+        report.duration_ms = e.duration_since(s).as_millis() as u64;
+        report.setup_us = s.duration_since(t0).as_micros() as u64;
+    }
+    if watch.caller_gone {
+        return Ok(());
+    }
+    if spec.workspace.mode == WorkspaceMode::Overlay {
+        let upper = run_dir.path.join("upper");
+        let changes = workspace::changes(&upper, &spec.workspace.root);
+        if spec.workspace.apply && !changes.is_empty() {
+            match workspace::apply(
+                &changes,
+                &upper,
+                &spec.workspace.root,
+                &spec.workspace.protect,
+            ) {
+                Ok(v) => {
+                    report.applied = true;
+                    report.violations.extend(v);
+                }
+                Err(e) => report.notes.push(format!("apply failed: {e}")),
+            }
+        }
+        report.changes = changes
+            .iter()
+            .map(|c| c.public(&spec.workspace.root))
+            .collect();
+    }
+    Ok(())
+}
+
+fn io_layer(layer: &'static str, what: &str, e: std::io::Error) -> SandboxError {
+    SandboxError::Layer {
+        layer,
+        detail: format!("{what}: {e}"),
+    }
+}
+
+/// How often the helper looks at the cgroup's counters (pids limit, CPU time).
+const TICK: Duration = Duration::from_millis(50);
+
+fn watch_run(
+    spec: &crate::SandboxSpec,
+    init_pid: libc::pid_t,
+    msgs: &OwnedFd,
+    control: &OwnedFd,
+    cgroup: &RunCgroup,
+    w: &mut Watch,
+) {
+    let timeout = Duration::from_millis(spec.limits.timeout_ms);
+    // Setup gets its own bound so that a wedged setup cannot hang the caller.
+    let setup_deadline = Instant::now() + Duration::from_secs(30);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut control_open = true;
+    let kill_all = |w: &mut Watch, reason: Option<KillReason>| {
+        if w.kill.is_none() {
+            w.kill = reason;
+        }
+        cgroup.kill_all();
+        sys::kill(init_pid, libc::SIGKILL);
+    };
+    loop {
+        let now = Instant::now();
+        let deadline = match w.started {
+            Some(s) => s + timeout,
+            None => setup_deadline,
+        };
+        if now >= deadline {
+            if w.started.is_some() {
+                kill_all(w, Some(KillReason::Timeout));
+            } else {
+                w.failure.get_or_insert(LayerFailure {
+                    layer: "helper".into(),
+                    detail: "sandbox setup did not finish within 30s".into(),
+                });
+                kill_all(w, None);
+            }
+        }
+        let wait = deadline.saturating_duration_since(now).min(TICK);
+        let fds: Vec<RawFd> = if control_open {
+            vec![msgs.as_raw_fd(), control.as_raw_fd()]
+        } else {
+            vec![msgs.as_raw_fd()]
+        };
+        let revents =
+            sys::poll(&fds, wait.as_millis().max(1) as i32).unwrap_or_else(|_| vec![0; fds.len()]);
+        if control_open && revents[1] != 0 {
+            let mut b = [0u8; 16];
+            match sys::read(control.as_raw_fd(), &mut b) {
+                Ok(0) | Err(_) => {
+                    control_open = false;
+                    w.caller_gone = true;
+                    kill_all(w, None);
+                }
+                Ok(n) => {
+                    if b[..n].contains(&protocol::CONTROL_KILL_OUTPUT) {
+                        kill_all(w, Some(KillReason::Output));
+                    }
+                }
+            }
+        }
+        if revents[0] != 0 {
+            let mut chunk = [0u8; 4096];
+            let n = sys::read(msgs.as_raw_fd(), &mut chunk).unwrap_or(0);
+            if n == 0 {
+                w.ended.get_or_insert_with(Instant::now);
+                if w.exit.is_none() && w.failure.is_none() && w.started.is_none() {
+                    w.failure = Some(LayerFailure {
+                        layer: "helper".into(),
+                        detail: "the sandbox init died during setup".into(),
+                    });
+                }
+                return;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=pos).collect();
+                match serde_json::from_slice::<InitMsg>(&line) {
+                    Ok(InitMsg::Started) => w.started = Some(Instant::now()),
+                    Ok(InitMsg::Failed { layer, detail }) => {
+                        w.failure = Some(LayerFailure { layer, detail })
+                    }
+                    Ok(InitMsg::Exited { code, signal }) => {
+                        w.ended = Some(Instant::now());
+                        w.exit = Some((code, signal));
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        if w.started.is_some() && w.kill.is_none() && w.exit.is_none() {
+            let s = cgroup.stats();
+            if s.pids_limit_hit {
+                kill_all(w, Some(KillReason::Pids));
+            } else if s.cpu_ms > spec.limits.cpu_time_ms {
+                kill_all(w, Some(KillReason::CpuTime));
+            }
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! The sandbox's PID 1.
+//!
+//! Cloned by the helper into fresh mount, PID, IPC, UTS (and network)
+//! namespaces, it builds the filesystem view as real root, enters the sandbox's
+//! user namespace, drops every privilege, forks the command, then reaps every
+//! process, forwards signals to the command, and when the command ends kills
+//! whatever it left behind before reporting to the helper. If the helper dies,
+//! the kernel kills init (`PR_SET_PDEATHSIG`), and with PID 1 gone the kernel
+//! kills every process of the namespace.
+
+use super::landlock::FsRules;
+use super::mounts::{self, ViewPlan};
+use super::protocol::InitMsg;
+use super::rlimits::RlimitSpec;
+use super::seccomp::SeccompProgram;
+use super::{caps, landlock, namespaces, rlimits, seccomp, sys};
+use crate::{NetworkSpec, SandboxError, SandboxSpec, WorkspaceMode};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+
+/// Signals PID 1 passes on to the command.
+pub const FORWARDED: &[libc::c_int] = &[
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGCONT,
+    libc::SIGWINCH,
+];
+
+/// Everything init needs, prepared by the helper before the clone.
+pub struct InitPlan<'a> {
+    pub spec: &'a SandboxSpec,
+    pub run_dir: &'a Path,
+    pub sandbox_userns: &'a OwnedFd,
+    /// Idmapping user namespaces by host owner uid.
+    pub idmaps: &'a [(u32, OwnedFd)],
+    pub seccomp: &'a SeccompProgram,
+    pub rlimits: RlimitSpec,
+    pub landlock: FsRules,
+    /// Helper -> init: one byte once init is in its cgroup; EOF if the helper died.
+    pub go: RawFd,
+    /// Init -> helper messages.
+    pub report: RawFd,
+}
+
+fn send(fd: RawFd, msg: &InitMsg) {
+    if let Ok(mut line) = serde_json::to_vec(msg) {
+        line.push(b'\n');
+        let _ = sys::write_all(fd, &line);
+    }
+}
+
+fn fail_msg(e: SandboxError) -> InitMsg {
+    match e {
+        SandboxError::Layer { layer, detail } => InitMsg::Failed {
+            layer: layer.into(),
+            detail,
+        },
+        other => InitMsg::Failed {
+            layer: "helper".into(),
+            detail: other.to_string(),
+        },
+    }
+}
+
+/// Runs init. Never returns.
+pub fn run(plan: &InitPlan) -> ! {
+    let _ = sys::set_pdeathsig(libc::SIGKILL);
+    let mut b = [0u8; 1];
+    if !matches!(sys::read(plan.go, &mut b), Ok(1)) {
+        sys::exit_now(1);
+    }
+    match setup(plan) {
+        Ok(()) => {}
+        Err(e) => {
+            send(plan.report, &fail_msg(e));
+            sys::exit_now(1);
+        }
+    }
+    supervise(plan)
+}
+
+fn layer(layer: &'static str, what: &str, e: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Layer {
+        layer,
+        detail: format!("{what}: {e}"),
+    }
+}
+
+fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
+    let spec = plan.spec;
+    sys::unshare(libc::CLONE_NEWCGROUP)
+        .map_err(|e| layer("namespaces", "unshare(CLONE_NEWCGROUP)", e))?;
+    namespaces::set_hostname("airlock")?;
+    let isolated = !matches!(spec.network, NetworkSpec::Open);
+    if isolated {
+        namespaces::loopback_up()?;
+    }
+    let idmaps = |p: &Path| -> Option<RawFd> {
+        let (uid, _) = mounts::owner(p)?;
+        plan.idmaps
+            .iter()
+            .find(|(u, _)| *u == uid)
+            .map(|(_, fd)| fd.as_raw_fd())
+    };
+    let view = ViewPlan {
+        spec,
+        run_dir: plan.run_dir,
+        idmaps: &idmaps,
+        passwd: "root:x:0:0:airlock sandbox:/tmp:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n".into(),
+        group: "root:x:0:\nnogroup:x:65534:\n".into(),
+        isolated_network: isolated,
+    };
+    mounts::build(&view)?;
+    namespaces::enter_user_ns(plan.sandbox_userns)?;
+    // Credentials changed: the kernel cleared the parent-death signal.
+    sys::set_pdeathsig(libc::SIGKILL).map_err(|e| layer("namespaces", "PR_SET_PDEATHSIG", e))?;
+    let mut b = [0u8; 1];
+    if let Ok(r) = sys::poll(&[plan.go], 0) {
+        if r[0] & (libc::POLLHUP | libc::POLLIN) != 0
+            && sys::read(plan.go, &mut b).unwrap_or(0) == 0
+        {
+            sys::exit_now(1);
+        }
+    }
+    caps::set_no_new_privs()?;
+    caps::drop_all_capabilities()?;
+    Ok(())
+}
+
+/// The command's side of the fork: privileges, limits, walls, exec.
+fn exec_command(plan: &InitPlan, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
+    let report = |e: SandboxError| -> ! {
+        let (l, d) = match e {
+            SandboxError::Layer { layer, detail } => (layer.to_string(), detail),
+            other => ("exec".to_string(), other.to_string()),
+        };
+        let _ = sys::write_all(err_w, format!("{l}\0{d}").as_bytes());
+        sys::exit_now(126)
+    };
+    // SAFETY: restoring the mask and default dispositions before exec; the
+    // pointers are to a live sigset_t.
+    unsafe {
+        libc::sigprocmask(libc::SIG_SETMASK, sigmask, std::ptr::null_mut());
+        for sig in 1..32 {
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+    }
+    // SAFETY: setsid takes no arguments.
+    if unsafe { libc::setsid() } < 0 {
+        report(layer("session", "setsid", std::io::Error::last_os_error()));
+    }
+    if let Err(e) = rlimits::apply(&plan.rlimits) {
+        report(e);
+    }
+    let spec = plan.spec;
+    let cwd = match sys::cpath(&spec.cwd) {
+        Ok(c) => c,
+        Err(e) => report(layer("exec", "cwd", e)),
+    };
+    // SAFETY: cwd is a live C string.
+    if unsafe { libc::chdir(cwd.as_ptr()) } < 0 {
+        report(layer(
+            "exec",
+            &format!("chdir {}", spec.cwd.display()),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // Only 0-2 and the error pipe survive (the pipe closes itself at exec).
+    // SAFETY: dup3 takes integers only.
+    if unsafe { libc::dup3(err_w, 3, libc::O_CLOEXEC) } < 0 {
+        report(layer(
+            "privileges",
+            "dup3 error pipe",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    sys::close_from(4);
+    let err_w = 3;
+    let report = |e: SandboxError| -> ! {
+        let (l, d) = match e {
+            SandboxError::Layer { layer, detail } => (layer.to_string(), detail),
+            other => ("exec".to_string(), other.to_string()),
+        };
+        let _ = sys::write_all(err_w, format!("{l}\0{d}").as_bytes());
+        sys::exit_now(126)
+    };
+    let argv: Vec<CString> = match spec
+        .argv
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect()
+    {
+        Ok(v) => v,
+        Err(e) => report(layer("exec", "argv", e)),
+    };
+    let envp: Vec<CString> = spec
+        .env
+        .iter()
+        .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+        .collect();
+    let candidates = program_candidates(&spec.argv[0], &spec.env);
+    if let Err(e) = landlock::restrict(&plan.landlock) {
+        report(e);
+    }
+    if let Err(e) = seccomp::install(plan.seccomp) {
+        report(e);
+    }
+    let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_p.push(std::ptr::null());
+    let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
+    envp_p.push(std::ptr::null());
+    let mut last_err = libc::ENOENT;
+    for prog in &candidates {
+        // SAFETY: prog, argv_p and envp_p are NULL-terminated arrays of live C strings.
+        unsafe { libc::execve(prog.as_ptr(), argv_p.as_ptr(), envp_p.as_ptr()) };
+        let e = sys::last_errno();
+        if e != libc::ENOENT && e != libc::ENOTDIR {
+            last_err = e;
+        }
+    }
+    let msg = if last_err == libc::ENOENT {
+        format!("airlock: {}: command not found\n", spec.argv[0])
+    } else {
+        format!(
+            "airlock: {}: {}\n",
+            spec.argv[0],
+            std::io::Error::from_raw_os_error(last_err)
+        )
+    };
+    let _ = sys::write_all(2, msg.as_bytes());
+    sys::exit_now(if last_err == libc::ENOENT { 127 } else { 126 })
+}
+
+/// argv[0] as given if it has a '/', else each PATH entry joined with it.
+fn program_candidates(prog: &str, env: &[(String, String)]) -> Vec<CString> {
+    if prog.contains('/') {
+        return CString::new(prog).into_iter().collect();
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("/usr/local/bin:/usr/bin:/bin");
+    path.split(':')
+        .filter(|d| !d.is_empty())
+        .filter_map(|d| CString::new(format!("{d}/{prog}")).ok())
+        .collect()
+}
+
+fn supervise(plan: &InitPlan) -> ! {
+    // Block the signals we handle; they are read from a signalfd.
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set and old are live sigset_t values.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        for s in FORWARDED {
+            libc::sigaddset(&mut set, *s);
+        }
+        libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
+    }
+    // SAFETY: set is a live sigset_t.
+    let sfd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC) };
+    if sfd < 0 {
+        send(
+            plan.report,
+            &fail_msg(layer("helper", "signalfd", std::io::Error::last_os_error())),
+        );
+        sys::exit_now(1);
+    }
+    let (err_r, err_w) = match sys::pipe() {
+        Ok(p) => p,
+        Err(e) => {
+            send(plan.report, &fail_msg(layer("helper", "pipe", e)));
+            sys::exit_now(1);
+        }
+    };
+    let child = match sys::fork() {
+        Ok(0) => {
+            drop(err_r);
+            exec_command(plan, err_w.as_raw_fd(), &old)
+        }
+        Ok(pid) => pid,
+        Err(e) => {
+            send(plan.report, &fail_msg(layer("helper", "fork", e)));
+            sys::exit_now(1);
+        }
+    };
+    drop(err_w);
+    let err = sys::read_to_end(err_r.as_raw_fd()).unwrap_or_default();
+    drop(err_r);
+    if !err.is_empty() {
+        let text = String::from_utf8_lossy(&err);
+        let (l, d) = text.split_once('\0').unwrap_or(("exec", &text));
+        let _ = sys::waitpid(child, 0);
+        send(
+            plan.report,
+            &InitMsg::Failed {
+                layer: l.into(),
+                detail: d.into(),
+            },
+        );
+        sys::exit_now(1);
+    }
+    send(plan.report, &InitMsg::Started);
+    // Init keeps no end of the command's stdio pipes.
+    sys::stdio_to_devnull();
+    let mut info = [0u8; std::mem::size_of::<libc::signalfd_siginfo>()];
+    loop {
+        let n = sys::read(sfd, &mut info).unwrap_or(0);
+        if n < info.len() {
+            continue;
+        }
+        // SAFETY: the kernel filled a whole signalfd_siginfo; read it unaligned.
+        let si: libc::signalfd_siginfo = unsafe { std::ptr::read_unaligned(info.as_ptr().cast()) };
+        let sig = si.ssi_signo as libc::c_int;
+        if sig != libc::SIGCHLD {
+            sys::kill(child, sig);
+            continue;
+        }
+        while let Ok((pid, status)) = sys::waitpid(-1, libc::WNOHANG) {
+            if pid <= 0 {
+                break;
+            }
+            if pid == child {
+                let (code, signal) = decode(status);
+                // Whatever the command left behind dies with it.
+                sys::kill(-1, libc::SIGKILL);
+                while let Ok((p, _)) = sys::waitpid(-1, 0) {
+                    if p <= 0 {
+                        break;
+                    }
+                }
+                send(plan.report, &InitMsg::Exited { code, signal });
+                sys::exit_now(0);
+            }
+        }
+    }
+}
+
+pub fn decode(status: libc::c_int) -> (Option<i32>, Option<i32>) {
+    if libc::WIFEXITED(status) {
+        (Some(libc::WEXITSTATUS(status)), None)
+    } else if libc::WIFSIGNALED(status) {
+        (None, Some(libc::WTERMSIG(status)))
+    } else {
+        (None, None)
+    }
+}
+
+/// The landlock rules for a spec: the same view as the mounts.
+pub fn landlock_rules(spec: &SandboxSpec) -> FsRules {
+    let mut read_only: Vec<PathBuf> = [
+        "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    let mut read_write: Vec<PathBuf> = ["/tmp", "/dev", "/proc"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    read_only.extend(spec.read_paths.iter().cloned());
+    read_write.extend(spec.write_paths.iter().cloned());
+    match spec.workspace.mode {
+        WorkspaceMode::Ro => read_only.push(spec.workspace.root.clone()),
+        WorkspaceMode::Rw | WorkspaceMode::Overlay => read_write.push(spec.workspace.root.clone()),
+    }
+    if let NetworkSpec::Proxy { .. } = spec.network {
+        read_write.push(PathBuf::from("/run/airlock"));
+    }
+    // Only paths that are absolute and exist on the host side are kept: landlock
+    // skips missing paths itself, this only avoids non-absolute input.
+    read_only.retain(|p| p.is_absolute());
+    read_write.retain(|p| p.is_absolute());
+    FsRules {
+        read_only,
+        read_write,
+    }
+}

@@ -1,0 +1,646 @@
+//! Filesystem layer: the sandbox's whole view, built by real root inside a
+//! private mount namespace, then pivoted into.
+//!
+//! Order: propagation private; a tmpfs as the new root; system directories bound
+//! read-only, nosuid, nodev (symlinks such as merged-usr `/bin` are recreated as
+//! symlinks); a handful of `/etc` files (passwd and group generated); a fresh
+//! `/proc` with its dangerous corners read-only or masked; a minimal `/dev`; a
+//! size-capped `/tmp`; the workspace at its real path; the policy's read and
+//! write paths; the hidden paths masked; `pivot_root`; old root detached; the
+//! root tmpfs made read-only.
+//!
+//! Mount points are created by walking from an fd on the new root with
+//! `O_NOFOLLOW` at every step, and trees are attached by fd (`open_tree` +
+//! `move_mount`), so a symlink placed in a visible tree cannot redirect a mount.
+
+use super::sys::{self, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
+use crate::{SandboxError, SandboxSpec, WorkspaceMode};
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Component, Path, PathBuf};
+
+/// System directories bound read-only (or recreated as symlinks).
+pub const SYSTEM_DIRS: &[&str] = &["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"];
+
+/// Host `/etc` entries programs need. Nothing with secrets: no shadow, no ssh
+/// keys, no machine-id.
+pub const ETC_ENTRIES: &[&str] = &[
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "nsswitch.conf",
+    "localtime",
+    "timezone",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "alternatives",
+    "protocols",
+    "services",
+    "host.conf",
+    "gai.conf",
+    "mime.types",
+    "os-release",
+    "debian_version",
+    "profile",
+    "bash.bashrc",
+    "inputrc",
+    "environment",
+    "login.defs",
+    "python3",
+    "python3.11",
+    "terminfo",
+    "magic",
+    "magic.mime",
+    "mailcap",
+    "xdg",
+    "locale.alias",
+    "locale.gen",
+    "default",
+    "pki",
+];
+
+/// `/proc` entries remounted read-only.
+const PROC_READ_ONLY: &[&str] = &["sys", "sysrq-trigger", "irq", "bus", "fs"];
+/// `/proc` entries masked (files with /dev/null, directories with an empty tmpfs).
+const PROC_MASKED: &[&str] = &[
+    "kcore",
+    "keys",
+    "key-users",
+    "timer_list",
+    "kmsg",
+    "sched_debug",
+    "latency_stats",
+    "timer_stats",
+    "kallsyms",
+    "vmallocinfo",
+    "acpi",
+    "scsi",
+    "config.gz",
+];
+/// Device nodes bound from the host.
+pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
+
+pub const LAYER: &str = "filesystem";
+
+fn fail(
+    layer: &'static str,
+    what: impl std::fmt::Display,
+    e: impl std::fmt::Display,
+) -> SandboxError {
+    SandboxError::Layer {
+        layer,
+        detail: format!("{what}: {e}"),
+    }
+}
+
+/// What the view needs besides the spec.
+pub struct ViewPlan<'a> {
+    pub spec: &'a SandboxSpec,
+    /// Per-run directory on the host (holds `root`, `lower`, `upper`, `work`).
+    pub run_dir: &'a Path,
+    /// Idmapping for the workspace and the write paths: maps the owner of the
+    /// tree to sandbox root.
+    pub idmaps: &'a dyn Fn(&Path) -> Option<RawFd>,
+    /// The generated `/etc/passwd` and `/etc/group`.
+    pub passwd: String,
+    pub group: String,
+    /// Network namespace in force (otherwise the host's resolv.conf and hosts are used).
+    pub isolated_network: bool,
+}
+
+/// Builds the view and pivots into it. Runs in the sandbox's init, as real root,
+/// in its own mount namespace.
+pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
+    let spec = plan.spec;
+    let root = plan.run_dir.join("root");
+    sys::mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )
+    .map_err(|e| fail("mounts", "make / private", e))?;
+    sys::mount(
+        Some(c"airlock"),
+        &root,
+        Some(c"tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some(c"mode=0755,size=4m"),
+    )
+    .map_err(|e| fail("mounts", "tmpfs root", e))?;
+    let root_fd = sys::open(&root, libc::O_PATH | libc::O_DIRECTORY, 0)
+        .map_err(|e| fail("mounts", "open new root", e))?;
+    let r = root_fd.as_raw_fd();
+
+    for name in SYSTEM_DIRS {
+        let host = Path::new("/").join(name);
+        match std::fs::symlink_metadata(&host) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target =
+                    std::fs::read_link(&host).map_err(|e| fail(LAYER, host.display(), e))?;
+                symlink_in(r, &target, Path::new(name))?;
+            }
+            Ok(m) if m.is_dir() => bind_ro(&host, r, &host)?,
+            _ => {}
+        }
+    }
+
+    build_etc(plan, r)?;
+    build_dev(spec, r, &root)?;
+    build_proc(r, &root)?;
+
+    let tmp = mountpoint(r, Path::new("/tmp"), true)?;
+    let size = format!("{}", spec.limits.tmp_bytes.max(4096));
+    let tmpfs = sys::new_fs(
+        c"tmpfs",
+        &[("mode", "1777"), ("size", &size)],
+        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+    )
+    .map_err(|e| fail(LAYER, "tmpfs /tmp", e))?;
+    sys::attach_tree(&tmpfs, &tmp).map_err(|e| fail(LAYER, "mount /tmp", e))?;
+
+    // Extra read paths go first (they may be parents of nothing we mount later);
+    // the workspace and write paths after, so they win over a read-only parent.
+    let mut reads: Vec<&PathBuf> = spec.read_paths.iter().collect();
+    reads.sort_by_key(|p| p.components().count());
+    for p in reads {
+        if p.exists() {
+            bind_ro(p, r, p)?;
+        }
+    }
+
+    build_workspace(plan, r)?;
+
+    let mut writes: Vec<&PathBuf> = spec.write_paths.iter().collect();
+    writes.sort_by_key(|p| p.components().count());
+    for p in writes {
+        if p.exists() {
+            let tree = sys::clone_tree(p, true).map_err(|e| fail(LAYER, p.display(), e))?;
+            sys::set_tree_attrs(
+                &tree,
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                (plan.idmaps)(p),
+            )
+            .map_err(|e| fail(LAYER, format!("idmap {}", p.display()), e))?;
+            let at = mountpoint(r, p, p.is_dir())?;
+            sys::attach_tree(&tree, &at).map_err(|e| fail(LAYER, p.display(), e))?;
+        }
+    }
+
+    for p in &spec.hide_paths {
+        hide(r, &root, p)?;
+    }
+
+    pivot(&root)?;
+    Ok(())
+}
+
+fn pivot(root: &Path) -> Result<(), SandboxError> {
+    let c = sys::cpath(root).map_err(|e| fail("mounts", "root path", e))?;
+    // SAFETY: c is a live C string.
+    sys::cvt(unsafe { libc::chdir(c.as_ptr()) })
+        .map_err(|e| fail("mounts", "chdir new root", e))?;
+    sys::pivot_root_here().map_err(|e| fail("mounts", "pivot_root", e))?;
+    sys::umount_detach(Path::new(".")).map_err(|e| fail("mounts", "detach old root", e))?;
+    // SAFETY: c"/" is a live C string.
+    sys::cvt(unsafe { libc::chdir(c"/".as_ptr()) }).map_err(|e| fail("mounts", "chdir /", e))?;
+    sys::mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+        None,
+    )
+    .map_err(|e| fail("mounts", "remount / read-only", e))?;
+    Ok(())
+}
+
+fn build_etc(plan: &ViewPlan, r: RawFd) -> Result<(), SandboxError> {
+    let etc = Path::new("/etc");
+    mkdir_in(r, etc)?;
+    for name in ETC_ENTRIES {
+        let host = etc.join(name);
+        match std::fs::symlink_metadata(&host) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target =
+                    std::fs::read_link(&host).map_err(|e| fail(LAYER, host.display(), e))?;
+                symlink_in(r, &target, &host)?;
+            }
+            Ok(m) if m.is_dir() || m.is_file() => bind_ro(&host, r, &host)?,
+            _ => {}
+        }
+    }
+    write_file_in(r, &etc.join("passwd"), plan.passwd.as_bytes())?;
+    write_file_in(r, &etc.join("group"), plan.group.as_bytes())?;
+    write_file_in(r, &etc.join("hostname"), b"airlock\n")?;
+    if plan.isolated_network {
+        write_file_in(
+            r,
+            &etc.join("hosts"),
+            b"127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+        )?;
+        write_file_in(
+            r,
+            &etc.join("resolv.conf"),
+            b"# airlock: no network in this sandbox\n",
+        )?;
+    } else {
+        for name in ["hosts", "resolv.conf"] {
+            let host = etc.join(name);
+            if let Ok(real) = std::fs::canonicalize(&host) {
+                let at = mountpoint(r, &host, false)?;
+                bind_ro_at(&real, &at)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn build_dev(spec: &SandboxSpec, r: RawFd, root: &Path) -> Result<(), SandboxError> {
+    const L: &str = "dev";
+    let dev = mountpoint(r, Path::new("/dev"), true)?;
+    let tmpfs = sys::new_fs(
+        c"tmpfs",
+        &[("mode", "0755"), ("size", "64k")],
+        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+    )
+    .map_err(|e| fail(L, "tmpfs /dev", e))?;
+    sys::attach_tree(&tmpfs, &dev).map_err(|e| fail(L, "mount /dev", e))?;
+    drop(dev);
+    for name in DEVICES {
+        let host = Path::new("/dev").join(name);
+        let at = mountpoint(r, &host, false)?;
+        let tree = sys::clone_tree(&host, false).map_err(|e| fail(L, host.display(), e))?;
+        sys::set_tree_attrs(&tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, None)
+            .map_err(|e| fail(L, host.display(), e))?;
+        sys::attach_tree(&tree, &at).map_err(|e| fail(L, host.display(), e))?;
+    }
+    let pts = mountpoint(r, Path::new("/dev/pts"), true)?;
+    drop(pts);
+    sys::mount(
+        Some(c"devpts"),
+        &root.join("dev/pts"),
+        Some(c"devpts"),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        Some(c"newinstance,ptmxmode=0666,mode=0620"),
+    )
+    .map_err(|e| fail(L, "devpts", e))?;
+    symlink_in(r, Path::new("pts/ptmx"), Path::new("/dev/ptmx"))?;
+    let shm = mountpoint(r, Path::new("/dev/shm"), true)?;
+    let size = format!("{}", spec.limits.tmp_bytes.max(4096));
+    let shm_fs = sys::new_fs(
+        c"tmpfs",
+        &[("mode", "1777"), ("size", &size)],
+        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+    )
+    .map_err(|e| fail(L, "tmpfs /dev/shm", e))?;
+    sys::attach_tree(&shm_fs, &shm).map_err(|e| fail(L, "mount /dev/shm", e))?;
+    for (link, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        symlink_in(r, Path::new(target), &Path::new("/dev").join(link))?;
+    }
+    Ok(())
+}
+
+fn build_proc(r: RawFd, root: &Path) -> Result<(), SandboxError> {
+    const L: &str = "proc";
+    drop(mountpoint(r, Path::new("/proc"), true)?);
+    let proc = root.join("proc");
+    sys::mount(
+        Some(c"proc"),
+        &proc,
+        Some(c"proc"),
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )
+    .map_err(|e| fail(L, "mount proc", e))?;
+    for name in PROC_READ_ONLY {
+        let p = proc.join(name);
+        if p.exists() {
+            let tree = sys::clone_tree(&p, true).map_err(|e| fail(L, p.display(), e))?;
+            sys::set_tree_attrs(
+                &tree,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                None,
+            )
+            .map_err(|e| fail(L, p.display(), e))?;
+            sys::attach_tree_at(&tree, &p).map_err(|e| fail(L, p.display(), e))?;
+        }
+    }
+    for name in PROC_MASKED {
+        mask(&proc.join(name), L)?;
+    }
+    Ok(())
+}
+
+/// Covers `path` (a host path as seen before pivot) with /dev/null or an empty
+/// read-only tmpfs.
+fn mask(path: &Path, layer: &'static str) -> Result<(), SandboxError> {
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if m.is_dir() {
+        let fs = sys::new_fs(
+            c"tmpfs",
+            &[("mode", "0555"), ("size", "4k")],
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+        )
+        .map_err(|e| fail(layer, path.display(), e))?;
+        sys::attach_tree_at(&fs, path).map_err(|e| fail(layer, path.display(), e))?;
+    } else {
+        let null = sys::clone_tree(Path::new("/dev/null"), false)
+            .map_err(|e| fail(layer, "/dev/null", e))?;
+        sys::set_tree_attrs(
+            &null,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+            None,
+        )
+        .map_err(|e| fail(layer, path.display(), e))?;
+        sys::attach_tree_at(&null, path).map_err(|e| fail(layer, path.display(), e))?;
+    }
+    Ok(())
+}
+
+/// Hides an absolute sandbox path if it is visible.
+fn hide(r: RawFd, root: &Path, path: &Path) -> Result<(), SandboxError> {
+    let Some(rel) = relative_inside(path) else {
+        return Err(fail(
+            LAYER,
+            path.display(),
+            "hide path must be absolute without `..`",
+        ));
+    };
+    // Resolve without following symlinks: a symlink is itself masked by the
+    // mount over its parent's entry only if it is the final component.
+    match walk(r, &rel, libc::O_PATH | libc::O_NOFOLLOW) {
+        Ok(_) => mask(&root.join(&rel), LAYER),
+        Err(e)
+            if e.raw_os_error() == Some(libc::ENOENT)
+                || e.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(fail(LAYER, format!("hide {}", path.display()), e)),
+    }
+}
+
+fn build_workspace(plan: &ViewPlan, r: RawFd) -> Result<(), SandboxError> {
+    const L: &str = "workspace";
+    let ws = &plan.spec.workspace;
+    let idmap = (plan.idmaps)(&ws.root);
+    let at = mountpoint(r, &ws.root, true)?;
+    let tree = sys::clone_tree(&ws.root, true).map_err(|e| fail(L, ws.root.display(), e))?;
+    match ws.mode {
+        WorkspaceMode::Ro => {
+            sys::set_tree_attrs(
+                &tree,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                idmap,
+            )
+            .map_err(|e| fail(L, "idmapped read-only bind", e))?;
+            sys::attach_tree(&tree, &at).map_err(|e| fail(L, "attach", e))?;
+        }
+        WorkspaceMode::Rw => {
+            sys::set_tree_attrs(&tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, idmap)
+                .map_err(|e| fail(L, "idmapped bind", e))?;
+            sys::attach_tree(&tree, &at).map_err(|e| fail(L, "attach", e))?;
+            drop(at);
+            let ws_inside = walk(
+                r,
+                &relative_inside(&ws.root).unwrap_or_default(),
+                libc::O_PATH | libc::O_DIRECTORY,
+            )
+            .map_err(|e| fail(L, "reopen workspace", e))?;
+            for p in &ws.protect {
+                protect(ws_inside.as_raw_fd(), p)?;
+            }
+        }
+        WorkspaceMode::Overlay => {
+            let lower = plan.run_dir.join("lower");
+            sys::set_tree_attrs(&tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, idmap)
+                .map_err(|e| fail(L, "idmapped lower layer", e))?;
+            sys::attach_tree_at(&tree, &lower).map_err(|e| fail(L, "attach lower layer", e))?;
+            let upper = plan.run_dir.join("upper");
+            let work = plan.run_dir.join("work");
+            let s = |p: &Path| p.to_string_lossy().into_owned();
+            let (lower_s, upper_s, work_s) = (s(&lower), s(&upper), s(&work));
+            let ovl = sys::new_fs(
+                c"overlay",
+                &[
+                    ("lowerdir", &lower_s),
+                    ("upperdir", &upper_s),
+                    ("workdir", &work_s),
+                    ("redirect_dir", "off"),
+                    ("metacopy", "off"),
+                    ("index", "off"),
+                ],
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            )
+            .map_err(|e| fail(L, "overlay mount", e))?;
+            sys::attach_tree(&ovl, &at).map_err(|e| fail(L, "attach overlay", e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes `rel` (relative to the workspace, opened as `ws`) read-only if it exists.
+fn protect(ws: RawFd, rel: &Path) -> Result<(), SandboxError> {
+    const L: &str = "workspace";
+    let Some(rel) = relative_inside(rel) else {
+        return Err(fail(
+            L,
+            rel.display(),
+            "protect path must stay inside the workspace",
+        ));
+    };
+    let fd = match walk(ws, &rel, libc::O_PATH | libc::O_NOFOLLOW) {
+        Ok(fd) => fd,
+        Err(e)
+            if e.raw_os_error() == Some(libc::ENOENT)
+                || e.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
+            return Ok(())
+        }
+        Err(e) => return Err(fail(L, format!("protect {}", rel.display()), e)),
+    };
+    let proc_path = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+    let tree = sys::clone_tree(&proc_path, true).map_err(|e| fail(L, rel.display(), e))?;
+    sys::set_tree_attrs(
+        &tree,
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        None,
+    )
+    .map_err(|e| fail(L, rel.display(), e))?;
+    sys::attach_tree(&tree, &fd).map_err(|e| fail(L, rel.display(), e))?;
+    Ok(())
+}
+
+/// The components of an absolute path, refusing `..`.
+pub fn relative_inside(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// Opens `rel` below `dir`, never following a symlink in any component.
+pub fn walk(dir: RawFd, rel: &Path, last_flags: libc::c_int) -> io::Result<OwnedFd> {
+    let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
+    let mut cur: Option<OwnedFd> = None;
+    for (i, name) in comps.iter().enumerate() {
+        let base = cur.as_ref().map_or(dir, |f| f.as_raw_fd());
+        let c = CString::new(name.as_bytes())?;
+        let flags = if i + 1 == comps.len() {
+            last_flags | libc::O_NOFOLLOW
+        } else {
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW
+        };
+        cur = Some(sys::openat(base, &c, flags, 0)?);
+    }
+    match cur {
+        Some(f) => Ok(f),
+        None => sys::openat(dir, c".", last_flags, 0),
+    }
+}
+
+fn mkdir_in(r: RawFd, path: &Path) -> Result<OwnedFd, SandboxError> {
+    mountpoint(r, path, true)
+}
+
+/// Creates (if needed) the mount point for `path` inside the new root and
+/// returns an O_PATH fd on it. Intermediate directories are created; no
+/// symlink is followed.
+pub fn mountpoint(r: RawFd, path: &Path, dir: bool) -> Result<OwnedFd, SandboxError> {
+    let rel = relative_inside(path)
+        .ok_or_else(|| fail(LAYER, path.display(), "path must not contain `..`"))?;
+    let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
+    let mut cur: Option<OwnedFd> = None;
+    for (i, name) in comps.iter().enumerate() {
+        let base = cur.as_ref().map_or(r, |f| f.as_raw_fd());
+        let c = CString::new(name.as_bytes()).map_err(|e| fail(LAYER, path.display(), e))?;
+        let last = i + 1 == comps.len();
+        let err = |e: io::Error| fail(LAYER, format!("mount point {}", path.display()), e);
+        if last && !dir {
+            match sys::openat(
+                base,
+                &c,
+                libc::O_CREAT | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_EXCL,
+                0o644,
+            ) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                Err(e) => return Err(err(e)),
+            }
+            cur = Some(sys::openat(base, &c, libc::O_PATH | libc::O_NOFOLLOW, 0).map_err(err)?);
+        } else {
+            // SAFETY: c is a live C string; base is an open directory fd.
+            let rc = unsafe { libc::mkdirat(base, c.as_ptr(), 0o755) };
+            if rc < 0 && sys::last_errno() != libc::EEXIST {
+                return Err(err(io::Error::last_os_error()));
+            }
+            cur = Some(
+                sys::openat(
+                    base,
+                    &c,
+                    libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+                    0,
+                )
+                .map_err(err)?,
+            );
+        }
+    }
+    cur.ok_or_else(|| fail(LAYER, path.display(), "cannot mount over the root itself"))
+}
+
+fn symlink_in(r: RawFd, target: &Path, link: &Path) -> Result<(), SandboxError> {
+    let rel = relative_inside(link).ok_or_else(|| fail(LAYER, link.display(), "bad link path"))?;
+    let parent = match rel.parent() {
+        Some(p) if !p.as_os_str().is_empty() => mountpoint(r, &Path::new("/").join(p), true)?,
+        _ => sys::openat(r, c".", libc::O_PATH | libc::O_DIRECTORY, 0)
+            .map_err(|e| fail(LAYER, "root", e))?,
+    };
+    let name = CString::new(rel.file_name().unwrap_or_default().as_bytes())
+        .map_err(|e| fail(LAYER, link.display(), e))?;
+    let t = sys::cpath(target).map_err(|e| fail(LAYER, target.display(), e))?;
+    // SAFETY: both strings are live C strings; parent is an open directory fd.
+    let rc = unsafe { libc::symlinkat(t.as_ptr(), parent.as_raw_fd(), name.as_ptr()) };
+    if rc < 0 && sys::last_errno() != libc::EEXIST {
+        return Err(fail(
+            LAYER,
+            format!("symlink {}", link.display()),
+            io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+fn write_file_in(r: RawFd, path: &Path, content: &[u8]) -> Result<(), SandboxError> {
+    let rel = relative_inside(path).ok_or_else(|| fail(LAYER, path.display(), "bad path"))?;
+    let parent = mountpoint(
+        r,
+        &Path::new("/").join(rel.parent().unwrap_or(Path::new(""))),
+        true,
+    )?;
+    let name = CString::new(rel.file_name().unwrap_or_default().as_bytes())
+        .map_err(|e| fail(LAYER, path.display(), e))?;
+    // Reopen the parent for real (O_PATH cannot be used to create).
+    let dir = sys::openat(
+        parent.as_raw_fd(),
+        c".",
+        libc::O_RDONLY | libc::O_DIRECTORY,
+        0,
+    )
+    .map_err(|e| fail(LAYER, path.display(), e))?;
+    let f = sys::openat(
+        dir.as_raw_fd(),
+        &name,
+        libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC | libc::O_NOFOLLOW,
+        0o644,
+    )
+    .map_err(|e| fail(LAYER, path.display(), e))?;
+    sys::write_all(f.as_raw_fd(), content).map_err(|e| fail(LAYER, path.display(), e))?;
+    Ok(())
+}
+
+/// Binds host `src` read-only, nosuid, nodev at `dst` inside the new root.
+fn bind_ro(src: &Path, r: RawFd, dst: &Path) -> Result<(), SandboxError> {
+    let is_dir = std::fs::metadata(src).map(|m| m.is_dir()).unwrap_or(false);
+    let at = mountpoint(r, dst, is_dir)?;
+    bind_ro_at(src, &at)
+}
+
+fn bind_ro_at(src: &Path, at: &OwnedFd) -> Result<(), SandboxError> {
+    let tree = sys::clone_tree(src, true).map_err(|e| fail(LAYER, src.display(), e))?;
+    sys::set_tree_attrs(
+        &tree,
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        None,
+    )
+    .map_err(|e| fail(LAYER, src.display(), e))?;
+    sys::attach_tree(&tree, at).map_err(|e| fail(LAYER, src.display(), e))?;
+    Ok(())
+}
+
+/// The owner uid/gid of a host path (for idmapping it to sandbox root).
+pub fn owner(path: &Path) -> Option<(u32, u32)> {
+    std::fs::metadata(path).ok().map(|m| (m.uid(), m.gid()))
+}
+
+/// True for an overlayfs whiteout (a 0/0 character device).
+pub fn is_whiteout(m: &std::fs::Metadata) -> bool {
+    m.file_type().is_char_device() && m.rdev() == 0
+}

@@ -1,0 +1,98 @@
+//! What crosses the pipes between the caller, the helper and the sandbox's init.
+//!
+//! Caller -> helper: one [`HelperRequest`] as JSON on fd [`FD_REQUEST`], then EOF.
+//! Caller -> helper: control bytes on fd [`FD_CONTROL`]; EOF means the caller is
+//! gone and everything must die.
+//! Helper -> caller: one [`HelperReport`] as JSON on fd [`FD_REPORT`], then EOF.
+//! Init -> helper: [`InitMsg`] lines of JSON.
+
+use crate::{FileChange, KillReason, SandboxSpec, Violation};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// The hidden first argument that turns the airlock binary into the helper.
+pub const HELPER_ARG: &str = "__sandbox-helper";
+
+pub const FD_REQUEST: i32 = 3;
+pub const FD_REPORT: i32 = 4;
+pub const FD_CONTROL: i32 = 5;
+
+/// Control byte: the output cap was exceeded; kill with reason `output`.
+pub const CONTROL_KILL_OUTPUT: u8 = b'o';
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HelperRequest {
+    pub spec: SandboxSpec,
+    /// Directory holding one subdirectory per run (upper layers, lock files).
+    pub runs_dir: PathBuf,
+}
+
+/// A layer that failed, by name, with the kernel's words.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LayerFailure {
+    pub layer: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HelperReport {
+    /// Set when the sandbox could not be built: nothing ran.
+    pub failure: Option<LayerFailure>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub killed_by: Option<KillReason>,
+    pub duration_ms: u64,
+    pub cpu_ms: u64,
+    pub peak_memory_bytes: u64,
+    pub changes: Vec<FileChange>,
+    pub applied: bool,
+    pub violations: Vec<Violation>,
+    /// Setup time from helper start to the command's exec, for profiling.
+    pub setup_us: u64,
+    /// Non-fatal notes for the caller (cleanup trouble, skipped paths).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum InitMsg {
+    /// The command was exec'd.
+    Started,
+    /// Building the sandbox failed; nothing ran.
+    Failed { layer: String, detail: String },
+    /// The command ended (all other processes were killed after it).
+    Exited {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+}
+
+/// Maps a layer name that crossed the pipe back to a static one.
+pub fn layer_name(name: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "namespaces",
+        "user_namespace",
+        "mounts",
+        "filesystem",
+        "proc",
+        "dev",
+        "workspace",
+        "network",
+        "seccomp",
+        "landlock",
+        "cgroup",
+        "rlimits",
+        "capabilities",
+        "no_new_privs",
+        "privileges",
+        "session",
+        "exec",
+        "state_dir",
+        "helper",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == name)
+        .copied()
+        .unwrap_or("helper")
+}

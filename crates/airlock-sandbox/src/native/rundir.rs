@@ -1,0 +1,163 @@
+//! Per-run state directories: `<runs>/<request_id>/{lock,root,lower,upper,work}`.
+//!
+//! The helper holds an exclusive `flock` on `lock` for the whole run. A run
+//! directory whose lock can be taken belongs to a helper that died (SIGKILL,
+//! crash, power loss); the next helper to start removes it and its cgroup.
+
+use super::sys;
+use crate::SandboxError;
+use std::fs;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+pub const LAYER: &str = "state_dir";
+
+fn fail(what: impl std::fmt::Display, e: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Layer {
+        layer: LAYER,
+        detail: format!("{what}: {e}"),
+    }
+}
+
+/// The default runs directory: `$AIRLOCK_STATE_DIR/runs`, else `/var/lib/airlock/runs`.
+pub fn default_runs_dir() -> PathBuf {
+    match std::env::var_os("AIRLOCK_STATE_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d).join("runs"),
+        _ => PathBuf::from("/var/lib/airlock/runs"),
+    }
+}
+
+/// A request id is used as a directory and cgroup name: keep it to a safe alphabet.
+pub fn valid_run_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+}
+
+pub struct RunDir {
+    pub path: PathBuf,
+    /// Holding this fd holds the lock.
+    _lock: OwnedFd,
+}
+
+impl RunDir {
+    /// Creates `<runs>/<name>` with its lock held. Fails if it already exists.
+    pub fn create(runs: &Path, name: &str) -> Result<RunDir, SandboxError> {
+        if !valid_run_name(name) {
+            return Err(SandboxError::Spec(format!(
+                "request id `{name}` is not a valid run name"
+            )));
+        }
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(runs)
+            .map_err(|e| fail(runs.display(), e))?;
+        let path = runs.join(name);
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(|e| fail(path.display(), e))?;
+        // The lock file is created unnamed, locked, and only then linked in, so a
+        // concurrent stale-cleaner can never see it unlocked.
+        let lock = sys::open(&path, libc::O_RDWR | libc::O_TMPFILE, 0o600)
+            .map_err(|e| fail("lock file", e))?;
+        // SAFETY: flock on an fd we own.
+        sys::cvt(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) })
+            .map_err(|e| fail("lock run dir", e))?;
+        let dir = sys::open(&path, libc::O_PATH | libc::O_DIRECTORY, 0)
+            .map_err(|e| fail("run dir", e))?;
+        // SAFETY: both fds are open; the names are live C strings.
+        sys::cvt(unsafe {
+            libc::linkat(
+                lock.as_raw_fd(),
+                c"".as_ptr(),
+                dir.as_raw_fd(),
+                c"lock".as_ptr(),
+                libc::AT_EMPTY_PATH,
+            )
+        })
+        .map_err(|e| fail("link lock file", e))?;
+        for sub in ["root", "lower", "upper", "work"] {
+            fs::create_dir(path.join(sub)).map_err(|e| fail(sub, e))?;
+        }
+        // The sandbox's root must own the upper layer's top, or it could not create
+        // files at the top of the workspace.
+        let upper = sys::cpath(&path.join("upper")).map_err(|e| fail("upper", e))?;
+        // SAFETY: upper is a live C string.
+        sys::cvt(unsafe {
+            libc::chown(
+                upper.as_ptr(),
+                super::namespaces::SANDBOX_HOST_UID,
+                super::namespaces::SANDBOX_HOST_GID,
+            )
+        })
+        .map_err(|e| fail("chown upper", e))?;
+        fs::set_permissions(path.join("upper"), fs::Permissions::from_mode(0o755))
+            .map_err(|e| fail("chmod upper", e))?;
+        Ok(RunDir { path, _lock: lock })
+    }
+
+    /// Removes the directory (the lock goes with the fd when `self` drops).
+    pub fn remove(&self) -> std::io::Result<()> {
+        remove_tree(&self.path)
+    }
+}
+
+/// `remove_dir_all`, which never follows symlinks; a missing tree is fine.
+pub fn remove_tree(path: &Path) -> std::io::Result<()> {
+    match fs::remove_dir_all(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        r => r,
+    }
+}
+
+/// Run directories under `runs` whose helper is gone: their lock is free.
+/// Returns their names after removing them. `on_stale` runs first for each
+/// (to destroy its cgroup).
+pub fn clean_stale(runs: &Path, mut on_stale: impl FnMut(&str)) -> Vec<String> {
+    let mut cleaned = Vec::new();
+    let Ok(entries) = fs::read_dir(runs) else {
+        return cleaned;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !valid_run_name(&name) {
+            continue;
+        }
+        let dir = entry.path();
+        let lock = match sys::open(&dir.join("lock"), libc::O_RDWR, 0) {
+            Ok(l) => l,
+            // A directory without a lock file is a run that died while being created
+            // only if it is old enough not to be in creation right now.
+            Err(_) => {
+                let old = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age.as_secs() > 60);
+                if old {
+                    on_stale(&name);
+                    if remove_tree(&dir).is_ok() {
+                        cleaned.push(name);
+                    }
+                }
+                continue;
+            }
+        };
+        // SAFETY: flock on an fd we own.
+        let free = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        if free {
+            on_stale(&name);
+            if remove_tree(&dir).is_ok() {
+                cleaned.push(name);
+            }
+        }
+    }
+    cleaned
+}

@@ -1,0 +1,446 @@
+//! Small checked wrappers over the raw syscalls the native backend needs that
+//! neither std nor libc wraps safely: pipes, poll, the new mount API, pivot_root,
+//! clone with namespace flags.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+pub fn last_errno() -> i32 {
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Turns a `-1`-on-error return into `io::Result`.
+pub fn cvt<T: Copy + PartialOrd + Default>(ret: T) -> io::Result<T> {
+    if ret < T::default() {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+pub fn cpath(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds is a valid two-int array for pipe2 to fill.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL on a caller-provided fd touch no memory.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: as above.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
+    Ok(())
+}
+
+/// Writes the whole buffer, retrying on EINTR and short writes.
+pub fn write_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: buf is a live slice of buf.len() bytes.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
+
+/// One read, retried on EINTR. Ok(0) is end of file.
+pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: buf is a live, writable slice of buf.len() bytes.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Reads until end of file.
+pub fn read_to_end(fd: RawFd) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = read(fd, &mut buf)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// poll(2) over the given fds; returns the revents in the same order. EINTR
+/// returns all-zero revents so that callers re-check their deadlines.
+pub fn poll(fds: &[RawFd], timeout_ms: i32) -> io::Result<Vec<i16>> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: pfds is a live array of pfds.len() pollfd structs.
+    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(vec![0; fds.len()]);
+        }
+        return Err(e);
+    }
+    Ok(pfds.iter().map(|p| p.revents).collect())
+}
+
+pub fn kill(pid: libc::pid_t, sig: libc::c_int) {
+    // SAFETY: kill takes integers only; an already-gone pid gives ESRCH, ignored.
+    unsafe { libc::kill(pid, sig) };
+}
+
+/// waitpid retried on EINTR. Returns (pid, raw status).
+pub fn waitpid(pid: libc::pid_t, flags: libc::c_int) -> io::Result<(libc::pid_t, libc::c_int)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: status is a valid out pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if r >= 0 {
+            return Ok((r, status));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// fork(2)-like clone with extra namespace flags (CLONE_NEW*). Returns 0 in the
+/// child. Only sound in a single-threaded process (the helper is one).
+pub fn clone_process(flags: libc::c_int) -> io::Result<libc::pid_t> {
+    // SAFETY: a raw clone without CLONE_VM and with a NULL stack behaves like
+    // fork(2): the child gets a copy of the address space. The helper is
+    // single-threaded, so no lock is held by a thread that does not exist in the child.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (flags | libc::SIGCHLD) as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as libc::pid_t)
+    }
+}
+
+pub fn fork() -> io::Result<libc::pid_t> {
+    // SAFETY: called only from the single-threaded helper or its init.
+    cvt(unsafe { libc::fork() })
+}
+
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and runs no destructors or atexit handlers,
+    // which belong to the parent process image.
+    unsafe { libc::_exit(code) }
+}
+
+pub fn set_pdeathsig(sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes integers only.
+    cvt(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) })?;
+    Ok(())
+}
+
+pub fn unshare(flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: unshare takes an integer only.
+    cvt(unsafe { libc::unshare(flags) })?;
+    Ok(())
+}
+
+pub fn setns(fd: RawFd, nstype: libc::c_int) -> io::Result<()> {
+    // SAFETY: setns takes integers only.
+    cvt(unsafe { libc::setns(fd, nstype) })?;
+    Ok(())
+}
+
+/// mount(2) with optional source, fstype and data.
+pub fn mount(
+    source: Option<&CStr>,
+    target: &Path,
+    fstype: Option<&CStr>,
+    flags: libc::c_ulong,
+    data: Option<&CStr>,
+) -> io::Result<()> {
+    let target = cpath(target)?;
+    let p = |c: Option<&CStr>| c.map_or(std::ptr::null(), |c| c.as_ptr());
+    // SAFETY: every pointer is either NULL or a live NUL-terminated string.
+    cvt(unsafe { libc::mount(p(source), target.as_ptr(), p(fstype), flags, p(data).cast()) })?;
+    Ok(())
+}
+
+pub fn umount_detach(target: &Path) -> io::Result<()> {
+    let t = cpath(target)?;
+    // SAFETY: t is a live C string.
+    cvt(unsafe { libc::umount2(t.as_ptr(), libc::MNT_DETACH) })?;
+    Ok(())
+}
+
+pub const OPEN_TREE_CLONE: libc::c_uint = 1;
+pub const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+pub const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
+pub const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+pub const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+pub const FSCONFIG_SET_STRING: libc::c_uint = 1;
+pub const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+
+#[repr(C)]
+#[derive(Default)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// open_tree(OPEN_TREE_CLONE | AT_RECURSIVE): a detached copy of the mount tree at `path`.
+pub fn clone_tree(path: &Path, recursive: bool) -> io::Result<OwnedFd> {
+    let c = cpath(path)?;
+    let mut flags = OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint;
+    if recursive {
+        flags |= libc::AT_RECURSIVE as libc::c_uint;
+    }
+    // SAFETY: c is a live C string; open_tree returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, c.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this fd; nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// mount_setattr on a detached tree: set `attrs` (and an idmapping if `userns` is
+/// given) on every mount of it.
+pub fn set_tree_attrs(tree: &OwnedFd, attrs: u64, userns: Option<RawFd>) -> io::Result<()> {
+    let mut attr = MountAttr {
+        attr_set: attrs,
+        ..Default::default()
+    };
+    if let Some(ns) = userns {
+        attr.attr_set |= MOUNT_ATTR_IDMAP;
+        attr.userns_fd = ns as u64;
+    }
+    let empty = c"";
+    // SAFETY: attr is a live struct of the size passed; empty is a C string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// move_mount of a detached tree onto an already-open target (an O_PATH fd).
+pub fn attach_tree(tree: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
+    let empty = c"";
+    // SAFETY: both fds are open; empty is a C string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            target.as_raw_fd(),
+            empty.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// move_mount of a detached tree onto a path.
+pub fn attach_tree_at(tree: &OwnedFd, target: &Path) -> io::Result<()> {
+    let empty = c"";
+    let t = cpath(target)?;
+    // SAFETY: tree is open; both strings are live C strings.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// fsopen + fsconfig(key=value...) + create + fsmount: a detached new filesystem.
+pub fn new_fs(fstype: &CStr, options: &[(&str, &str)], attrs: u64) -> io::Result<OwnedFd> {
+    // SAFETY: fstype is a live C string.
+    let fs = unsafe {
+        libc::syscall(
+            libc::SYS_fsopen,
+            fstype.as_ptr(),
+            1u32, /* FSOPEN_CLOEXEC */
+        )
+    };
+    if fs < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this fd.
+    let fs = unsafe { OwnedFd::from_raw_fd(fs as RawFd) };
+    for (key, value) in options {
+        let k = CString::new(*key)?;
+        let v = CString::new(*value)?;
+        // SAFETY: fs is open; k and v are live C strings.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_fsconfig,
+                fs.as_raw_fd(),
+                FSCONFIG_SET_STRING,
+                k.as_ptr(),
+                v.as_ptr(),
+                0,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("fsconfig {key}={value}: {e}"),
+            ));
+        }
+    }
+    // SAFETY: fs is open; no pointers are passed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_fsconfig,
+            fs.as_raw_fd(),
+            FSCONFIG_CMD_CREATE,
+            std::ptr::null::<libc::c_char>(),
+            std::ptr::null::<libc::c_void>(),
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fs is open; fsmount returns a new fd or -1.
+    let m = unsafe {
+        libc::syscall(
+            libc::SYS_fsmount,
+            fs.as_raw_fd(),
+            1u32, /* FSMOUNT_CLOEXEC */
+            attrs as u32,
+        )
+    };
+    if m < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this fd.
+    Ok(unsafe { OwnedFd::from_raw_fd(m as RawFd) })
+}
+
+pub fn pivot_root_here() -> io::Result<()> {
+    let dot = c".";
+    // SAFETY: both arguments are the live C string ".".
+    let r = unsafe { libc::syscall(libc::SYS_pivot_root, dot.as_ptr(), dot.as_ptr()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// open(2) with O_CLOEXEC added.
+pub fn open(path: &Path, flags: libc::c_int, mode: libc::mode_t) -> io::Result<OwnedFd> {
+    let c = cpath(path)?;
+    // SAFETY: c is a live C string.
+    let fd = cvt(unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, mode as libc::c_uint) })?;
+    // SAFETY: the kernel just returned this fd.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// openat(2) relative to a directory fd, with O_CLOEXEC added.
+pub fn openat(
+    dir: RawFd,
+    name: &CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<OwnedFd> {
+    // SAFETY: name is a live C string; dir is an fd the caller owns.
+    let fd = cvt(unsafe {
+        libc::openat(
+            dir,
+            name.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            mode as libc::c_uint,
+        )
+    })?;
+    // SAFETY: the kernel just returned this fd.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Moves `fd` to exactly `target` (clearing close-on-exec there).
+pub fn dup_to(fd: RawFd, target: RawFd) -> io::Result<()> {
+    if fd == target {
+        // SAFETY: F_SETFD on an open fd.
+        cvt(unsafe { libc::fcntl(fd, libc::F_SETFD, 0) })?;
+        return Ok(());
+    }
+    // SAFETY: dup2 takes integers only.
+    cvt(unsafe { libc::dup2(fd, target) })?;
+    Ok(())
+}
+
+/// Closes every fd from `first` up.
+pub fn close_from(first: libc::c_uint) {
+    // SAFETY: close_range takes integers only; closing fds we do not use is the point.
+    unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0u32) };
+}
+
+/// Points fds 0, 1, 2 at /dev/null (so that this process holds no pipe end).
+pub fn stdio_to_devnull() {
+    if let Ok(null) = open(Path::new("/dev/null"), libc::O_RDWR, 0) {
+        for fd in 0..3 {
+            let _ = dup_to(null.as_raw_fd(), fd);
+        }
+    }
+}
