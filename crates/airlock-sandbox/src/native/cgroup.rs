@@ -1374,15 +1374,52 @@ mod tests {
         let status = wait(pid);
         assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
         assert_gone(&dirs);
+        // Orphans are reaped by the host's init; until then a zombie is dead too.
         for m in members.iter().filter(|m| **m != pid) {
-            // Orphans are reaped by the host's init; until then a zombie is dead too.
-            let state = std::fs::read_to_string(format!("/proc/{m}/stat")).unwrap_or_default();
-            let alive = state
-                .rsplit_once(") ")
-                .map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
-                .unwrap_or(false);
-            assert!(!alive, "grandchild {m} survived: {state}");
+            assert!(!is_alive(*m), "grandchild {m} survived");
         }
+    }
+
+    fn is_alive(pid: i32) -> bool {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        state
+            .rsplit_once(") ")
+            .map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+            .unwrap_or(false)
+    }
+
+    /// A fork bomb fills pids.max and keeps forking; teardown still empties
+    /// and removes the group, and no bomb process survives.
+    #[test]
+    fn v1_fork_bomb_is_contained_and_torn_down() {
+        let host = v1_host();
+        let mut cg = host
+            .create(&unique("bomb"), &limits(128 * MIB, 32, 0.5))
+            .unwrap();
+        let dirs = cg.dirs().to_vec();
+        let (pid, go) = spawn_waiting(|| loop {
+            // SAFETY: every process keeps forking; failures (EAGAIN) are ignored.
+            unsafe { libc::fork() };
+        });
+        cg.add_pid(pid).unwrap();
+        release(go);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut members = Vec::new();
+        while Instant::now() < deadline && members.len() < 32 {
+            std::thread::sleep(Duration::from_millis(10));
+            members = cg.members().unwrap();
+        }
+        assert_eq!(members.len(), 32, "the bomb should fill pids.max exactly");
+        assert!(cg.stats().unwrap().pids_limit_hit);
+        cg.destroy().unwrap();
+        let status = wait(pid);
+        assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
+        assert_gone(&dirs);
+        let survivors: Vec<i32> = members.into_iter().filter(|m| is_alive(*m)).collect();
+        assert!(
+            survivors.is_empty(),
+            "bomb processes survived: {survivors:?}"
+        );
     }
 
     #[test]
