@@ -57,6 +57,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 ATTACKS = HERE / "attacks"
+PEERS = HERE / "peers"
 LIB = HERE / "lib"
 
 SIZE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1000, "m": 1000**2}
@@ -388,6 +389,7 @@ class RunResult:
     runner_killed: str | None = None
     tty_echo: bytes = b""
     running_at_kill: int = 0
+    peer_outcome: dict | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -575,6 +577,9 @@ class Session:
             "HANDLE_TYPE": self.handle_type,
             "HANDLE_HEX": self.handle_hex,
             "AIRLOCK_BIN": self.airlock or "",
+            "STATE_DIR": self.state_dir,
+            "ROOT_DEV_MAJOR": os.major(os.stat("/").st_dev),
+            "ROOT_DEV_MINOR": os.minor(os.stat("/").st_dev),
         }
         for k, p in self.canaries.items():
             t[k] = p
@@ -661,12 +666,36 @@ class Session:
         if setup == "links_to_tmp_canary":
             os.symlink(self.canaries["CANARY_TMP"], ws / "linkfile")
             os.symlink(self.tmp_canary_dir, ws / "linkdir")
+        elif setup == "git_repo":
+            (ws / ".git/hooks").mkdir(parents=True)
+            (ws / ".git/config").write_text("[core]\n\trepositoryformatversion = 0\n")
+            (ws / ".git/hooks/pre-commit.sample").write_text("#!/bin/sh\nexit 0\n")
+            (ws / ".git/HEAD").write_text("ref: refs/heads/main\n")
         elif setup:
             raise ValueError(f"unknown setup {setup!r}")
         for p in [ws] + list(ws.rglob("*")):
             if not p.is_symlink():
                 os.chmod(p, 0o755 if p.is_dir() or os.access(p, os.X_OK) else 0o644)
         return ws
+
+    def _start_peer(self, case: Case, defaults: dict):
+        """A second sandbox, started first, whose token the attack must not reach."""
+        pws = self.root / f"ws-{case.name}-peer"
+        pws.mkdir(mode=0o755)
+        src = PEERS / case.spec["peer"]
+        shutil.copy2(src, pws / src.name)
+        shutil.copy2(LIB / "escape_lib.py", pws / "escape_lib.py")
+        self.peer_token = f"PEERTOKEN{secrets.token_hex(12)}"
+        (pws / "targets.env").write_text(self.targets(pws) + f"PEER_TOKEN={self.peer_token}\nPEER_WAIT=4\n")
+        for p in pws.iterdir():
+            os.chmod(p, 0o644)
+        peer_case = Case(case.name + "-peer", src.name, "control", "works", "", {})
+        policy = self.root / f"policy-{case.name}-peer.toml"
+        policy.write_text(self.policy_text(peer_case, pws, defaults))
+        cmd = [str(self.airlock), "run", "--policy", str(policy), "--cwd", str(pws), "--json", "--",
+               "python3", str(pws / src.name)]
+        return subprocess.Popen(cmd, cwd=pws, env=self.env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE), pws
 
     def policy_text(self, case: Case, ws: Path, defaults: dict) -> str:
         limits = dict(defaults.get("limits", {}))
@@ -718,6 +747,10 @@ class Session:
         deadline = parse_duration(case.spec.get("deadline", defaults.get("deadline", "60s")))
         if self.backend == "none":
             deadline = min(deadline, parse_duration(limits.get("timeout", "10s")) + 2)
+        peer = None
+        if case.spec.get("peer") and self.backend == "airlock":
+            peer = self._start_peer(case, defaults)
+            time.sleep(1.5)  # let the peer sandbox come up and plant its token
         t0 = time.monotonic()
         proc = subprocess.Popen(
             cmd,
@@ -796,6 +829,16 @@ class Session:
             os.close(tty_master)
             os.close(tty_slave)
         res.raw_stdout, res.raw_stderr = bytes(bufs["out"]), bytes(bufs["err"])
+        if peer is not None:
+            pproc, pws = peer
+            try:
+                pout, perr = pproc.communicate(timeout=60)
+                res.peer_outcome = json.loads(pout.decode("utf-8", "replace"))
+            except (subprocess.TimeoutExpired, ValueError) as e:
+                pproc.kill()
+                pproc.wait()
+                res.notes.append(f"the peer sandbox gave no outcome: {e}")
+            shutil.rmtree(pws, ignore_errors=True)
         if self.backend == "airlock":
             res.stdout_total = totals["out"]
             if not killed_midrun and res.runner_killed is None:
@@ -909,8 +952,30 @@ class Session:
             f.append(f"left on the host: {sorted(new_rt)[:4]}")
 
         # --- the workspace's host copy
+        after_ws = tree_listing(ws)
         if not spec.get("apply") and spec.get("mode", "overlay") != "rw":
-            f += diff_trees(before["ws"], tree_listing(ws), "host workspace")
+            f += diff_trees(before["ws"], after_ws, "host workspace")
+        for rel in _as_list(spec.get("protected_unchanged")):
+            root = str(ws / rel)
+            sub_b = {p: v for p, v in before["ws"].items() if p == root or p.startswith(root + "/")}
+            sub_a = {p: v for p, v in after_ws.items() if p == root or p.startswith(root + "/")}
+            f += diff_trees(sub_b, sub_a, f"protected {rel} in the host workspace")
+        for rel in _as_list(spec.get("host_ws_has")):
+            if not (ws / rel).exists():
+                f.append(f"{rel} is not in the host workspace: the write-back/write-through did not happen, "
+                         "so this case tested nothing")
+        if spec.get("apply") or spec.get("mode") == "rw":
+            for p, v in after_ws.items():
+                if v[0] == "file" and os.lstat(p).st_mode & (stat.S_ISUID | stat.S_ISGID):
+                    f.append(f"a setuid/setgid file reached the host workspace: {p}")
+        if spec.get("peer"):
+            po = res.peer_outcome or {}
+            if self.backend == "airlock":
+                if "CONTROL-OK" not in str(po.get("stdout", "")) or po.get("exit_code") != 0:
+                    f.append(f"the peer sandbox was disturbed or did not run: exit {po.get('exit_code')}, "
+                             f"stdout {str(po.get('stdout', ''))[-200:]!r}")
+            if getattr(self, "peer_token", None) and self.peer_token in every_output:
+                f.append("the peer sandbox's token appeared in this sandbox's output")
 
         # --- did it run at all, and what did it report
         if res.runner_killed:
@@ -936,7 +1001,7 @@ class Session:
         for line in text.splitlines():
             if line.startswith("ESCAPED"):
                 f.append(line[:300])
-        if case.expect == "contained" and spec.get("require_blocked", True) and case.category not in ("resources", "teardown"):
+        if case.expect == "contained" and spec.get("require_blocked", case.category not in ("resources", "teardown")):
             if not any(line.startswith("BLOCKED") for line in text.splitlines()):
                 f.append("no BLOCKED line: the attack's attempts were not observed to be stopped")
         if case.expect == "works":
