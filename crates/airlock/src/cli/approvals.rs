@@ -159,12 +159,10 @@ fn command_text_full(command: &airlock_policy::Command) -> String {
 
 /// `airlock run --ask`: asks the person at the terminal. Only usable when stdin
 /// is a terminal ([`TtyPrompt::new`] checks).
-#[allow(dead_code)] // used by cli/run.rs for `--ask`
 pub struct TtyPrompt {
     approver: Caller,
 }
 
-#[allow(dead_code)]
 impl TtyPrompt {
     /// `None` when stdin is not a terminal: then nobody is there to ask.
     pub fn new() -> Option<TtyPrompt> {

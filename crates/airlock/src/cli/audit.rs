@@ -68,6 +68,10 @@ pub enum Cmd {
         count: u64,
         #[arg(long, default_value = "test")]
         writer: String,
+        /// Make each record this many bytes larger (to widen the window in
+        /// which a kill lands inside a write).
+        #[arg(long, default_value_t = 0)]
+        pad: usize,
     },
 }
 
@@ -131,7 +135,8 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        Cmd::AppendTest { count, writer } => {
+        Cmd::AppendTest { count, writer, pad } => {
+            let writer = format!("{writer}{}", " ".repeat(pad));
             let ledger = Ledger::open(&state_dir, LedgerConfig::default())?;
             let stdout = std::io::stdout();
             for n in 0..count {
