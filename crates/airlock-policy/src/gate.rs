@@ -66,6 +66,11 @@ pub fn decide_shell_bytes(policy: &Policy, bytes: &[u8], cwd: &Path) -> Decision
     }
 }
 
+/// A decision for input that cannot even be looked at (not UTF-8, …): deny.
+pub fn reject(policy: &Policy, reason: String) -> Decision {
+    whole(policy, Verdict::Deny, Step::Input, reason)
+}
+
 fn whole(policy: &Policy, verdict: Verdict, step: Step, reason: String) -> Decision {
     Decision {
         decision: verdict,
@@ -623,7 +628,7 @@ fn arg_access<'a>(program: &'a str, argv: &'a [String]) -> impl Fn(usize) -> Acc
     let in_place = argv.iter().any(|a| {
         a == "-i" || a.starts_with("--in-place") || (a.starts_with("-i") && program == "sed")
     });
-    let last = argv.len() - 1;
+    let last = argv.len().saturating_sub(1);
     move |i| match program {
         "cp" | "install" | "ln" => {
             if i == last {

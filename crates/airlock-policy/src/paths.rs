@@ -64,7 +64,11 @@ impl Boundary {
             cwd.join(text)
         };
         let lexical = crate::load::absolute_lexical(&joined);
-        if sandbox_private(&lexical) {
+        // Inside the root, symlinks must be followed even when the workspace
+        // itself lives under /tmp.
+        let under_root =
+            lexical.starts_with(&self.root_lexical) || lexical.starts_with(&self.root_real);
+        if !under_root && sandbox_private(&lexical) {
             return Ok(());
         }
         let resolved = self.resolve(&joined);

@@ -239,6 +239,11 @@ fn append_brace(prefixes: Vec<String>, item: &word::BraceExpressionOrText) -> Op
     }
 }
 
+/// An unquoted pattern: `*`, `?`, or a `[` closed by a later `]`.
+fn is_glob(t: &str) -> bool {
+    t.contains(['*', '?']) || t.find('[').is_some_and(|i| t[i + 1..].contains(']'))
+}
+
 fn append_all(acc: &mut Vec<String>, s: &str) {
     for a in acc.iter_mut() {
         a.push_str(s);
@@ -259,7 +264,7 @@ fn expand_pieces(
         let raw = text.get(p.start_index..p.end_index).unwrap_or("");
         match &p.piece {
             WordPiece::Text(t) => {
-                if !quoted && t.contains(['*', '?', '[']) {
+                if !quoted && is_glob(t) {
                     *glob = true;
                 }
                 append_all(acc, t);

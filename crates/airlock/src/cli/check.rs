@@ -1,6 +1,112 @@
-#[derive(clap::Args)]
-pub struct Args {}
+//! `airlock check`: judge a command against the policy without running it.
+//!
+//! Exit status: 0 allow, 1 deny, 3 approval_required, 2 usage or policy error.
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`airlock check` is not implemented yet")
+use airlock_policy::{gate, load, Command, Decision, Request, Verdict};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+#[command(
+    override_usage = "airlock check [--policy FILE] [--cwd DIR] [--json] -- PROG [ARG]...\n       airlock check [--policy FILE] [--cwd DIR] [--json] -c 'SHELL STRING'"
+)]
+pub struct Args {
+    /// Policy file (else $AIRLOCK_POLICY, else ./airlock.toml, else the built-in default).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Directory the command would start in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Print the decision as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// A shell string to judge (parsed as bash).
+    #[arg(short = 'c', value_name = "SHELL STRING", conflicts_with = "argv")]
+    pub command: Option<OsString>,
+    /// The argv to judge (after `--`).
+    #[arg(last = true, value_name = "PROG ARG")]
+    pub argv: Vec<OsString>,
+}
+
+/// The exit status for a verdict.
+pub fn exit_code(v: Verdict) -> i32 {
+    match v {
+        Verdict::Allow => 0,
+        Verdict::Deny => 1,
+        Verdict::ApprovalRequired => 3,
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let here = std::env::current_dir()?;
+    let cwd = match &args.cwd {
+        Some(d) => std::path::absolute(here.join(d))?,
+        None => here.clone(),
+    };
+    let loaded = match load::resolve(args.policy.as_deref(), &here) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("airlock: policy error:\n{e}");
+            return Ok(2);
+        }
+    };
+    let policy = loaded.policy;
+    let decision = match (&args.command, args.argv.is_empty()) {
+        (Some(text), _) => gate::decide_shell_bytes(&policy, text.as_encoded_bytes(), &cwd),
+        (None, false) => {
+            let mut argv = Vec::with_capacity(args.argv.len());
+            let mut bad = None;
+            for (i, a) in args.argv.iter().enumerate() {
+                match a.to_str() {
+                    Some(s) => argv.push(s.to_string()),
+                    None => {
+                        bad = Some(i);
+                        break;
+                    }
+                }
+            }
+            match bad {
+                Some(i) => gate::reject(
+                    &policy,
+                    format!("argument {i} of the command is not valid UTF-8; send text"),
+                ),
+                None => gate::decide(
+                    &policy,
+                    &Request {
+                        command: Command::Argv { argv },
+                        cwd,
+                        loosening: Default::default(),
+                    },
+                ),
+            }
+        }
+        (None, true) => {
+            eprintln!("airlock check: give a command after `--` or a shell string with -c");
+            return Ok(2);
+        }
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&decision)?);
+    } else {
+        print_human(&decision);
+    }
+    Ok(exit_code(decision.decision))
+}
+
+fn print_human(d: &Decision) {
+    let rule = d
+        .rule
+        .as_deref()
+        .map(|r| format!(" [{r}]"))
+        .unwrap_or_default();
+    println!("{}: {}{rule}", d.decision.as_str(), d.reason);
+    if d.segments.len() > 1 {
+        for s in &d.segments {
+            println!(
+                "  {:<17} {}",
+                s.decision.as_str(),
+                airlock_policy::shell::words::short(&s.argv.join(" "))
+            );
+        }
+    }
 }

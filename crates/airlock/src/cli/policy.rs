@@ -1,9 +1,168 @@
+//! `airlock policy`: show, create, validate and explain policy files.
+
+use airlock_policy::{gate, load, Command, Request};
+use std::io::Write;
+use std::path::PathBuf;
+
 #[derive(clap::Subcommand)]
 pub enum Cmd {
     /// Print the built-in default policy.
     ShowDefault,
+    /// Write a commented starter policy (default ./airlock.toml); never overwrites.
+    Init {
+        #[arg(value_name = "PATH")]
+        path: Option<PathBuf>,
+    },
+    /// Validate a policy file, run its rule examples and print its warnings.
+    Check {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Show how a command goes through the four steps, segment by segment.
+    Explain {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// The shell string to explain.
+        #[arg(short = 'c', value_name = "SHELL STRING")]
+        command: String,
+        /// Directory the command would start in (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Print the explanation as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
-pub fn run(_cmd: Cmd) -> anyhow::Result<i32> {
-    anyhow::bail!("`airlock policy` is not implemented yet")
+pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
+    match cmd {
+        Cmd::ShowDefault => {
+            print!("{}", load::DEFAULT_POLICY_TOML);
+            Ok(0)
+        }
+        Cmd::Init { path } => init(path.unwrap_or_else(|| PathBuf::from(load::POLICY_FILE_NAME))),
+        Cmd::Check { file } => check(&file),
+        Cmd::Explain {
+            file,
+            command,
+            cwd,
+            json,
+        } => explain(&file, command, cwd, json),
+    }
+}
+
+fn init(path: PathBuf) -> anyhow::Result<i32> {
+    let mut f = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            eprintln!(
+                "airlock policy init: {} already exists; not overwriting it",
+                path.display()
+            );
+            return Ok(2);
+        }
+        Err(e) => {
+            eprintln!("airlock policy init: cannot create {}: {e}", path.display());
+            return Ok(2);
+        }
+    };
+    let text = load::DEFAULT_POLICY_TOML.replacen(
+        "# airlock's built-in default policy.",
+        "# airlock policy (written by `airlock policy init` from the built-in default).",
+        1,
+    );
+    f.write_all(text.as_bytes())?;
+    println!("wrote {}", path.display());
+    Ok(0)
+}
+
+fn check(file: &std::path::Path) -> anyhow::Result<i32> {
+    match load::from_file(file) {
+        Ok(loaded) => {
+            for w in &loaded.warnings {
+                println!("warning: {w}");
+            }
+            println!(
+                "ok: {} ({} rules, {} warning{}, sha256 {})",
+                file.display(),
+                loaded.policy.commands.rules.len(),
+                loaded.warnings.len(),
+                if loaded.warnings.len() == 1 { "" } else { "s" },
+                &loaded.policy.sha256[..12]
+            );
+            Ok(0)
+        }
+        Err(e) => {
+            for line in e.to_string().lines() {
+                eprintln!("error: {line}");
+            }
+            Ok(2)
+        }
+    }
+}
+
+fn explain(
+    file: &std::path::Path,
+    command: String,
+    cwd: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<i32> {
+    let loaded = match load::from_file(file) {
+        Ok(l) => l,
+        Err(e) => {
+            for line in e.to_string().lines() {
+                eprintln!("error: {line}");
+            }
+            return Ok(2);
+        }
+    };
+    let here = std::env::current_dir()?;
+    let cwd = match cwd {
+        Some(d) => std::path::absolute(here.join(d))?,
+        None => here,
+    };
+    let request = Request {
+        command: Command::Shell { command },
+        cwd,
+        loosening: Default::default(),
+    };
+    let ex = gate::explain(&loaded.policy, &request);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&ex)?);
+    } else {
+        for (i, (seg, trace)) in ex.decision.segments.iter().zip(&ex.traces).enumerate() {
+            println!(
+                "segment {}: {}",
+                i + 1,
+                airlock_policy::shell::words::short(&seg.argv.join(" "))
+            );
+            for t in trace {
+                println!("  {:<10} {:<17} {}", step_name(t.step), t.outcome, t.detail);
+            }
+            let rule = seg.rule.as_deref().unwrap_or("-");
+            println!("  => {} [{rule}]", seg.decision.as_str());
+        }
+        let rule = ex.decision.rule.as_deref().unwrap_or("-");
+        println!(
+            "decision: {} ({}) [{rule}]",
+            ex.decision.decision.as_str(),
+            ex.decision.reason
+        );
+    }
+    Ok(super::check::exit_code(ex.decision.decision))
+}
+
+fn step_name(s: airlock_policy::Step) -> &'static str {
+    use airlock_policy::Step::*;
+    match s {
+        Input => "0 input",
+        Workspace => "1 workspace",
+        Network => "2 network",
+        Approval => "3 approval",
+        Allowlist => "4 allowlist",
+    }
 }
