@@ -28,7 +28,8 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
             "s" | "sec" => 1_000,
             "m" | "min" => 60_000,
             "h" => 3_600_000,
-            "" => return Err(format!("`{text}` has no unit; {expected}")),
+            "" if after.is_empty() => return Err(format!("`{text}` has no unit; {expected}")),
+            "" => return Err(format!("`{text}` is not a duration; {expected}")),
             other => return Err(format!("`{text}`: unknown unit `{other}`; {expected}")),
         };
         total = n

@@ -108,10 +108,16 @@ fn load(
     let mut policy = policy;
     policy.sha256 = sha256_hex(text);
     policy.source = origin.to_string();
+    sort(&mut w.warnings);
     Ok(Loaded {
         policy,
         warnings: w.warnings,
     })
+}
+
+/// Diagnostics in file order, whatever order the sections were read in.
+fn sort(d: &mut [Diagnostic]) {
+    d.sort_by_key(|d| (d.location.line, d.location.column));
 }
 
 struct Walker<'t> {
@@ -171,7 +177,8 @@ impl<'t> Walker<'t> {
         self.warnings.push(Diagnostic { location, message });
     }
 
-    fn into_error(self) -> PolicyError {
+    fn into_error(mut self) -> PolicyError {
+        sort(&mut self.errors);
         PolicyError::Invalid {
             diagnostics: self.errors,
         }
@@ -1084,6 +1091,11 @@ fn is_env_name(name: &str) -> bool {
 
 /// The valid key closest to a misspelt one, if any is close enough.
 fn closest<'a>(key: &str, valid: &[&'a str]) -> Option<&'a str> {
+    if key.len() >= 3 {
+        if let Some(v) = valid.iter().find(|v| v.starts_with(key)) {
+            return Some(v);
+        }
+    }
     valid
         .iter()
         .map(|v| (strsim::damerau_levenshtein(key, v), *v))
@@ -1119,9 +1131,7 @@ pub fn check_host_pattern(p: &str, is_allow: bool) -> Result<(), String> {
     }
     if host == "*" {
         return Err(if is_allow {
-            format!(
-                "`*` allows every host; use network mode \"open\" if that is meant, or {expected}"
-            )
+            "`*` allows every host; use network mode \"open\" if that is meant, or name the hosts (\"api.example.com\", \"*.example.com\")".to_string()
         } else {
             format!("`*` as a host; {expected}")
         });
