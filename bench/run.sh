@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Benchmarks airlock beside its peers, side by side in ONE hyperfine run per workload:
+# bare execution, `airlock run` (default policy: every layer on, cgroup and overlay
+# workspace included), bubblewrap with its strongest equivalent flags, crun with an
+# equivalent OCI bundle (bench/mk_oci_bundle.py), gVisor's runsc (rootless, no network,
+# ptrace platform: the only one Debian's 2022 runsc has here) and firejail (as root).
+#
+#   bench/run.sh                 # full run (a few minutes; runsc's syscall-heavy case is ~10 s a run)
+#   bench/run.sh --smoke         # a few runs of each, to prove the script works (what the tests run)
+#   bench/run.sh --no-runsc      # leave gVisor out
+#   RUNS=50 WARM=5 RUNS_LONG=10 AIRLOCK=target/release/airlock bench/run.sh
+#
+# Results: bench/results/<time>/ (hyperfine JSON per workload, inproc.md, summary.md,
+# chart.png) and bench/results/latest -> it. The summary gives medians, ratios against
+# bare and against bwrap, and whether the issue's targets are met.
+#
+# Host changes, undone on exit: crun 1.8 refuses "cgroups in hybrid mode" while the
+# cgroup2 hierarchy holds hugetlb, so hugetlb is mounted as a v1 hierarchy for the run
+# and unmounted after (retrying until cgroup2 gets it back).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SMOKE=0; RUNSC=1
+for a in "$@"; do
+  case $a in
+    --smoke) SMOKE=1 ;;
+    --no-runsc) RUNSC=0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "unknown argument $a" >&2; exit 2 ;;
+  esac
+done
+if [ $SMOKE = 1 ]; then RUNS=${RUNS:-5}; WARM=${WARM:-1}; RUNS_LONG=${RUNS_LONG:-2}; INPROC_N=${INPROC_N:-2}
+else RUNS=${RUNS:-30}; WARM=${WARM:-3}; RUNS_LONG=${RUNS_LONG:-5}; INPROC_N=${INPROC_N:-5}; fi
+PY=/usr/bin/python3   # the same interpreter inside every sandbox and outside
+
+# ------------------------------------------------------------------ peers and airlock
+need=()
+for pair in bwrap:bubblewrap firejail:firejail runsc:runsc crun:crun hyperfine:hyperfine; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
+done
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need+=(python3-matplotlib)  # for chart.png
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing peers: ${need[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ -z "${AIRLOCK:-}" ]; then
+  cargo build --release --locked -q -p airlock
+  AIRLOCK=target/release/airlock
+fi
+AIRLOCK=$(readlink -f "$AIRLOCK")
+
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)$([ $SMOKE = 1 ] && echo -smoke || true)
+OUT=$PWD/bench/results/$STAMP
+mkdir -p "$OUT"
+ln -sfn "$STAMP" bench/results/latest
+WORK=$(mktemp -d /var/tmp/airlock-bench.XXXXXX)
+B=$WORK/oci; WS=$WORK/workspace; mkdir -p "$B" "$WS"
+echo "workspace file" > "$WS/README"
+export AIRLOCK_STATE_DIR=$WORK/state   # keep the bench's audit log out of the real one
+
+HUGETLB_MOUNTED=0
+IDS=(true pypass pycpu pysys inproc)
+cleanup() {
+  for id in "${IDS[@]}"; do crun delete -f "c-$id-$$" >/dev/null 2>&1 || true; done
+  rmdir /sys/fs/cgroup/*/airlock-bench/* /sys/fs/cgroup/*/airlock-bench 2>/dev/null || true
+  if [ "$HUGETLB_MOUNTED" = 1 ]; then
+    # a v1 hierarchy with (dying) children at umount stays alive, hidden, and keeps
+    # hugetlb away from cgroup2: mount/umount again until cgroup2 has it back
+    sleep 1; umount /sys/fs/cgroup/hugetlb 2>/dev/null || true
+    for _ in 1 2 3 4 5; do
+      grep -qw hugetlb /sys/fs/cgroup/unified/cgroup.controllers && break
+      sleep 2
+      mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb 2>/dev/null && umount /sys/fs/cgroup/hugetlb
+    done
+    rmdir /sys/fs/cgroup/hugetlb 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+if [ -n "$(cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null)" ]; then
+  mkdir -p /sys/fs/cgroup/hugetlb
+  mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb && HUGETLB_MOUNTED=1
+fi
+
+CPU_CODE='sum(range(30_000_000))'
+SYS_CODE="import os;s=os.stat;[s('/') for _ in range(200000)]"
+INPROC="import os,time;p=time.perf_counter;t=p();sum(range(30_000_000));a=p()-t;s=os.stat;t=p();[s('/') for _ in range(200000)];b=p()-t;print('%.1f %.1f'%(a*1e3,b*1e3))"
+python3 bench/mk_oci_bundle.py "$B/true" -- /bin/true
+python3 bench/mk_oci_bundle.py "$B/pypass" -- $PY -c pass
+python3 bench/mk_oci_bundle.py "$B/pycpu" -- $PY -c "$CPU_CODE"
+python3 bench/mk_oci_bundle.py "$B/pysys" -- $PY -c "$SYS_CODE"
+python3 bench/mk_oci_bundle.py "$B/inproc" -- $PY -c "$INPROC"
+
+# ------------------------------------------------------------------ invocations
+AL="$AIRLOCK run --cwd $WS --"
+BW="bwrap --unshare-all --unshare-user --disable-userns --die-with-parent --new-session \
+ --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
+ --symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp \
+ --clearenv --setenv PATH /usr/bin:/bin --chdir /tmp --cap-drop ALL"
+FJ="firejail --noprofile --quiet --deterministic-exit-code --net=none --ipc-namespace --private \
+ --private-tmp --private-dev --caps.drop=all --seccomp --nonewprivs --nogroups \
+ --read-only=/usr --read-only=/etc --rlimit-nproc=256 --rlimit-as=536870912"
+GV="runsc --rootless --network=none --platform=ptrace do"
+CR() { echo "crun run --bundle $B/$1 c-$1-$$"; }
+
+# every tool must run the workload at all, or its figure means nothing
+for t in "$AL /bin/true" "$BW /bin/true" "$FJ /bin/true" "$(CR true)"; do
+  $t >/dev/null 2>&1 || { echo "cannot run: $t" >&2; exit 1; }
+done
+if [ $RUNSC = 1 ] && ! timeout 60 $GV /bin/true >/dev/null 2>&1; then
+  echo "runsc does not run here; leaving it out"; RUNSC=0
+fi
+
+hf() { local name=$1; shift
+  echo "### $name"
+  hyperfine -N --style basic --export-json "$OUT/$name.json" "$@" 2>&1 | grep -vE '^\s*$' | sed 's/^/  /'
+}
+
+for w in true pypass; do
+  if [ $w = true ]; then C="/bin/true"; else C="$PY -c pass"; fi
+  args=(-n bare "$C" -n airlock "$AL $C" -n bwrap "$BW $C" -n crun "$(CR $w)" -n firejail "$FJ $C")
+  [ $RUNSC = 1 ] && args+=(-n runsc "$GV $C")
+  hf "startup_$w" --warmup "$WARM" -r "$RUNS" "${args[@]}"
+done
+for w in pycpu pysys; do
+  if [ $w = pycpu ]; then CODE="$CPU_CODE"; else CODE="$SYS_CODE"; fi
+  C="$PY -c \"$CODE\""
+  args=(-n bare "$C" -n airlock "$AL $C" -n bwrap "$BW $C" -n crun "$(CR $w)" -n firejail "$FJ $C")
+  # runsc's ptrace platform needs ~10 s for the syscall loop: full runs only
+  [ $RUNSC = 1 ] && { [ $SMOKE = 0 ] || [ $w = pycpu ]; } && args+=(-n runsc "$GV $C")
+  hf "runtime_$w" --warmup 1 -r "$RUNS_LONG" "${args[@]}"
+done
+
+# The workload timing itself, without start-up: CPU loop and 200k stat() calls.
+inproc() { local name=$1; shift; local i
+  for i in $(seq "$INPROC_N"); do echo "$name $("$@" 2>/dev/null | tail -1)"; done
+}
+{
+  inproc bare $PY -c "$INPROC"
+  inproc airlock $AL $PY -c "$INPROC"
+  inproc bwrap $BW $PY -c "$INPROC"
+  inproc crun crun run --bundle "$B/inproc" "c-inproc-$$"
+  inproc firejail $FJ $PY -c "$INPROC"
+} > "$OUT/inproc.txt"
+
+{
+  echo "airlock: $AIRLOCK ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+  echo "bwrap $(bwrap --version | awk '{print $2}'), crun $(crun --version | head -1 | awk '{print $3}'),"\
+       "firejail $(firejail --version | head -1 | awk '{print $3}'), runsc $(runsc --version 2>&1 | head -1 | awk '{print $3}')"\
+       "(ptrace platform$([ $RUNSC = 1 ] || echo ', not run'))"
+  echo "kernel $(uname -r), $(nproc) CPUs; runs: startup $RUNS (warmup $WARM), runtime $RUNS_LONG, in-process $INPROC_N"
+} > "$OUT/env.txt"
+python3 bench/summarize.py "$OUT"
+echo "results in $OUT"
