@@ -23,7 +23,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let policy = load_policy(args.policy.as_deref())?;
-    let engine = crate::cli::serve::open_engine()?;
+    let engine = crate::serve::backend::open_engine()?;
     let concurrency = args
         .concurrency
         .unwrap_or_else(crate::cli::serve::default_concurrency);

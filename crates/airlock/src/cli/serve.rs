@@ -2,7 +2,6 @@
 
 use crate::serve::service::{Language, RequestLimits};
 use crate::serve::Options;
-use anyhow::Context;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -117,17 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(addr) = options.listen {
         crate::serve::listen::check_tcp_address(addr, options.allow_remote)?;
     }
-    let engine = open_engine()?;
+    let engine = crate::serve::backend::open_engine()?;
     crate::serve::run(options, engine)?;
     Ok(0)
-}
-
-/// The engine every interface uses: the state directory's ledger and the
-/// native backend.
-pub fn open_engine() -> anyhow::Result<airlock_core::Engine> {
-    let state_dir = airlock_core::resolve_state_dir()?;
-    airlock_core::state::ensure_private_dir(&state_dir)?;
-    let backend = crate::serve::backend::default_backend()?;
-    airlock_core::Engine::open(airlock_core::EngineConfig::new(state_dir.clone(), backend))
-        .with_context(|| format!("cannot open the state directory {}", state_dir.display()))
 }

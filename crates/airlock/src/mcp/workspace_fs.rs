@@ -321,3 +321,155 @@ fn walk(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use airlock_policy::model::ApplyMode;
+
+    fn setup() -> (tempfile::TempDir, Policy, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.txt"), "CANARY-SECRET").unwrap();
+        std::fs::write(root.join("a.txt"), "hello").unwrap();
+        std::fs::write(root.join("sub/b.txt"), "x".repeat(5000)).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("link-out")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.txt"), root.join("secret-link")).unwrap();
+        std::os::unix::fs::symlink("a.txt", root.join("inner-link")).unwrap();
+        let mut policy = airlock_policy::load::builtin_default(&root);
+        policy.workspace.root = std::fs::canonicalize(&root).unwrap();
+        policy.workspace.mode = WorkspaceMode::Rw;
+        policy.workspace.protect = vec![PathBuf::from(".git/hooks")];
+        (dir, policy, outside)
+    }
+
+    #[test]
+    fn reads_inside_and_refuses_every_way_out() {
+        let (_d, policy, outside) = setup();
+        let caps = FileCaps::default();
+        assert_eq!(
+            read_file(&policy, "a.txt", &caps).unwrap()["content"],
+            "hello"
+        );
+        assert_eq!(
+            read_file(&policy, "inner-link", &caps).unwrap()["content"],
+            "hello"
+        );
+        let abs = policy.workspace.root.join("a.txt");
+        assert_eq!(
+            read_file(&policy, abs.to_str().unwrap(), &caps).unwrap()["content"],
+            "hello"
+        );
+        for bad in [
+            "../outside/secret.txt",
+            "secret-link",
+            "link-out/secret.txt",
+            "sub/../../outside/secret.txt",
+        ] {
+            let e = read_file(&policy, bad, &caps).unwrap_err();
+            assert_eq!(e.code, "outside_workspace", "{bad}: {e}");
+        }
+        let e =
+            read_file(&policy, outside.join("secret.txt").to_str().unwrap(), &caps).unwrap_err();
+        assert_eq!(e.code, "outside_workspace");
+        let e = read_file(&policy, "/proc/self/environ", &caps).unwrap_err();
+        assert_eq!(e.code, "outside_workspace");
+        let small = FileCaps {
+            read_bytes: 100,
+            ..FileCaps::default()
+        };
+        let big = read_file(&policy, "sub/b.txt", &small).unwrap();
+        assert_eq!(big["truncated"], true);
+        assert_eq!(big["size"], 5000);
+        assert_eq!(big["content"].as_str().unwrap().len(), 100);
+        assert_eq!(
+            read_file(&policy, "sub", &caps).unwrap_err().code,
+            "not_a_file"
+        );
+    }
+
+    #[test]
+    fn writes_never_leave_the_root_or_touch_protected_paths() {
+        let (_d, mut policy, outside) = setup();
+        let caps = FileCaps::default();
+        write_file(&policy, "sub/new.txt", "data", &caps).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(policy.workspace.root.join("sub/new.txt")).unwrap(),
+            "data"
+        );
+        for bad in ["link-out/pwn.txt", "../outside/pwn.txt", "secret-link"] {
+            let e = write_file(&policy, bad, "pwned", &caps).unwrap_err();
+            assert!(
+                ["outside_workspace", "symlink_refused"].contains(&e.code),
+                "{bad}: {e}"
+            );
+        }
+        // Writing through an in-root symlink is refused too (it could be swapped).
+        assert_eq!(
+            write_file(&policy, "inner-link", "x", &caps)
+                .unwrap_err()
+                .code,
+            "symlink_refused"
+        );
+        assert_eq!(
+            std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+            "CANARY-SECRET"
+        );
+        assert!(!outside.join("pwn.txt").exists());
+        let e = write_file(&policy, ".git/hooks/pre-commit", "evil", &caps).unwrap_err();
+        assert_eq!(e.code, "protected_path");
+        assert!(!policy.workspace.root.join(".git/hooks/pre-commit").exists());
+        let e =
+            write_file(&policy, "big.txt", &"x".repeat(caps.write_bytes + 1), &caps).unwrap_err();
+        assert_eq!(e.code, "too_large");
+        policy.workspace.mode = WorkspaceMode::Ro;
+        assert_eq!(
+            write_file(&policy, "c.txt", "x", &caps).unwrap_err().code,
+            "read_only_workspace"
+        );
+        policy.workspace.mode = WorkspaceMode::Overlay;
+        policy.workspace.apply = ApplyMode::Manual;
+        assert_eq!(
+            write_file(&policy, "c.txt", "x", &caps).unwrap_err().code,
+            "read_only_workspace"
+        );
+        assert!(!policy.workspace.root.join("c.txt").exists());
+    }
+
+    #[test]
+    fn listing_is_capped_and_does_not_follow_symlinks() {
+        let (_d, policy, _outside) = setup();
+        let all = list_files(&policy, ".", true, &FileCaps::default()).unwrap();
+        let paths: Vec<&str> = all["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["path"].as_str().unwrap())
+            .collect();
+        assert!(paths.contains(&"sub/b.txt"), "{paths:?}");
+        assert!(paths.contains(&"link-out"), "{paths:?}");
+        assert!(!paths.iter().any(|p| p.contains("secret.txt")), "{paths:?}");
+        let capped = list_files(
+            &policy,
+            ".",
+            true,
+            &FileCaps {
+                list_entries: 2,
+                ..FileCaps::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(capped["entries"].as_array().unwrap().len(), 2);
+        assert_eq!(capped["truncated"], true);
+        assert_eq!(
+            list_files(&policy, "link-out", false, &FileCaps::default())
+                .unwrap_err()
+                .code,
+            "outside_workspace"
+        );
+    }
+}

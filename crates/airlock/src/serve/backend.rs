@@ -1,30 +1,17 @@
-//! Which sandbox backend the interfaces use.
-//!
-//! TEMPORARY (issue 5 helper): the native backend (issue 3) has no public
-//! constructor yet. Until it does, this returns a backend that refuses every
-//! run with an error naming the missing layer: fail closed, never run
-//! unsandboxed. Replace the body with the native backend's constructor.
+//! The engine every interface uses: the state directory's ledger and the
+//! native backend, opened the same way `airlock run` opens it.
 
-use airlock_sandbox::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
+use airlock_sandbox::native::NativeBackend;
+use anyhow::Context;
 
-struct NotBuilt;
-
-impl Backend for NotBuilt {
-    fn name(&self) -> &'static str {
-        "native"
-    }
-    fn run(
-        &self,
-        _spec: &SandboxSpec,
-        _sink: &mut dyn OutputSink,
-    ) -> Result<Outcome, SandboxError> {
-        Err(SandboxError::Layer {
-            layer: "native backend",
-            detail: "not built into this binary yet".into(),
-        })
-    }
-}
-
-pub fn default_backend() -> anyhow::Result<Box<dyn Backend>> {
-    Ok(Box::new(NotBuilt))
+pub fn open_engine() -> anyhow::Result<airlock_core::Engine> {
+    let state_dir = airlock_core::resolve_state_dir()?;
+    airlock_core::state::ensure_private_dir(&state_dir)?;
+    let mut backend = NativeBackend::current_exe()?;
+    backend.runs_dir = state_dir.join("runs");
+    airlock_core::Engine::open(airlock_core::EngineConfig::new(
+        state_dir.clone(),
+        Box::new(backend),
+    ))
+    .with_context(|| format!("cannot open the state directory {}", state_dir.display()))
 }

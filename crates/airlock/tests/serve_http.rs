@@ -1,0 +1,682 @@
+//! `airlock serve` end to end: the real binary, the real engine and sandbox,
+//! a real HTTP client over the unix socket and loopback TCP.
+
+mod serve_support;
+
+use serve_support::*;
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn socket_is_private_and_openapi_matches_the_repository_file() {
+    let mut server = Server::start(&["--tokens", "tokens.toml", "--socket", "state/airlock.sock"]);
+    let mode = std::fs::metadata(&server.socket)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600, "socket mode");
+    rt().block_on(async {
+        let s = Target::Unix(&server.socket);
+        let health = request(s, "GET", "/healthz", None, None).await;
+        assert_eq!(health.status, 200);
+        assert_eq!(health.json()["status"], "ok");
+        let served = request(
+            Target::Unix(&server.socket),
+            "GET",
+            "/openapi.json",
+            None,
+            None,
+        )
+        .await;
+        assert_eq!(served.status, 200);
+        let file =
+            std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../openapi.json")).unwrap();
+        assert_eq!(
+            served.body, file,
+            "served /openapi.json differs from the repository's openapi.json"
+        );
+    });
+
+    let (status, err) = server.stop();
+    assert!(status.success(), "{err}");
+}
+
+#[test]
+fn tokens_authenticate_and_each_token_has_its_own_policy() {
+    let mut server = Server::start(&["--tokens", "tokens.toml"]);
+    rt().block_on(async {
+        let sock = &server.socket;
+        let body = r#"{"command":"cat data.csv"}"#;
+        // No token, a wrong token, another scheme: 401 with a JSON error.
+        for token in [None, Some("not-a-real-token-000000")] {
+            let r = request(Target::Unix(sock), "POST", "/v1/check", token, Some(body)).await;
+            assert_eq!(r.status, 401);
+            assert_eq!(r.json()["code"], "unauthorized");
+            assert!(r.headers.contains_key("www-authenticate"));
+        }
+        // The same command: allowed for agent-a, denied for agent-b.
+        let a = request(
+            Target::Unix(sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_A),
+            Some(body),
+        )
+        .await;
+        assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+        let a = a.json();
+        assert_eq!(a["decision"], "allow");
+        assert_eq!(a["status"], "ran");
+        assert_eq!(a["caller"], "agent-a");
+        assert_eq!(a["outcome"]["stdout"], "name,qty\napple,3\npear,5\n");
+        let b = request(
+            Target::Unix(sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_B),
+            Some(body),
+        )
+        .await
+        .json();
+        assert_eq!(b["decision"], "deny");
+        assert_eq!(b["status"], "denied");
+        assert!(b["outcome"].is_null());
+        // The audit log names each caller by its token's name, and the denied
+        // request has a decision record and no execution record.
+        let records = audit_records(&server.state());
+        let who = |rid: &serde_json::Value, kind: &str| {
+            records
+                .iter()
+                .filter(|r| r["request_id"] == *rid && r["kind"] == kind)
+                .map(|r| r["who"].clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            who(&a["request_id"], "execution"),
+            vec![serde_json::json!({"name": "agent-a", "kind": "token"})]
+        );
+        assert_eq!(
+            who(&b["request_id"], "decision"),
+            vec![serde_json::json!({"name": "agent-b", "kind": "token"})]
+        );
+        assert!(who(&b["request_id"], "execution").is_empty());
+        // A run is visible to its owner only.
+        let path = format!("/v1/runs/{}", a["request_id"].as_str().unwrap());
+        let mine = request(Target::Unix(sock), "GET", &path, Some(TOKEN_A), None).await;
+        assert_eq!(mine.status, 200);
+        assert_eq!(mine.json()["outcome"]["stdout"], a["outcome"]["stdout"]);
+        let theirs = request(Target::Unix(sock), "GET", &path, Some(TOKEN_B), None).await;
+        assert_eq!(theirs.status, 404);
+        assert_eq!(theirs.json()["code"], "not_found");
+        // GET /v1/audit: an agent sees only its own records.
+        let audit_b = request(
+            Target::Unix(sock),
+            "GET",
+            "/v1/audit?limit=1000",
+            Some(TOKEN_B),
+            None,
+        )
+        .await
+        .json();
+        let recs = audit_b["records"].as_array().unwrap();
+        assert!(!recs.is_empty());
+        assert!(
+            recs.iter().all(|r| r["who"]["name"] == "agent-b"),
+            "{recs:?}"
+        );
+        let denied = request(
+            Target::Unix(sock),
+            "GET",
+            "/v1/audit?decision=deny&caller=agent-b",
+            Some(TOKEN_HUMAN),
+            None,
+        )
+        .await
+        .json();
+        assert_eq!(denied["records"].as_array().unwrap().len(), 1);
+        let forbidden = request(
+            Target::Unix(sock),
+            "GET",
+            "/v1/audit?caller=agent-a",
+            Some(TOKEN_B),
+            None,
+        )
+        .await;
+        assert_eq!(forbidden.status, 403);
+    });
+    server.stop();
+}
+
+#[test]
+fn loopback_tcp_works_and_non_loopback_is_refused() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut server = Server::start(&["--tokens", "tokens.toml", "--listen", &addr]);
+    rt().block_on(async {
+        let r = request(
+            Target::Tcp(&addr),
+            "POST",
+            "/v1/check",
+            Some(TOKEN_A),
+            Some(r#"{"command":"ls"}"#),
+        )
+        .await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json()["decision"], "allow");
+        let r = request(
+            Target::Tcp(&addr),
+            "POST",
+            "/v1/check",
+            None,
+            Some(r#"{"command":"ls"}"#),
+        )
+        .await;
+        assert_eq!(r.status, 401);
+    });
+    server.stop();
+
+    let dir = layout();
+    for extra in [
+        vec!["--listen", "0.0.0.0:0"],
+        vec!["--listen", "0.0.0.0:0", "--allow-remote"],
+    ] {
+        let out = std::process::Command::new(bin())
+            .arg("serve")
+            .args(["--tokens", "tokens.toml"])
+            .args(&extra)
+            .current_dir(dir.path())
+            .env("AIRLOCK_STATE_DIR", dir.path().join("state"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("refusing to listen on non-loopback address"),
+            "{err}"
+        );
+        assert!(
+            !dir.path().join("state/airlock.sock").exists(),
+            "nothing may be left listening"
+        );
+    }
+    // TCP without tokens is refused: any local user could reach the port.
+    let out = std::process::Command::new(bin())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .current_dir(dir.path())
+        .env("AIRLOCK_STATE_DIR", dir.path().join("state"))
+        .env_remove("AIRLOCK_TOKENS")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--listen needs --tokens"));
+}
+
+#[test]
+fn bad_input_gets_stable_error_codes_and_runs_nothing() {
+    let mut server = Server::start(&[
+        "--tokens",
+        "tokens.toml",
+        "--max-body",
+        "4096",
+        "--max-command",
+        "100",
+        "--max-code",
+        "200",
+    ]);
+    rt().block_on(async {
+        let sock = &server.socket;
+        let cases: Vec<(String, u16, &str)> = vec![
+            ("{not json".into(), 400, "invalid_json"),
+            (r#"{"comand":"ls"}"#.into(), 400, "bad_request"),
+            (
+                r#"{"command":"ls","code":"print(1)"}"#.into(),
+                400,
+                "bad_request",
+            ),
+            (r#"{}"#.into(), 400, "bad_request"),
+            (r#"{"command":"   "}"#.into(), 400, "bad_request"),
+            (
+                r#"{"command":"ls","timeout_s":0}"#.into(),
+                400,
+                "bad_request",
+            ),
+            (
+                r#"{"code":"puts 1","language":"ruby"}"#.into(),
+                400,
+                "unsupported_language",
+            ),
+            (
+                format!(r#"{{"command":"echo {}"}}"#, "x".repeat(200)),
+                413,
+                "command_too_large",
+            ),
+            (
+                format!(r#"{{"code":"print('{}')"}}"#, "x".repeat(300)),
+                413,
+                "code_too_large",
+            ),
+            (
+                format!(r#"{{"command":"echo {}"}}"#, "x".repeat(5000)),
+                413,
+                "payload_too_large",
+            ),
+        ];
+        for (body, status, code) in cases {
+            let r = request(
+                Target::Unix(sock),
+                "POST",
+                "/v1/run",
+                Some(TOKEN_A),
+                Some(&body),
+            )
+            .await;
+            assert_eq!(
+                r.status,
+                status,
+                "{body}: {}",
+                String::from_utf8_lossy(&r.body)
+            );
+            assert_eq!(r.json()["code"], code, "{body}");
+            assert!(r.json()["message"].as_str().is_some_and(|m| !m.is_empty()));
+        }
+        let r = request(Target::Unix(sock), "GET", "/v1/nope", Some(TOKEN_A), None).await;
+        assert_eq!(
+            (r.status, r.json()["code"].as_str().unwrap()),
+            (404, "not_found")
+        );
+        let r = request(Target::Unix(sock), "DELETE", "/v1/run", Some(TOKEN_A), None).await;
+        assert_eq!(
+            (r.status, r.json()["code"].as_str().unwrap()),
+            (405, "method_not_allowed")
+        );
+    });
+    // None of those reached the engine: the audit log holds no record.
+    let records = audit_records(&server.state());
+    assert!(
+        records
+            .iter()
+            .all(|r| r["kind"] != "decision" && r["kind"] != "execution"),
+        "{records:?}"
+    );
+    server.stop();
+}
+
+#[test]
+fn streaming_sends_output_while_the_command_runs() {
+    let mut server = Server::start(&["--tokens", "tokens.toml"]);
+    rt().block_on(async {
+        let body = r#"{"code":"import sys, time\nprint('first', flush=True)\ntime.sleep(2)\nprint('second', flush=True)\nprint('oops', file=sys.stderr)"}"#;
+        let (status, frames) = stream(&server.socket, "/v1/run/stream", TOKEN_A, body).await;
+        assert_eq!(status, 200);
+        let mut events = Vec::new();
+        let mut buf = Vec::new();
+        for (at, frame) in frames {
+            buf.extend_from_slice(&frame);
+            while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=nl).collect();
+                events.push((at, serde_json::from_slice::<serde_json::Value>(&line).unwrap()));
+            }
+        }
+        let kinds: Vec<&str> = events.iter().map(|(_, e)| e["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds.last(), Some(&"result"), "{kinds:?}");
+        let first = events.iter().find(|(_, e)| e["data"] == "first\n").expect("first chunk");
+        let (done_at, result) = events.last().unwrap();
+        // The first line reached the client while the command was still sleeping.
+        assert!(done_at.duration_since(first.0) >= Duration::from_secs(1), "output was not streamed live");
+        let out: String = events.iter().filter(|(_, e)| e["type"] == "stdout").map(|(_, e)| e["data"].as_str().unwrap()).collect();
+        assert_eq!(out, "first\nsecond\n");
+        assert!(events.iter().any(|(_, e)| e["type"] == "stderr" && e["data"] == "oops\n"));
+        assert_eq!(result["result"]["outcome"]["exit_code"], 0);
+        assert_eq!(result["result"]["outcome"]["stdout"], "first\nsecond\n");
+    });
+    server.stop();
+}
+
+#[test]
+fn past_the_queue_the_server_answers_429_with_retry_after() {
+    let mut server = Server::start(&[
+        "--tokens",
+        "tokens.toml",
+        "--concurrency",
+        "1",
+        "--queue",
+        "1",
+    ]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let sock = server.socket.clone();
+        let slow = r#"{"command":"sleep 2"}"#;
+        let health = |sock: std::path::PathBuf| async move {
+            request(Target::Unix(&sock), "GET", "/healthz", None, None)
+                .await
+                .json()
+        };
+        let first = tokio::spawn({
+            let sock = sock.clone();
+            async move {
+                request(
+                    Target::Unix(&sock),
+                    "POST",
+                    "/v1/run",
+                    Some(TOKEN_A),
+                    Some(slow),
+                )
+                .await
+            }
+        });
+        while health(sock.clone()).await["running"] != 1 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let second = tokio::spawn({
+            let sock = sock.clone();
+            async move {
+                request(
+                    Target::Unix(&sock),
+                    "POST",
+                    "/v1/run",
+                    Some(TOKEN_A),
+                    Some(slow),
+                )
+                .await
+            }
+        });
+        while health(sock.clone()).await["queued"] != 1 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let third = request(
+            Target::Unix(&sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_A),
+            Some(slow),
+        )
+        .await;
+        assert_eq!(third.status, 429);
+        assert_eq!(third.json()["code"], "queue_full");
+        assert_eq!(third.headers.get("retry-after").unwrap(), "1");
+        let stream429 = request(
+            Target::Unix(&sock),
+            "POST",
+            "/v1/run/stream",
+            Some(TOKEN_A),
+            Some(slow),
+        )
+        .await;
+        assert_eq!(stream429.status, 429);
+        assert_eq!(first.await.unwrap().json()["outcome"]["exit_code"], 0);
+        assert_eq!(second.await.unwrap().json()["outcome"]["exit_code"], 0);
+        let metrics = request(Target::Unix(&sock), "GET", "/metrics", Some(TOKEN_A), None).await;
+        let text = String::from_utf8(metrics.body).unwrap();
+        assert!(
+            text.contains("airlock_rejected_total{reason=\"queue_full\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("airlock_runs_total{ended=\"success\"} 2"),
+            "{text}"
+        );
+        assert!(text.contains("airlock_queue_depth 0"), "{text}");
+    });
+    server.stop();
+}
+
+#[test]
+fn timeouts_are_kills_with_a_reason_and_are_counted() {
+    let mut server = Server::start(&["--tokens", "tokens.toml"]);
+    rt().block_on(async {
+        let r = request(
+            Target::Unix(&server.socket),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_A),
+            Some(r#"{"command":"sleep 10","timeout_s":0.5}"#),
+        )
+        .await
+        .json();
+        assert_eq!(r["outcome"]["killed_by"], "timeout", "{r}");
+        let m = request(
+            Target::Unix(&server.socket),
+            "GET",
+            "/metrics",
+            Some(TOKEN_A),
+            None,
+        )
+        .await;
+        let text = String::from_utf8(m.body).unwrap();
+        assert!(
+            text.contains("airlock_kills_total{reason=\"timeout\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "airlock_request_duration_seconds_bucket{endpoint=\"run\",le=\"+Inf\"} 1"
+            ),
+            "{text}"
+        );
+    });
+    server.stop();
+}
+
+#[test]
+fn approvals_need_a_person_and_run_once() {
+    let mut server = Server::start(&["--tokens", "tokens.toml"]);
+    rt().block_on(async {
+        let sock = &server.socket;
+        let body = r#"{"command":"touch approved.txt"}"#;
+        let r = request(
+            Target::Unix(sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_A),
+            Some(body),
+        )
+        .await
+        .json();
+        assert_eq!(r["status"], "approval_pending", "{r}");
+        assert!(r["outcome"].is_null());
+        let id = r["approval"]["id"].as_str().unwrap().to_string();
+        // The agent sees its approval but may not answer it.
+        let list = request(
+            Target::Unix(sock),
+            "GET",
+            "/v1/approvals?status=pending",
+            Some(TOKEN_A),
+            None,
+        )
+        .await
+        .json();
+        assert_eq!(list["approvals"][0]["id"], id.as_str());
+        let theirs = request(
+            Target::Unix(sock),
+            "GET",
+            &format!("/v1/approvals/{id}"),
+            Some(TOKEN_B),
+            None,
+        )
+        .await;
+        assert_eq!(theirs.status, 404);
+        let self_approve = request(
+            Target::Unix(sock),
+            "POST",
+            &format!("/v1/approvals/{id}/approve"),
+            Some(TOKEN_A),
+            None,
+        )
+        .await;
+        assert_eq!(self_approve.status, 403);
+        assert_eq!(self_approve.json()["code"], "forbidden");
+        let ok = request(
+            Target::Unix(sock),
+            "POST",
+            &format!("/v1/approvals/{id}/approve"),
+            Some(TOKEN_HUMAN),
+            Some(r#"{"note":"fine"}"#),
+        )
+        .await;
+        assert_eq!(ok.status, 200, "{}", String::from_utf8_lossy(&ok.body));
+        assert_eq!(ok.json()["status"], "approved");
+        let again = request(
+            Target::Unix(sock),
+            "POST",
+            &format!("/v1/approvals/{id}/deny"),
+            Some(TOKEN_HUMAN),
+            None,
+        )
+        .await;
+        assert_eq!(again.status, 409);
+        // Now it runs, once, for the same command only.
+        let with = format!(r#"{{"command":"touch approved.txt","approval_id":"{id}"}}"#);
+        let ran = request(
+            Target::Unix(sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_A),
+            Some(&with),
+        )
+        .await
+        .json();
+        assert_eq!(ran["status"], "ran", "{ran}");
+        assert_eq!(ran["outcome"]["exit_code"], 0);
+        assert!(ran["outcome"]["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["path"].as_str().unwrap().ends_with("approved.txt")));
+        let replay = request(
+            Target::Unix(sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_A),
+            Some(&with),
+        )
+        .await
+        .json();
+        assert_eq!(replay["status"], "approval_refused", "{replay}");
+        assert!(replay["outcome"].is_null());
+        let missing = request(
+            Target::Unix(sock),
+            "GET",
+            "/v1/approvals/ap-000000000000",
+            Some(TOKEN_HUMAN),
+            None,
+        )
+        .await;
+        assert_eq!(missing.status, 404);
+    });
+    server.stop();
+}
+
+#[test]
+fn grants_are_for_approvers_only() {
+    let mut server = Server::start(&["--tokens", "tokens.toml"]);
+    rt().block_on(async {
+        let sock = &server.socket;
+        let extra = server.dir.path().join("shared-out");
+        std::fs::create_dir_all(&extra).unwrap();
+        let body = format!(r#"{{"boundary":{{"type":"write","paths":["{}"]}},"for":"python3 etl.py","ttl_s":600,"uses":1}}"#, extra.display());
+        let denied = request(Target::Unix(sock), "POST", "/v1/grants", Some(TOKEN_A), Some(&body)).await;
+        assert_eq!(denied.status, 403);
+        let created = request(Target::Unix(sock), "POST", "/v1/grants", Some(TOKEN_HUMAN), Some(&body)).await;
+        assert_eq!(created.status, 201, "{}", String::from_utf8_lossy(&created.body));
+        let id = created.json()["id"].as_str().unwrap().to_string();
+        let list = request(Target::Unix(sock), "GET", "/v1/grants", Some(TOKEN_HUMAN), None).await.json();
+        let listed = list["grants"].as_array().unwrap().iter().find(|g| g["id"] == id.as_str()).cloned().unwrap();
+        assert_eq!(listed["state"], "active");
+        assert_eq!(request(Target::Unix(sock), "GET", "/v1/grants", Some(TOKEN_A), None).await.status, 403);
+        let revoked = request(Target::Unix(sock), "DELETE", &format!("/v1/grants/{id}"), Some(TOKEN_HUMAN), None).await;
+        assert_eq!(revoked.status, 200);
+        let twice = request(Target::Unix(sock), "DELETE", &format!("/v1/grants/{id}"), Some(TOKEN_HUMAN), None).await;
+        assert_eq!(twice.status, 409);
+        let bad = request(Target::Unix(sock), "POST", "/v1/grants", Some(TOKEN_HUMAN), Some(r#"{"boundary":{"type":"write","paths":["relative"]},"for":"x","ttl_s":60}"#)).await;
+        assert_eq!(bad.status, 400);
+        assert_eq!(bad.json()["code"], "bad_request");
+    });
+    server.stop();
+}
+
+#[test]
+fn sigterm_drains_then_kills_and_leaves_nothing_behind() {
+    let mut server = Server::start(&["--tokens", "tokens.toml", "--shutdown-grace", "1"]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server_pid = server.child.id();
+    let (long, short, status, err) = rt.block_on(async {
+        let sock = server.socket.clone();
+        let long = tokio::spawn({
+            let sock = sock.clone();
+            async move {
+                request(
+                    Target::Unix(&sock),
+                    "POST",
+                    "/v1/run",
+                    Some(TOKEN_A),
+                    Some(r#"{"command":"sleep 60"}"#),
+                )
+                .await
+            }
+        });
+        let short = tokio::spawn({
+            let sock = sock.clone();
+            async move {
+                request(
+                    Target::Unix(&sock),
+                    "POST",
+                    "/v1/run",
+                    Some(TOKEN_A),
+                    Some(r#"{"command":"sleep 0.5; echo finished"}"#),
+                )
+                .await
+            }
+        });
+        while request(Target::Unix(&sock), "GET", "/healthz", None, None)
+            .await
+            .json()["running"]
+            != 2
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let helpers = children_of(server_pid);
+        assert_eq!(helpers.len(), 2, "two sandbox helpers expected");
+        let started = Instant::now();
+        let (status, err) = tokio::task::block_in_place(|| server.stop());
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "drain took too long"
+        );
+        for pid in helpers {
+            assert!(
+                !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+                "helper {pid} outlived the server"
+            );
+        }
+        (long.await.unwrap(), short.await.unwrap(), status, err)
+    });
+    assert!(status.success(), "{err}");
+    assert!(err.contains("killing them"), "{err}");
+    // The short run finished inside the grace period with its output.
+    assert_eq!(short.json()["outcome"]["stdout"], "finished\n");
+    // The long one was killed at the deadline and still got an answer.
+    let long = long.json();
+    assert_eq!(long["outcome"]["signal"], 9, "{long}");
+    // Nothing left behind: no socket, no run directories.
+    assert!(!server.socket.exists(), "socket left behind");
+    let runs: Vec<_> = std::fs::read_dir(server.state().join("runs"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(runs.is_empty(), "left behind: {runs:?}");
+}
