@@ -1,0 +1,236 @@
+"""Synchronous and asynchronous clients for ``airlock serve``."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, AsyncIterator, Dict, Iterator, List, Optional
+
+import httpx
+
+from .types import AirlockError, CheckResult, RunResult, StreamEvent
+
+__all__ = ["Airlock", "AsyncAirlock", "default_socket_path"]
+
+
+def default_socket_path() -> str:
+    """Where ``airlock serve`` listens by default: ``$AIRLOCK_SOCKET``, else
+    ``<state dir>/airlock.sock`` with the server's state-dir rules."""
+    if os.environ.get("AIRLOCK_SOCKET"):
+        return os.environ["AIRLOCK_SOCKET"]
+    if os.environ.get("AIRLOCK_STATE_DIR"):
+        return os.path.join(os.environ["AIRLOCK_STATE_DIR"], "airlock.sock")
+    if os.environ.get("XDG_STATE_HOME"):
+        return os.path.join(os.environ["XDG_STATE_HOME"], "airlock", "airlock.sock")
+    if os.geteuid() == 0:
+        return "/var/lib/airlock/airlock.sock"
+    return os.path.join(os.path.expanduser("~"), ".local", "state", "airlock", "airlock.sock")
+
+
+def _run_body(command=None, argv=None, code=None, language=None, cwd=None, timeout_s=None, approval_id=None):
+    body: Dict[str, Any] = {}
+    given = [k for k, v in (("command", command), ("argv", argv), ("code", code)) if v is not None]
+    if len(given) != 1:
+        raise ValueError("give exactly one of command, argv or code")
+    if command is not None:
+        body["command"] = command
+    if argv is not None:
+        body["argv"] = list(argv)
+    if code is not None:
+        body["code"] = code
+        body["language"] = language or "python"
+    if cwd is not None:
+        body["cwd"] = str(cwd)
+    if timeout_s is not None:
+        body["timeout_s"] = timeout_s
+    if approval_id is not None:
+        body["approval_id"] = approval_id
+    return body
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        body = response.json()
+        code, message = body["code"], body["message"]
+    except Exception:  # a proxy or a non-airlock server answered
+        code, message = "http_error", response.text[:500]
+    retry = response.headers.get("retry-after")
+    raise AirlockError(code, message, response.status_code, float(retry) if retry else None)
+
+
+def _event(line: bytes) -> Optional[StreamEvent]:
+    if not line.strip():
+        return None
+    ev = json.loads(line)
+    kind = ev.get("type")
+    if kind == "error":
+        err = ev.get("error", {})
+        raise AirlockError(err.get("code", "internal"), err.get("message", ""), 200)
+    if kind == "result":
+        return StreamEvent(type="result", result=RunResult.from_json(ev["result"]))
+    return StreamEvent(type=kind, data=ev.get("data", ""))
+
+
+class _Base:
+    def __init__(self, socket: Optional[str], base_url: Optional[str], token: Optional[str]):
+        if socket is not None and base_url is not None:
+            raise ValueError("give socket or base_url, not both")
+        self.socket = socket if (socket is not None or base_url is not None) else default_socket_path()
+        self.base_url = base_url.rstrip("/") if base_url else "http://localhost"
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+
+class Airlock(_Base):
+    """Talks to ``airlock serve`` over its unix socket (default) or HTTP.
+
+    A denial is a result (``decision == "deny"``), not an exception; server
+    errors raise :class:`AirlockError` with the server's ``code``.
+    """
+
+    def __init__(self, socket: Optional[str] = None, base_url: Optional[str] = None,
+                 token: Optional[str] = None, timeout: float = 120.0):
+        super().__init__(socket, base_url, token)
+        transport = httpx.HTTPTransport(uds=self.socket) if self.socket else None
+        self._http = httpx.Client(base_url=self.base_url, transport=transport, headers=self.headers, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "Airlock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, **kw) -> Any:
+        response = self._http.request(method, path, **kw)
+        _raise_for(response)
+        return response.json()
+
+    def health(self) -> Dict[str, Any]:
+        return self._call("GET", "/healthz")
+
+    def check(self, command: str, *, cwd: Optional[str] = None) -> CheckResult:
+        return CheckResult.from_json(self._call("POST", "/v1/check", json=_run_body(command=command, cwd=cwd)))
+
+    def check_code(self, code: str, language: str = "python") -> CheckResult:
+        return CheckResult.from_json(self._call("POST", "/v1/check", json=_run_body(code=code, language=language)))
+
+    def run(self, command: str, *, cwd: Optional[str] = None, timeout_s: Optional[float] = None,
+            approval_id: Optional[str] = None) -> RunResult:
+        body = _run_body(command=command, cwd=cwd, timeout_s=timeout_s, approval_id=approval_id)
+        return RunResult.from_json(self._call("POST", "/v1/run", json=body))
+
+    def run_argv(self, argv: List[str], *, cwd: Optional[str] = None, timeout_s: Optional[float] = None) -> RunResult:
+        return RunResult.from_json(self._call("POST", "/v1/run", json=_run_body(argv=argv, cwd=cwd, timeout_s=timeout_s)))
+
+    def run_code(self, code: str, language: str = "python", *, timeout_s: Optional[float] = None) -> RunResult:
+        body = _run_body(code=code, language=language, timeout_s=timeout_s)
+        return RunResult.from_json(self._call("POST", "/v1/run", json=body))
+
+    def stream(self, command: Optional[str] = None, *, code: Optional[str] = None, language: Optional[str] = None,
+               cwd: Optional[str] = None, timeout_s: Optional[float] = None) -> Iterator[StreamEvent]:
+        """Yield ``stdout``/``stderr`` events as they happen, then one ``result``."""
+        body = _run_body(command=command, code=code, language=language, cwd=cwd, timeout_s=timeout_s)
+        with self._http.stream("POST", "/v1/run/stream", json=body) as response:
+            if response.status_code >= 400:
+                response.read()
+                _raise_for(response)
+            for line in response.iter_lines():
+                ev = _event(line.encode() if isinstance(line, str) else line)
+                if ev is not None:
+                    yield ev
+
+    def get_run(self, request_id: str) -> RunResult:
+        return RunResult.from_json(self._call("GET", f"/v1/runs/{request_id}"))
+
+    def approvals(self, status: Optional[str] = None) -> List[Dict[str, Any]]:
+        params = {"status": status} if status else None
+        return self._call("GET", "/v1/approvals", params=params)["approvals"]
+
+    def approval(self, approval_id: str) -> Dict[str, Any]:
+        return self._call("GET", f"/v1/approvals/{approval_id}")
+
+    def approve(self, approval_id: str, note: Optional[str] = None) -> Dict[str, Any]:
+        return self._call("POST", f"/v1/approvals/{approval_id}/approve", json={"note": note} if note else None)
+
+    def deny(self, approval_id: str, note: Optional[str] = None) -> Dict[str, Any]:
+        return self._call("POST", f"/v1/approvals/{approval_id}/deny", json={"note": note} if note else None)
+
+    def grants(self) -> List[Dict[str, Any]]:
+        return self._call("GET", "/v1/grants")["grants"]
+
+    def create_grant(self, boundary: Dict[str, Any], for_prefix: str, ttl_s: int, uses: Optional[int] = None) -> Dict[str, Any]:
+        body: Dict[str, Any] = {"boundary": boundary, "for": for_prefix, "ttl_s": ttl_s}
+        if uses is not None:
+            body["uses"] = uses
+        return self._call("POST", "/v1/grants", json=body)
+
+    def revoke_grant(self, grant_id: str) -> Dict[str, Any]:
+        return self._call("DELETE", f"/v1/grants/{grant_id}")
+
+    def audit(self, **filters: Any) -> List[Dict[str, Any]]:
+        """Filters: decision, since, command_prefix, kind, request_id, caller, limit."""
+        params = {k: v for k, v in filters.items() if v is not None}
+        return self._call("GET", "/v1/audit", params=params)["records"]
+
+
+class AsyncAirlock(_Base):
+    """The asynchronous twin of :class:`Airlock`."""
+
+    def __init__(self, socket: Optional[str] = None, base_url: Optional[str] = None,
+                 token: Optional[str] = None, timeout: float = 120.0):
+        super().__init__(socket, base_url, token)
+        transport = httpx.AsyncHTTPTransport(uds=self.socket) if self.socket else None
+        self._http = httpx.AsyncClient(base_url=self.base_url, transport=transport, headers=self.headers, timeout=timeout)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> "AsyncAirlock":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def _call(self, method: str, path: str, **kw) -> Any:
+        response = await self._http.request(method, path, **kw)
+        _raise_for(response)
+        return response.json()
+
+    async def health(self) -> Dict[str, Any]:
+        return await self._call("GET", "/healthz")
+
+    async def check(self, command: str, *, cwd: Optional[str] = None) -> CheckResult:
+        return CheckResult.from_json(await self._call("POST", "/v1/check", json=_run_body(command=command, cwd=cwd)))
+
+    async def run(self, command: str, *, cwd: Optional[str] = None, timeout_s: Optional[float] = None,
+                  approval_id: Optional[str] = None) -> RunResult:
+        body = _run_body(command=command, cwd=cwd, timeout_s=timeout_s, approval_id=approval_id)
+        return RunResult.from_json(await self._call("POST", "/v1/run", json=body))
+
+    async def run_code(self, code: str, language: str = "python", *, timeout_s: Optional[float] = None) -> RunResult:
+        body = _run_body(code=code, language=language, timeout_s=timeout_s)
+        return RunResult.from_json(await self._call("POST", "/v1/run", json=body))
+
+    async def stream(self, command: Optional[str] = None, *, code: Optional[str] = None,
+                     language: Optional[str] = None, cwd: Optional[str] = None,
+                     timeout_s: Optional[float] = None) -> AsyncIterator[StreamEvent]:
+        body = _run_body(command=command, code=code, language=language, cwd=cwd, timeout_s=timeout_s)
+        async with self._http.stream("POST", "/v1/run/stream", json=body) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                _raise_for(response)
+            async for line in response.aiter_lines():
+                ev = _event(line.encode())
+                if ev is not None:
+                    yield ev
+
+    async def get_run(self, request_id: str) -> RunResult:
+        return RunResult.from_json(await self._call("GET", f"/v1/runs/{request_id}"))
+
+    async def audit(self, **filters: Any) -> List[Dict[str, Any]]:
+        params = {k: v for k, v in filters.items() if v is not None}
+        return (await self._call("GET", "/v1/audit", params=params))["records"]
