@@ -138,6 +138,7 @@ struct Watch {
     ended: Option<Instant>,
     exit: Option<(Option<i32>, Option<i32>)>,
     failure: Option<LayerFailure>,
+    violations: Vec<crate::Violation>,
 }
 
 fn run(
@@ -176,7 +177,14 @@ fn run_in(
     let program = seccomp::compile(rule)?;
     let sandbox_ns = namespaces::user_ns(0, 0)?;
     let mut idmaps: Vec<(u32, OwnedFd)> = Vec::new();
-    for p in std::iter::once(&spec.workspace.root).chain(&spec.write_paths) {
+    let proxy_socket = match &spec.network {
+        NetworkSpec::Proxy { socket } => Some(socket),
+        _ => None,
+    };
+    for p in std::iter::once(&spec.workspace.root)
+        .chain(&spec.write_paths)
+        .chain(proxy_socket)
+    {
         if let Some((uid, gid)) = super::mounts::owner(p) {
             if !idmaps.iter().any(|(u, _)| *u == uid) {
                 idmaps.push((uid, namespaces::user_ns(uid, gid)?));
@@ -229,6 +237,7 @@ fn run_in(
         ended: None,
         exit: None,
         failure: None,
+        violations: Vec::new(),
     };
     watch_run(spec, init_pid, &msg_r, &control, &cgroup, &mut watch);
     drop(go_w);
@@ -249,8 +258,11 @@ fn run_in(
     report.cpu_ms = stats.cpu_ms;
     report.peak_memory_bytes = stats.peak_memory_bytes;
     report.killed_by = watch.kill;
+    report.violations.append(&mut watch.violations);
     if report.killed_by.is_none() {
-        if stats.oom_killed && signal == Some(libc::SIGKILL) {
+        // v1 kills only the OOM victim: when it was a child of the command, the
+        // command itself usually ends with 137 or an error, not SIGKILL.
+        if stats.oom_killed && code != Some(0) {
             report.killed_by = Some(KillReason::Memory);
         } else if signal == Some(libc::SIGXCPU)
             || (signal == Some(libc::SIGKILL) && stats.cpu_ms >= spec.limits.cpu_time_ms)
@@ -381,9 +393,14 @@ fn watch_run(
                     Ok(InitMsg::Failed { layer, detail }) => {
                         w.failure = Some(LayerFailure { layer, detail })
                     }
-                    Ok(InitMsg::Exited { code, signal }) => {
+                    Ok(InitMsg::Exited {
+                        code,
+                        signal,
+                        violations,
+                    }) => {
                         w.ended = Some(Instant::now());
                         w.exit = Some((code, signal));
+                        w.violations = violations;
                     }
                     Err(_) => {}
                 }

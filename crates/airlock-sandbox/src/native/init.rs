@@ -13,7 +13,7 @@ use super::mounts::{self, ViewPlan};
 use super::protocol::InitMsg;
 use super::rlimits::RlimitSpec;
 use super::seccomp::SeccompProgram;
-use super::{caps, landlock, namespaces, rlimits, seccomp, sys};
+use super::{caps, landlock, namespaces, netwatch, relay, rlimits, seccomp, sys};
 use crate::{NetworkSpec, SandboxError, SandboxSpec, WorkspaceMode};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -200,8 +200,14 @@ fn exec_command(plan: &InitPlan, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
         Ok(v) => v,
         Err(e) => report(layer("exec", "argv", e)),
     };
-    let envp: Vec<CString> = spec
-        .env
+    let mut env = spec.env.clone();
+    if let NetworkSpec::Proxy { .. } = spec.network {
+        for (k, v) in relay::proxy_env(relay::HTTP_PORT, relay::SOCKS_PORT) {
+            env.retain(|(n, _)| *n != k);
+            env.push((k, v));
+        }
+    }
+    let envp: Vec<CString> = env
         .iter()
         .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
         .collect();
@@ -286,6 +292,29 @@ fn supervise(plan: &InitPlan) -> ! {
             sys::exit_now(1);
         }
     };
+    // Proxy mode: the relay listens before the command exists (so its first
+    // connect finds it) and netwatch's filter is installed while PID 1 is still
+    // single-threaded, so that the command inherits it.
+    let proxy = match plan.spec.network {
+        NetworkSpec::Proxy { .. } => {
+            let relay = match relay::Relay::bind_standard(Path::new(relay::SOCKET_IN_SANDBOX)) {
+                Ok(r) => r,
+                Err(e) => {
+                    send(plan.report, &fail_msg(layer("network", "relay bind", e)));
+                    sys::exit_now(1);
+                }
+            };
+            let watch = match netwatch::install() {
+                Ok(fd) => fd,
+                Err(e) => {
+                    send(plan.report, &fail_msg(e.into()));
+                    sys::exit_now(1);
+                }
+            };
+            Some((relay, watch))
+        }
+        _ => None,
+    };
     let child = match sys::fork() {
         Ok(0) => {
             drop(err_r);
@@ -312,6 +341,32 @@ fn supervise(plan: &InitPlan) -> ! {
             },
         );
         sys::exit_now(1);
+    }
+    let mut supervisor = None;
+    if let Some((relay, watch)) = proxy {
+        let pass = relay.local_addrs().unwrap_or_default();
+        let started = relay
+            .start()
+            .map_err(|e| layer("network", "relay start", e))
+            .and_then(|()| {
+                netwatch::Supervisor::spawn(
+                    watch,
+                    netwatch::WatchRules {
+                        pass,
+                        pass_loopback: false,
+                    },
+                )
+                .map_err(SandboxError::from)
+            });
+        match started {
+            Ok(s) => supervisor = Some(s),
+            Err(e) => {
+                sys::kill(child, libc::SIGKILL);
+                let _ = sys::waitpid(child, 0);
+                send(plan.report, &fail_msg(e));
+                sys::exit_now(1);
+            }
+        }
     }
     send(plan.report, &InitMsg::Started);
     // Init keeps no end of the command's stdio pipes.
@@ -342,7 +397,15 @@ fn supervise(plan: &InitPlan) -> ! {
                         break;
                     }
                 }
-                send(plan.report, &InitMsg::Exited { code, signal });
+                let violations = supervisor.take().map(|s| s.stop()).unwrap_or_default();
+                send(
+                    plan.report,
+                    &InitMsg::Exited {
+                        code,
+                        signal,
+                        violations,
+                    },
+                );
                 sys::exit_now(0);
             }
         }

@@ -192,6 +192,20 @@ pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
         }
     }
 
+    if let crate::NetworkSpec::Proxy { socket } = &spec.network {
+        // The egress proxy's socket, idmapped so that sandbox root may connect.
+        let at = mountpoint(r, Path::new(super::relay::SOCKET_IN_SANDBOX), false)?;
+        let tree =
+            sys::clone_tree(socket, false).map_err(|e| fail("network", socket.display(), e))?;
+        sys::set_tree_attrs(
+            &tree,
+            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+            (plan.idmaps)(socket),
+        )
+        .map_err(|e| fail("network", "idmap proxy socket", e))?;
+        sys::attach_tree(&tree, &at).map_err(|e| fail("network", "bind proxy socket", e))?;
+    }
+
     for p in &spec.hide_paths {
         hide(r, &root, p)?;
     }

@@ -64,6 +64,9 @@ pub enum InitMsg {
     Exited {
         code: Option<i32>,
         signal: Option<i32>,
+        /// What PID 1 saw and refused (netwatch in proxy mode).
+        #[serde(default)]
+        violations: Vec<Violation>,
     },
 }
 

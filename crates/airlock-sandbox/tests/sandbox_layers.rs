@@ -1,0 +1,667 @@
+//! Every layer of the native sandbox, proven in force by looking from inside a
+//! real sandbox on this kernel, and teardown proven by looking at the host
+//! (process table, mountinfo, cgroup tree, runs directory).
+//!
+//! Needs root (the machine these tests run on is root); each test builds its
+//! own workspace and runs directory.
+
+use airlock_sandbox::native::NativeBackend;
+use airlock_sandbox::{
+    Backend, ChangeKind, KillReason, Limits, NetworkSpec, Outcome, SandboxSpec, WorkspaceMode,
+    WorkspaceSpec,
+};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const HELPER: &str = env!("CARGO_BIN_EXE_airlock-sandbox-helper");
+
+fn unique(tag: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "t{}-{tag}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+    runs: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("readme.txt"), "original\n").unwrap();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    let runs = dir.path().join("runs");
+    Fixture {
+        ws,
+        runs,
+        _dir: dir,
+    }
+}
+
+fn limits() -> Limits {
+    Limits {
+        timeout_ms: 30_000,
+        cpu_time_ms: 30_000,
+        memory_bytes: 256 << 20,
+        pids: 64,
+        cpus: 1.0,
+        output_bytes: 1 << 20,
+        tmp_bytes: 16 << 20,
+        file_size_bytes: 64 << 20,
+        open_files: 256,
+    }
+}
+
+fn spec(f: &Fixture, script: &str) -> SandboxSpec {
+    SandboxSpec {
+        request_id: unique("run"),
+        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
+        cwd: f.ws.clone(),
+        env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
+        workspace: WorkspaceSpec {
+            root: f.ws.clone(),
+            mode: WorkspaceMode::Overlay,
+            protect: vec![".git/hooks".into(), ".git/config".into()],
+            apply: false,
+        },
+        network: NetworkSpec::None,
+        limits: limits(),
+        read_paths: vec![],
+        write_paths: vec![],
+        hide_paths: vec![],
+        stdin: None,
+    }
+}
+
+fn run(f: &Fixture, spec: &SandboxSpec) -> Outcome {
+    let backend = NativeBackend::new(PathBuf::from(HELPER), f.runs.clone());
+    let outcome = backend
+        .run(spec, &mut airlock_sandbox::backend::Discard)
+        .expect("sandbox run");
+    assert_no_trace(f, &spec.request_id);
+    outcome
+}
+
+fn sh(f: &Fixture, script: &str) -> Outcome {
+    run(f, &spec(f, script))
+}
+
+/// After a run: no process, mount, cgroup or run directory of it is left.
+fn assert_no_trace(f: &Fixture, request_id: &str) {
+    let leftover_dirs: Vec<_> = std::fs::read_dir(&f.runs)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        leftover_dirs.is_empty(),
+        "runs dir not empty: {leftover_dirs:?}"
+    );
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mountinfo.contains(f.runs.to_str().unwrap()),
+        "a mount of the run is visible on the host"
+    );
+    for ctrl in ["memory", "pids", "cpu", "cpuacct", "unified"] {
+        let parent = Path::new("/sys/fs/cgroup").join(ctrl).join("airlock");
+        if let Ok(entries) = std::fs::read_dir(parent) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                assert!(
+                    !name.ends_with(request_id),
+                    "cgroup {ctrl}/airlock/{name} left behind"
+                );
+            }
+        }
+    }
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cg) = std::fs::read_to_string(p.path().join("cgroup")) {
+            assert!(
+                !cg.contains(request_id),
+                "process {:?} still in the run's cgroup",
+                p.file_name()
+            );
+        }
+    }
+}
+
+fn field<'a>(text: &'a str, key: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("{key} not in:\n{text}"))
+}
+
+#[test]
+fn privileges_and_user_namespace_are_in_force() {
+    let f = fixture();
+    let o = sh(&f, "cat /proc/self/status; echo UIDMAP; cat /proc/self/uid_map; echo FDS; ls /proc/self/fd; echo HOST; cat /proc/sys/kernel/hostname");
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+    let s = &o.stdout;
+    assert_eq!(field(s, "NoNewPrivs:"), "1");
+    for k in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
+        assert_eq!(field(s, k), "0000000000000000", "{k}");
+    }
+    assert_eq!(field(s, "Seccomp:"), "2", "seccomp filter mode");
+    // Root inside, an unprivileged host uid outside.
+    assert!(field(s, "Uid:").starts_with("0\t"));
+    let map = s.split("UIDMAP\n").nth(1).unwrap().lines().next().unwrap();
+    let cols: Vec<&str> = map.split_whitespace().collect();
+    assert_eq!(cols, ["0", "100000", "1"], "uid_map");
+    // Only 0, 1, 2 (and the fd ls opens for the listing itself).
+    let fds: Vec<&str> = s
+        .split("FDS\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| *l != "HOST")
+        .collect();
+    assert_eq!(fds, ["0", "1", "2", "3"], "open fds");
+    assert_eq!(s.split("HOST\n").nth(1).unwrap().trim(), "airlock");
+}
+
+#[test]
+fn network_namespace_has_only_loopback_and_it_is_up() {
+    let f = fixture();
+    let o = sh(
+        &f,
+        "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; echo ROUTE; cat /proc/net/route | wc -l; \
+         echo LINK; ip -o link show; \
+         python3 -c 'import socket; socket.socket()' 2>&1 | tail -1",
+    );
+    let ifaces: Vec<&str> = o
+        .stdout
+        .split("ROUTE")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(ifaces, ["lo"], "{o:?}");
+    // No routes besides the header line: nothing beyond loopback is reachable.
+    assert_eq!(
+        o.stdout
+            .split("ROUTE\n")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .trim(),
+        "1"
+    );
+    let links: Vec<&str> = o
+        .stdout
+        .split("LINK\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(": <"))
+        .collect();
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert!(links[0].contains(" lo: <LOOPBACK,UP"), "{links:?}");
+    // Network mode none: AF_INET sockets are refused outright (seccomp socket rule).
+    assert!(o.stdout.contains("Address family not supported"), "{o:?}");
+}
+
+#[test]
+fn proxy_mode_reaches_only_the_relay_to_the_host_socket() {
+    use std::io::Read;
+    let f = fixture();
+    let sock = f.runs.parent().unwrap().join("proxy.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 5];
+        c.read_exact(&mut buf).unwrap();
+        buf
+    });
+    let mut s = spec(
+        &f,
+        "python3 -c 'import socket, os\n\
+c = socket.create_connection((\"127.0.0.1\", 3128)); c.sendall(b\"hello\"); print(\"relayed\")\n\
+try:\n socket.create_connection((\"127.0.0.1\", 9), timeout=2); print(\"DIRECT_OK\")\n\
+except OSError as e: print(\"direct refused\", e.errno)\n\
+print(os.environ.get(\"HTTP_PROXY\"))'",
+    );
+    s.network = NetworkSpec::Proxy {
+        socket: sock.clone(),
+    };
+    let o = run(&f, &s);
+    assert_eq!(&server.join().unwrap(), b"hello", "{o:?}");
+    assert!(o.stdout.contains("relayed"), "{o:?}");
+    assert!(!o.stdout.contains("DIRECT_OK"), "{o:?}");
+    assert!(o.stdout.contains("http://127.0.0.1:3128"), "{o:?}");
+    assert!(
+        o.violations
+            .iter()
+            .any(|v| v.kind == "network" && v.detail.contains("127.0.0.1:9")),
+        "{:?}",
+        o.violations
+    );
+}
+
+#[test]
+fn filesystem_view_hides_secrets_and_protects_proc() {
+    let f = fixture();
+    let host_pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap();
+    let o = sh(
+        &f,
+        "for p in /etc/shadow /root /home /var /run/docker.sock /etc/ssh; do [ -e $p ] && echo PRESENT $p; done; \
+         echo '|/tmp/pwn %p' > /proc/sys/kernel/core_pattern && echo WROTE_CORE_PATTERN; \
+         echo c > /proc/sysrq-trigger && echo WROTE_SYSRQ; \
+         echo BYTES $(head -c 100 /proc/kcore | wc -c) $(cat /proc/keys | wc -c) $(cat /proc/timer_list | wc -c); \
+         touch /usr/x 2>/dev/null && echo WROTE_USR; touch /etc/x 2>/dev/null && echo WROTE_ETC; \
+         grep ' /usr ' /proc/self/mountinfo; grep ' /proc/sys ' /proc/self/mountinfo; \
+         echo tmpdata > /tmp/t && cat /tmp/t; df -k /tmp | tail -1",
+    );
+    let out = &o.stdout;
+    assert!(!out.contains("PRESENT"), "{out}");
+    assert!(!out.contains("WROTE"), "{out}");
+    assert!(out.contains("BYTES 0 0 0"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap(),
+        host_pattern
+    );
+    let usr = out
+        .lines()
+        .find(|l| l.contains(" /usr "))
+        .expect("usr mount");
+    assert!(
+        usr.contains(" ro,") && usr.contains("nosuid") && usr.contains("nodev"),
+        "{usr}"
+    );
+    let sys = out
+        .lines()
+        .find(|l| l.contains(" /proc/sys "))
+        .expect("proc/sys mount");
+    assert!(sys.contains(" ro,"), "{sys}");
+    assert!(out.contains("tmpdata"));
+    // /tmp is the 16 MiB tmpfs of limits.tmp.
+    let df: Vec<&str> = out.lines().last().unwrap().split_whitespace().collect();
+    assert_eq!(df[1], "16384", "{df:?}");
+}
+
+#[test]
+fn pid_namespace_shows_only_the_sandbox() {
+    let f = fixture();
+    let o = sh(
+        &f,
+        "ls -d /proc/[0-9]* | wc -l; cat /proc/1/cmdline | tr '\\0' ' '",
+    );
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+    let mut lines = o.stdout.lines();
+    let count: u32 = lines.next().unwrap().trim().parse().unwrap();
+    // init, sh, ls (and the pipeline's wc): nothing from the host.
+    assert!(count <= 5, "{count} processes visible");
+}
+
+#[test]
+fn caller_environment_never_reaches_the_sandbox_not_even_pid1() {
+    let f = fixture();
+    let mut s = spec(&f, "cat /proc/1/environ; echo; env; cat /proc/self/environ");
+    s.env.push(("VISIBLE".into(), "yes".into()));
+    let path = f.runs.parent().unwrap().join("spec.json");
+    std::fs::write(&path, serde_json::to_vec(&s).unwrap()).unwrap();
+    let canary = "AIRLOCK_CANARY_7c1e55b0";
+    let out = std::process::Command::new(HELPER)
+        .arg("run")
+        .arg(&path)
+        .env("SECRET_TOKEN", canary)
+        .env("AIRLOCK_STATE_DIR", f.runs.parent().unwrap())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("VISIBLE=yes"), "{text}");
+    assert!(!text.contains(canary), "canary leaked: {text}");
+}
+
+#[test]
+fn overlay_workspace_reports_changes_and_leaves_the_host_untouched() {
+    let f = fixture();
+    std::fs::write(f.ws.join("gone.txt"), "bye").unwrap();
+    let o = sh(&f, "echo changed >> readme.txt && echo new > added.txt && mkdir d && echo x > d/f && rm gone.txt && cat readme.txt && echo hook > .git/hooks/pre-commit");
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+    assert_eq!(o.stdout, "original\nchanged\n");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("readme.txt")).unwrap(),
+        "original\n"
+    );
+    assert!(!f.ws.join("added.txt").exists());
+    assert!(f.ws.join("gone.txt").exists());
+    let find = |p: &str| {
+        o.changes
+            .iter()
+            .find(|c| c.path == f.ws.join(p).to_str().unwrap())
+            .map(|c| c.kind)
+    };
+    assert_eq!(find("readme.txt"), Some(ChangeKind::Modified));
+    assert_eq!(find("added.txt"), Some(ChangeKind::Added));
+    assert_eq!(find("d"), Some(ChangeKind::Added));
+    assert_eq!(find("d/f"), Some(ChangeKind::Added));
+    assert_eq!(find("gone.txt"), Some(ChangeKind::Deleted));
+    assert_eq!(find(".git/hooks/pre-commit"), Some(ChangeKind::Added));
+    assert!(!o.applied);
+}
+
+#[test]
+fn overlay_apply_copies_back_but_never_a_protected_path_or_through_a_symlink() {
+    let f = fixture();
+    let outside = f.runs.parent().unwrap().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, f.ws.join("link")).unwrap();
+    std::fs::write(f.ws.join("gone.txt"), "bye").unwrap();
+    let mut s = spec(&f, "echo changed > readme.txt; echo new > added.txt; rm gone.txt; echo evil > .git/hooks/post-checkout; echo '[x]' >> .git/config; rm link; mkdir link; echo esc > link/escaped");
+    s.workspace.apply = true;
+    let o = run(&f, &s);
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+    assert!(o.applied);
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("readme.txt")).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("added.txt")).unwrap(),
+        "new\n"
+    );
+    assert!(!f.ws.join("gone.txt").exists());
+    assert!(
+        !f.ws.join(".git/hooks/post-checkout").exists(),
+        "protected hook applied"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(
+        !outside.join("escaped").exists(),
+        "apply followed a symlink out of the workspace"
+    );
+    assert!(
+        o.violations.iter().any(|v| v.detail.contains(".git/hooks")),
+        "{:?}",
+        o.violations
+    );
+}
+
+#[test]
+fn ro_workspace_refuses_writes() {
+    let f = fixture();
+    let mut s = spec(
+        &f,
+        "cat readme.txt; echo x > readme.txt || echo REFUSED; touch new || echo REFUSED2",
+    );
+    s.workspace.mode = WorkspaceMode::Ro;
+    let o = run(&f, &s);
+    assert!(
+        o.stdout.contains("original")
+            && o.stdout.contains("REFUSED\n")
+            && o.stdout.contains("REFUSED2"),
+        "{o:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("readme.txt")).unwrap(),
+        "original\n"
+    );
+    assert!(!f.ws.join("new").exists());
+}
+
+#[test]
+fn rw_workspace_writes_through_except_protected_paths() {
+    let f = fixture();
+    let mut s = spec(&f, "echo rw > readme.txt && mkdir sub && echo y > sub/new && echo evil > .git/hooks/pre-commit || echo HOOK_REFUSED; echo '[x]' >> .git/config || echo CONFIG_REFUSED");
+    s.workspace.mode = WorkspaceMode::Rw;
+    let o = run(&f, &s);
+    assert!(
+        o.stdout.contains("HOOK_REFUSED") && o.stdout.contains("CONFIG_REFUSED"),
+        "{o:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("readme.txt")).unwrap(),
+        "rw\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("sub/new")).unwrap(),
+        "y\n"
+    );
+    assert!(!f.ws.join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    // Files written through keep the workspace owner (host root), not the sandbox uid.
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(f.ws.join("sub/new")).unwrap().uid(), 0);
+}
+
+#[test]
+fn timeout_kills_the_whole_tree_including_daemons() {
+    let f = fixture();
+    let mut s = spec(
+        &f,
+        "(setsid sh -c 'trap \"\" TERM; sleep 1000' &) ; trap '' TERM; sleep 1000",
+    );
+    s.limits.timeout_ms = 1000;
+    let o = run(&f, &s);
+    assert_eq!(o.killed_by, Some(KillReason::Timeout), "{o:?}");
+    assert!(
+        o.duration_ms >= 1000 && o.duration_ms < 10_000,
+        "{}",
+        o.duration_ms
+    );
+}
+
+#[test]
+fn memory_limit_is_reported_as_memory() {
+    let f = fixture();
+    let mut s = spec(
+        &f,
+        "python3 -c 'a = bytearray(300 * 1024 * 1024); print(len(a))'",
+    );
+    s.limits.memory_bytes = 64 << 20;
+    let o = run(&f, &s);
+    assert_eq!(o.killed_by, Some(KillReason::Memory), "{o:?}");
+    assert!(!o.stdout.contains("314572800"));
+    assert!(
+        o.peak_memory_bytes > 32 << 20,
+        "peak {}",
+        o.peak_memory_bytes
+    );
+}
+
+#[test]
+fn fork_bomb_stops_at_the_pids_limit() {
+    let f = fixture();
+    let mut s = spec(&f, "b() { b | b & }; b; sleep 5");
+    s.limits.pids = 32;
+    let o = run(&f, &s);
+    assert_eq!(o.killed_by, Some(KillReason::Pids), "{o:?}");
+}
+
+#[test]
+fn cpu_time_limit_stops_a_spin() {
+    let f = fixture();
+    let mut s = spec(&f, "while :; do :; done");
+    s.limits.cpu_time_ms = 1000;
+    let o = run(&f, &s);
+    assert_eq!(o.killed_by, Some(KillReason::CpuTime), "{o:?}");
+    assert!(o.cpu_ms >= 500, "cpu {}", o.cpu_ms);
+}
+
+#[test]
+fn output_cap_truncates_with_a_marker_and_kills() {
+    let f = fixture();
+    let mut s = spec(&f, "yes airlock");
+    s.limits.output_bytes = 10_000;
+    let o = run(&f, &s);
+    assert_eq!(o.killed_by, Some(KillReason::Output), "{o:?}");
+    assert!(o.truncated);
+    assert!(o.stdout.starts_with("airlock\nairlock\n"));
+    assert!(o.stdout.contains("[airlock: output truncated"));
+    assert!(o.stdout.len() < 10_200);
+}
+
+#[test]
+fn concurrent_sandboxes_cannot_see_each_other() {
+    let f = fixture();
+    let g = fixture();
+    let a = spec(&f, "echo secret-a > /tmp/a; echo shm-a > /dev/shm/a; python3 -c 'import sysv_ipc' 2>/dev/null; sleep 2; ls /tmp /dev/shm");
+    let b = spec(&g, "sleep 0.5; ls /tmp /dev/shm; cat /tmp/a 2>&1; ls /proc | grep -c '^[0-9]'; cat /proc/sysvipc/shm | wc -l");
+    let ta = std::thread::spawn({
+        let f = Fixture {
+            _dir: tempfile::tempdir().unwrap(),
+            ws: f.ws.clone(),
+            runs: f.runs.clone(),
+        };
+        move || run(&f, &a)
+    });
+    let ob = run(&g, &b);
+    let oa = ta.join().unwrap();
+    assert!(oa.stdout.contains("a\n"), "{oa:?}");
+    assert!(
+        !ob.stdout.contains("secret-a") && !ob.stdout.contains("shm-a"),
+        "{ob:?}"
+    );
+    assert!(ob.stdout.contains("No such file"), "{ob:?}");
+}
+
+#[test]
+fn killing_the_caller_tears_everything_down() {
+    let f = fixture();
+    let s = spec(&f, "sleep 1000 & sleep 1000");
+    let path = f.runs.parent().unwrap().join("spec.json");
+    std::fs::write(&path, serde_json::to_vec(&s).unwrap()).unwrap();
+    let mut child = std::process::Command::new(HELPER)
+        .arg("run")
+        .arg(&path)
+        .env("AIRLOCK_STATE_DIR", f.runs.parent().unwrap())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the sandbox is up: its cgroup has the sleeps.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let in_sandbox = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            std::fs::read_to_string(p.path().join("cgroup"))
+                .is_ok_and(|c| c.contains(&s.request_id))
+                && std::fs::read_to_string(p.path().join("comm")).is_ok_and(|c| c.trim() == "sleep")
+        })
+    };
+    while !in_sandbox() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sandbox never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let runs_empty = std::fs::read_dir(&f.runs)
+            .map(|d| d.count() == 0)
+            .unwrap_or(true);
+        if !in_sandbox() && runs_empty {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sandbox survived its caller"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_no_trace(&f, &s.request_id);
+}
+
+#[test]
+fn stale_state_of_a_killed_helper_is_cleaned_at_the_next_start() {
+    let f = fixture();
+    let s = spec(&f, "sleep 1000");
+    let path = f.runs.parent().unwrap().join("spec.json");
+    std::fs::write(&path, serde_json::to_vec(&s).unwrap()).unwrap();
+    let mut child = std::process::Command::new(HELPER)
+        .arg("run")
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .env("AIRLOCK_STATE_DIR", f.runs.parent().unwrap())
+        .spawn()
+        .unwrap();
+    let run_dir = f.runs.join(&s.request_id);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // The helper is the caller's child whose argv[1] is the hidden argument.
+    let helper_pid = loop {
+        let found = std::fs::read_dir("/proc").unwrap().flatten().find_map(|p| {
+            let cmd = std::fs::read(p.path().join("cmdline")).ok()?;
+            let stat = std::fs::read_to_string(p.path().join("stat")).ok()?;
+            let ppid: u32 = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            (ppid == child.id() && cmd.windows(16).any(|w| w == b"__sandbox-helper"))
+                .then(|| p.file_name())
+        });
+        if let Some(pid) = found {
+            if run_dir.join("lock").exists() {
+                break pid.to_string_lossy().parse::<i32>().unwrap();
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "helper never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling a process this test started (the helper of its own run).
+    unsafe { libc::kill(helper_pid, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(
+        run_dir.exists(),
+        "a killed helper cannot clean up: its run dir stays until the next start"
+    );
+    // The next run cleans it up.
+    let o = sh(&f, "true");
+    assert_eq!(o.exit_code, Some(0));
+    assert!(!run_dir.exists(), "stale run dir not cleaned");
+    assert_no_trace(&f, &s.request_id);
+}
+
+#[test]
+fn python_on_the_callers_path_works_inside() {
+    let f = fixture();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let Some(py) = airlock_sandbox::native::interp::resolve("python3", &path, &f.ws, None) else {
+        // The host's python3 is a system one: nothing extra is bound; still check it runs.
+        let o = sh(&f, "python3 -c 'print(6*7)'");
+        assert_eq!(o.stdout, "42\n");
+        return;
+    };
+    let mut s = spec(
+        &f,
+        "python3 -c 'import sys, ssl, json; print(sys.prefix)'; ls /root 2>&1 | head -1",
+    );
+    s.read_paths.push(py.prefix.clone());
+    s.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", py.bin.display()))];
+    let o = run(&f, &s);
+    assert_eq!(
+        o.stdout.lines().next(),
+        Some(py.prefix.to_str().unwrap()),
+        "{o:?}"
+    );
+    // The rest of the home directory is not there.
+    assert!(
+        !o.stdout.contains(".bashrc") && !o.stdout.contains(".pyenv\n"),
+        "{o:?}"
+    );
+}
