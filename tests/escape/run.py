@@ -966,8 +966,10 @@ class Session:
                          "so this case tested nothing")
         if spec.get("apply") or spec.get("mode") == "rw":
             for p, v in after_ws.items():
-                if v[0] == "file" and os.lstat(p).st_mode & (stat.S_ISUID | stat.S_ISGID):
-                    f.append(f"a setuid/setgid file reached the host workspace: {p}")
+                st_ = os.lstat(p)
+                if v[0] in ("file", "dir") and st_.st_mode & (stat.S_ISUID | stat.S_ISGID) and p not in before["ws"]:
+                    f.append(f"a set-id {v[0]} reached the host workspace: {p} "
+                             f"(mode {stat.filemode(st_.st_mode)}, owner uid {st_.st_uid})")
         if spec.get("peer"):
             po = res.peer_outcome or {}
             if self.backend == "airlock":
