@@ -734,7 +734,8 @@ class Session:
         if self.backend == "airlock":
             policy = self.root / f"policy-{case.name}.toml"
             policy.write_text(self.policy_text(case, ws, defaults))
-            cmd = [str(self.airlock), "run", "--policy", str(policy), "--cwd", str(ws), "--json", "--"] + argv
+            json_flag = ["--json"] if case.spec.get("json", True) else []
+            cmd = [str(self.airlock), "run", "--policy", str(policy), "--cwd", str(ws)] + json_flag + ["--"] + argv
         else:
             # safety net only (not a sandbox): a pids+memory cgroup so that bombs
             # cannot take the machine down while we prove that the checks fail.
@@ -743,7 +744,10 @@ class Session:
         tty_master = tty_slave = None
         if case.spec.get("tty"):
             tty_master, tty_slave = os.openpty()
-            cmd = ["sh", "-c", 'exec 0<>"$0"; exec "$@"', os.ttyname(tty_slave)] + cmd
+            # the pty becomes the controlling terminal (session leader opens it);
+            # in streaming mode (json = false) it is stdout and stderr as well
+            redirect = 'exec 0<>"$0"; exec "$@"' if case.spec.get("json", True) else 'exec 0<>"$0" 1>&0 2>&0; exec "$@"'
+            cmd = ["sh", "-c", redirect, os.ttyname(tty_slave)] + cmd
         deadline = parse_duration(case.spec.get("deadline", defaults.get("deadline", "60s")))
         if self.backend == "none":
             deadline = min(deadline, parse_duration(limits.get("timeout", "10s")) + 2)
@@ -839,7 +843,15 @@ class Session:
                 pproc.wait()
                 res.notes.append(f"the peer sandbox gave no outcome: {e}")
             shutil.rmtree(pws, ignore_errors=True)
-        if self.backend == "airlock":
+        if self.backend == "airlock" and not case.spec.get("json", True):
+            # streaming mode: what reached the terminal is the output
+            text = res.tty_echo.decode("utf-8", "replace") + res.raw_stdout.decode("utf-8", "replace")
+            code = proc.returncode
+            res.outcome = {"exit_code": code if code is not None and code >= 0 else None,
+                           "signal": -code if code is not None and code < 0 else None,
+                           "killed_by": None, "stdout": text, "stderr": res.raw_stderr.decode("utf-8", "replace"),
+                           "changes": [], "decision": None}
+        elif self.backend == "airlock":
             res.stdout_total = totals["out"]
             if not killed_midrun and res.runner_killed is None:
                 try:
@@ -909,7 +921,7 @@ class Session:
             f.append(f"address {LO_MARK_ADDR} was added to the host's loopback")
         if self._binary_sig(with_hash=False) != before["airlock"]:
             f.append("the airlock binary on the host was modified")
-        if res.tty_echo and (self.marker.encode() in res.tty_echo or b"INJECT" in res.tty_echo):
+        if res.tty_echo and b"INJECTED-" + self.marker.encode() in res.tty_echo.replace(b"\r", b""):
             f.append(f"input was injected into the caller's terminal: {res.tty_echo[:80]!r}")
 
         # --- teardown, always
