@@ -666,6 +666,12 @@ class Session:
         if setup == "links_to_tmp_canary":
             os.symlink(self.canaries["CANARY_TMP"], ws / "linkfile")
             os.symlink(self.tmp_canary_dir, ws / "linkdir")
+        elif setup == "victim_dirs":
+            # same file names as the host canaries, so that a delete that follows a
+            # symlink lands on them
+            for d, name in (("victimdir", "secret.txt"), ("victimdir2", "canary.txt")):
+                (ws / d).mkdir()
+                (ws / d / name).write_text("workspace copy\n")
         elif setup == "git_repo":
             (ws / ".git/hooks").mkdir(parents=True)
             (ws / ".git/config").write_text("[core]\n\trepositoryformatversion = 0\n")
