@@ -5,6 +5,7 @@
 //! `// SAFETY:` line saying why it is sound.
 
 pub mod backend;
+pub mod doctor;
 pub mod native;
 pub mod outcome;
 pub mod spec;

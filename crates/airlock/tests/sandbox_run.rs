@@ -1,0 +1,197 @@
+//! `airlock run` and `airlock doctor` end to end: the real binary, the real gate,
+//! the real sandbox on this kernel. Each test has its own workspace and state
+//! directory.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const AIRLOCK: &str = env!("CARGO_BIN_EXE_airlock");
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("ws")).unwrap();
+        std::fs::write(dir.path().join("ws/data.txt"), "workspace data\n").unwrap();
+        Env { dir }
+    }
+    fn ws(&self) -> std::path::PathBuf {
+        self.dir.path().join("ws")
+    }
+    fn airlock(&self, args: &[&str]) -> Output {
+        Command::new(AIRLOCK)
+            .args(args)
+            .current_dir(self.ws())
+            .env("AIRLOCK_STATE_DIR", self.dir.path().join("state"))
+            .env("AIRLOCK_TEST_SECRET", "canary-5d1f0e")
+            .env_remove("AIRLOCK_POLICY")
+            .output()
+            .unwrap()
+    }
+    fn policy(&self, extra: &str) -> String {
+        let p = self.dir.path().join("policy.toml");
+        std::fs::write(
+            &p,
+            format!(
+                "[workspace]\nroot = \"ws\"\n[commands]\nallow = [\"sh\", \"echo\", \"cat\", \"python3\", \"sleep\", \"env\", \"true\", \"exit\"]\n{extra}"
+            ),
+        )
+        .unwrap();
+        p.to_string_lossy().into_owned()
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn echo_runs_and_streams() {
+    let e = Env::new();
+    let o = e.airlock(&["run", "--", "/bin/echo", "hi"]);
+    assert_eq!(text(&o.stdout), "hi\n", "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0));
+}
+
+#[test]
+fn exit_status_is_the_commands_own() {
+    let e = Env::new();
+    let p = e.policy("");
+    let o = e.airlock(&["run", "--policy", &p, "--", "sh", "-c", "exit 7"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o.stderr));
+}
+
+#[test]
+fn gate_refusal_prints_the_reason_and_runs_nothing() {
+    let e = Env::new();
+    let marker = e.ws().join("marker");
+    let o = e.airlock(&["run", "--", "sudo", "touch", marker.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(77));
+    assert!(text(&o.stderr).contains("denied"), "{}", text(&o.stderr));
+    assert!(!marker.exists());
+    let o = e.airlock(&["run", "--json", "--", "sudo", "true"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["decision"], "deny");
+    assert!(v["exit_code"].is_null());
+}
+
+#[test]
+fn json_outcome_has_every_field_and_no_caller_secret() {
+    let e = Env::new();
+    let p = e.policy("");
+    let o = e.airlock(&[
+        "run",
+        "--policy",
+        &p,
+        "--json",
+        "-c",
+        "cat data.txt; env; python3 -c 'print(open(\"/proc/1/environ\").read())'; echo new > made.txt; echo err >&2",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for k in [
+        "decision",
+        "reason",
+        "exit_code",
+        "signal",
+        "killed_by",
+        "duration_ms",
+        "cpu_ms",
+        "peak_memory_bytes",
+        "stdout",
+        "stderr",
+        "truncated",
+        "changes",
+        "violations",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    assert_eq!(v["decision"], "allow");
+    assert_eq!(v["exit_code"], 0);
+    assert!(v["stdout"]
+        .as_str()
+        .unwrap()
+        .starts_with("workspace data\n"));
+    // PID 1's environ is either unreadable (init is not dumpable) or empty.
+    assert!(v["stderr"].as_str().unwrap().ends_with("err\n"));
+    assert!(
+        !text(&o.stdout).contains("canary-5d1f0e"),
+        "caller secret leaked"
+    );
+    let changes = v["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0]["kind"], "added");
+    assert!(changes[0]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("/ws/made.txt"));
+    assert!(
+        !e.ws().join("made.txt").exists(),
+        "overlay write reached the host without --apply"
+    );
+}
+
+#[test]
+fn apply_flag_copies_changes_back() {
+    let e = Env::new();
+    let p = e.policy("");
+    let o = e.airlock(&[
+        "run",
+        "--policy",
+        &p,
+        "--apply",
+        "-c",
+        "echo kept > kept.txt",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(e.ws().join("kept.txt")).unwrap(),
+        "kept\n"
+    );
+}
+
+#[test]
+fn timeout_and_memory_have_their_own_exit_codes() {
+    let e = Env::new();
+    let p = e.policy("[limits]\ntimeout = \"1s\"\nmemory = \"64MiB\"\n");
+    let o = e.airlock(&["run", "--policy", &p, "--", "sleep", "30"]);
+    assert_eq!(o.status.code(), Some(124), "{}", text(&o.stderr));
+    let o = e.airlock(&[
+        "run",
+        "--policy",
+        &p,
+        "--",
+        "python3",
+        "-c",
+        "b = bytearray(512 << 20)",
+    ]);
+    assert_eq!(o.status.code(), Some(123), "{}", text(&o.stderr));
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let o = Command::new(AIRLOCK)
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    let h = text(&o.stdout);
+    for code in ["77", "75", "124", "123", "125"] {
+        assert!(h.contains(code), "exit code {code} not documented");
+    }
+}
+
+#[test]
+fn doctor_passes_here_and_fails_without_a_working_helper() {
+    let e = Env::new();
+    let o = e.airlock(&["doctor"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+    assert!(text(&o.stdout).contains("landlock"));
+    let checks =
+        airlock_sandbox::doctor::run(Path::new("/nonexistent/helper"), &e.dir.path().join("runs"));
+    assert!(!airlock_sandbox::doctor::all_required_ok(&checks));
+    let failed: Vec<_> = checks.iter().filter(|c| !c.ok).map(|c| c.layer).collect();
+    assert!(failed.contains(&"end_to_end"), "{failed:?}");
+}
