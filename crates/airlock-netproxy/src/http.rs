@@ -4,7 +4,8 @@ use crate::decide::{open_upstream, Refusal};
 use crate::log::{Decision, Protocol, Reason};
 use crate::pattern::Target;
 use crate::server::ContextState;
-use crate::tunnel::{inspect_and_splice, strip_port, Counted};
+use crate::server::Rewind;
+use crate::tunnel::{inspect_and_copy, inspect_and_splice, strip_port, Counted};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
@@ -12,6 +13,7 @@ use hyper::header::{HeaderName, HeaderValue, HOST};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
+use tokio::net::UnixStream;
 
 /// The header that carries the machine-readable refusal code.
 pub const ERROR_HEADER: &str = "x-airlock-proxy-error";
@@ -116,10 +118,26 @@ async fn connect(state: Arc<ContextState>, req: Request<Incoming>) -> Response<B
         };
     let first_bytes_timeout = state.config.first_bytes_timeout;
     state.spawn(async move {
-        match hyper::upgrade::on(req).await {
-            Ok(upgraded) => {
+        let upgraded = match hyper::upgrade::on(req).await {
+            Ok(u) => u,
+            Err(_) => {
+                let detail = "client left before the tunnel opened".to_string();
+                upstream
+                    .entry
+                    .set_verdict(Decision::Failed, Reason::BadRequest, detail);
+                return;
+            }
+        };
+        // The connection is our own unix socket underneath: take it back from
+        // hyper (with whatever it had already read) so the tunnel can splice.
+        match upgraded.downcast::<TokioIo<Rewind<UnixStream>>>() {
+            Ok(parts) => {
+                let (first, client) = parts.io.into_inner().into_parts();
+                let mut prefix: Vec<u8> = first.into_iter().collect();
+                prefix.extend_from_slice(&parts.read_buf);
                 let _ = inspect_and_splice(
-                    TokioIo::new(upgraded),
+                    client,
+                    prefix,
                     upstream.stream,
                     &target.host,
                     upstream.entry,
@@ -127,11 +145,17 @@ async fn connect(state: Arc<ContextState>, req: Request<Incoming>) -> Response<B
                 )
                 .await;
             }
-            Err(_) => upstream.entry.set_verdict(
-                Decision::Failed,
-                Reason::BadRequest,
-                "client left before the tunnel opened".into(),
-            ),
+            Err(upgraded) => {
+                let _ = inspect_and_copy(
+                    TokioIo::new(upgraded),
+                    Vec::new(),
+                    upstream.stream,
+                    &target.host,
+                    upstream.entry,
+                    first_bytes_timeout,
+                )
+                .await;
+            }
         }
     });
     Response::new(text_body(String::new()))

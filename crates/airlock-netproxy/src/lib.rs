@@ -18,6 +18,7 @@ pub mod log;
 pub mod pattern;
 pub mod server;
 pub mod socks;
+pub mod splice;
 pub mod tls;
 pub mod tunnel;
 

@@ -219,9 +219,16 @@ async fn serve_connection(state: Arc<ContextState>, mut stream: UnixStream) -> i
 }
 
 /// A stream that replays one already-read byte before reading on.
-struct Rewind<S> {
+pub struct Rewind<S> {
     first: Option<u8>,
     inner: S,
+}
+
+impl<S> Rewind<S> {
+    /// The byte not yet replayed (if any) and the stream.
+    pub fn into_parts(self) -> (Option<u8>, S) {
+        (self.first, self.inner)
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {

@@ -9,7 +9,8 @@ use crate::tunnel::inspect_and_splice;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::UnixStream;
 
 const VERSION: u8 = 5;
 const NO_AUTH: u8 = 0;
@@ -35,10 +36,7 @@ async fn send_reply<S: AsyncWrite + Unpin>(s: &mut S, code: u8) -> io::Result<()
 }
 
 /// Serve one SOCKS5 connection whose first byte (the version, 5) was already read.
-pub async fn serve<S>(state: Arc<ContextState>, mut client: S) -> io::Result<()>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
+pub async fn serve(state: Arc<ContextState>, mut client: UnixStream) -> io::Result<()> {
     let n_methods = client.read_u8().await? as usize;
     let mut methods = vec![0u8; n_methods];
     client.read_exact(&mut methods).await?;
@@ -104,6 +102,7 @@ where
     send_reply(&mut client, reply::SUCCEEDED).await?;
     inspect_and_splice(
         client,
+        Vec::new(),
         upstream.stream,
         &target.host,
         upstream.entry,

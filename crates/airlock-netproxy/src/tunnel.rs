@@ -9,6 +9,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpStream, UnixStream};
 
 /// Large buffers: the tunnel is a bulk copy and the benchmark asks for ≥ 80% of a
 /// direct download.
@@ -160,19 +161,18 @@ pub(crate) fn strip_port(hostport: &str) -> &str {
     }
 }
 
-/// Inspect, then splice `client` and `upstream` until both directions end.
-pub async fn inspect_and_splice<C, U>(
-    mut client: C,
-    upstream: U,
+/// Read and judge the first bytes. `Some(head)`: forward `head` and go on;
+/// `None`: refused (entry updated, client told) or the client left.
+async fn judge_tunnel_start<C>(
+    client: &mut C,
+    mut head: Vec<u8>,
     host: &TargetHost,
-    entry: EntryHandle,
+    entry: &EntryHandle,
     first_bytes_timeout: Duration,
-) -> io::Result<()>
+) -> io::Result<Option<Vec<u8>>>
 where
     C: AsyncRead + AsyncWrite + Unpin,
-    U: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut head = Vec::with_capacity(2048);
     let mut chunk = vec![0u8; 16 * 1024];
     let deadline = tokio::time::Instant::now() + first_bytes_timeout;
     let verdict = loop {
@@ -186,7 +186,7 @@ where
             );
         }
         match tokio::time::timeout_at(deadline, client.read(&mut chunk)).await {
-            Ok(Ok(0)) => return Ok(()), // client gave up before sending anything useful
+            Ok(Ok(0)) => return Ok(None), // client gave up before sending anything useful
             Ok(Ok(n)) => head.extend_from_slice(&chunk[..n]),
             Ok(Err(e)) => return Err(e),
             Err(_) => {
@@ -197,14 +197,38 @@ where
             }
         }
     };
-    if let FirstBytes::Refuse(reason, detail) = verdict {
-        entry.set_verdict(Decision::Refused, reason, detail);
-        if head.first() == Some(&22) {
-            let _ = client.write_all(&ALERT_ACCESS_DENIED).await;
+    match verdict {
+        FirstBytes::Pass => Ok(Some(head)),
+        FirstBytes::Refuse(reason, detail) => {
+            entry.set_verdict(Decision::Refused, reason, detail);
+            if head.first() == Some(&22) {
+                let _ = client.write_all(&ALERT_ACCESS_DENIED).await;
+            }
+            let _ = client.shutdown().await;
+            Ok(None)
         }
-        let _ = client.shutdown().await;
-        return Ok(());
     }
+}
+
+/// Inspect, then copy `client` and `upstream` both ways through user space.
+/// Used when the client is not a plain unix socket.
+pub async fn inspect_and_copy<C, U>(
+    mut client: C,
+    prefix: Vec<u8>,
+    upstream: U,
+    host: &TargetHost,
+    entry: EntryHandle,
+    first_bytes_timeout: Duration,
+) -> io::Result<()>
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    U: AsyncRead + AsyncWrite + Unpin,
+{
+    let Some(head) =
+        judge_tunnel_start(&mut client, prefix, host, &entry, first_bytes_timeout).await?
+    else {
+        return Ok(());
+    };
     let mut upstream = Counted::new(upstream, entry);
     upstream.write_all(&head).await?;
     tokio::io::copy_bidirectional_with_sizes(
@@ -215,6 +239,25 @@ where
     )
     .await?;
     Ok(())
+}
+
+/// Inspect, then move the rest of the tunnel in the kernel (`splice(2)`).
+pub async fn inspect_and_splice(
+    mut client: UnixStream,
+    prefix: Vec<u8>,
+    mut upstream: TcpStream,
+    host: &TargetHost,
+    entry: EntryHandle,
+    first_bytes_timeout: Duration,
+) -> io::Result<()> {
+    let Some(head) =
+        judge_tunnel_start(&mut client, prefix, host, &entry, first_bytes_timeout).await?
+    else {
+        return Ok(());
+    };
+    upstream.write_all(&head).await?;
+    entry.add_up(head.len() as u64);
+    crate::splice::splice_both(&client, &upstream, &entry).await
 }
 
 #[cfg(test)]

@@ -397,7 +397,14 @@ fn connect_whose_sni_differs_is_cut_before_any_byte_goes_upstream() {
         "nothing of the fronted session went upstream"
     );
     assert_eq!(entries[1].decision, Decision::Allowed);
-    // The server completed exactly one handshake, for the right name.
+    // The server completed exactly one handshake, for the right name. (Its side
+    // of the handshake may finish just after the client's: wait for it.)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while world.https.seen.tls_handshakes.load(Ordering::SeqCst) < 1
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(
         *world.https.seen.server_names.lock().unwrap(),
         vec!["pypi.test"]

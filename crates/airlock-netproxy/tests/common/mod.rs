@@ -133,10 +133,10 @@ pub fn spawn_server(
                         let Ok(stream) = acc.accept(tcp).await else {
                             return;
                         };
-                        seen.tls_handshakes.fetch_add(1, Ordering::SeqCst);
                         if let Some(name) = stream.get_ref().1.server_name() {
                             seen.server_names.lock().unwrap().push(name.to_string());
                         }
+                        seen.tls_handshakes.fetch_add(1, Ordering::SeqCst);
                         let _ = serve_http(stream, &routes, &seen).await;
                     }
                     None => {

@@ -8,12 +8,15 @@
 //! from SOCKS5 by the first byte, so both ports lead to the same socket.
 //!
 //! Plain std threads and blocking I/O: PID 1 stays a small synchronous program.
+//! Bytes move with `splice(2)` through a pipe, so they are not copied through
+//! user space.
 //! Bind before forking the command (so its first connect finds a listener) and
 //! call [`Relay::start`] after the fork (so no relay thread exists while PID 1
 //! forks).
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,6 +33,8 @@ pub const SOCKET_IN_SANDBOX: &str = "/run/airlock/proxy.sock";
 const MAX_CONNECTIONS: usize = 128;
 /// Big copies: throughput through the relay is part of the ≥ 80 % budget.
 const COPY_BUFFER: usize = 256 * 1024;
+/// Bytes moved per `splice(2)` call (and the pipe's size).
+const SPLICE_CHUNK: usize = 1024 * 1024;
 const THREAD_STACK: usize = 64 * 1024;
 
 /// The environment that steers curl, pip, git, npm and Python's urllib to the relay.
@@ -130,21 +135,108 @@ fn relay_one(client: TcpStream, target: &Path) -> io::Result<()> {
         .name("airlock-relay-up".into())
         .stack_size(THREAD_STACK)
         .spawn(move || {
-            let _ = pump(client_reader, &upstream_writer);
+            let _ = forward(&client_reader, &upstream_writer);
             let _ = upstream_writer.shutdown(Shutdown::Write);
         })?;
-    let _ = pump(upstream, &client);
+    let _ = forward(&upstream, &client);
     let _ = client.shutdown(Shutdown::Write);
     let _ = up.join();
     Ok(())
 }
 
-fn pump<R: Read, W>(mut from: R, to: &W) -> io::Result<u64>
+/// Move bytes from `from` to `to` until EOF: in the kernel with `splice(2)`
+/// through a pipe when it can, else through a buffer.
+fn forward<R, W>(from: &R, to: &W) -> io::Result<u64>
 where
+    R: AsRawFd,
+    for<'a> &'a R: Read,
+    W: AsRawFd,
+    for<'a> &'a W: Write,
+{
+    match splice_all(from.as_raw_fd(), to.as_raw_fd()) {
+        Ok(n) => Ok(n),
+        // Nothing moved yet and splice is not possible here: copy instead.
+        Err((0, e)) if e.raw_os_error() == Some(libc::EINVAL) => pump(from, to),
+        Err((_, e)) => Err(e),
+    }
+}
+
+/// Splice until EOF. On error, also says how many bytes had already moved.
+fn splice_all(from: RawFd, to: RawFd) -> Result<u64, (u64, io::Error)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two descriptors into `fds`.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err((0, io::Error::last_os_error()));
+    }
+    // SAFETY: pipe2 just returned these descriptors; each is owned once here.
+    let (pipe_r, pipe_w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: F_SETPIPE_SZ takes an integer; a failure keeps the default size.
+    unsafe {
+        libc::fcntl(
+            pipe_w.as_raw_fd(),
+            libc::F_SETPIPE_SZ,
+            SPLICE_CHUNK as libc::c_int,
+        )
+    };
+    let mut total = 0u64;
+    loop {
+        // SAFETY: both descriptors are open for the duration; null offsets are
+        // required for sockets and pipes.
+        let n = unsafe {
+            libc::splice(
+                from,
+                std::ptr::null_mut(),
+                pipe_w.as_raw_fd(),
+                std::ptr::null_mut(),
+                SPLICE_CHUNK,
+                libc::SPLICE_F_MOVE,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err((total, e));
+        }
+        if n == 0 {
+            return Ok(total);
+        }
+        let mut left = n as usize;
+        while left > 0 {
+            // SAFETY: as above.
+            let m = unsafe {
+                libc::splice(
+                    pipe_r.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    to,
+                    std::ptr::null_mut(),
+                    left,
+                    libc::SPLICE_F_MOVE,
+                )
+            };
+            if m < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // Bytes sit in the pipe and cannot be delivered: the stream is broken.
+                return Err((total.max(1), e));
+            }
+            left -= m as usize;
+        }
+        total += n as u64;
+    }
+}
+
+fn pump<R, W>(from: &R, to: &W) -> io::Result<u64>
+where
+    for<'a> &'a R: Read,
     for<'a> &'a W: Write,
 {
     let mut buf = vec![0u8; COPY_BUFFER];
     let mut total = 0u64;
+    let mut from = from;
     let mut to = to;
     loop {
         let n = match from.read(&mut buf) {

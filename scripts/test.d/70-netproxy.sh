@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Network allowlist mode (issue 6): the egress proxy against curl, Python urllib and
+# pip on loopback, the in-sandbox relay, and netwatch (seccomp user notification)
+# refusing and logging direct connects / UDP DNS / raw sockets in a fresh netns.
+# Everything stays on 127.0.0.0/8 or inside network namespaces made here.
+set -euo pipefail
+need=()
+for pair in curl:curl unshare:util-linux ip:iproute2 sha256sum:coreutils; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+python3 -m pip --version >/dev/null 2>&1 || python3 -m ensurepip --upgrade >/dev/null
+cargo test --locked -p airlock-netproxy --no-fail-fast
+cargo test --locked -p airlock-sandbox --lib --no-fail-fast -- native::netwatch native::relay
