@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# The escape corpus (tests/escape): ~85 attack and control programs run through
-# `airlock run`, judged by observed host state. Prints `N passed, N failed` last.
+# The escape corpus (tests/escape): ~95 attack and control programs run through
+# `airlock run`, judged by observed host state; prints `N passed, N failed` last.
+# Then a smoke run of the benchmarks (bench/run.sh --smoke --no-runsc: a few runs of
+# each tool, to prove the bench still works; its figures are not judged here).
 # Needs root (cgroups, host listeners) and gcc (C attacks are compiled here).
-# ESCAPE_ARGS passes extra runner flags, e.g. ESCAPE_ARGS="--only net_ -v".
-set -euo pipefail
+#   ESCAPE_ARGS="--only net_ -v"   extra runner flags
+#   BENCH_SMOKE=0                  skip the bench smoke run
+set -uo pipefail
 cd "$(dirname "$0")/../.."
 command -v gcc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null; }
-cargo build --release --locked -p airlock
+cargo build --release --locked -p airlock || exit 1
 mkdir -p target/escape
+status=0
 # shellcheck disable=SC2086
-python3 tests/escape/run.py --airlock target/release/airlock --report target/escape/report.json ${ESCAPE_ARGS:-}
+python3 tests/escape/run.py --airlock target/release/airlock --report target/escape/report.json ${ESCAPE_ARGS:-} || status=1
+if [ "${BENCH_SMOKE:-1}" = 1 ]; then
+  AIRLOCK=target/release/airlock bench/run.sh --smoke --no-runsc > target/escape/bench-smoke.txt 2>&1 \
+    && echo "bench smoke: ok (target/escape/bench-smoke.txt)" \
+    || { echo "bench smoke: FAILED"; tail -20 target/escape/bench-smoke.txt; status=1; }
+fi
+exit $status
