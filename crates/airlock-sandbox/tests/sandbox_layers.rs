@@ -515,24 +515,69 @@ fn output_cap_truncates_with_a_marker_and_kills() {
 fn concurrent_sandboxes_cannot_see_each_other() {
     let f = fixture();
     let g = fixture();
-    let a = spec(&f, "echo secret-a > /tmp/a; echo shm-a > /dev/shm/a; python3 -c 'import sysv_ipc' 2>/dev/null; sleep 2; ls /tmp /dev/shm");
-    let b = spec(&g, "sleep 0.5; ls /tmp /dev/shm; cat /tmp/a 2>&1; ls /proc | grep -c '^[0-9]'; cat /proc/sysvipc/shm | wc -l");
-    let ta = std::thread::spawn({
-        let f = Fixture {
+    // A (rw workspace, so the host can see its progress) makes a /tmp file, a
+    // /dev/shm file and a SysV shared memory segment, says "ready", and waits
+    // until B is done looking.
+    let mut a = spec(
+        &f,
+        "echo secret-a > /tmp/a; echo shm-a > /dev/shm/a; \
+         python3 -c 'import ctypes; print(\"shmid\", ctypes.CDLL(None).shmget(0x51ab, 4096, 0o1666))'; \
+         echo A-PIDS $(ls -d /proc/[0-9]* | wc -l); cat /proc/sysvipc/shm | wc -l; \
+         touch ready; while [ ! -e done ]; do sleep 0.05; done",
+    );
+    a.workspace.mode = WorkspaceMode::Rw;
+    let b = spec(
+        &g,
+        "ls -A /tmp /dev/shm; cat /tmp/a /dev/shm/a 2>&1; echo SHM $(cat /proc/sysvipc/shm | wc -l); \
+         echo B-PIDS $(ls -d /proc/[0-9]* | wc -l)",
+    );
+    let (ws_a, runs_a) = (f.ws.clone(), f.runs.clone());
+    let ta = std::thread::spawn(move || {
+        let holder = Fixture {
             _dir: tempfile::tempdir().unwrap(),
-            ws: f.ws.clone(),
-            runs: f.runs.clone(),
+            ws: ws_a,
+            runs: runs_a,
         };
-        move || run(&f, &a)
+        run(&holder, &a)
     });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !f.ws.join("ready").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sandbox A never got ready"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let ob = run(&g, &b);
+    std::fs::write(f.ws.join("done"), "").unwrap();
     let oa = ta.join().unwrap();
-    assert!(oa.stdout.contains("a\n"), "{oa:?}");
+    assert!(
+        oa.stdout.contains("shmid ") && !oa.stdout.contains("shmid -1"),
+        "{oa:?}"
+    );
+    assert_eq!(
+        oa.stdout.lines().nth(2),
+        Some("2"),
+        "A sees its own segment: {oa:?}"
+    );
     assert!(
         !ob.stdout.contains("secret-a") && !ob.stdout.contains("shm-a"),
         "{ob:?}"
     );
     assert!(ob.stdout.contains("No such file"), "{ob:?}");
+    assert!(
+        ob.stdout.contains("SHM 1\n"),
+        "B sees A's SysV segment: {ob:?}"
+    );
+    let b_pids: u32 = ob
+        .stdout
+        .split("B-PIDS ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(b_pids <= 5, "B sees {b_pids} processes");
 }
 
 #[test]
