@@ -395,6 +395,35 @@ fn overlay_apply_copies_back_but_never_a_protected_path_or_through_a_symlink() {
 }
 
 #[test]
+fn overlay_apply_refuses_to_replace_a_parent_of_a_protected_path() {
+    let f = fixture();
+    let mut s = spec(
+        &f,
+        "mv .git .git-old && mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit && echo ok",
+    );
+    s.workspace.apply = true;
+    let o = run(&f, &s);
+    assert_eq!(o.stdout, "ok\n", "{o:?}");
+    assert!(
+        f.ws.join(".git/hooks").is_dir(),
+        "the real .git was replaced"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(
+        !f.ws.join(".git/hooks/pre-commit").exists(),
+        "a hook reached the host"
+    );
+    assert!(
+        o.violations.iter().any(|v| v.kind == "filesystem"),
+        "{:?}",
+        o.violations
+    );
+}
+
+#[test]
 fn ro_workspace_refuses_writes() {
     let f = fixture();
     let mut s = spec(
@@ -442,6 +471,37 @@ fn rw_workspace_writes_through_except_protected_paths() {
     // Files written through keep the workspace owner (host root), not the sandbox uid.
     use std::os::unix::fs::MetadataExt;
     assert_eq!(std::fs::metadata(f.ws.join("sub/new")).unwrap().uid(), 0);
+}
+
+#[test]
+fn rw_protection_survives_renaming_the_parent_and_missing_paths_refuse() {
+    let f = fixture();
+    let mut s = spec(
+        &f,
+        "mv .git .git-aside || echo MOVE_REFUSED; rm -rf .git/hooks 2>/dev/null; [ -d .git/hooks ] && echo HOOKS_STILL_THERE",
+    );
+    s.workspace.mode = WorkspaceMode::Rw;
+    let o = run(&f, &s);
+    assert!(
+        o.stdout.contains("MOVE_REFUSED") && o.stdout.contains("HOOKS_STILL_THERE"),
+        "{o:?}"
+    );
+    assert!(f.ws.join(".git/hooks").is_dir() && !f.ws.join(".git-aside").exists());
+    // A protected path that does not exist under an existing parent cannot be
+    // kept from being created: the run is refused, naming the layer.
+    std::fs::remove_dir(f.ws.join(".git/hooks")).unwrap();
+    let mut s = spec(&f, "mkdir .git/hooks && echo evil > .git/hooks/pre-commit");
+    s.workspace.mode = WorkspaceMode::Rw;
+    let backend = NativeBackend::new(PathBuf::from(HELPER), f.runs.clone());
+    match backend.run(&s, &mut airlock_sandbox::backend::Discard) {
+        Err(airlock_sandbox::SandboxError::Layer { layer, detail }) => {
+            assert_eq!(layer, "workspace");
+            assert!(detail.contains(".git/hooks"), "{detail}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(!f.ws.join(".git/hooks").exists());
+    assert_no_trace(&f, &s.request_id);
 }
 
 #[test]

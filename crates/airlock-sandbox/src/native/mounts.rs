@@ -434,6 +434,39 @@ fn build_workspace(plan: &ViewPlan, r: RawFd) -> Result<(), SandboxError> {
                 libc::O_PATH | libc::O_DIRECTORY,
             )
             .map_err(|e| fail(L, "reopen workspace", e))?;
+            // Every directory between the root and a protected path becomes a
+            // mount point of its own: the kernel refuses to rename or remove a
+            // mount point (EBUSY), so `.git` cannot be moved aside and rebuilt
+            // with hooks of the sandbox's choosing.
+            let mut pinned: Vec<PathBuf> = Vec::new();
+            for p in &ws.protect {
+                let Some(rel) = relative_inside(p) else {
+                    continue;
+                };
+                let ancestors: Vec<&Path> = rel
+                    .ancestors()
+                    .skip(1)
+                    .filter(|a| !a.as_os_str().is_empty())
+                    .collect();
+                for a in ancestors.into_iter().rev() {
+                    if pinned.iter().any(|x| x == a) {
+                        continue;
+                    }
+                    match walk(ws_inside.as_raw_fd(), a, libc::O_PATH | libc::O_DIRECTORY) {
+                        Ok(fd) => {
+                            let tree = sys::clone_tree(
+                                &PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())),
+                                false,
+                            )
+                            .map_err(|e| fail(L, a.display(), e))?;
+                            sys::attach_tree(&tree, &fd)
+                                .map_err(|e| fail(L, format!("pin {}", a.display()), e))?;
+                            pinned.push(a.to_path_buf());
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
             for p in &ws.protect {
                 protect(ws_inside.as_raw_fd(), p)?;
             }
@@ -482,7 +515,20 @@ fn protect(ws: RawFd, rel: &Path) -> Result<(), SandboxError> {
             if e.raw_os_error() == Some(libc::ENOENT)
                 || e.raw_os_error() == Some(libc::ENOTDIR) =>
         {
-            return Ok(())
+            // A missing path under an existing directory could be created by the
+            // command and would then run on the host (a git hook): refuse.
+            let parent = rel.parent().unwrap_or(Path::new(""));
+            if !parent.as_os_str().is_empty()
+                && walk(ws, parent, libc::O_PATH | libc::O_DIRECTORY).is_ok()
+            {
+                return Err(fail(
+                    L,
+                    format!("protected path {}", rel.display()),
+                    "does not exist, so a read-only mount cannot keep it from being created in rw mode \
+                     (create it, or use the overlay mode)",
+                ));
+            }
+            return Ok(());
         }
         Err(e) => return Err(fail(L, format!("protect {}", rel.display()), e)),
     };

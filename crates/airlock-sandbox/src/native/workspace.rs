@@ -251,7 +251,13 @@ pub fn apply(
         .filter(|c| c.kind != ChangeKind::Deleted)
         .collect();
     for c in deletes.into_iter().chain(writes) {
-        if is_protected(&c.rel, protect) {
+        // Deleting or replacing a parent of a protected path would change it too.
+        let hits_parent = c.kind != ChangeKind::Added
+            && protect.iter().any(|p| {
+                relative_inside(p)
+                    .is_some_and(|p| p.starts_with(&c.rel) && !c.rel.as_os_str().is_empty())
+            });
+        if is_protected(&c.rel, protect) || hits_parent {
             violations.push(violation(
                 format!("not applied: {} is a protected path", c.rel.display()),
                 &c.rel,
