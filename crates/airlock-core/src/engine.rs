@@ -404,7 +404,24 @@ impl Engine {
         let mut spec = crate::spec::derive(policy, &judged.request, &request_id);
         self.adjust_spec(&mut spec, &judged.request.loosening, &options);
         let mut hashing = HashingSink::new(sink, self.ledger.config().audit.output_bytes);
-        let result = self.backend.run(&spec, &mut hashing);
+        // Network allowlist mode: this execution's own egress-proxy context; its
+        // connection log joins the outcome (netproxy helper, issue 6).
+        let (egress, mut result) = match crate::egress::open(
+            policy,
+            &judged.request.loosening,
+            &mut spec,
+            self.ledger.state_dir(),
+        ) {
+            Ok(egress) => (egress, self.backend.run(&spec, &mut hashing)),
+            Err(e) => (
+                None,
+                Err(SandboxError::Layer {
+                    layer: "network",
+                    detail: e.to_string(),
+                }),
+            ),
+        };
+        crate::egress::finish(egress, result.as_mut().ok());
         let (stdout, stderr) = hashing.finish();
         let execution = self.execution_event(
             caller,
@@ -429,6 +446,10 @@ impl Engine {
             (None, Some(sig), _) => format!("ran; killed by signal {sig}"),
             _ => "ran".to_string(),
         };
+        let blocked = crate::egress::blocked_summary(&outcome.violations);
+        if !blocked.is_empty() {
+            message.push_str(&format!("; {blocked}"));
+        }
         if !judged.decision.loosened_by.is_empty() {
             message.push_str(&format!(
                 " (loosened by grant {})",

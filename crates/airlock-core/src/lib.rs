@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod audit;
 pub mod caller;
 pub mod clock;
+pub mod egress;
 pub mod engine;
 pub mod grants;
 pub mod ledger;

@@ -1,0 +1,232 @@
+//! Allowlist mode end to end: a real native sandbox (empty netns, relay and
+//! netwatch in its PID 1, the proxy socket bound in) in front of this crate's
+//! proxy, with curl and Python run inside against loopback servers on the host.
+//!
+//! Own harness: this test binary is also the sandbox helper (the native backend
+//! re-executes it), so `main` hands over to the helper first when asked to.
+//! Needs root, user namespaces and seccomp user notification (this machine).
+
+#[path = "common/mod.rs"]
+mod common;
+
+use airlock_netproxy::{Decision, Reason};
+use airlock_sandbox::native::NativeBackend;
+use airlock_sandbox::{
+    Backend, Limits, NetworkSpec, Outcome, SandboxSpec, WorkspaceMode, WorkspaceSpec,
+};
+use common::{routes_with, World};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+fn spec(request_id: &str, ws: &Path, socket: &Path, script: &str, ca: &Path) -> SandboxSpec {
+    SandboxSpec {
+        request_id: request_id.into(),
+        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
+        cwd: ws.to_path_buf(),
+        env: vec![
+            ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+            ("HOME".into(), "/tmp".into()),
+            ("CURL_CA_BUNDLE".into(), ca.display().to_string()),
+            ("SSL_CERT_FILE".into(), ca.display().to_string()),
+        ],
+        workspace: WorkspaceSpec {
+            root: ws.to_path_buf(),
+            mode: WorkspaceMode::Overlay,
+            protect: vec![],
+            apply: false,
+        },
+        network: NetworkSpec::Proxy {
+            socket: socket.to_path_buf(),
+        },
+        limits: Limits {
+            timeout_ms: 60_000,
+            cpu_time_ms: 60_000,
+            memory_bytes: 512 << 20,
+            pids: 64,
+            cpus: 1.0,
+            output_bytes: 1 << 20,
+            tmp_bytes: 64 << 20,
+            file_size_bytes: 64 << 20,
+            open_files: 256,
+        },
+        read_paths: vec![],
+        write_paths: vec![],
+        hide_paths: vec![],
+        stdin: None,
+    }
+}
+
+fn run(world: &World, request_id: &str, script: &str) -> Outcome {
+    let ws = world.dir.path().join(format!("ws-{request_id}"));
+    std::fs::create_dir_all(&ws).unwrap();
+    // The CA is read inside the sandbox from the workspace.
+    std::fs::copy(&world.tls.ca_pem_path, ws.join("ca.pem")).unwrap();
+    let backend = NativeBackend::new(
+        std::env::current_exe().unwrap(),
+        world.dir.path().join("runs"),
+    );
+    let spec = spec(
+        request_id,
+        &ws,
+        world.ctx().socket_path(),
+        script,
+        &ws.join("ca.pem"),
+    );
+    backend
+        .run(&spec, &mut airlock_sandbox::backend::Discard)
+        .expect("sandbox runs")
+}
+
+/// curl and urllib reach an allowlisted host through the proxy env alone; a
+/// host outside the list is refused by the proxy; a direct connect and UDP DNS
+/// to hard-coded addresses are refused by netwatch; all of it is logged, and the
+/// model gets one summary line.
+fn allowlist_mode_in_a_real_sandbox() {
+    let world = World::new(&["pypi.test"], &[], routes_with(vec![]));
+    let port = world.https.addr.port();
+    let script = format!(
+        r#"
+echo "proxy=$HTTPS_PROXY all=$ALL_PROXY"
+echo "curl: $(curl -sS --max-time 20 https://pypi.test:{port}/hello 2>&1)"
+echo "curl-socks: $(curl -sS --max-time 20 --proxy "$ALL_PROXY" https://pypi.test:{port}/hello 2>&1)"
+echo "evil: $(curl -sS --max-time 20 https://evil.test:{port}/hello 2>&1)"
+/usr/bin/python3 - <<'EOF'
+import socket, urllib.request, errno
+print("urllib:", urllib.request.urlopen("https://pypi.test:{port}/hello", timeout=20).read().decode().strip())
+def attempt(name, fn):
+    try:
+        fn(); print(name + ": ok")
+    except OSError as e:
+        print(name + ":", errno.errorcode.get(e.errno, e.errno))
+def direct():
+    s = socket.socket(); s.settimeout(5); s.connect(("192.0.2.1", 443))
+def dns():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x04evil\x04test\x00\x00\x01\x00\x01", ("192.0.2.53", 53))
+def host_loopback():
+    s = socket.socket(); s.settimeout(5); s.connect(("127.0.0.2", {port}))
+attempt("direct", direct)
+attempt("dns", dns)
+attempt("loopback", host_loopback)
+EOF
+"#
+    );
+    let before = world.https.seen.tcp_accepted.load(Ordering::SeqCst);
+    let o = run(&world, "r-e2e-1", &script);
+    let out = &o.stdout;
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+    assert!(
+        out.contains("proxy=http://127.0.0.1:3128 all=socks5h://127.0.0.1:1080"),
+        "{out}"
+    );
+    assert!(
+        out.contains("curl: hello through airlock"),
+        "{out}\n{}",
+        o.stderr
+    );
+    assert!(out.contains("curl-socks: hello through airlock"), "{out}");
+    assert!(out.contains("urllib: hello through airlock"), "{out}");
+    assert!(
+        out.contains("evil: curl: (56) CONNECT tunnel failed, response 403"),
+        "{out}"
+    );
+    assert!(out.contains("direct: EACCES"), "{out}");
+    assert!(out.contains("dns: EACCES"), "{out}");
+    // 127.0.0.2 inside the sandbox is its own (empty) loopback, and netwatch refuses it anyway.
+    assert!(out.contains("loopback: EACCES"), "{out}");
+    // Three allowed tunnels reached the server; the refused ones did not.
+    assert_eq!(
+        world.https.seen.tcp_accepted.load(Ordering::SeqCst) - before,
+        3
+    );
+
+    let details: Vec<&str> = o
+        .violations
+        .iter()
+        .filter(|v| v.kind == "network")
+        .map(|v| v.detail.as_str())
+        .collect();
+    for want in [
+        "blocked: connect to 192.0.2.1:443 (not via proxy)",
+        "blocked: DNS query to 192.0.2.53:53 (not via proxy)",
+    ] {
+        assert!(details.contains(&want), "{want} not in {details:?}");
+    }
+    let direct = o
+        .violations
+        .iter()
+        .find(|v| v.detail.contains("192.0.2.1:443"))
+        .unwrap();
+    assert_eq!(direct.data["destination"], "192.0.2.1:443");
+    assert_eq!(direct.data["syscall"], "connect");
+
+    let entries = world.ctx().entries();
+    let decisions: Vec<(&str, Decision, Reason)> = entries
+        .iter()
+        .map(|e| (e.host.as_str(), e.decision, e.reason))
+        .collect();
+    assert_eq!(
+        decisions,
+        vec![
+            ("pypi.test", Decision::Allowed, Reason::Allowlisted),
+            ("pypi.test", Decision::Allowed, Reason::Allowlisted),
+            ("evil.test", Decision::Refused, Reason::NotInAllowlist),
+            ("pypi.test", Decision::Allowed, Reason::Allowlisted),
+        ],
+        "{entries:#?}"
+    );
+    assert!(entries.iter().all(|e| e.request_id == "r-test-1"));
+
+    // What the model reads: proxy refusals and netwatch refusals, one line.
+    let mut lines: Vec<String> = details.iter().map(|d| d.to_string()).collect();
+    lines.extend(
+        entries
+            .iter()
+            .filter(|e| e.decision != Decision::Allowed)
+            .map(|e| e.summary()),
+    );
+    let summary = lines.join("; ");
+    eprintln!("model summary: {summary}");
+    assert!(
+        summary.contains("blocked: connect to 192.0.2.1:443 (not via proxy)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(&format!("blocked: evil.test:{port} (not in allowlist)")),
+        "{summary}"
+    );
+}
+
+fn main() {
+    airlock_sandbox::native::maybe_run_helper();
+    if !nix_root() {
+        println!("sandbox_e2e: needs root; 0 passed, 0 failed, 1 skipped");
+        return;
+    }
+    let tests: &[(&str, fn())] = &[(
+        "allowlist_mode_in_a_real_sandbox",
+        allowlist_mode_in_a_real_sandbox,
+    )];
+    let mut failed = 0;
+    for (name, test) in tests {
+        match std::panic::catch_unwind(test) {
+            Ok(()) => println!("test {name} ... ok"),
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed += 1;
+            }
+        }
+    }
+    println!("{} passed, {failed} failed", tests.len() - failed);
+    if failed > 0 {
+        std::process::exit(1);
+    }
+}
+
+fn nix_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
