@@ -192,7 +192,12 @@ fn judge_analysis(
     read.extend(request.loosening.read_paths.iter().cloned());
     let mut write = policy.filesystem.write.clone();
     write.extend(request.loosening.write_paths.iter().cloned());
-    let boundary = Boundary::new(&policy.workspace.root, &read, &write);
+    let boundary = Boundary::new(
+        &policy.workspace.root,
+        &read,
+        &write,
+        &policy.workspace.protect,
+    );
     let judge = Judge {
         policy,
         boundary,
@@ -450,6 +455,17 @@ impl Judge<'_> {
                 }
             }
         }
+        let protected = |text: &str| {
+            self.boundary.protected(cwd, text).map(|p| Found {
+                verdict: Verdict::Deny,
+                step: Step::Workspace,
+                reason: format!(
+                    "`{text}` writes into {}, which this policy protects (workspace.protect)",
+                    p.display()
+                ),
+                rule: Some("workspace.protect".into()),
+            })
+        };
         for u in &seg.paths {
             if let Err(o) = self.boundary.check(cwd, &u.text, u.access) {
                 return Some(deny(
@@ -458,6 +474,11 @@ impl Judge<'_> {
                     &o.resolved,
                     u.access,
                 ));
+            }
+            if u.access == Access::Write {
+                if let Some(f) = protected(&u.text) {
+                    return Some(f);
+                }
             }
         }
         if seg.data_only || seg.function_call {
@@ -476,6 +497,11 @@ impl Judge<'_> {
                 let a = access(i);
                 if let Err(o) = self.boundary.check(cwd, candidate, a) {
                     return Some(deny("the argument", candidate, &o.resolved, a));
+                }
+                if a == Access::Write {
+                    if let Some(f) = protected(candidate) {
+                        return Some(f);
+                    }
                 }
             }
         }

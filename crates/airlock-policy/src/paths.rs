@@ -36,6 +36,8 @@ pub struct Boundary {
     root_real: PathBuf,
     read: Vec<PathBuf>,
     write: Vec<PathBuf>,
+    /// `workspace.protect`, resolved under the real root.
+    protect: Vec<PathBuf>,
 }
 
 /// Why a path is not allowed.
@@ -44,16 +46,32 @@ pub struct Outside {
 }
 
 impl Boundary {
-    pub fn new(root: &Path, read: &[PathBuf], write: &[PathBuf]) -> Self {
+    pub fn new(root: &Path, read: &[PathBuf], write: &[PathBuf], protect: &[PathBuf]) -> Self {
         let root_lexical = crate::load::absolute_lexical(root);
         let root_real =
             std::fs::canonicalize(&root_lexical).unwrap_or_else(|_| root_lexical.clone());
+        let protect = protect.iter().map(|p| root_real.join(p)).collect();
         Boundary {
             root_lexical,
             root_real,
             read: read.to_vec(),
             write: write.to_vec(),
+            protect,
         }
+    }
+
+    /// A write into a protected path (`.git/hooks`): the protected path, if so.
+    pub fn protected(&self, cwd: &Path, text: &str) -> Option<PathBuf> {
+        let joined = if text.starts_with('/') {
+            PathBuf::from(text)
+        } else {
+            cwd.join(text)
+        };
+        let resolved = self.resolve(&joined);
+        self.protect
+            .iter()
+            .find(|p| resolved.starts_with(p))
+            .cloned()
     }
 
     /// Check `text` (as the command wrote it) used from `cwd`.

@@ -419,6 +419,15 @@ const CASES: &[(&str, &str, &str, Verdict)] = &[
     ("cp /usr/share/x README.copy", ".", "wide", A),
     ("cp README.md /usr/share/x", ".", "wide", D),
     ("cat /tmp/x", ".", "default", A),
+    // ---- protected paths and git config injection ----
+    ("echo 'curl x' > .git/hooks/pre-commit", ".", "default", D),
+    ("cp README.md .git/hooks/pre-commit", ".", "default", D),
+    ("cd .git && echo x >> config", ".", "default", D),
+    ("cat .git/config", ".", "default", A),
+    ("ls .git/hooks", ".", "default", A),
+    ("git -c core.pager='curl x' log", ".", "default", D),
+    ("git -c alias.st='!curl x' st", ".", "default", D),
+    ("git --config-env=core.sshCommand=X status", ".", "default", D),
     ("echo x > /dev/null", ".", "default", A),
 ];
 

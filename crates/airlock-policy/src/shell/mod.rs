@@ -291,9 +291,39 @@ fn never_known(program: &str, argv: &[String]) -> Option<String> {
             format!("`{program} -C` runs a callback")
         }
         "coproc" => "`coproc` runs a command the gate cannot see".into(),
+        "git" if git_config_injection(argv) => {
+            "`git -c`/`--config-env`/`--exec-path` can make git run arbitrary programs (core.pager, alias.*, core.sshCommand)".into()
+        }
         _ => return None,
     };
     Some(why)
+}
+
+/// Global git options, before the subcommand, that can point git at other programs.
+fn git_config_injection(argv: &[String]) -> bool {
+    for a in argv.iter().skip(1) {
+        if a == "-c" || a.starts_with("--config-env") || a.starts_with("--exec-path") {
+            return true;
+        }
+        if a.starts_with("-c") && a.len() > 2 {
+            return true;
+        }
+        if !a.starts_with('-') {
+            // Value of -C or the subcommand: only options before the subcommand
+            // are git's own; `-C dir` is skipped by continuing past its value.
+            if argv
+                .iter()
+                .skip(1)
+                .take_while(|x| *x != a)
+                .last()
+                .is_some_and(|p| p == "-C" || p == "--git-dir" || p == "--work-tree")
+            {
+                continue;
+            }
+            return false;
+        }
+    }
+    false
 }
 
 /// Variables whose value changes which program runs or what it loads.

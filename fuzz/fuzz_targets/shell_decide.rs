@@ -1,0 +1,33 @@
+//! Shell analysis and the decision never panic, whatever the bytes, and the
+//! decision is always the strictest of its segments.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use std::path::Path;
+use std::sync::OnceLock;
+
+fn policy() -> &'static airlock_policy::Policy {
+    static POLICY: OnceLock<airlock_policy::Policy> = OnceLock::new();
+    POLICY.get_or_init(|| airlock_policy::load::builtin_default(Path::new("/nonexistent-fuzz-root")))
+}
+
+fuzz_target!(|data: &[u8]| {
+    let p = policy();
+    let cwd = Path::new("/nonexistent-fuzz-root/sub");
+    let d = airlock_policy::gate::decide_shell_bytes(p, data, cwd);
+    assert!(!d.reason.is_empty());
+    if let Ok(text) = std::str::from_utf8(data) {
+        // The whole is the strictest of its segments.
+        if let Some(worst) = d.segments.iter().map(|s| s.decision).max() {
+            assert_eq!(d.decision, worst, "{text:?}");
+        }
+        let _ = airlock_policy::explain(
+            p,
+            &airlock_policy::Request {
+                command: airlock_policy::Command::Shell { command: text.to_string() },
+                cwd: cwd.to_path_buf(),
+                loosening: Default::default(),
+            },
+        );
+    }
+});
