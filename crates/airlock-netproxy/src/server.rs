@@ -105,7 +105,11 @@ impl EgressProxy {
             path: path.to_path_buf(),
             source,
         };
-        std::fs::create_dir_all(parent).map_err(|e| sock_err(parent, e))?;
+        if !parent.exists() {
+            std::fs::create_dir_all(parent).map_err(|e| sock_err(parent, e))?;
+            std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| sock_err(parent, e))?;
+        }
         // create_dir (not _all): an existing directory means a reused id, refused.
         std::fs::create_dir(&dir).map_err(|e| sock_err(&dir, e))?;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
