@@ -56,7 +56,8 @@ fn read_head(s: &mut TcpStream) -> Vec<u8> {
 
 fn download_direct(server: SocketAddr) -> u64 {
     let mut s = TcpStream::connect(server).unwrap();
-    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\n\r\n").unwrap();
+    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\n\r\n")
+        .unwrap();
     read_response(s)
 }
 
@@ -66,7 +67,8 @@ fn download_connect(relay: SocketAddr, server: SocketAddr) -> u64 {
     write!(s, "CONNECT plain.test:{} HTTP/1.1\r\n\r\n", server.port()).unwrap();
     let head = read_head(&mut s);
     assert!(head.starts_with(b"HTTP/1.1 200"));
-    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\n\r\n").unwrap();
+    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\n\r\n")
+        .unwrap();
     read_response(s)
 }
 
@@ -83,7 +85,8 @@ fn download_socks(relay: SocketAddr, server: SocketAddr) -> u64 {
     let mut rep = [0u8; 10];
     s.read_exact(&mut rep).unwrap();
     assert_eq!(rep[1], 0);
-    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\n\r\n").unwrap();
+    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\n\r\n")
+        .unwrap();
     read_response(s)
 }
 
@@ -94,7 +97,11 @@ fn download_forward(relay: SocketAddr, server: SocketAddr) -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let world = World::new(&["plain.test"], &[], routes_with(vec![("/big", Body::Generated(SIZE))]));
+    let world = World::new(
+        &["plain.test"],
+        &[],
+        routes_with(vec![("/big", Body::Generated(SIZE))]),
+    );
     let server = world.http.addr;
     let relay = world.relay;
     assert_eq!(download_direct(server), SIZE);
@@ -107,9 +114,13 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(8));
     g.bench_function("direct", |b| b.iter(|| download_direct(server)));
-    g.bench_function("proxy_connect", |b| b.iter(|| download_connect(relay, server)));
+    g.bench_function("proxy_connect", |b| {
+        b.iter(|| download_connect(relay, server))
+    });
     g.bench_function("proxy_socks5", |b| b.iter(|| download_socks(relay, server)));
-    g.bench_function("proxy_http_forward", |b| b.iter(|| download_forward(relay, server)));
+    g.bench_function("proxy_http_forward", |b| {
+        b.iter(|| download_forward(relay, server))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("connect");
