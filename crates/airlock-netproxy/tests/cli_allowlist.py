@@ -30,6 +30,7 @@ def attempt(name, fn):
         print(name, errno.errorcode.get(e.errno))
 attempt("direct", lambda: socket.create_connection(("192.0.2.1", 443), timeout=3))
 attempt("dns", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.0.2.53", 53)))
+attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
 '''
 POLICY = '''
 [workspace]
@@ -77,6 +78,7 @@ def main():
         check("IP literal refused", "https://203.0.113.9/ -> <urlopen error Tunnel connection failed: 403 Forbidden>" in stdout, stdout)
         check("direct connect refused", "direct EACCES" in stdout, stdout)
         check("UDP DNS refused", "dns EACCES" in stdout, stdout)
+        check("raw socket refused", "raw EACCES" in stdout, stdout)
         v = out.get("violations") or []
         by_detail = {x["detail"]: x for x in v}
         rid = out.get("request_id")
@@ -91,6 +93,7 @@ def main():
         for detail, dest in [
             ("blocked: connect to 192.0.2.1:443 (not via proxy)", "192.0.2.1:443"),
             ("blocked: DNS query to 192.0.2.53:53 (not via proxy)", "192.0.2.53:53"),
+            ("blocked: raw socket (AF_INET) (not via proxy)", None),
         ]:
             x = by_detail.get(detail)
             check(f"logged: {detail}", x is not None and x["data"]["destination"] == dest, json.dumps(v)[:1500])
