@@ -78,6 +78,15 @@ async fn list_approvals(
     Extension(tenant): Extension<Arc<Tenant>>,
     ApiQuery(filter): ApiQuery<ApprovalFilter>,
 ) -> Result<Response, ApiError> {
+    const STATUSES: [&str; 5] = ["pending", "approved", "denied", "expired", "used"];
+    if let Some(s) = filter.status.as_deref() {
+        if !STATUSES.contains(&s) {
+            return Err(ApiError::new(
+                ErrorCode::BadRequest,
+                format!("status {s:?} is not one of {}", STATUSES.join(", ")),
+            ));
+        }
+    }
     let engine = state.service.engine.clone();
     let approvals = blocking(move || engine.ledger().approvals().map_err(ledger_error)).await?;
     let approvals: Vec<_> = approvals
@@ -157,7 +166,19 @@ fn parse_answer(body: &[u8]) -> Result<Option<String>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let answer: Answer = serde_json::from_slice(body).map_err(|e| {
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            ErrorCode::InvalidJson,
+            format!("body must be empty or {{\"note\": \"...\"}}: {e}"),
+        )
+    })?;
+    if value.get("note").is_some_and(|n| n.is_null()) {
+        return Err(ApiError::new(
+            ErrorCode::BadRequest,
+            "`note` is null; omit it instead",
+        ));
+    }
+    let answer: Answer = serde_json::from_value(value).map_err(|e| {
         ApiError::new(
             ErrorCode::InvalidJson,
             format!("body must be empty or {{\"note\": \"...\"}}: {e}"),
@@ -209,13 +230,43 @@ async fn list_grants(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NewGrant {
-    /// `{"type": "write", "paths": [...]}` or `{"type": "network", "hosts": [...]}`.
-    boundary: Boundary,
+    boundary: BoundaryInput,
     /// Argv prefix the grant applies to (`python3 etl.py`).
     #[serde(rename = "for")]
     for_prefix: String,
-    ttl_s: u64,
-    uses: Option<u32>,
+    /// Whole seconds; JSON numbers like `600.0` are whole too.
+    ttl_s: f64,
+    uses: Option<f64>,
+}
+
+/// `{"type": "write", "paths": [...]}` or `{"type": "network", "hosts": [...]}`,
+/// strictly (no other fields).
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+enum BoundaryInput {
+    Write { paths: Vec<std::path::PathBuf> },
+    Network { hosts: Vec<String> },
+}
+
+impl From<BoundaryInput> for Boundary {
+    fn from(b: BoundaryInput) -> Boundary {
+        match b {
+            BoundaryInput::Write { paths } => Boundary::Write { paths },
+            BoundaryInput::Network { hosts } => Boundary::Network { hosts },
+        }
+    }
+}
+
+/// A JSON number that must be a whole number in `lo..=hi`.
+fn whole(name: &str, v: f64, lo: u64, hi: u64) -> Result<u64, ApiError> {
+    if v.fract() == 0.0 && v >= lo as f64 && v <= hi as f64 {
+        Ok(v as u64)
+    } else {
+        Err(ApiError::new(
+            ErrorCode::BadRequest,
+            format!("`{name}` must be a whole number from {lo} to {hi}"),
+        ))
+    }
 }
 
 async fn create_grant(
@@ -227,11 +278,34 @@ async fn create_grant(
         return Err(forbidden("create grants"));
     }
     let ApiJson(g) = body?;
+    let bad = |m: &str| ApiError::new(ErrorCode::BadRequest, m);
+    // Blank as the schema's `\S` sees it (Python's isspace adds U+001C..U+001F).
+    if g.for_prefix
+        .chars()
+        .all(|c| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+    {
+        return Err(bad(
+            "`for` needs a command prefix (for example \"python3 etl.py\")",
+        ));
+    }
+    if let BoundaryInput::Write { paths } = &g.boundary {
+        if paths
+            .iter()
+            .any(|p| p.as_os_str().as_encoded_bytes().contains(&0))
+        {
+            return Err(bad("a grant path contains a NUL byte"));
+        }
+    }
+    let ttl_s = whole("ttl_s", g.ttl_s, 1, airlock_core::grants::MAX_TTL.as_secs())?;
+    let uses = g
+        .uses
+        .map(|u| whole("uses", u, 1, u32::MAX as u64))
+        .transpose()?;
     let request = GrantRequest {
-        boundary: g.boundary,
+        boundary: g.boundary.into(),
         for_prefix: g.for_prefix,
-        ttl: std::time::Duration::from_secs(g.ttl_s),
-        max_uses: g.uses,
+        ttl: std::time::Duration::from_secs(ttl_s),
+        max_uses: uses.map(|u| u as u32),
     };
     let engine = state.service.engine.clone();
     let caller = tenant.caller.clone();
@@ -323,6 +397,22 @@ async fn audit(
                 })?,
         ),
     };
+    const KINDS: [&str; 6] = [
+        "decision",
+        "execution",
+        "approval",
+        "grant",
+        "repair",
+        "reanchor",
+    ];
+    if let Some(kind) = q.kind.as_deref() {
+        if !KINDS.contains(&kind) {
+            return Err(bad(format!(
+                "kind {kind:?} is not one of {}",
+                KINDS.join(", ")
+            )));
+        }
+    }
     let limit = q.limit.unwrap_or(100);
     if limit == 0 || limit > 1000 {
         return Err(bad("limit must be between 1 and 1000".into()));

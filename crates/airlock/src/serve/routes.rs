@@ -90,16 +90,29 @@ pub struct ApiJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for ApiJson<T>
 where
-    Json<T>: FromRequest<S, Rejection = JsonRejection>,
+    T: serde::de::DeserializeOwned,
     S: Send + Sync,
 {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(v)) => Ok(ApiJson(v)),
-            Err(rejection) => Err(json_rejection(rejection)),
+        let value = match Json::<serde_json::Value>::from_request(req, state).await {
+            Ok(Json(v)) => v,
+            Err(rejection) => return Err(json_rejection(rejection)),
+        };
+        // An optional field is omitted, never `null`: the schema says so, and
+        // one spelling per meaning keeps clients honest.
+        if let Some(object) = value.as_object() {
+            if let Some((key, _)) = object.iter().find(|(_, v)| v.is_null()) {
+                return Err(ApiError::new(
+                    ErrorCode::BadRequest,
+                    format!("`{key}` is null; omit a field instead of sending null"),
+                ));
+            }
         }
+        serde_json::from_value(value)
+            .map(ApiJson)
+            .map_err(|e| ApiError::new(ErrorCode::BadRequest, format!("invalid request body: {e}")))
     }
 }
 

@@ -230,7 +230,13 @@ impl Service {
                     return Err(bad("`language` goes with `code`, not with `command`".into()));
                 }
                 self.check_command_size(command.len())?;
-                if command.trim().is_empty() {
+                // Whitespace as Python's str.isspace() sees it (which adds the
+                // information separators U+001C..U+001F), so that the API agrees
+                // with the schema's `\S` pattern as clients check it.
+                if command
+                    .chars()
+                    .all(|c| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+                {
                     return Err(bad("`command` is empty".into()));
                 }
                 Command::Shell { command }

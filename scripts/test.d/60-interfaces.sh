@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Agent interfaces (issue 5): the Python client, its LangChain/LangGraph
+# integration and the official MCP client against a real `airlock serve` /
+# `airlock mcp` (pytest), then schemathesis against the live server with
+# openapi.json. Installs its Python packages (pinned) into a venv under target/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+venv=target/py-venv-interfaces
+req=clients/python/requirements-test.txt
+if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/.installed-requirements"; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+  cp "$req" "$venv/.installed-requirements"
+fi
+"$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e clients/python
+
+cargo build --locked -q -p airlock
+export AIRLOCK_BIN="$PWD/target/debug/airlock"
+
+echo "--- pytest clients/python"
+rc=0
+(cd clients/python && "../../$venv/bin/python" -m pytest -q -p no:cacheprovider tests) || rc=$?
+if [ "$rc" -eq 5 ]; then
+  echo "pytest collected no tests: that is a failure here"
+  exit 1
+fi
+[ "$rc" -eq 0 ] || exit "$rc"
+
+echo "--- schemathesis against a live airlock serve"
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then kill -TERM "$server_pid"; wait "$server_pid" || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/ws"
+printf 'name,qty\napple,3\n' > "$work/ws/data.csv"
+printf '[workspace]\nroot = "ws"\n[commands]\nallow = ["ls", "cat", "echo", "true", "python3", "head"]\n' > "$work/policy.toml"
+token="schemathesis-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+printf '[[token]]\nname = "schemathesis"\ntoken = "%s"\npolicy = "policy.toml"\nrole = "approver"\n' "$token" > "$work/tokens.toml"
+chmod 600 "$work/tokens.toml"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+AIRLOCK_STATE_DIR="$work/state" "$AIRLOCK_BIN" serve --tokens "$work/tokens.toml" \
+  --listen "127.0.0.1:$port" --socket "$work/state/airlock.sock" > "$work/serve.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 200); do [ -S "$work/state/airlock.sock" ] && break; sleep 0.05; done
+# The coverage phase is left out: schemathesis 4.32.5 on Python 3.11 sometimes
+# dies inside hypothesis ("AST constructor recursion depth mismatch") there,
+# which is a tool error, not a server finding.
+"$venv/bin/schemathesis" run openapi.json --url "http://127.0.0.1:$port" \
+  -H "Authorization: Bearer $token" --checks all --phases examples,fuzzing,stateful \
+  --max-examples 40 --workers 2 --seed 1 --no-color
+kill -TERM "$server_pid"
+wait "$server_pid"
+server_pid=
+echo "airlock serve exited cleanly after SIGTERM"
