@@ -10,9 +10,25 @@ use std::path::PathBuf;
 pub const MAX_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// Network grants need the sandbox to enforce a host allowlist. The native
-/// backend has no allowlist mode yet (network allowlist issue), so a network
-/// grant would be a promise nobody keeps: they are refused until this is true.
-pub const NETWORK_ALLOWLIST_ENFORCED: bool = false;
+/// backend does, through the per-execution egress proxy (`crate::egress`,
+/// network allowlist issue); if that is ever removed, set this to false and
+/// network grants are refused again rather than promised.
+pub const NETWORK_ALLOWLIST_ENFORCED: bool = true;
+
+/// A network grant means something only under a policy in allowlist mode: with
+/// `none` there is no proxy to add hosts to, with `open` nothing is filtered.
+pub fn check_network_grant_policy(policy: &airlock_policy::Policy) -> Result<(), GrantError> {
+    if !NETWORK_ALLOWLIST_ENFORCED {
+        return Err(GrantError::NetworkUnenforceable);
+    }
+    match policy.network.mode {
+        airlock_policy::NetworkMode::Allowlist => Ok(()),
+        other => Err(GrantError::NetworkModeNotAllowlist {
+            mode: format!("{other:?}").to_lowercase(),
+            policy: policy.source.clone(),
+        }),
+    }
+}
 
 /// The one boundary a grant opens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,6 +148,8 @@ pub struct GrantRequest {
 pub enum GrantError {
     #[error("a network grant cannot be enforced yet: the sandbox has no network allowlist mode (network.mode = \"allowlist\" is not implemented), so airlock refuses rather than pretend the hosts are reachable and nothing else is")]
     NetworkUnenforceable,
+    #[error("a network grant adds hosts to the network allowlist, but the policy {policy} has network.mode = \"{mode}\"; it would have no effect, so it is refused (use a policy with network.mode = \"allowlist\")")]
+    NetworkModeNotAllowlist { mode: String, policy: String },
     #[error(
         "the grant's ttl must be between 1s and {}",
         crate::clock::format_duration(MAX_TTL)
@@ -317,7 +335,7 @@ mod tests {
         net.boundary = Boundary::Network {
             hosts: vec!["files.example.com".into()],
         };
-        assert_eq!(net.validate(), Err(GrantError::NetworkUnenforceable));
+        assert_eq!(net.validate().is_ok(), NETWORK_ALLOWLIST_ENFORCED);
         assert_eq!(check_host("*"), Err(GrantError::TooBroad("*".into())));
         assert!(check_host("*.files.example.com:443").is_ok());
         assert!(check_host("bad host").is_err());

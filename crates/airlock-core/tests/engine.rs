@@ -611,9 +611,9 @@ fn a_callers_own_loosening_is_ignored() {
 }
 
 #[test]
-fn network_grants_are_refused_while_the_allowlist_cannot_be_enforced() {
+fn a_network_grant_loosens_only_under_an_allowlist_policy() {
     let f = fixture();
-    let err = f
+    let grant = f
         .engine
         .ledger()
         .create_grant(
@@ -622,14 +622,47 @@ fn network_grants_are_refused_while_the_allowlist_cannot_be_enforced() {
                 boundary: Boundary::Network {
                     hosts: vec!["files.example.com".into()],
                 },
-                for_prefix: "pip install".into(),
+                for_prefix: "curl".into(),
                 ttl: Duration::from_secs(600),
                 max_uses: Some(1),
             },
         )
-        .unwrap_err();
-    assert!(err.to_string().contains("cannot be enforced"), "{err}");
-    assert!(f.engine.ledger().grants().unwrap().is_empty());
+        .unwrap();
+    let request = f.request("curl -sS https://files.example.com/pkg.tar.gz -o pkg.tar.gz");
+    // Network mode none: nothing to add hosts to; the grant is not applied.
+    let none = f
+        .engine
+        .check(&Caller::token("agent-1"), &f.policy, &request)
+        .unwrap();
+    assert!(none.decision.loosened_by.is_empty());
+    assert!(airlock_core::grants::check_network_grant_policy(&f.policy).is_err());
+    // Allowlist mode: the grant's hosts join the request's loosening, and the
+    // decision and its record say so (check only: nothing runs here).
+    let allowlist = policy_from(
+        &format!("{POLICY}\n[network]\nmode = \"allowlist\"\nallow = []\n"),
+        &f.workspace,
+    );
+    airlock_core::grants::check_network_grant_policy(&allowlist).unwrap();
+    let loosened = f
+        .engine
+        .check(&Caller::token("agent-1"), &allowlist, &request)
+        .unwrap();
+    assert_eq!(loosened.decision.loosened_by, vec![grant.id.clone()]);
+    let record = f
+        .records()
+        .into_iter()
+        .find(|r| r.id == loosened.audit_id)
+        .unwrap();
+    match record.event {
+        Event::Decision(d) => {
+            assert_eq!(
+                d.loosening.network_hosts,
+                vec!["files.example.com".to_string()]
+            );
+            assert_eq!(d.loosened_by, vec![grant.id]);
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// A full disk under the state directory: the run is refused, nothing runs.

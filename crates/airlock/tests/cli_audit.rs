@@ -532,9 +532,9 @@ fn a_grant_expires_by_time_and_a_revoked_grant_stops_at_once() {
 }
 
 #[test]
-fn network_grants_are_refused_with_a_reason() {
+fn network_grants_need_an_allowlist_policy_and_ttls_are_bounded() {
     let e = env();
-    let out = e.run(&[
+    let args = [
         "grant",
         "--network",
         "files.example.com",
@@ -544,12 +544,26 @@ fn network_grants_are_refused_with_a_reason() {
         "1",
         "--ttl",
         "10m",
-    ]);
-    assert_eq!(code(&out), 2);
+    ];
+    let out = e.run(&args);
+    assert_eq!(code(&out), 2, "the workspace policy has network mode none");
     assert!(
         text(&out.stderr).contains("allowlist"),
         "{}",
         text(&out.stderr)
+    );
+    std::fs::write(
+        e.ws.join("airlock.toml"),
+        format!("{POLICY}[network]\nmode = \"allowlist\"\nallow = []\n"),
+    )
+    .unwrap();
+    let out = e.run(&args);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let list = e.run(&["grants", "list"]);
+    assert!(
+        text(&list.stdout).contains("network: files.example.com"),
+        "{}",
+        text(&list.stdout)
     );
     let ttl = e.run(&[
         "grant",
@@ -561,6 +575,7 @@ fn network_grants_are_refused_with_a_reason() {
         "30d",
     ]);
     assert_eq!(code(&ttl), 2, "no grant may outlive the maximum");
+    assert!(text(&ttl.stderr).contains("ttl"), "{}", text(&ttl.stderr));
 }
 
 #[test]

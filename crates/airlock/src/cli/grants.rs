@@ -26,6 +26,11 @@ pub struct GrantArgs {
     /// How long it lasts (`10m`, `1h`; at most 24h). Required: no grant is permanent.
     #[arg(long)]
     ttl: String,
+    /// For a network grant: the policy it is meant for (default: as `airlock run`
+    /// finds it: $AIRLOCK_POLICY, ./airlock.toml, the built-in default). It must
+    /// be in network allowlist mode.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -53,6 +58,10 @@ pub fn grant(args: GrantArgs) -> anyhow::Result<i32> {
         )
     })?;
     let boundary = if !args.network.is_empty() {
+        let here = std::env::current_dir().context("cannot read the current directory")?;
+        let policy_path = args.policy.as_ref().map(|p| here.join(p));
+        let policy = airlock_policy::load::resolve(policy_path.as_deref(), &here)?.policy;
+        airlock_core::grants::check_network_grant_policy(&policy)?;
         Boundary::Network {
             hosts: args.network,
         }
