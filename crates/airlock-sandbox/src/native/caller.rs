@@ -252,7 +252,19 @@ impl Backend for NativeBackend {
         }
         let report: HelperReport = serde_json::from_slice(&report_bytes)
             .map_err(|e| SandboxError::Helper(format!("unreadable helper report: {e}")))?;
+        if std::env::var_os("AIRLOCK_PROFILE").is_some() {
+            for (what, us) in &report.timings {
+                eprintln!("airlock profile: {:>8.2} ms  {what}", *us as f64 / 1000.0);
+            }
+            eprintln!(
+                "airlock profile: {:>8.2} ms  caller total",
+                started.elapsed().as_secs_f64() * 1000.0
+            );
+        }
         if let Some(f) = report.failure {
+            if f.layer == "spec" {
+                return Err(SandboxError::Spec(f.detail));
+            }
             return Err(SandboxError::Layer {
                 layer: protocol::layer_name(&f.layer),
                 detail: f.detail,

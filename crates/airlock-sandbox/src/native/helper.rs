@@ -66,6 +66,10 @@ pub fn helper_main() -> ! {
                         layer: layer.into(),
                         detail,
                     },
+                    SandboxError::Spec(detail) => LayerFailure {
+                        layer: "spec".into(),
+                        detail,
+                    },
                     other => LayerFailure {
                         layer: "helper".into(),
                         detail: other.to_string(),
@@ -158,6 +162,9 @@ fn run(
             run_dir.path.display()
         ));
     }
+    report
+        .timings
+        .push(("run dir removed".into(), t0.elapsed().as_micros() as u64));
     result
 }
 
@@ -174,7 +181,14 @@ fn run_in(
         NetworkSpec::Proxy { .. } => seccomp::SocketRule::UnixAndInet,
         NetworkSpec::Open => seccomp::SocketRule::Any,
     };
+    let mark = |report: &mut HelperReport, what: &str| {
+        report
+            .timings
+            .push((what.to_string(), t0.elapsed().as_micros() as u64));
+    };
+    mark(report, "request read, run dir locked");
     let program = seccomp::compile(rule)?;
+    mark(report, "seccomp compiled");
     let sandbox_ns = namespaces::user_ns(0, 0)?;
     let mut idmaps: Vec<(u32, OwnedFd)> = Vec::new();
     let proxy_socket = match &spec.network {
@@ -191,7 +205,9 @@ fn run_in(
             }
         }
     }
+    mark(report, "user namespaces made");
     let cgroup = RunCgroup::create(&spec.request_id, &spec.limits)?;
+    mark(report, "cgroup created");
     let (go_r, go_w) = sys::pipe().map_err(|e| io_layer("helper", "pipe", e))?;
     let (msg_r, msg_w) = sys::pipe().map_err(|e| io_layer("helper", "pipe", e))?;
     let plan = InitPlan {
@@ -229,6 +245,7 @@ fn run_in(
         return Err(e);
     }
     let _ = sys::write_all(go_w.as_raw_fd(), b"g");
+    mark(report, "init cloned and in its cgroup");
 
     let mut watch = Watch {
         kill: None,
@@ -242,11 +259,13 @@ fn run_in(
     watch_run(spec, init_pid, &msg_r, &control, &cgroup, &mut watch);
     drop(go_w);
     let _ = sys::waitpid(init_pid, 0);
+    mark(report, "init reaped");
     cgroup.kill_all();
     let stats = cgroup.stats();
     if let Err(e) = cgroup.destroy() {
         report.notes.push(format!("cgroup teardown: {e}"));
     }
+    mark(report, "cgroup destroyed");
 
     if let Some(f) = watch.failure {
         report.failure = Some(f);
@@ -269,6 +288,18 @@ fn run_in(
         {
             report.killed_by = Some(KillReason::CpuTime);
         }
+    }
+    if let Some(s) = watch.started {
+        report.timings.push((
+            "command exec'd".into(),
+            s.duration_since(t0).as_micros() as u64,
+        ));
+    }
+    if let Some(e) = watch.ended {
+        report.timings.push((
+            "command ended (init reported)".into(),
+            e.duration_since(t0).as_micros() as u64,
+        ));
     }
     if let (Some(s), Some(e)) = (watch.started, watch.ended) {
         report.duration_ms = e.duration_since(s).as_millis() as u64;

@@ -49,6 +49,9 @@ pub struct HelperReport {
     pub violations: Vec<Violation>,
     /// Setup time from helper start to the command's exec, for profiling.
     pub setup_us: u64,
+    /// Microseconds since helper start at each step, for profiling the setup path.
+    #[serde(default)]
+    pub timings: Vec<(String, u64)>,
     /// Non-fatal notes for the caller (cleanup trouble, skipped paths).
     pub notes: Vec<String>,
 }
