@@ -9,12 +9,14 @@ a, b = socket.socketpair()
 a.send(b"hi")
 ok = b.recv(2) == b"hi"
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind("/tmp/ctl.sock")
+path = f"/tmp/ctl-{os.getpid()}.sock"
+srv.bind(path)
 srv.listen(1)
 c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-c.connect("/tmp/ctl.sock")
+c.connect(path)
 s, _ = srv.accept()
 c.send(b"yo")
 ok = ok and s.recv(2) == b"yo"
+os.unlink(path)
 if ok:
     L.control_ok("unix sockets work")
