@@ -223,12 +223,16 @@ def all_pids() -> list[int]:
 
 
 def marker_processes(marker: str, exclude: set[int]) -> dict[int, str]:
+    """Processes of this session: the marker (in every workspace path) or the
+    session's numeric key (which attacks that exec away from their script put in
+    their arguments) appears in their command line."""
+    key = str(int(marker[:7], 16))
     out = {}
     for pid in all_pids():
         if pid in exclude:
             continue
         cmd = proc_cmdline(pid)
-        if marker in cmd and proc_state(pid) not in ("Z", "gone"):
+        if (marker in cmd or key in cmd) and proc_state(pid) not in ("Z", "gone"):
             out[pid] = cmd[:160]
     return out
 
