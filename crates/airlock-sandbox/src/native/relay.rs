@@ -129,18 +129,21 @@ fn accept_loop(listener: TcpListener, target: &Arc<PathBuf>, active: &Arc<Atomic
 fn relay_one(client: TcpStream, target: &Path) -> io::Result<()> {
     let _ = client.set_nodelay(true);
     let upstream = UnixStream::connect(target)?;
-    let client_reader = client.try_clone()?;
-    let upstream_writer = upstream.try_clone()?;
-    let up = std::thread::Builder::new()
-        .name("airlock-relay-up".into())
+    // This thread carries the client's bytes (the CONNECT or SOCKS greeting goes
+    // out without waiting for another thread to start); a second one brings the
+    // answers back.
+    let client_writer = client.try_clone()?;
+    let upstream_reader = upstream.try_clone()?;
+    let down = std::thread::Builder::new()
+        .name("airlock-relay-down".into())
         .stack_size(THREAD_STACK)
         .spawn(move || {
-            let _ = forward(&client_reader, &upstream_writer);
-            let _ = upstream_writer.shutdown(Shutdown::Write);
+            let _ = forward(&upstream_reader, &client_writer);
+            let _ = client_writer.shutdown(Shutdown::Write);
         })?;
-    let _ = forward(&upstream, &client);
-    let _ = client.shutdown(Shutdown::Write);
-    let _ = up.join();
+    let _ = forward(&client, &upstream);
+    let _ = upstream.shutdown(Shutdown::Write);
+    let _ = down.join();
     Ok(())
 }
 
