@@ -25,6 +25,12 @@ pub fn helper_main() -> ! {
     // SAFETY: signal dispositions are process-wide; the helper is single-threaded.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        // A terminal's Ctrl-C reaches the whole foreground process group. The
+        // helper must outlive it to tear down: the caller dies of it, the
+        // control pipe reaches EOF, and the helper kills and cleans everything.
+        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
     }
     let fd_ok = |fd: RawFd| {
         // SAFETY: F_GETFD only asks whether the fd is open.

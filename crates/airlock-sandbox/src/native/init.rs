@@ -70,6 +70,12 @@ fn fail_msg(e: SandboxError) -> InitMsg {
 /// Runs init. Never returns.
 pub fn run(plan: &InitPlan) -> ! {
     let _ = sys::set_pdeathsig(libc::SIGKILL);
+    // The helper ignores these; init forwards them to the command instead
+    // (an ignored signal would never reach init's signalfd).
+    for sig in FORWARDED {
+        // SAFETY: resetting a disposition in this single-threaded process.
+        unsafe { libc::signal(*sig, libc::SIG_DFL) };
+    }
     let mut b = [0u8; 1];
     if !matches!(sys::read(plan.go, &mut b), Ok(1)) {
         sys::exit_now(1);
