@@ -424,6 +424,47 @@ fn overlay_apply_refuses_to_replace_a_parent_of_a_protected_path() {
 }
 
 #[test]
+fn read_write_and_hide_lists_adjust_the_view() {
+    let f = fixture();
+    let base = f.runs.parent().unwrap().to_path_buf();
+    let (ro, rw) = (base.join("ro-data"), base.join("rw-data"));
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::create_dir(&rw).unwrap();
+    std::fs::write(ro.join("r.txt"), "readable\n").unwrap();
+    std::fs::write(f.ws.join("secret.txt"), "hidden-canary\n").unwrap();
+    std::fs::create_dir(f.ws.join("private")).unwrap();
+    std::fs::write(f.ws.join("private/key"), "hidden-canary\n").unwrap();
+    let script = format!(
+        "cat {ro}/r.txt; echo x > {ro}/new || echo RO_REFUSED; echo w > {rw}/w.txt && echo RW_OK; \
+         cat secret.txt; ls private; cat private/key 2>&1",
+        ro = ro.display(),
+        rw = rw.display()
+    );
+    let mut s = spec(&f, &script);
+    s.read_paths.push(ro.clone());
+    s.write_paths.push(rw.clone());
+    s.hide_paths.push(f.ws.join("secret.txt"));
+    s.hide_paths.push(f.ws.join("private"));
+    let o = run(&f, &s);
+    assert!(
+        o.stdout.contains("readable")
+            && o.stdout.contains("RO_REFUSED")
+            && o.stdout.contains("RW_OK"),
+        "{o:?}"
+    );
+    assert!(
+        !o.stdout.contains("hidden-canary") && !o.stderr.contains("hidden-canary"),
+        "{o:?}"
+    );
+    assert!(!ro.join("new").exists());
+    assert_eq!(std::fs::read_to_string(rw.join("w.txt")).unwrap(), "w\n");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("secret.txt")).unwrap(),
+        "hidden-canary\n"
+    );
+}
+
+#[test]
 fn ro_workspace_refuses_writes() {
     let f = fixture();
     let mut s = spec(
