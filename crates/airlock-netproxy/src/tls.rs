@@ -206,6 +206,33 @@ mod tests {
         );
     }
 
+    /// Every single-byte corruption of a real-shaped ClientHello parses to some
+    /// answer without panicking, and never to a server name other than the one
+    /// sent unless the corruption hit the name's own bytes.
+    #[test]
+    fn corrupted_hellos_never_panic_or_invent_names() {
+        let good = hello(Some("pypi.test"), 1000);
+        let name_at: Vec<usize> = good
+            .windows(9)
+            .enumerate()
+            .filter(|(_, w)| *w == b"pypi.test")
+            .map(|(i, _)| i)
+            .collect();
+        for pos in 0..good.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut bad = good.clone();
+                bad[pos] ^= flip;
+                if let HelloParse::Hello { sni: Some(name) } = parse_client_hello(&bad) {
+                    let in_name = name_at.iter().any(|&s| (s..s + 9).contains(&pos));
+                    assert!(
+                        name == "pypi.test" || in_name,
+                        "pos {pos} flip {flip:#x} gave {name}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn non_tls_and_garbage() {
         assert_eq!(
