@@ -56,3 +56,6 @@ kill -TERM "$server_pid"
 wait "$server_pid"
 server_pid=
 echo "airlock serve exited cleanly after SIGTERM"
+
+echo "--- burst: 200 runs at concurrency 2, queue 50 (none lost, none duplicated, nothing left)"
+python3 bench/interfaces/burst.py

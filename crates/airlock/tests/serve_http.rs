@@ -650,7 +650,15 @@ fn sigterm_drains_then_kills_and_leaves_nothing_behind() {
         {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        let helpers = children_of(server_pid);
+        // A slot is taken just before the helper is started: wait for both.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let helpers = loop {
+            let helpers = children_of(server_pid);
+            if helpers.len() == 2 || Instant::now() > deadline {
+                break helpers;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
         assert_eq!(helpers.len(), 2, "two sandbox helpers expected");
         let started = Instant::now();
         let (status, err) = tokio::task::block_in_place(|| server.stop());
@@ -679,4 +687,53 @@ fn sigterm_drains_then_kills_and_leaves_nothing_behind() {
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     assert!(runs.is_empty(), "left behind: {runs:?}");
+}
+
+#[test]
+fn configured_languages_run_through_the_gate_as_argv() {
+    let mut server = Server::start(&[
+        "--tokens",
+        "tokens.toml",
+        "--language",
+        "python",
+        "--language",
+        "py=python3,-c",
+    ]);
+    rt().block_on(async {
+        let sock = &server.socket;
+        let r = request(
+            Target::Unix(sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_A),
+            Some(r#"{"code":"print(40+2)","language":"py"}"#),
+        )
+        .await
+        .json();
+        assert_eq!(r["outcome"]["stdout"], "42\n", "{r}");
+        assert_eq!(r["segments"][0]["argv"][0], "python3");
+        // bash was not enabled on this server.
+        let r = request(
+            Target::Unix(sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_A),
+            Some(r#"{"code":"echo x","language":"bash"}"#),
+        )
+        .await;
+        assert_eq!(r.status, 400);
+        assert_eq!(r.json()["code"], "unsupported_language");
+        // agent-b's policy has no python3: the configured language gets no pass.
+        let r = request(
+            Target::Unix(sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_B),
+            Some(r#"{"code":"print(1)","language":"py"}"#),
+        )
+        .await
+        .json();
+        assert_eq!(r["decision"], "deny", "{r}");
+    });
+    server.stop();
 }
