@@ -207,7 +207,16 @@ fn run_in(
     {
         if let Some((uid, gid)) = super::mounts::owner(p) {
             if !idmaps.iter().any(|(u, _)| *u == uid) {
-                idmaps.push((uid, namespaces::user_ns(uid, gid)?));
+                // A root-owned tree needs the sandbox's own mapping (0 -> sandbox
+                // uid): reuse that namespace instead of making an identical one.
+                let ns = if (uid, gid) == (0, 0) {
+                    sandbox_ns
+                        .try_clone()
+                        .map_err(|e| io_layer("namespaces", "dup user namespace fd", e))?
+                } else {
+                    namespaces::user_ns(uid, gid)?
+                };
+                idmaps.push((uid, ns));
             }
         }
     }
