@@ -8,7 +8,11 @@ mod serve;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "airlock", version, about = "Policy gate, disposable sandbox and audit trail for commands that AI agents run")]
+#[command(
+    name = "airlock",
+    version,
+    about = "Policy gate, disposable sandbox and audit trail for commands that AI agents run"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
