@@ -116,7 +116,7 @@ pub struct ViewPlan<'a> {
 /// in its own mount namespace.
 pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
     let spec = plan.spec;
-    let root = plan.run_dir.join("root");
+    let root = super::rundir::mount_point(plan.run_dir, "root");
     sys::mount(
         None,
         Path::new("/"),
@@ -472,7 +472,7 @@ fn build_workspace(plan: &ViewPlan, r: RawFd) -> Result<(), SandboxError> {
             }
         }
         WorkspaceMode::Overlay => {
-            let lower = plan.run_dir.join("lower");
+            let lower = super::rundir::mount_point(plan.run_dir, "lower");
             sys::set_tree_attrs(&tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, idmap)
                 .map_err(|e| fail(L, "idmapped lower layer", e))?;
             sys::attach_tree_at(&tree, &lower).map_err(|e| fail(L, "attach lower layer", e))?;

@@ -38,6 +38,19 @@ pub fn valid_run_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
 }
 
+/// Directories every run mounts on, each in its own private mount namespace:
+/// the new root's tmpfs and the idmapped lower layer. They are shared and never
+/// removed, because removing a directory that is still a mount point in a dying
+/// namespace makes the kernel detach those mounts synchronously (an RCU grace
+/// period per directory, measured at several ms each).
+const MOUNT_POINTS: [&str; 2] = [".root", ".lower"];
+
+/// The mount point `which` ("root" or "lower") for a run whose directory is `run_dir`.
+pub fn mount_point(run_dir: &Path, which: &str) -> PathBuf {
+    let runs = run_dir.parent().unwrap_or(run_dir);
+    runs.join(format!(".{which}"))
+}
+
 pub struct RunDir {
     pub path: PathBuf,
     /// Holding this fd holds the lock.
@@ -82,8 +95,16 @@ impl RunDir {
             )
         })
         .map_err(|e| fail("link lock file", e))?;
-        for sub in ["root", "lower", "upper", "work"] {
+        for sub in ["upper", "work"] {
             fs::create_dir(path.join(sub)).map_err(|e| fail(sub, e))?;
+        }
+        for name in MOUNT_POINTS {
+            match fs::create_dir(runs.join(name)) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                    return Err(fail(name, e))
+                }
+                _ => {}
+            }
         }
         // The sandbox's root must own the upper layer's top, or it could not create
         // files at the top of the workspace.
