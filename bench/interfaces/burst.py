@@ -91,7 +91,10 @@ def main() -> int:
     if rc != 0:
         problems.append(f"server exit status {rc}")
     # Nothing left behind.
-    leftover_runs = list((srv.state / "runs").glob("*")) if (srv.state / "runs").exists() else []
+    # Per-run directories (the backend's dot-named shared layout may stay).
+    leftover_runs = list((srv.state / "runs").glob("[!.]*")) if (srv.state / "runs").exists() else []
+    if str(srv.state) in open("/proc/self/mountinfo").read():
+        problems.append("a mount under the state dir was left")
     if leftover_runs:
         problems.append(f"run directories left: {leftover_runs[:3]}")
     alive = [p for p in helpers_during if os.path.exists(f"/proc/{p}")]

@@ -38,7 +38,7 @@ def free_port() -> int:
 
 class Server:
     def __init__(self, extra=(), policy=POLICY):
-        self.dir = pathlib.Path(tempfile.mkdtemp(prefix="airlock-bench-"))
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix="airlock-bench-", dir=os.environ.get("BENCH_DIR")))
         (self.dir / "ws").mkdir()
         (self.dir / "policy.toml").write_text(policy)
         tokens = self.dir / "tokens.toml"

@@ -58,6 +58,7 @@ def main() -> int:
 
     report = {
         "binary": airlock_bin(),
+        "state_dir_on": os.environ.get("BENCH_DIR") or "default temp dir (disk)",
         "check_loopback": check,
         "run_true_http": run_http,
         "run_true_cli_median_ms": cli_median_ms,

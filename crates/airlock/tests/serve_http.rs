@@ -681,12 +681,20 @@ fn sigterm_drains_then_kills_and_leaves_nothing_behind() {
     // The long one was killed at the deadline and still got an answer.
     let long = long.json();
     assert_eq!(long["outcome"]["signal"], 9, "{long}");
-    // Nothing left behind: no socket, no run directories.
+    // Nothing left behind: no socket, no per-run directory (the backend's
+    // dot-named shared layout may stay), no mount under the state dir.
     assert!(!server.socket.exists(), "socket left behind");
     let runs: Vec<_> = std::fs::read_dir(server.state().join("runs"))
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
-    assert!(runs.is_empty(), "left behind: {runs:?}");
+    let per_run: Vec<_> = runs
+        .iter()
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(per_run.is_empty(), "left behind: {per_run:?}");
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let state = server.state().display().to_string();
+    assert!(!mounts.contains(&state), "a mount under {state} was left");
 }
 
 #[test]
@@ -736,4 +744,30 @@ fn configured_languages_run_through_the_gate_as_argv() {
         assert_eq!(r["decision"], "deny", "{r}");
     });
     server.stop();
+}
+
+#[test]
+fn refuses_to_serve_a_workspace_that_holds_its_secrets() {
+    let dir = layout();
+    // The tokens file sits inside the workspace that agent-a's policy opens.
+    std::fs::write(
+        dir.path().join("policy-wide.toml"),
+        POLICY_A.replace("root = \"ws\"", "root = \".\""),
+    )
+    .unwrap();
+    let tokens = std::fs::read_to_string(dir.path().join("tokens.toml"))
+        .unwrap()
+        .replace("policy-a.toml", "policy-wide.toml");
+    std::fs::write(dir.path().join("tokens.toml"), tokens).unwrap();
+    let out = std::process::Command::new(bin())
+        .args(["serve", "--tokens", "tokens.toml"])
+        .current_dir(dir.path())
+        .env("AIRLOCK_STATE_DIR", dir.path().join("elsewhere-state"))
+        .output()
+        .unwrap();
+    // Refused before listening: the state dir is inside too, either is named.
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is inside the workspace"), "{err}");
+    assert!(!dir.path().join("elsewhere-state/airlock.sock").exists());
 }

@@ -9,7 +9,12 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
 from .client import Airlock
-from .model_text import describe_check, describe_run
+from .model_text import clean, describe_check, describe_run
+from .types import AirlockError
+
+
+def _refused(e: AirlockError) -> str:
+    return f"NOT RUN: airlock answered {e.code}: {clean(e.message)}"
 
 
 class ShellInput(BaseModel):
@@ -38,7 +43,10 @@ class AirlockShellTool(BaseTool):
     client: Airlock
 
     def _run(self, command: str, timeout_s: Optional[float] = None, **_: object) -> str:
-        return describe_run(self.client.run(command, timeout_s=timeout_s))
+        try:
+            return describe_run(self.client.run(command, timeout_s=timeout_s))
+        except AirlockError as e:
+            return _refused(e)
 
 
 class AirlockPythonTool(BaseTool):
@@ -52,7 +60,10 @@ class AirlockPythonTool(BaseTool):
     client: Airlock
 
     def _run(self, code: str, timeout_s: Optional[float] = None, **_: object) -> str:
-        return describe_run(self.client.run_code(code, timeout_s=timeout_s))
+        try:
+            return describe_run(self.client.run_code(code, timeout_s=timeout_s))
+        except AirlockError as e:
+            return _refused(e)
 
 
 class AirlockCheckTool(BaseTool):
@@ -63,7 +74,10 @@ class AirlockCheckTool(BaseTool):
     client: Airlock
 
     def _run(self, command: str, **_: object) -> str:
-        return describe_check(self.client.check(command))
+        try:
+            return describe_check(self.client.check(command))
+        except AirlockError as e:
+            return _refused(e)
 
 
 def airlock_tools(client: Airlock) -> list:

@@ -17,7 +17,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 from .client import Airlock
-from .model_text import describe_denial, describe_run
+from .model_text import clean, describe_denial, describe_run
+from .types import AirlockError
 
 TOOL_NAMES = ("run_shell", "run_python")
 
@@ -70,10 +71,18 @@ def build_graph(client: Airlock, model: Any):
                 continue
             call = v["call"]
             args = call["args"]
-            if call["name"] == "run_shell":
-                result = client.run(args["command"], timeout_s=args.get("timeout_s"))
-            else:
-                result = client.run_code(args["code"], timeout_s=args.get("timeout_s"))
+            try:
+                if call["name"] == "run_shell":
+                    result = client.run(args["command"], timeout_s=args.get("timeout_s"))
+                else:
+                    result = client.run_code(args["code"], timeout_s=args.get("timeout_s"))
+            except AirlockError as e:
+                # The model hears about it (queue full, sandbox refused to
+                # start...) instead of the whole graph failing.
+                messages.append(ToolMessage(content=f"NOT RUN: airlock answered {e.code}: {clean(e.message)}",
+                                            tool_call_id=call["id"], name=call["name"], status="error",
+                                            artifact={"error": e.code, "message": e.message}))
+                continue
             messages.append(ToolMessage(content=describe_run(result), tool_call_id=call["id"], name=call["name"],
                                         status="success" if result.ok else "error", artifact=result.raw))
         return {"messages": messages}

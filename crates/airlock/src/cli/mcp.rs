@@ -23,6 +23,10 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let policy = load_policy(args.policy.as_deref())?;
+    crate::serve::check_secrets_outside_workspaces(
+        &[("state directory", airlock_core::resolve_state_dir()?)],
+        &[("mcp-stdio".into(), policy.workspace.root.clone())],
+    )?;
     let engine = crate::serve::backend::open_engine()?;
     let concurrency = args
         .concurrency

@@ -67,6 +67,17 @@ pub fn run(options: Options, engine: airlock_core::Engine) -> anyhow::Result<()>
     if options.no_socket && options.listen.is_none() {
         anyhow::bail!("--no-socket without --listen leaves nothing to listen on");
     }
+    let state_dir = airlock_core::resolve_state_dir()?;
+    let mut secrets = vec![("state directory", state_dir)];
+    if let Some(tokens) = &options.tokens {
+        secrets.push(("tokens file", tokens.clone()));
+    }
+    let roots: Vec<_> = tenants
+        .all()
+        .iter()
+        .map(|t| (t.name.clone(), t.policy.workspace.root.clone()))
+        .collect();
+    check_secrets_outside_workspaces(&secrets, &roots)?;
     let socket_path = if options.no_socket {
         None
     } else {
@@ -190,6 +201,33 @@ async fn serve(
         killed,
         service.admission.running()
     );
+    Ok(())
+}
+
+/// Refuse to serve a workspace that contains the state directory (audit log,
+/// approvals, run directories) or the tokens file: every sandboxed command of
+/// that tenant could read them, and an agent could lift another tenant's token.
+pub fn check_secrets_outside_workspaces(
+    secrets: &[(&str, PathBuf)],
+    roots: &[(String, PathBuf)],
+) -> anyhow::Result<()> {
+    let real = |p: &std::path::Path| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+    };
+    for (what, path) in secrets {
+        let path = real(path);
+        for (tenant, root) in roots {
+            if path.starts_with(real(root)) {
+                anyhow::bail!(
+                    "the {what} {} is inside the workspace {} of `{tenant}`: sandboxed commands could \
+                     read it. Move it out (AIRLOCK_STATE_DIR, --tokens) or narrow workspace.root",
+                    path.display(),
+                    root.display()
+                );
+            }
+        }
+    }
     Ok(())
 }
 

@@ -190,6 +190,15 @@ impl Tenants {
         self.local.clone()
     }
 
+    /// Every tenant (the local one, or each token's).
+    pub fn all(&self) -> Vec<Arc<Tenant>> {
+        self.local
+            .iter()
+            .cloned()
+            .chain(self.entries.iter().map(|e| e.tenant.clone()))
+            .collect()
+    }
+
     pub fn names(&self) -> Vec<String> {
         self.entries.iter().map(|e| e.tenant.name.clone()).collect()
     }
