@@ -172,6 +172,23 @@ fn privileges_and_user_namespace_are_in_force() {
 }
 
 #[test]
+fn new_session_and_landlock_are_in_force() {
+    let f = fixture();
+    // The command leads its own session (setsid): the shell's session id is its pid.
+    // Landlock: `/` (a read-only tmpfs whose mode lets anyone list it) has no
+    // landlock rule, so listing it is refused although the mounts would allow it.
+    let o = sh(
+        &f,
+        "echo SID $(cut -d' ' -f6 /proc/$$/stat) PID $$; stat -c 'MODE %a' /; ls / 2>&1 | head -1",
+    );
+    let sid = o.stdout.lines().next().unwrap();
+    let parts: Vec<&str> = sid.split_whitespace().collect();
+    assert_eq!(parts[1], parts[3], "not a session leader: {sid}");
+    assert!(o.stdout.contains("MODE 755"), "{o:?}");
+    assert!(o.stdout.contains("Permission denied"), "{o:?}");
+}
+
+#[test]
 fn network_namespace_has_only_loopback_and_it_is_up() {
     let f = fixture();
     let o = sh(
