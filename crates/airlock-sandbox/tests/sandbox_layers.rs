@@ -538,6 +538,43 @@ fn rw_workspace_writes_through_except_protected_paths() {
 }
 
 #[test]
+fn no_set_id_file_can_be_made_even_in_rw_mode() {
+    let f = fixture();
+    let mut s = spec(
+        &f,
+        "cp /bin/true t; chmod 4755 t || echo CHMOD_REFUSED; chmod g+s t || echo SETGID_REFUSED; \
+         chmod 755 t && echo PLAIN_CHMOD_OK; mkdir -m 2775 d || echo MKDIR_REFUSED; \
+         python3 -c 'import os; os.open(\"s\", os.O_CREAT | os.O_WRONLY, 0o4755)' 2>&1 | tail -1; \
+         python3 -c 'import os; os.chmod(\"t\", 0o6755)' 2>&1 | tail -1",
+    );
+    s.workspace.mode = WorkspaceMode::Rw;
+    let o = run(&f, &s);
+    for want in [
+        "CHMOD_REFUSED",
+        "SETGID_REFUSED",
+        "PLAIN_CHMOD_OK",
+        "MKDIR_REFUSED",
+    ] {
+        assert!(o.stdout.contains(want), "{want}: {o:?}");
+    }
+    assert_eq!(
+        o.stdout.matches("Operation not permitted").count(),
+        2,
+        "{o:?}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(&f.ws).unwrap().flatten() {
+        let mode = entry.metadata().unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o6000,
+            0,
+            "{:?} has set-id bits: {mode:o}",
+            entry.path()
+        );
+    }
+}
+
+#[test]
 fn rw_protection_survives_renaming_the_parent_and_missing_paths_refuse() {
     let f = fixture();
     let mut s = spec(
@@ -607,6 +644,12 @@ fn memory_limit_is_reported_as_memory() {
 fn fork_bomb_stops_at_the_pids_limit() {
     let f = fixture();
     let mut s = spec(&f, "b() { b | b & }; b; sleep 5");
+    s.limits.pids = 32;
+    let o = run(&f, &s);
+    assert_eq!(o.killed_by, Some(KillReason::Pids), "{o:?}");
+    // The main shell returns at once while its children hit the limit: still
+    // reported, and nothing of the bomb survives (run() checks the cgroup).
+    let mut s = spec(&f, "b() { b | b & }; b; sleep 0.2; exit 0");
     s.limits.pids = 32;
     let o = run(&f, &s);
     assert_eq!(o.killed_by, Some(KillReason::Pids), "{o:?}");

@@ -298,6 +298,10 @@ fn run_in(
         // command itself usually ends with 137 or an error, not SIGKILL.
         if stats.oom_killed && code != Some(0) {
             report.killed_by = Some(KillReason::Memory);
+        } else if stats.pids_limit_hit {
+            // A fork bomb's main process may exit before the helper's next look;
+            // the limit was still hit and the rest of the tree was killed.
+            report.killed_by = Some(KillReason::Pids);
         } else if signal == Some(libc::SIGXCPU)
             || (signal == Some(libc::SIGKILL) && stats.cpu_ms >= spec.limits.cpu_time_ms)
         {

@@ -26,6 +26,7 @@ pub mod relay;
 pub mod rlimits;
 pub mod rundir;
 pub mod seccomp;
+pub mod setid;
 pub mod sys;
 pub mod workspace;
 
