@@ -95,12 +95,12 @@ fn sh(f: &Fixture, script: &str) -> Outcome {
 
 /// After a run: no process, mount, cgroup or run directory of it is left.
 fn assert_no_trace(f: &Fixture, request_id: &str) {
-    // `.root` and `.lower` are the shared mount points every run reuses.
+    // `.root`, `.lower` and `.upper` are the shared mount points every run reuses.
     let leftover_dirs: Vec<_> = std::fs::read_dir(&f.runs)
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name())
-                .filter(|n| n != ".root" && n != ".lower")
+                .filter(|n| n != ".root" && n != ".lower" && n != ".upper")
                 .collect()
         })
         .unwrap_or_default();
@@ -485,6 +485,48 @@ fn read_write_and_hide_lists_adjust_the_view() {
         std::fs::read_to_string(f.ws.join("secret.txt")).unwrap(),
         "hidden-canary\n"
     );
+}
+
+#[test]
+fn workspace_and_tmp_writes_are_bounded_in_bytes_and_inodes() {
+    let f = fixture();
+    let mut s = spec(
+        &f,
+        "dd if=/dev/zero of=big bs=1M count=200 2>/dev/null && echo WROTE_ALL; rm -f big; \
+         python3 -c '\nimport os\ntry:\n  for i in range(100000): open(\"/tmp/f%d\" % i, \"w\").close()\n  print(\"TMP_INODES_UNBOUNDED\")\nexcept OSError as e: print(\"tmp stopped\", e.errno)'",
+    );
+    s.limits.memory_bytes = 96 << 20;
+    let o = run(&f, &s);
+    assert!(!o.stdout.contains("WROTE_ALL"), "{o:?}");
+    assert!(!o.stdout.contains("TMP_INODES_UNBOUNDED"), "{o:?}");
+    assert!(
+        o.stdout.contains("tmp stopped 28") || o.killed_by == Some(KillReason::Memory),
+        "{o:?}"
+    );
+    assert!(!f.ws.join("big").exists());
+}
+
+#[test]
+fn a_state_dir_inside_the_workspace_works_and_stays_hidden() {
+    let f = fixture();
+    let state = f.ws.join(".airlock-state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::write(state.join("audit.jsonl"), "audit-canary\n").unwrap();
+    let inner = Fixture {
+        _dir: tempfile::tempdir().unwrap(),
+        ws: f.ws.clone(),
+        runs: state.join("runs"),
+    };
+    let s = spec(&inner, "cat readme.txt; cat .airlock-state/audit.jsonl 2>&1; ls -A .airlock-state; echo x > new.txt");
+    let o = run(&inner, &s);
+    assert!(o.stdout.starts_with("original\n"), "{o:?}");
+    assert!(!o.stdout.contains("audit-canary"), "{o:?}");
+    assert!(
+        o.changes.iter().all(|c| !c.path.contains(".airlock-state")),
+        "{:?}",
+        o.changes
+    );
+    assert_eq!(o.changes.len(), 1, "{:?}", o.changes);
 }
 
 #[test]

@@ -221,6 +221,10 @@ fn run_in(
         }
     }
     mark(report, "user namespaces made");
+    let upper_fs = match spec.workspace.mode {
+        WorkspaceMode::Overlay => Some(upper_layer_fs(&spec.limits)?),
+        _ => None,
+    };
     let cgroup = RunCgroup::create(&spec.request_id, &spec.limits)?;
     mark(report, "cgroup created");
     let (go_r, go_w) = sys::pipe().map_err(|e| io_layer("helper", "pipe", e))?;
@@ -231,6 +235,7 @@ fn run_in(
         sandbox_userns: &sandbox_ns,
         idmaps: &idmaps,
         seccomp: &program,
+        upper_fs: upper_fs.as_ref(),
         rlimits: super::rlimits::RlimitSpec::from_limits(&spec.limits),
         landlock: init::landlock_rules(spec),
         go: go_r.as_raw_fd(),
@@ -328,7 +333,11 @@ fn run_in(
         return Ok(());
     }
     if spec.workspace.mode == WorkspaceMode::Overlay {
-        let upper = run_dir.path.join("upper");
+        // The tmpfs outlives the sandbox's mount namespace through our fd.
+        let Some(fs) = &upper_fs else {
+            return Ok(());
+        };
+        let upper = std::path::PathBuf::from(format!("/proc/self/fd/{}/upper", fs.as_raw_fd()));
         let changes = workspace::changes(&upper, &spec.workspace.root);
         if spec.workspace.apply && !changes.is_empty() {
             match workspace::apply(
@@ -350,6 +359,30 @@ fn run_in(
             .collect();
     }
     Ok(())
+}
+
+/// A detached tmpfs with `upper/` (owned by sandbox root) and `work/`, capped at
+/// the memory limit (its pages are charged to the run's memory cgroup anyway).
+fn upper_layer_fs(limits: &crate::Limits) -> Result<OwnedFd, SandboxError> {
+    let size = limits.memory_bytes.max(1 << 20).to_string();
+    let inodes = super::mounts::inode_cap(limits.memory_bytes);
+    let fs = sys::new_fs(
+        c"tmpfs",
+        &[("mode", "0755"), ("size", &size), ("nr_inodes", &inodes)],
+        sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV,
+    )
+    .map_err(|e| io_layer("workspace", "upper layer tmpfs", e))?;
+    let base = std::path::PathBuf::from(format!("/proc/self/fd/{}", fs.as_raw_fd()));
+    let upper = base.join("upper");
+    std::fs::create_dir(&upper).map_err(|e| io_layer("workspace", "upper dir", e))?;
+    std::fs::create_dir(base.join("work")).map_err(|e| io_layer("workspace", "work dir", e))?;
+    std::os::unix::fs::chown(
+        &upper,
+        Some(namespaces::SANDBOX_HOST_UID),
+        Some(namespaces::SANDBOX_HOST_GID),
+    )
+    .map_err(|e| io_layer("workspace", "chown upper dir", e))?;
+    Ok(fs)
 }
 
 fn io_layer(layer: &'static str, what: &str, e: std::io::Error) -> SandboxError {

@@ -39,6 +39,8 @@ pub struct InitPlan<'a> {
     /// Idmapping user namespaces by host owner uid.
     pub idmaps: &'a [(u32, OwnedFd)],
     pub seccomp: &'a SeccompProgram,
+    /// The detached tmpfs for the overlay's upper layer (overlay mode).
+    pub upper_fs: Option<&'a OwnedFd>,
     pub rlimits: RlimitSpec,
     pub landlock: FsRules,
     /// Helper -> init: one byte once init is in its cgroup; EOF if the helper died.
@@ -120,6 +122,7 @@ fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
         passwd: "root:x:0:0:airlock sandbox:/tmp:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n".into(),
         group: "root:x:0:\nnogroup:x:65534:\n".into(),
         isolated_network: isolated,
+        upper_fs: plan.upper_fs,
     };
     mounts::build(&view)?;
     namespaces::enter_user_ns(plan.sandbox_userns)?;

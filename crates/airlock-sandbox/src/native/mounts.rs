@@ -108,6 +108,8 @@ pub struct ViewPlan<'a> {
     /// The generated `/etc/passwd` and `/etc/group`.
     pub passwd: String,
     pub group: String,
+    /// The detached tmpfs holding `upper/` and `work/` (overlay mode).
+    pub upper_fs: Option<&'a OwnedFd>,
     /// Network namespace in force (otherwise the host's resolv.conf and hosts are used).
     pub isolated_network: bool,
 }
@@ -125,6 +127,10 @@ pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
         None,
     )
     .map_err(|e| fail("mounts", "make / private", e))?;
+    // The workspace tree is copied before anything is mounted: the runs
+    // directory (and so the new root) may lie inside the workspace.
+    let ws_tree = sys::clone_tree(&spec.workspace.root, true)
+        .map_err(|e| fail("workspace", spec.workspace.root.display(), e))?;
     sys::mount(
         Some(c"airlock"),
         &root,
@@ -156,9 +162,10 @@ pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
 
     let tmp = mountpoint(r, Path::new("/tmp"), true)?;
     let size = format!("{}", spec.limits.tmp_bytes.max(4096));
+    let inodes = inode_cap(spec.limits.tmp_bytes);
     let tmpfs = sys::new_fs(
         c"tmpfs",
-        &[("mode", "1777"), ("size", &size)],
+        &[("mode", "1777"), ("size", &size), ("nr_inodes", &inodes)],
         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
     )
     .map_err(|e| fail(LAYER, "tmpfs /tmp", e))?;
@@ -174,7 +181,14 @@ pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
         }
     }
 
-    build_workspace(plan, r)?;
+    build_workspace(plan, r, ws_tree)?;
+    // airlock's own state (audit log, other runs) is never visible, even when
+    // it lies inside the workspace.
+    if let Some(state) = plan.run_dir.parent().and_then(Path::parent) {
+        if state.starts_with(&spec.workspace.root) {
+            hide(r, &root, state)?;
+        }
+    }
 
     let mut writes: Vec<&PathBuf> = spec.write_paths.iter().collect();
     writes.sort_by_key(|p| p.components().count());
@@ -309,7 +323,11 @@ fn build_dev(spec: &SandboxSpec, r: RawFd, root: &Path) -> Result<(), SandboxErr
     let size = format!("{}", spec.limits.tmp_bytes.max(4096));
     let shm_fs = sys::new_fs(
         c"tmpfs",
-        &[("mode", "1777"), ("size", &size)],
+        &[
+            ("mode", "1777"),
+            ("size", &size),
+            ("nr_inodes", &inode_cap(spec.limits.tmp_bytes)),
+        ],
         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
     )
     .map_err(|e| fail(L, "tmpfs /dev/shm", e))?;
@@ -407,12 +425,11 @@ fn hide(r: RawFd, root: &Path, path: &Path) -> Result<(), SandboxError> {
     }
 }
 
-fn build_workspace(plan: &ViewPlan, r: RawFd) -> Result<(), SandboxError> {
+fn build_workspace(plan: &ViewPlan, r: RawFd, tree: OwnedFd) -> Result<(), SandboxError> {
     const L: &str = "workspace";
     let ws = &plan.spec.workspace;
     let idmap = (plan.idmaps)(&ws.root);
     let at = mountpoint(r, &ws.root, true)?;
-    let tree = sys::clone_tree(&ws.root, true).map_err(|e| fail(L, ws.root.display(), e))?;
     match ws.mode {
         WorkspaceMode::Ro => {
             sys::set_tree_attrs(
@@ -476,8 +493,17 @@ fn build_workspace(plan: &ViewPlan, r: RawFd) -> Result<(), SandboxError> {
             sys::set_tree_attrs(&tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, idmap)
                 .map_err(|e| fail(L, "idmapped lower layer", e))?;
             sys::attach_tree_at(&tree, &lower).map_err(|e| fail(L, "attach lower layer", e))?;
-            let upper = plan.run_dir.join("upper");
-            let work = plan.run_dir.join("work");
+            // The upper layer lives on the run's own size-capped tmpfs (made by the
+            // helper, which keeps it to read the changes after the run), so that
+            // writes to the workspace can fill neither the host's disk nor its inodes.
+            let layer_fs = plan
+                .upper_fs
+                .ok_or_else(|| fail(L, "overlay", "no upper layer filesystem"))?;
+            let upper_mp = super::rundir::mount_point(plan.run_dir, "upper");
+            sys::attach_tree_at(layer_fs, &upper_mp)
+                .map_err(|e| fail(L, "attach upper layer tmpfs", e))?;
+            let upper = upper_mp.join("upper");
+            let work = upper_mp.join("work");
             let s = |p: &Path| p.to_string_lossy().into_owned();
             let (lower_s, upper_s, work_s) = (s(&lower), s(&upper), s(&work));
             let ovl = sys::new_fs(
@@ -542,6 +568,12 @@ fn protect(ws: RawFd, rel: &Path) -> Result<(), SandboxError> {
     .map_err(|e| fail(L, rel.display(), e))?;
     sys::attach_tree(&tree, &fd).map_err(|e| fail(L, rel.display(), e))?;
     Ok(())
+}
+
+/// Inodes of a tmpfs of `bytes`: one per 4 KiB page (at least 1024), so that
+/// empty files cannot exhaust kernel memory long before the size cap.
+pub fn inode_cap(bytes: u64) -> String {
+    (bytes / 4096).max(1024).to_string()
 }
 
 /// The components of an absolute path, refusing `..`.

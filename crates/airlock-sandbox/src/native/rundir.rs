@@ -1,4 +1,6 @@
-//! Per-run state directories: `<runs>/<request_id>/{lock,root,lower,upper,work}`.
+//! Per-run state directories: `<runs>/<request_id>/lock`, plus the shared mount
+//! points `<runs>/.root`, `.lower` and `.upper` that every run mounts on in its own
+//! private mount namespace.
 //!
 //! The helper holds an exclusive `flock` on `lock` for the whole run. A run
 //! directory whose lock can be taken belongs to a helper that died (SIGKILL,
@@ -8,7 +10,7 @@ use super::sys;
 use crate::SandboxError;
 use std::fs;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 pub const LAYER: &str = "state_dir";
@@ -43,7 +45,7 @@ pub fn valid_run_name(name: &str) -> bool {
 /// removed, because removing a directory that is still a mount point in a dying
 /// namespace makes the kernel detach those mounts synchronously (an RCU grace
 /// period per directory, measured at several ms each).
-const MOUNT_POINTS: [&str; 2] = [".root", ".lower"];
+const MOUNT_POINTS: [&str; 3] = [".root", ".lower", ".upper"];
 
 /// The mount point `which` ("root" or "lower") for a run whose directory is `run_dir`.
 pub fn mount_point(run_dir: &Path, which: &str) -> PathBuf {
@@ -95,9 +97,6 @@ impl RunDir {
             )
         })
         .map_err(|e| fail("link lock file", e))?;
-        for sub in ["upper", "work"] {
-            fs::create_dir(path.join(sub)).map_err(|e| fail(sub, e))?;
-        }
         for name in MOUNT_POINTS {
             match fs::create_dir(runs.join(name)) {
                 Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
@@ -106,20 +105,6 @@ impl RunDir {
                 _ => {}
             }
         }
-        // The sandbox's root must own the upper layer's top, or it could not create
-        // files at the top of the workspace.
-        let upper = sys::cpath(&path.join("upper")).map_err(|e| fail("upper", e))?;
-        // SAFETY: upper is a live C string.
-        sys::cvt(unsafe {
-            libc::chown(
-                upper.as_ptr(),
-                super::namespaces::SANDBOX_HOST_UID,
-                super::namespaces::SANDBOX_HOST_GID,
-            )
-        })
-        .map_err(|e| fail("chown upper", e))?;
-        fs::set_permissions(path.join("upper"), fs::Permissions::from_mode(0o755))
-            .map_err(|e| fail("chmod upper", e))?;
         Ok(RunDir { path, _lock: lock })
     }
 
