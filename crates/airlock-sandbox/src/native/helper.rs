@@ -361,10 +361,12 @@ fn run_in(
     Ok(())
 }
 
-/// A detached tmpfs with `upper/` (owned by sandbox root) and `work/`, capped at
-/// the memory limit (its pages are charged to the run's memory cgroup anyway).
+/// A detached tmpfs with `upper/` (owned by sandbox root) and `work/`. Its pages
+/// are charged to the run's memory cgroup; capping it at three quarters of the
+/// memory limit makes a command that fills the workspace see ENOSPC (which it
+/// can report) before the OOM killer would stop it.
 fn upper_layer_fs(limits: &crate::Limits) -> Result<OwnedFd, SandboxError> {
-    let size = limits.memory_bytes.max(1 << 20).to_string();
+    let size = (limits.memory_bytes / 4 * 3).max(1 << 20).to_string();
     let inodes = super::mounts::inode_cap(limits.memory_bytes);
     let fs = sys::new_fs(
         c"tmpfs",
