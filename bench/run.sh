@@ -130,6 +130,10 @@ for w in pycpu pysys; do
   hf "runtime_$w" --warmup 1 -r "$RUNS_LONG" "${args[@]}"
 done
 
+# The same start-up comparison round-robin (fair to every tool on a busy machine).
+python3 bench/interleaved.py "$([ $SMOKE = 1 ] && echo 5 || echo 40)" bare=/bin/true "airlock=$AL /bin/true" \
+  "bwrap=$BW /bin/true" "crun=$(CR true)" "firejail=$FJ /bin/true" > "$OUT/interleaved.md"
+
 # The workload timing itself, without start-up: CPU loop and 200k stat() calls.
 inproc() { local name=$1; shift; local i
   for i in $(seq "$INPROC_N"); do echo "$name $("$@" 2>/dev/null | tail -1)"; done

@@ -83,6 +83,11 @@ def main():
                          f"| {name} | {c:.1f} | - | {s:.1f} | - | {len(rows)} |")
         lines.append("")
 
+    p = os.path.join(out, "interleaved.md")
+    if os.path.exists(p):
+        lines += ["### /bin/true start-up, round-robin (noise shared by every tool)", ""]
+        lines += open(p).read().rstrip().splitlines() + [""]
+
     # the issue's targets
     lines += ["### Targets (issue 3)", "", "| target | measured | met |", "|---|---|---|"]
 
