@@ -225,6 +225,7 @@ fn run_in(
         WorkspaceMode::Overlay => Some(upper_layer_fs(&spec.limits)?),
         _ => None,
     };
+    give_stdio_pipes_to_sandbox_root();
     let cgroup = RunCgroup::create(&spec.request_id, &spec.limits)?;
     mark(report, "cgroup created");
     let (go_r, go_w) = sys::pipe().map_err(|e| io_layer("helper", "pipe", e))?;
@@ -385,6 +386,28 @@ fn upper_layer_fs(limits: &crate::Limits) -> Result<OwnedFd, SandboxError> {
     )
     .map_err(|e| io_layer("workspace", "chown upper dir", e))?;
     Ok(fs)
+}
+
+/// The stdio pipes were made by the caller (host root, mode 0600), so sandbox
+/// root could use the fds it inherits but not reopen them (`> /dev/stdout`
+/// goes through /proc/self/fd/1). Giving the pipes to sandbox root fixes that;
+/// /dev/null and terminals are left alone.
+fn give_stdio_pipes_to_sandbox_root() {
+    for fd in 0..3 {
+        // SAFETY: st is plain data that fstat fills before it is read.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat on fds 0-2 with a live out pointer.
+        if unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO {
+            // SAFETY: fchown on one of our own pipe fds.
+            unsafe {
+                libc::fchown(
+                    fd,
+                    namespaces::SANDBOX_HOST_UID,
+                    namespaces::SANDBOX_HOST_GID,
+                )
+            };
+        }
+    }
 }
 
 fn io_layer(layer: &'static str, what: &str, e: std::io::Error) -> SandboxError {
