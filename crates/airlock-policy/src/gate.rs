@@ -1,9 +1,13 @@
 //! `decide`: the flowchart of DESIGN.md §3 applied to every segment of a request.
 //!
-//! For each simple command: 0. can it be known at all (else `on_unknown`)?
-//! 1. does everything stay inside the workspace? 2. does it reach the network
-//! while the policy forbids it? 3. does an approval prefix match? 4. is it
-//! allowlisted (and not on the deny list)? The strictest segment decides.
+//! For each simple command:
+//! 0. can it be known at all (else `on_unknown`)?
+//! 1. does everything stay inside the workspace?
+//! 2. does it reach the network while the policy forbids it?
+//! 3. does an approval prefix match?
+//! 4. is it allowlisted (and not on the deny list)?
+//!
+//! The strictest segment decides.
 
 use crate::network::{host_matches, named_hosts, touches_network};
 use crate::paths::{system_program, Boundary};
@@ -218,10 +222,19 @@ fn judge_analysis(
         .enumerate()
         .max_by(|(ia, a), (ib, b)| a.decision.cmp(&b.decision).then(ib.cmp(ia)))
         .map(|(_, s)| s.clone());
+    let allowed_all = segments.len() > 1 && segments.iter().all(|s| s.decision == Verdict::Allow);
     let decision = match worst {
         Some(w) => Decision {
             decision: w.decision,
-            reason: w.reason,
+            reason: if allowed_all {
+                format!(
+                    "all {} commands are allowed; the first: {}",
+                    segments.len(),
+                    w.reason
+                )
+            } else {
+                w.reason
+            },
             rule: w.rule,
             step: w.step,
             segments,

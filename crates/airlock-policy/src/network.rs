@@ -125,6 +125,20 @@ pub const BUILTIN_SUBCOMMANDS: &[&str] = &[
     "gh release",
 ];
 
+/// A subcommand as written and as a prefix.
+type NamedPrefix = (&'static str, Vec<Vec<String>>);
+
+/// The built-in subcommands, split once.
+fn builtin_prefixes() -> &'static [NamedPrefix] {
+    static PREFIXES: std::sync::OnceLock<Vec<NamedPrefix>> = std::sync::OnceLock::new();
+    PREFIXES.get_or_init(|| {
+        BUILTIN_SUBCOMMANDS
+            .iter()
+            .map(|s| (*s, split_plain(s)))
+            .collect()
+    })
+}
+
 /// Why this argv reaches the network, if it does.
 pub fn touches_network(argv: &[String], policy: &NetworkPolicy) -> Option<String> {
     let shape = ArgvShape::new(argv)?;
@@ -164,11 +178,12 @@ pub fn touches_network(argv: &[String], policy: &NetworkPolicy) -> Option<String
     } else {
         shape
     };
-    for sub in BUILTIN_SUBCOMMANDS
-        .iter()
-        .copied()
-        .chain(policy.subcommands.iter().map(|s| s.as_str()))
-    {
+    for (sub, prefix) in builtin_prefixes() {
+        if prefix_matches(prefix, &shape) {
+            return Some(format!("`{sub}` reaches the network"));
+        }
+    }
+    for sub in &policy.subcommands {
         if prefix_matches(&split_plain(sub), &shape) {
             return Some(format!("`{sub}` reaches the network"));
         }

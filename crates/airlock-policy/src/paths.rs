@@ -31,6 +31,31 @@ pub fn system_program(p: &Path) -> bool {
         .any(|d| p.starts_with(d))
 }
 
+/// The real path of the workspace root. The last answer is kept: a server
+/// judges many requests against one root, and realpath costs a readlink per
+/// component. It is re-checked cheaply: the cached real path must still be a
+/// directory whose metadata matches the root's.
+fn real_root(root: &Path) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Mutex;
+    static LAST: Mutex<Option<(PathBuf, PathBuf, u64, u64)>> = Mutex::new(None);
+    let Ok(meta) = std::fs::metadata(root) else {
+        return root.to_path_buf();
+    };
+    if let Ok(guard) = LAST.lock() {
+        if let Some((r, real, dev, ino)) = guard.as_ref() {
+            if r == root && *dev == meta.dev() && *ino == meta.ino() {
+                return real.clone();
+            }
+        }
+    }
+    let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    if let Ok(mut guard) = LAST.lock() {
+        *guard = Some((root.to_path_buf(), real.clone(), meta.dev(), meta.ino()));
+    }
+    real
+}
+
 pub struct Boundary {
     root_lexical: PathBuf,
     root_real: PathBuf,
@@ -48,8 +73,7 @@ pub struct Outside {
 impl Boundary {
     pub fn new(root: &Path, read: &[PathBuf], write: &[PathBuf], protect: &[PathBuf]) -> Self {
         let root_lexical = crate::load::absolute_lexical(root);
-        let root_real =
-            std::fs::canonicalize(&root_lexical).unwrap_or_else(|_| root_lexical.clone());
+        let root_real = real_root(&root_lexical);
         let protect = protect.iter().map(|p| root_real.join(p)).collect();
         Boundary {
             root_lexical,

@@ -562,6 +562,17 @@ fn bad_input_gets_a_decision_with_a_reason() {
     assert_eq!(d.decision, D);
     assert!(d.reason.contains("nested"), "{}", d.reason);
 
+    // Inputs that make the parser overflow a number: unknown, not a crash.
+    for text in [
+        "ls 99999999999>x",
+        "echo {a..z..99999999999999999999999}",
+        "echo ~-99999999999999999999999",
+        "ls ~99999999999999999999999999",
+    ] {
+        let d = judge(&f, text, ".", "default");
+        assert_eq!(d.decision, D, "{text}");
+    }
+
     let nested_shells = (0..12).fold("ls".to_string(), |acc, _| {
         format!(
             "sh -c \"{}\"",

@@ -768,7 +768,7 @@ impl<'t> Walker<'t> {
                         }
                     };
                     match n {
-                        Some(c) if c.is_finite() && c >= 0.01 && c <= 1024.0 => out.cpus = c,
+                        Some(c) if (0.01..=1024.0).contains(&c) => out.cpus = c,
                         _ => self.error(
                             v.span(),
                             "`limits.cpus` is impossible: it must be between 0.01 and 1024".into(),

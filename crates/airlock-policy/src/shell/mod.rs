@@ -132,6 +132,40 @@ pub struct Context {
 
 /// Analyse a bash string.
 pub fn analyze(text: &str, ctx: &Context) -> Analysis {
+    guarded(|| analyze_inner(text, ctx))
+}
+
+/// The parser is a dependency: should it ever panic on some input, that input
+/// is unknown (→ `on_unknown`), never a crash and never an allow.
+fn guarded(f: impl FnOnce() -> Analysis) -> Analysis {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| Analysis {
+        segments: Vec::new(),
+        unknown: Some("the shell parser failed on this text".into()),
+    })
+}
+
+/// Numbers the parser would overflow on (brace sequences, `~N`, fd numbers).
+fn oversized_number(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            let len = i - start;
+            if len >= 19 || (len >= 10 && matches!(b.get(i), Some(b'<' | b'>'))) {
+                return true;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
+fn analyze_inner(text: &str, ctx: &Context) -> Analysis {
     let mut a = Analyzer {
         home: ctx.home.clone(),
         segments: Vec::new(),
@@ -155,6 +189,10 @@ pub fn analyze(text: &str, ctx: &Context) -> Analysis {
 
 /// Analyse an argv run without a shell: no expansion, but wrappers unwrap.
 pub fn analyze_argv(argv: &[String], ctx: &Context) -> Analysis {
+    guarded(|| analyze_argv_inner(argv, ctx))
+}
+
+fn analyze_argv_inner(argv: &[String], ctx: &Context) -> Analysis {
     let mut a = Analyzer {
         home: ctx.home.clone(),
         segments: Vec::new(),
@@ -467,6 +505,9 @@ impl Analyzer {
             return Some(format!(
                 "the command is nested more than {MAX_NESTING} levels deep"
             ));
+        }
+        if oversized_number(text) {
+            return Some("the command holds a number too large to analyse".into());
         }
         let mut parser = brush_parser::Parser::new(text.as_bytes(), &words::options());
         let program = match parser.parse_program() {

@@ -185,9 +185,8 @@ fn unwrap_env(argv: &[String]) -> Unwrap {
                 env,
                 paths: vec![],
             });
-        } else if a.starts_with('-') && a != "-" {
-            i += 1;
-        } else if a == "-" {
+        } else if a.starts_with('-') {
+            // Other options, and `-` (same as -i).
             i += 1;
         } else if let Some((name, value)) = a.split_once('=') {
             env.push((name.to_string(), value.to_string()));

@@ -244,7 +244,7 @@ fn is_glob(t: &str) -> bool {
     t.contains(['*', '?']) || t.find('[').is_some_and(|i| t[i + 1..].contains(']'))
 }
 
-fn append_all(acc: &mut Vec<String>, s: &str) {
+fn append_all(acc: &mut [String], s: &str) {
     for a in acc.iter_mut() {
         a.push_str(s);
     }

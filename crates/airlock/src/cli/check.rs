@@ -85,28 +85,31 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return Ok(2);
         }
     };
-    if args.json {
-        println!("{}", serde_json::to_string(&decision)?);
+    let text = if args.json {
+        serde_json::to_string(&decision)? + "\n"
     } else {
-        print_human(&decision);
-    }
+        human(&decision)
+    };
+    // A closed stdout (`| head`) must not turn a decision into a crash.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
     Ok(exit_code(decision.decision))
 }
 
-fn print_human(d: &Decision) {
+fn human(d: &Decision) -> String {
     let rule = d
         .rule
         .as_deref()
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
-    println!("{}: {}{rule}", d.decision.as_str(), d.reason);
+    let mut out = format!("{}: {}{rule}\n", d.decision.as_str(), d.reason);
     if d.segments.len() > 1 {
         for s in &d.segments {
-            println!(
-                "  {:<17} {}",
+            out.push_str(&format!(
+                "  {:<17} {}\n",
                 s.decision.as_str(),
                 airlock_policy::shell::words::short(&s.argv.join(" "))
-            );
+            ));
         }
     }
+    out
 }
