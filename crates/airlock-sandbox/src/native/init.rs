@@ -191,6 +191,7 @@ fn exec_command(plan: &InitPlan, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
         ));
     }
     sys::close_from(4);
+    reopen_dev_null_stdio();
     let err_w = 3;
     let report = |e: SandboxError| -> ! {
         let (l, d) = match e {
@@ -254,6 +255,25 @@ fn exec_command(plan: &InitPlan, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
     };
     let _ = sys::write_all(2, msg.as_bytes());
     sys::exit_now(if last_err == libc::ENOENT { 127 } else { 126 })
+}
+
+/// A stdio fd that is the host's /dev/null (the caller's default stdin) is
+/// swapped for the sandbox's own: same device, but reopening the host's
+/// through /proc/self/fd (`cat /dev/stdin`) lies outside landlock's view.
+fn reopen_dev_null_stdio() {
+    for fd in 0..3 {
+        // SAFETY: st is plain data that fstat fills before it is read.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat on fds 0-2 with a live out pointer.
+        let is_null = unsafe { libc::fstat(fd, &mut st) } == 0
+            && st.st_mode & libc::S_IFMT == libc::S_IFCHR
+            && st.st_rdev == libc::makedev(1, 3);
+        if is_null {
+            if let Ok(null) = sys::open(Path::new("/dev/null"), libc::O_RDWR, 0) {
+                let _ = sys::dup_to(null.as_raw_fd(), fd);
+            }
+        }
+    }
 }
 
 /// argv[0] as given if it has a '/', else each PATH entry joined with it.
