@@ -25,8 +25,9 @@ impl Caller {
         }
     }
 
-    /// The local user running this process: `$USER` if it agrees with the real
-    /// uid's home, else `uid:N`. The name is for the record, not for authorisation.
+    /// The local user running this process: `$USER (uid N)`, or `uid:N` when
+    /// `$USER` is unset. The uid is the real one; the name is for the record,
+    /// not for authorisation.
     pub fn cli() -> Caller {
         let uid = rustix::process::getuid().as_raw();
         let name = std::env::var("USER")

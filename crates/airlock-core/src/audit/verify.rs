@@ -8,7 +8,7 @@
 //! first problem, naming the file, line and record. Read-only: it repairs nothing.
 
 use super::chain::{line_hash, GENESIS};
-use super::log::{file_name, list_files, HeadAnchor, HEAD_FILE};
+use super::log::{file_name, list_files, read_anchor_locked, HeadAnchor, HEAD_FILE};
 use super::record::{Record, SCHEMA_VERSION};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -34,6 +34,16 @@ pub struct VerifyFailure {
 }
 
 pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
+    // The anchor first: the log only grows after it, so a writer appending
+    // while we read cannot make the anchor look ahead of the log.
+    let anchor = read_anchor_locked(dir).map_err(|e| VerifyFailure {
+        file: dir.join(HEAD_FILE),
+        line: None,
+        record_id: None,
+        problem: format!(
+            "head anchor unreadable ({e}); `airlock audit repair --reanchor` rewrites it from the log"
+        ),
+    })?;
     let fail = |file: PathBuf, line: Option<u64>, record_id: Option<String>, problem: String| {
         Err(VerifyFailure {
             file,
@@ -156,12 +166,25 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
                 );
             }
             prev_hash = line_hash(line);
+            if let Some(a) = anchor.as_ref().filter(|a| a.seq == record.seq) {
+                if a.hash != prev_hash {
+                    return fail(
+                        path,
+                        Some(line_no),
+                        id,
+                        format!(
+                            "record {} does not match the head anchor's hash (it was edited or replaced)",
+                            record.id
+                        ),
+                    );
+                }
+            }
             expected_seq += 1;
             last = Some((record.id.clone(), prev_hash.clone()));
         }
         last_file = Some(path);
     }
-    check_head(dir, &last, last_file)?;
+    check_head(dir, anchor, &last, last_file)?;
     Ok(VerifyReport {
         files: files.len(),
         records: expected_seq - 1,
@@ -169,79 +192,39 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
     })
 }
 
-/// The head anchor must name a record the log still has, with the same hash.
+/// The head anchor must name a record the log still has, with the same hash
+/// (the hash was compared during the walk, see `verify`).
 fn check_head(
     dir: &Path,
+    anchor: Option<HeadAnchor>,
     last: &Option<(String, String)>,
     last_file: Option<PathBuf>,
 ) -> Result<(), VerifyFailure> {
-    let head_path = dir.join(HEAD_FILE);
-    let anchor: Option<HeadAnchor> = match std::fs::read(&head_path) {
-        Ok(bytes) => match serde_json::from_slice(&bytes) {
-            Ok(a) => Some(a),
-            Err(e) => {
-                return Err(VerifyFailure {
-                    file: head_path,
-                    line: None,
-                    record_id: None,
-                    problem: format!(
-                    "head anchor unreadable ({e}); `airlock audit repair` rewrites it from the log"
-                ),
-                })
-            }
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(VerifyFailure {
-                file: head_path,
-                line: None,
-                record_id: None,
-                problem: format!("cannot read: {e}"),
-            })
-        }
-    };
     let file = last_file.unwrap_or_else(|| dir.to_path_buf());
-    match (anchor, last) {
-        (None, None) => Ok(()),
-        (None, Some(_)) => Err(VerifyFailure {
-            file: head_path,
+    let last_seq: u64 = last
+        .as_ref()
+        .map_or(0, |(id, _)| id[1..].parse().unwrap_or(0));
+    match anchor {
+        None if last.is_none() => Ok(()),
+        None => Err(VerifyFailure {
+            file: dir.join(HEAD_FILE),
             line: None,
             record_id: None,
-            problem: "head anchor missing: records at the end may have been removed; `airlock audit repair` rewrites it from the log".into(),
+            problem: "head anchor missing: records at the end may have been removed; `airlock audit repair --reanchor` accepts the log as it is (and records that)".into(),
         }),
-        (Some(anchor), None) => Err(VerifyFailure {
+        Some(anchor) if anchor.seq > last_seq => Err(VerifyFailure {
             file,
             line: None,
             record_id: Some(anchor.id.clone()),
-            problem: format!("the log is empty but the head anchor names record {} (records were removed)", anchor.id),
+            problem: format!(
+                "the log ends at {} but the head anchor names {}: records were cut off the end",
+                last.as_ref().map_or("the start".to_string(), |(id, _)| id.clone()),
+                anchor.id
+            ),
         }),
-        (Some(anchor), Some((last_id, last_hash))) => {
-            let last_seq: u64 = last_id[1..].parse().unwrap_or(0);
-            if anchor.seq > last_seq {
-                return Err(VerifyFailure {
-                    file,
-                    line: None,
-                    record_id: Some(anchor.id.clone()),
-                    problem: format!(
-                        "the log ends at {last_id} but the head anchor names {}: records were cut off the end",
-                        anchor.id
-                    ),
-                });
-            }
-            if anchor.seq == last_seq && anchor.hash != *last_hash {
-                return Err(VerifyFailure {
-                    file,
-                    line: None,
-                    record_id: Some(last_id.clone()),
-                    problem: format!(
-                        "the last record {last_id} does not match the head anchor's hash (it was edited or replaced)"
-                    ),
-                });
-            }
-            // anchor.seq < last_seq: the writer crashed between fsync of the log and
-            // the rename of the anchor; the chain itself has been checked above.
-            Ok(())
-        }
+        // anchor.seq < last_seq is normal: writers appended after we read the
+        // anchor, or one crashed between fsync of the log and the anchor write.
+        Some(_) => Ok(()),
     }
 }
 
