@@ -20,3 +20,5 @@ cargo test --locked -p airlock-netproxy --test sandbox_e2e
 # Through the CLI, the engine and the audit log (allowlist policy, refusals only: no lookups leave the machine).
 cargo build --locked -p airlock
 python3 crates/airlock-netproxy/tests/cli_allowlist.py target/debug/airlock
+# The escape corpus's network category again, with the egress proxy in front (network.mode = "allowlist").
+python3 tests/escape/run.py --airlock target/debug/airlock --category network --network allowlist

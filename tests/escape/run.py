@@ -721,7 +721,11 @@ class Session:
         ]
         if case.spec.get("apply"):
             lines.append('apply = "auto"')
-        lines += ["", "[network]", 'mode = "none"', "", "[commands]"]
+        # --network allowlist (netproxy, issue 6): the same attacks with an egress proxy in front.
+        if getattr(self.args, "network", "none") == "allowlist":
+            lines += ["", "[network]", 'mode = "allowlist"', 'allow = ["pypi.test"]', "", "[commands]"]
+        else:
+            lines += ["", "[network]", 'mode = "none"', "", "[commands]"]
         lines.append("allow = [" + ", ".join(json.dumps(a) for a in allow) + "]")
         lines += ['on_unknown = "deny"', "", "[limits]"]
         for k, v in limits.items():
@@ -1224,6 +1228,8 @@ def main() -> int:
                     help="none: run the programs on the host with no sandbox, to prove the checks fail")
     ap.add_argument("--only", action="append", default=[], help="run only cases whose name contains this (repeatable)")
     ap.add_argument("--category", action="append", default=[], help="run only these categories")
+    ap.add_argument("--network", choices=["none", "allowlist"], default="none",
+                    help="network.mode of the generated policies (allowlist: egress proxy, issue 6)")
     ap.add_argument("--host-resources", action="store_true",
                     help="with --backend none, also run the resource attacks on the host (inside a "
                     "pids/memory/cpu/freezer safety cgroup); skipped by default so as not to load a shared machine")
