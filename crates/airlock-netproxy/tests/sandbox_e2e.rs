@@ -197,32 +197,27 @@ EOF
 }
 
 fn main() {
+    // Re-executed by the native backend as its helper: this never returns then.
     airlock_sandbox::native::maybe_run_helper();
-    if !nix_root() {
-        println!("sandbox_e2e: needs root; 0 passed, 0 failed, 1 skipped");
-        return;
-    }
-    let tests: &[(&str, fn())] = &[(
+    // libtest-mimic speaks the libtest command line, so cargo test and nextest
+    // can list and run these like any other test.
+    let args = libtest_mimic::Arguments::from_args();
+    let tests = vec![libtest_mimic::Trial::test(
         "allowlist_mode_in_a_real_sandbox",
-        allowlist_mode_in_a_real_sandbox,
-    )];
-    let mut failed = 0;
-    for (name, test) in tests {
-        match std::panic::catch_unwind(test) {
-            Ok(()) => println!("test {name} ... ok"),
-            Err(_) => {
-                println!("test {name} ... FAILED");
-                failed += 1;
+        || {
+            if !is_root() {
+                return Err(
+                    "needs root (user namespaces, mounts, seccomp user notification)".into(),
+                );
             }
-        }
-    }
-    println!("{} passed, {failed} failed", tests.len() - failed);
-    if failed > 0 {
-        std::process::exit(1);
-    }
+            allowlist_mode_in_a_real_sandbox();
+            Ok(())
+        },
+    )];
+    libtest_mimic::run(&args, tests).exit();
 }
 
-fn nix_root() -> bool {
+fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .map(|s| {
             s.lines()
