@@ -52,7 +52,7 @@ def main() -> int:
     subprocess.run(
         ["hyperfine", "-N", "--warmup", "10", "--runs", str(N_RUN), "--export-json", str(export),
          f"{airlock_bin()} run --policy {srv.dir / 'policy.toml'} -- /bin/true"],
-        env=env, cwd=srv.dir, check=True, stdout=subprocess.DEVNULL)
+        env=env, cwd=srv.dir / "ws", check=True, stdout=subprocess.DEVNULL)
     cli = json.loads(export.read_text())["results"][0]
     cli_median_ms = cli["median"] * 1000
 
