@@ -29,7 +29,7 @@ for a in "$@"; do
   esac
 done
 if [ $SMOKE = 1 ]; then RUNS=${RUNS:-5}; WARM=${WARM:-1}; RUNS_LONG=${RUNS_LONG:-2}; INPROC_N=${INPROC_N:-2}
-else RUNS=${RUNS:-30}; WARM=${WARM:-3}; RUNS_LONG=${RUNS_LONG:-5}; INPROC_N=${INPROC_N:-5}; fi
+else RUNS=${RUNS:-30}; WARM=${WARM:-3}; RUNS_LONG=${RUNS_LONG:-5}; INPROC_N=${INPROC_N:-7}; fi
 PY=/usr/bin/python3   # the same interpreter inside every sandbox and outside
 
 # ------------------------------------------------------------------ peers and airlock
@@ -134,16 +134,16 @@ done
 python3 bench/interleaved.py "$([ $SMOKE = 1 ] && echo 5 || echo 40)" bare=/bin/true "airlock=$AL /bin/true" \
   "bwrap=$BW /bin/true" "crun=$(CR true)" "firejail=$FJ /bin/true" > "$OUT/interleaved.md"
 
-# The workload timing itself, without start-up: CPU loop and 200k stat() calls.
-inproc() { local name=$1; shift; local i
-  for i in $(seq "$INPROC_N"); do echo "$name $("$@" 2>/dev/null | tail -1)"; done
-}
+# The workload timing itself, without start-up: CPU loop and 200k stat() calls,
+# round-robin over the tools (one run of each per round) so that load is shared.
 {
-  inproc bare $PY -c "$INPROC"
-  inproc airlock $AL $PY -c "$INPROC"
-  inproc bwrap $BW $PY -c "$INPROC"
-  inproc crun crun run --bundle "$B/inproc" "c-inproc-$$"
-  inproc firejail $FJ $PY -c "$INPROC"
+  for i in $(seq "$INPROC_N"); do
+    echo "bare $($PY -c "$INPROC" 2>/dev/null | tail -1)"
+    echo "airlock $($AL $PY -c "$INPROC" 2>/dev/null | tail -1)"
+    echo "bwrap $($BW $PY -c "$INPROC" 2>/dev/null | tail -1)"
+    echo "crun $(crun run --bundle "$B/inproc" "c-inproc-$$" 2>/dev/null | tail -1)"
+    echo "firejail $($FJ $PY -c "$INPROC" 2>/dev/null | tail -1)"
+  done
 } > "$OUT/inproc.txt"
 
 {

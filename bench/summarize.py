@@ -67,7 +67,7 @@ def main():
             parts = line.split()
             if len(parts) == 3:
                 inproc.setdefault(parts[0], []).append((float(parts[1]), float(parts[2])))
-        lines += ["### In-process timing (the workload times itself; no start-up)", "",
+        lines += ["### In-process timing (the workload times itself; no start-up; round-robin)", "",
                   "| tool | CPU loop median ms | x bare | 200k stat() median ms | x bare | n |",
                   "|---|---:|---:|---:|---:|---:|"]
         base = inproc.get("bare")
