@@ -10,7 +10,7 @@
 #   bench/run.sh --no-runsc      # leave gVisor out
 #   RUNS=50 WARM=5 RUNS_LONG=10 AIRLOCK=target/release/airlock bench/run.sh
 #
-# Results: bench/results/<time>/ (hyperfine JSON per workload, inproc.md, summary.md,
+# Results: bench/results/<time>/ (hyperfine JSON per workload, inproc.txt, interleaved.md, summary.md,
 # chart.png) and bench/results/latest -> it. The summary gives medians, ratios against
 # bare and against bwrap, and whether the targets are met.
 #
