@@ -174,7 +174,10 @@ fn privileges_and_user_namespace_are_in_force() {
 #[test]
 fn stdio_can_be_reopened_through_dev_stdout() {
     let f = fixture();
-    let o = sh(&f, "echo out > /dev/stdout; echo err > /dev/stderr; cat /dev/stdin");
+    let o = sh(
+        &f,
+        "echo out > /dev/stdout; echo err > /dev/stderr; cat /dev/stdin",
+    );
     assert_eq!(o.exit_code, Some(0), "{o:?}");
     assert_eq!(o.stdout, "out\n");
     assert_eq!(o.stderr, "err\n");
