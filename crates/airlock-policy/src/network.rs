@@ -179,7 +179,7 @@ pub fn touches_network(argv: &[String], policy: &NetworkPolicy) -> Option<String
         shape
     };
     for (sub, prefix) in builtin_prefixes() {
-        if prefix_matches(prefix, &shape) {
+        if prefix[0][0] == shape.program && prefix_matches(prefix, &shape) {
             return Some(format!("`{sub}` reaches the network"));
         }
     }

@@ -63,7 +63,13 @@ pub struct Boundary {
     write: Vec<PathBuf>,
     /// `workspace.protect`, resolved under the real root.
     protect: Vec<PathBuf>,
+    /// Resolutions already made for this decision (compounds repeat paths).
+    memo: std::cell::RefCell<std::collections::HashMap<PathBuf, PathBuf>>,
+    /// Checks already made: (cwd, text, is_write) → the outside path, if any.
+    checked: std::cell::RefCell<CheckMemo>,
 }
+
+type CheckMemo = std::collections::HashMap<(PathBuf, String, bool), Option<PathBuf>>;
 
 /// Why a path is not allowed.
 pub struct Outside {
@@ -81,6 +87,8 @@ impl Boundary {
             read: read.to_vec(),
             write: write.to_vec(),
             protect,
+            memo: Default::default(),
+            checked: Default::default(),
         }
     }
 
@@ -100,6 +108,25 @@ impl Boundary {
 
     /// Check `text` (as the command wrote it) used from `cwd`.
     pub fn check(&self, cwd: &Path, text: &str, access: Access) -> Result<(), Outside> {
+        let key = (cwd.to_path_buf(), text.to_string(), access == Access::Write);
+        if let Some(hit) = self.checked.borrow().get(&key) {
+            return match hit {
+                None => Ok(()),
+                Some(resolved) => Err(Outside {
+                    resolved: resolved.clone(),
+                }),
+            };
+        }
+        let result = self.check_uncached(cwd, text, access);
+        let mut checked = self.checked.borrow_mut();
+        if checked.len() < 4096 {
+            let value = result.as_ref().err().map(|o| o.resolved.clone());
+            checked.insert(key, value);
+        }
+        result
+    }
+
+    fn check_uncached(&self, cwd: &Path, text: &str, access: Access) -> Result<(), Outside> {
         let joined = if text.starts_with('/') {
             PathBuf::from(text)
         } else {
@@ -130,6 +157,18 @@ impl Boundary {
     /// Resolve symlinks component by component, as the kernel would; the part
     /// that does not exist yet is taken literally.
     fn resolve(&self, path: &Path) -> PathBuf {
+        if let Some(hit) = self.memo.borrow().get(path) {
+            return hit.clone();
+        }
+        let resolved = self.resolve_uncached(path);
+        let mut memo = self.memo.borrow_mut();
+        if memo.len() < 4096 {
+            memo.insert(path.to_path_buf(), resolved.clone());
+        }
+        resolved
+    }
+
+    fn resolve_uncached(&self, path: &Path) -> PathBuf {
         // Start from the real root when the path is written under the root.
         let (mut cur, rest): (PathBuf, &Path) = match path.strip_prefix(&self.root_lexical) {
             Ok(rest) => (self.root_real.clone(), rest),

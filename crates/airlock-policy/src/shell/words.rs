@@ -44,6 +44,22 @@ pub fn options() -> ParserOptions {
 
 /// Expand a raw word (as the parser gives it, quotes included).
 pub fn expand(raw: &str, vars: &Vars, home: &str) -> Expansion {
+    // Most words are plain: nothing to expand, quote or escape.
+    if !raw.is_empty()
+        && raw.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'-' | b'_' | b'.' | b'/' | b'=' | b':' | b',' | b'+' | b'@' | b'%'
+                )
+        })
+        && !raw.starts_with('~')
+    {
+        return Expansion::Known {
+            values: vec![raw.to_string()],
+            glob: false,
+        };
+    }
     if let Some(why) = executes(raw) {
         return Expansion::Executes { why };
     }

@@ -1,0 +1,103 @@
+//! CPU time per decision, read from the kernel's per-thread accounting
+//! (/proc/thread-self/schedstat), so that a busy machine does not inflate it
+//! the way it inflates wall-clock figures. Complements `cargo bench`.
+//!
+//!     cargo run --release -p airlock-policy --example gate_cpu
+
+use airlock_policy::{decide, load, Command, Request};
+
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn per_iter(n: u32, mut f: impl FnMut()) -> f64 {
+    for _ in 0..n / 10 {
+        f();
+    }
+    let start = cpu_ns();
+    for _ in 0..n {
+        f();
+    }
+    (cpu_ns() - start) as f64 / n as f64 / 1000.0
+}
+
+fn main() {
+    let dir = std::env::temp_dir().join(format!("airlock-gate-cpu-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("src")).expect("mkdir");
+    std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").expect("write");
+    let root = dir.canonicalize().expect("canonical");
+    let mut allow: Vec<String> = (0..44).map(|i| format!("\"tool{i} run\"")).collect();
+    allow.extend(
+        [
+            "\"ls\"",
+            "\"cat\"",
+            "\"grep\"",
+            "\"git status\"",
+            "\"git diff\"",
+        ]
+        .map(String::from),
+    );
+    let text = format!(
+        "[commands]\nallow = [{}]\napproval = [\"rm -rf\"]\ndeny = [\"sudo\"]\n",
+        allow.join(", ")
+    );
+    let policy = load::from_str(&text, "bench.toml", &root)
+        .expect("loads")
+        .policy;
+    let req = |command: String| Request {
+        command: Command::Shell { command },
+        cwd: root.clone(),
+        loosening: Default::default(),
+    };
+    let simple = req("grep -n main src/main.rs".into());
+    let compound = req((0..100)
+        .map(|i| {
+            [
+                "ls -la src",
+                "cat src/main.rs",
+                "git status --short",
+                "grep -c fn src/main.rs",
+            ][i % 4]
+        })
+        .collect::<Vec<_>>()
+        .join(" && "));
+    if std::env::args().any(|a| a == "compound") {
+        // For profiling one case alone.
+        println!(
+            "{:.1}",
+            per_iter(2_000, || {
+                std::hint::black_box(decide(&policy, &compound));
+            })
+        );
+        return;
+    }
+    println!(
+        "decide, simple command, 50-rule policy: {:8.1} µs CPU",
+        per_iter(20_000, || {
+            std::hint::black_box(decide(&policy, &simple));
+        })
+    );
+    println!(
+        "decide, 100-segment compound:           {:8.1} µs CPU",
+        per_iter(200, || {
+            std::hint::black_box(decide(&policy, &compound));
+        })
+    );
+    println!(
+        "load, built-in default text:            {:8.1} µs CPU",
+        per_iter(500, || {
+            let _ =
+                std::hint::black_box(load::from_str(load::DEFAULT_POLICY_TOML, "d.toml", &root));
+        })
+    );
+    println!(
+        "load, 50-rule policy:                   {:8.1} µs CPU",
+        per_iter(2_000, || {
+            let _ = std::hint::black_box(load::from_str(&text, "b.toml", &root));
+        })
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
