@@ -108,6 +108,28 @@ def main():
         mode = os.stat(f"{d}/state/proxy").st_mode & 0o777
         check("proxy dir is private", mode == 0o700, oct(mode))
 
+        # A one-use network grant adds 203.0.113.9 to the next matching execution's
+        # context only. That address is reserved (TEST-NET-3), so the proxy still
+        # refuses it, now for the address rather than for the allowlist: proof that
+        # the grant reached the context, without any connection being attempted.
+        with open(f"{d}/ws/g.py", "w") as f:
+            f.write("import urllib.request\ntry:\n    urllib.request.urlopen('https://203.0.113.9/', timeout=10)\n"
+                    "except Exception as e:\n    print('->', e)\n")
+        g = subprocess.run([AIRLOCK, "grant", "--policy", f"{d}/policy.toml", "--network", "203.0.113.9", "--for", "python3",
+                            "--uses", "1", "--ttl", "10m"], capture_output=True, text=True, env=env, timeout=60)
+        check("network grant created", g.returncode == 0, g.stdout + g.stderr)
+
+        def reasons():
+            p = subprocess.run([AIRLOCK, "run", "--policy", f"{d}/policy.toml", "--cwd", f"{d}/ws", "--json", "--",
+                                "python3", "g.py"], capture_output=True, text=True, env=env, timeout=120)
+            o = json.loads(p.stdout)
+            return [x["data"].get("reason") for x in (o.get("violations") or []) if x["kind"] == "network"], o
+        granted, o1 = reasons()
+        check("granted run: the host is in the context", granted == ["resolved_to_blocked_address"]
+              and "loosened by grant" in o1.get("message", ""), json.dumps(o1)[:800])
+        again, o2 = reasons()
+        check("next run: the used-up grant no longer applies", again == ["ip_literal_not_allowlisted"], json.dumps(o2)[:800])
+
 
 main()
 failed = results.count(False)
