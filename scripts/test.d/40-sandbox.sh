@@ -20,6 +20,6 @@ out=$(cd "$ws" && "$bin" run -- python3 -c 'print(" ".join(open("/proc/self/uid_
 check "run: root inside maps to host uid 100000" test "$out" = "0 100000 1"
 (cd "$ws" && "$bin" run -- sudo true >/dev/null 2>&1); rc=$?
 check "run: gate refusal exits 77" test "$rc" = 77
-check "no run dir left after the runs" test -z "$(ls "$state/runs" 2>/dev/null)"
+check "runs dir empty after the runs" test -z "$(ls -A "$state/runs" 2>/dev/null)"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

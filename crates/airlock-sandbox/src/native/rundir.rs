@@ -41,16 +41,20 @@ pub fn valid_run_name(name: &str) -> bool {
 }
 
 /// Directories every run mounts on, each in its own private mount namespace:
-/// the new root's tmpfs and the idmapped lower layer. They are shared and never
+/// the new root's tmpfs, the idmapped lower layer and the upper layer's tmpfs.
+/// They are shared and never
 /// removed, because removing a directory that is still a mount point in a dying
 /// namespace makes the kernel detach those mounts synchronously (an RCU grace
 /// period per directory, measured at several ms each).
-const MOUNT_POINTS: [&str; 3] = [".root", ".lower", ".upper"];
+const MOUNT_POINTS: [&str; 3] = ["root", "lower", "upper"];
 
-/// The mount point `which` ("root" or "lower") for a run whose directory is `run_dir`.
-pub fn mount_point(run_dir: &Path, which: &str) -> PathBuf {
-    let runs = run_dir.parent().unwrap_or(run_dir);
-    runs.join(format!(".{which}"))
+/// Where the shared mount points live: `/run/airlock/mnt` (a tmpfs on any
+/// systemd-era host, outside every workspace and state directory).
+const MOUNT_BASE: &str = "/run/airlock/mnt";
+
+/// The mount point `which` ("root", "lower" or "upper").
+pub fn mount_point(_run_dir: &Path, which: &str) -> PathBuf {
+    Path::new(MOUNT_BASE).join(which)
 }
 
 pub struct RunDir {
@@ -98,12 +102,11 @@ impl RunDir {
         })
         .map_err(|e| fail("link lock file", e))?;
         for name in MOUNT_POINTS {
-            match fs::create_dir(runs.join(name)) {
-                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-                    return Err(fail(name, e))
-                }
-                _ => {}
-            }
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(Path::new(MOUNT_BASE).join(name))
+                .map_err(|e| fail(format!("{MOUNT_BASE}/{name}"), e))?;
         }
         Ok(RunDir { path, _lock: lock })
     }
