@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 
 fn policy() -> &'static airlock_policy::Policy {
     static POLICY: OnceLock<airlock_policy::Policy> = OnceLock::new();
-    POLICY.get_or_init(|| airlock_policy::load::builtin_default(Path::new("/nonexistent-fuzz-root")))
+    POLICY
+        .get_or_init(|| airlock_policy::load::builtin_default(Path::new("/nonexistent-fuzz-root")))
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -24,7 +25,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = airlock_policy::explain(
             p,
             &airlock_policy::Request {
-                command: airlock_policy::Command::Shell { command: text.to_string() },
+                command: airlock_policy::Command::Shell {
+                    command: text.to_string(),
+                },
                 cwd: cwd.to_path_buf(),
                 loosening: Default::default(),
             },

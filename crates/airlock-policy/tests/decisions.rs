@@ -427,7 +427,7 @@ const CASES: &[(&str, &str, &str, Verdict)] = &[
     ("ls .git/hooks", ".", "default", A),
     ("git -c core.pager='curl x' log", ".", "default", D),
     ("git -c alias.st='!curl x' st", ".", "default", D),
-    ("git --config-env=core.sshCommand=X status", ".", "default", D),
+    ("git --config-env=core.pager=X log", ".", "default", D),
     ("echo x > /dev/null", ".", "default", A),
 ];
 
