@@ -199,6 +199,23 @@ fn eight_processes_times_200_records_make_one_exact_chain() {
             .unwrap()
         })
         .collect();
+    // verify, run while they write, never sees a broken chain or an anchor
+    // ahead of the log.
+    let mut checks = 0;
+    while checks < 3 || read_all(&e.audit_dir()).map_or(0, |r| r.len()) < 1600 {
+        let v = e.run(&["audit", "verify"]);
+        assert_eq!(
+            code(&v),
+            0,
+            "verify during writes: {}{}",
+            text(&v.stdout),
+            text(&v.stderr)
+        );
+        checks += 1;
+        if checks > 200 {
+            break;
+        }
+    }
     for child in children {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
@@ -234,6 +251,9 @@ fn eight_processes_times_200_records_make_one_exact_chain() {
 
 // ---------- tampering ----------
 
+/// An edit of the log's lines.
+type Tamper = dyn FnOnce(&mut Vec<String>);
+
 fn tampered(e: &Env, edit: impl FnOnce(&mut Vec<String>)) -> Output {
     let copy = e.state.with_file_name("state-copy");
     let _ = std::fs::remove_dir_all(&copy);
@@ -262,7 +282,7 @@ fn verify_detects_edit_delete_swap_and_truncate_and_names_the_record() {
     let e = env();
     assert_eq!(code(&e.run(&["audit", "append-test", "--count", "10"])), 0);
     assert_eq!(code(&e.run(&["audit", "verify"])), 0);
-    let cases: Vec<(&str, Box<dyn FnOnce(&mut Vec<String>)>, &str)> = vec![
+    let cases: Vec<(&str, Box<Tamper>, &str)> = vec![
         (
             "edit",
             Box::new(|l: &mut Vec<String>| l[4] = l[4].replace("\"n\":4", "\"n\":40")),
