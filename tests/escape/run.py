@@ -740,7 +740,7 @@ class Session:
             return [case.spec.get("shell", "sh"), str(ws / Path(case.file).name)]
         return [str(ws / Path(case.file).stem)]
 
-    def execute(self, case: Case, ws: Path, defaults: dict) -> RunResult:
+    def execute(self, case: Case, ws: Path, defaults: dict, before: dict) -> RunResult:
         res = RunResult()
         argv = self.argv(case, ws)
         limits = dict(defaults.get("limits", {}))
@@ -769,11 +769,26 @@ class Session:
         if case.spec.get("peer") and self.backend == "airlock":
             peer = self._start_peer(case, defaults)
             time.sleep(1.5)  # let the peer sandbox come up and plant its token
+        env = self.env
+        if case.spec.get("state_in_workspace") and self.backend == "airlock":
+            # this case's state dir lies inside the workspace; one run first puts
+            # records in its audit log
+            env = dict(self.env, AIRLOCK_STATE_DIR=str(ws / ".local/state/airlock"))
+            subprocess.run([str(self.airlock), "run", "--policy", str(self.root / f"policy-{case.name}.toml"),
+                            "--cwd", str(ws), "--json", "--", "sh", str(ws / "escape_lib.sh")],
+                           env=env, capture_output=True, timeout=60)
+            before["ws"] = tree_listing(ws)
+        elif case.spec.get("state_in_workspace"):
+            # no airlock: lay out what it would have written, so the check can fail
+            audit = ws / ".local/state/airlock/audit"
+            audit.mkdir(parents=True)
+            (audit / "log.jsonl").write_text('{"record": "stand-in for an audit record"}\n')
+            before["ws"] = tree_listing(ws)
         t0 = time.monotonic()
         proc = subprocess.Popen(
             cmd,
             cwd=ws,
-            env=self.env,
+            env=env,
             stdin=subprocess.DEVNULL if tty_master is None else None,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -984,7 +999,16 @@ class Session:
 
         # --- the workspace's host copy
         after_ws = tree_listing(ws)
-        if not spec.get("apply") and spec.get("mode", "overlay") != "rw":
+        if spec.get("state_in_workspace"):
+            # airlock itself writes its audit log and run state there: judge the
+            # rest of the workspace, and look for a planted file in the state dir
+            sd = str(ws / ".local/state/airlock")
+            keep = lambda t: {p: v for p, v in t.items() if not (p == sd or p.startswith(sd + "/"))}
+            f += diff_trees(keep(before["ws"]), keep(after_ws), "host workspace")
+            planted = [p for p in after_ws if p.startswith(sd + "/") and "airlock-escape-pwned" in p]
+            if planted:
+                f.append(f"the command wrote into airlock's state dir on the host: {planted[:2]}")
+        elif not spec.get("apply") and spec.get("mode", "overlay") != "rw":
             f += diff_trees(before["ws"], after_ws, "host workspace")
         for rel in _as_list(spec.get("protected_unchanged")):
             root = str(ws / rel)
@@ -1276,7 +1300,7 @@ def main() -> int:
                 continue
             ws = sess.prepare_ws(case)
             before = sess.snapshot(ws)
-            res = sess.execute(case, ws, defaults)
+            res = sess.execute(case, ws, defaults, before)
             failures = sess.judge(case, ws, before, res)
             out = res.outcome or {}
             summary = f"{res.wall:5.2f}s exit={out.get('exit_code')} sig={out.get('signal')} killed_by={out.get('killed_by')}"

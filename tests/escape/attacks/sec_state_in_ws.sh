@@ -1,0 +1,11 @@
+# Tries: read airlock's state directory when it lies INSIDE the workspace (what
+# happens by default for a user running airlock in $HOME: ~/.local/state/airlock).
+# The runner points AIRLOCK_STATE_DIR at <workspace>/.local/state/airlock for this
+# case and runs one command first, so the audit log there holds records.
+# Stops it: the state dir is hidden (an empty mount) inside the sandbox.
+. ./escape_lib.sh
+start sec_state_in_ws
+d=.local/state/airlock
+if [ -n "$(ls -A "$d" 2>/dev/null)" ]; then escaped "list the state dir in the workspace" "$(ls -A "$d" | tr '\n' ' ')"; else blocked "list the state dir in the workspace" "empty or absent"; fi
+if cat "$d"/audit/* >/dev/null 2>&1; then escaped "read the audit log in the workspace" "readable"; else blocked "read the audit log in the workspace" "not readable"; fi
+if (echo pwned > "$d/audit/$PWNED") 2>/dev/null && [ -e "$d/audit/$PWNED" ]; then echo "wrote into the state dir view (the host copy is what counts)"; else blocked "write into the state dir" "refused"; fi
