@@ -471,6 +471,67 @@ fn wait_approval_runs_when_a_person_approves() {
     assert_eq!(text(&out.stdout), "deploy waited\n");
 }
 
+/// `--ask` on a real terminal: `script` gives the run a pty, and the test
+/// types the answer. Without a terminal, nobody is asked and it stays pending.
+#[test]
+fn ask_prompts_at_a_terminal_and_records_the_answer() {
+    let e = env();
+    let ask = |command: &str, answer: &str| {
+        let line = format!("{BIN} run --ask -c '{command}'");
+        let mut child = Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .current_dir(&e.ws)
+            .env("AIRLOCK_STATE_DIR", &e.state)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("script(1) from util-linux");
+        std::thread::sleep(Duration::from_millis(1500));
+        use std::io::Write;
+        child
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(answer.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let yes = ask("echo deploy asked", "y\n");
+    let shown = text(&yes.stdout);
+    assert!(
+        shown.contains("echo deploy asked") && shown.contains("approval prefix"),
+        "{shown}"
+    );
+    assert!(shown.contains("\ndeploy asked"), "it ran: {shown}");
+    let no = ask("echo deploy refused", "n\n");
+    assert!(
+        text(&no.stdout).contains("was denied"),
+        "{}",
+        text(&no.stdout)
+    );
+    assert!(!text(&no.stdout).contains("\ndeploy refused"));
+
+    let piped = e.run(&["run", "--ask", "-c", "echo deploy piped"]);
+    assert_eq!(code(&piped), 75);
+    assert!(
+        text(&piped.stderr).contains("not a terminal"),
+        "{}",
+        text(&piped.stderr)
+    );
+
+    let records = read_all(&e.audit_dir()).unwrap();
+    let answers: Vec<String> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::Approval(a) if a.who.name.ends_with("at the terminal") => {
+                Some(format!("{:?}", a.action))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers, vec!["Approved", "Denied"]);
+}
+
 // ---------- grants, with the real sandbox ----------
 
 fn copy_out(e: &Env, name: &str) -> Output {

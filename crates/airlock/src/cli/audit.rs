@@ -256,7 +256,7 @@ fn print_records(records: &[Record], json: bool) -> anyhow::Result<()> {
     } else {
         writeln!(
             out,
-            "{:<8} {:<24} {:<10} {:<22} {:<28} COMMAND",
+            "{:<8} {:<24} {:<10} {:<22} {:<36} COMMAND",
             "ID", "TIME", "KIND", "WHO", "WHAT"
         )?;
         for record in records {
@@ -264,12 +264,12 @@ fn print_records(records: &[Record], json: bool) -> anyhow::Result<()> {
             let command = command_of(record).map(command_text).unwrap_or_default();
             writeln!(
                 out,
-                "{:<8} {:<24} {:<10} {:<22} {:<28} {}",
+                "{:<8} {:<24} {:<10} {:<22} {:<36} {}",
                 record.id,
                 record.time,
                 record.kind(),
                 clip(&who, 22),
-                clip(&what, 28),
+                clip(&what, 36),
                 clip(&command.replace('\n', "⏎"), 80)
             )?;
         }
