@@ -568,6 +568,9 @@ fn bad_input_gets_a_decision_with_a_reason() {
         "echo {a..z..99999999999999999999999}",
         "echo ~-99999999999999999999999",
         "ls ~99999999999999999999999999",
+        // Found by fuzzing: exponential backtracking in brace parsing.
+        "fi. i{n'*\\x6in *M{'?x{{{{{{{{{{{{{{{{{{{{{{{{{{{d}d3n %6.c",
+        "cat x{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{d}",
     ] {
         let d = judge(&f, text, ".", "default");
         assert_eq!(d.decision, D, "{text}");

@@ -68,7 +68,7 @@ pub fn expand(raw: &str, vars: &Vars, home: &str) -> Expansion {
         None => {
             return Expansion::Unknown {
                 shown: raw.to_string(),
-                why: format!("brace expansion of `{raw}` gives too many words"),
+                why: format!("brace expansion of `{}` gives too many words", short(raw)),
             }
         }
     };
@@ -180,10 +180,17 @@ pub fn short(s: &str) -> String {
     }
 }
 
+/// More `{` than this in one word is not expanded (→ unknown): brush-parser's
+/// brace parser backtracks exponentially on unmatched braces (found by fuzzing).
+pub const MAX_BRACES_PER_WORD: usize = 5;
+
 /// Brace-expand a raw word; `None` if it would give too many words.
 fn brace_expand(raw: &str) -> Option<Vec<String>> {
     if !raw.contains('{') {
         return Some(vec![raw.to_string()]);
+    }
+    if raw.matches('{').count() > MAX_BRACES_PER_WORD {
+        return None;
     }
     let parsed = match word::parse_brace_expansions(raw, &options()) {
         Ok(Some(p)) => p,
