@@ -434,11 +434,28 @@ fn approvals_end_to_end() {
         "query",
         "--decision",
         "approval_required",
+        "--since",
+        "1h",
         "--command-prefix",
         "echo deploy",
         "--json",
     ]);
     assert_eq!(text(&q.stdout).lines().count(), 10, "{}", text(&q.stdout));
+    let future = e.run(&[
+        "audit",
+        "query",
+        "--since",
+        "2999-01-01T00:00:00Z",
+        "--json",
+    ]);
+    assert_eq!(text(&future.stdout), "", "nothing is newer than the future");
+    let bad = e.run(&["audit", "query", "--since", "yesterday"]);
+    assert_eq!(code(&bad), 2);
+    assert!(
+        text(&bad.stderr).contains("--since takes"),
+        "{}",
+        text(&bad.stderr)
+    );
 }
 
 #[test]
@@ -657,6 +674,42 @@ fn network_grants_need_an_allowlist_policy_and_ttls_are_bounded() {
     ]);
     assert_eq!(code(&ttl), 2, "no grant may outlive the maximum");
     assert!(text(&ttl.stderr).contains("ttl"), "{}", text(&ttl.stderr));
+}
+
+#[test]
+fn tail_follow_prints_new_records_as_they_arrive() {
+    let e = env();
+    assert_eq!(
+        code(&e.run(&["audit", "append-test", "--writer", "before"])),
+        0
+    );
+    let mut child = e
+        .cmd(&["audit", "tail", "-f", "-n", "1"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    seen.push(lines.next().unwrap().unwrap()); // header
+    seen.push(lines.next().unwrap().unwrap()); // a1
+    assert_eq!(
+        code(&e.run(&["audit", "append-test", "--count", "2", "--writer", "later"])),
+        0
+    );
+    while !seen.iter().any(|l| l.starts_with("a3 ")) {
+        seen.push(lines.next().unwrap().unwrap());
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        seen[1].starts_with("a1 ") && seen[1].contains("before"),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("a2 ") && l.contains("later")),
+        "{seen:?}"
+    );
 }
 
 #[test]
