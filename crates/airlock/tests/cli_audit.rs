@@ -712,6 +712,76 @@ fn tail_follow_prints_new_records_as_they_arrive() {
     );
 }
 
+/// The state directory on a full 64 KiB tmpfs this test mounts: `airlock run`
+/// refuses with a clear error, and the command does not run.
+#[test]
+fn a_full_disk_refuses_the_run_with_a_clear_error() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIPPED: mounting a tmpfs needs root");
+        return;
+    }
+    let e = env();
+    let mnt = e.state.with_file_name("small");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.clone());
+    let state = mnt.join("state");
+    let with_state = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(&e.ws)
+            .env("AIRLOCK_STATE_DIR", &state)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // Create every directory first, then fill what is left.
+    assert_eq!(code(&with_state(&["audit", "append-test"])), 0);
+    std::fs::create_dir_all(state.join("runs")).unwrap();
+    let mut filler = std::fs::File::create(mnt.join("filler")).unwrap();
+    use std::io::Write;
+    while filler.write_all(&[b'x'; 4096]).is_ok() {}
+    drop(filler);
+    // The log file's last page may still have room: use it up.
+    let mut filled = false;
+    for _ in 0..200 {
+        let out = with_state(&["audit", "append-test", "--pad", "512"]);
+        if code(&out) != 0 {
+            assert!(
+                text(&out.stderr).contains("no space left on device"),
+                "{}",
+                text(&out.stderr)
+            );
+            filled = true;
+            break;
+        }
+    }
+    assert!(filled, "the 64k tmpfs never filled");
+    let marker = e.ws.join("ran-marker");
+    let out = with_state(&["run", "--apply", "-c", "echo ran > ran-marker"]);
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no space left on device"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !marker.exists(),
+        "the command ran although it could not be logged"
+    );
+}
+
 #[test]
 fn state_dir_is_private() {
     use std::os::unix::fs::PermissionsExt;
