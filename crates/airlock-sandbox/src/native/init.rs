@@ -78,10 +78,6 @@ pub fn run(plan: &InitPlan) -> ! {
         // SAFETY: resetting a disposition in this single-threaded process.
         unsafe { libc::signal(*sig, libc::SIG_DFL) };
     }
-    let mut b = [0u8; 1];
-    if !matches!(sys::read(plan.go, &mut b), Ok(1)) {
-        sys::exit_now(1);
-    }
     match setup(plan) {
         Ok(()) => {}
         Err(e) => {
@@ -101,8 +97,6 @@ fn layer(layer: &'static str, what: &str, e: impl std::fmt::Display) -> SandboxE
 
 fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
     let spec = plan.spec;
-    sys::unshare(libc::CLONE_NEWCGROUP)
-        .map_err(|e| layer("namespaces", "unshare(CLONE_NEWCGROUP)", e))?;
     namespaces::set_hostname("airlock")?;
     let isolated = !matches!(spec.network, NetworkSpec::Open);
     if isolated {
@@ -124,11 +118,19 @@ fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
         isolated_network: isolated,
         upper_fs: plan.upper_fs,
     };
+    // The view is built while the helper moves init into its cgroup (a v1
+    // memory cgroup move waits for an RCU grace period); nothing forks before
+    // the helper says it is done.
     mounts::build(&view)?;
+    let mut b = [0u8; 1];
+    if !matches!(sys::read(plan.go, &mut b), Ok(1)) {
+        sys::exit_now(1);
+    }
+    sys::unshare(libc::CLONE_NEWCGROUP)
+        .map_err(|e| layer("namespaces", "unshare(CLONE_NEWCGROUP)", e))?;
     namespaces::enter_user_ns(plan.sandbox_userns)?;
     // Credentials changed: the kernel cleared the parent-death signal.
     sys::set_pdeathsig(libc::SIGKILL).map_err(|e| layer("namespaces", "PR_SET_PDEATHSIG", e))?;
-    let mut b = [0u8; 1];
     if let Ok(r) = sys::poll(&[plan.go], 0) {
         if r[0] & (libc::POLLHUP | libc::POLLIN) != 0
             && sys::read(plan.go, &mut b).unwrap_or(0) == 0
