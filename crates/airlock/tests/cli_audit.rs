@@ -782,6 +782,41 @@ fn a_full_disk_refuses_the_run_with_a_clear_error() {
     );
 }
 
+/// The record keeps the first AIRLOCK_AUDIT_OUTPUT_BYTES of stdout, and the
+/// length and SHA-256 of all of it; env values never reach the log.
+#[test]
+fn execution_records_truncate_output_but_hash_the_whole_stream() {
+    use sha2::Digest;
+    let e = env();
+    let big: String = (0..500)
+        .map(|i| format!("line {i:04} of the output\n"))
+        .collect();
+    std::fs::write(e.ws.join("data.txt"), &big).unwrap();
+    let out = e
+        .cmd(&["run", "-c", "cat data.txt"])
+        .env("AIRLOCK_AUDIT_OUTPUT_BYTES", "100")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), big, "the caller still gets all of it");
+    let records = read_all(&e.audit_dir()).unwrap();
+    let exec = records
+        .iter()
+        .find_map(|r| match &r.event {
+            Event::Execution(x) => Some(x.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(exec.stdout.text, big[..100]);
+    assert!(exec.stdout.truncated);
+    assert_eq!(exec.stdout.bytes, big.len() as u64);
+    assert_eq!(
+        exec.stdout.sha256,
+        hex::encode(sha2::Sha256::digest(big.as_bytes()))
+    );
+    assert_eq!(exec.stderr.bytes, 0);
+}
+
 #[test]
 fn state_dir_is_private() {
     use std::os::unix::fs::PermissionsExt;
