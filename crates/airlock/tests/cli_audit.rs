@@ -441,6 +441,20 @@ fn approvals_end_to_end() {
         "--json",
     ]);
     assert_eq!(text(&q.stdout).lines().count(), 10, "{}", text(&q.stdout));
+    let shown = e.run(&["audit", "show", &id]);
+    assert_eq!(code(&shown), 0);
+    for action in [
+        "\"created\"",
+        "\"approved\"",
+        "\"consumed\"",
+        "\"execution\"",
+    ] {
+        assert!(
+            text(&shown.stdout).contains(action),
+            "{action} missing from show {id}"
+        );
+    }
+    assert_eq!(code(&e.run(&["audit", "show", "a999999"])), 1);
     let future = e.run(&[
         "audit",
         "query",
