@@ -122,6 +122,15 @@ fn run(policy: &Policy, request: &Request, trace: bool) -> Explanation {
             if command.contains('\0') {
                 return early(Verdict::Deny, "the command contains a NUL byte".into());
             }
+            if let Some(c) = shell::control_character(command) {
+                return early(
+                    Verdict::Deny,
+                    format!(
+                        "the command contains the control character U+{:04X}; send plain text (tabs and newlines are fine)",
+                        c as u32
+                    ),
+                );
+            }
             shell::analyze(command, &ctx)
         }
         Command::Argv { argv } => {

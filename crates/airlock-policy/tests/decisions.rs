@@ -571,6 +571,11 @@ fn bad_input_gets_a_decision_with_a_reason() {
         // Found by fuzzing: exponential backtracking in brace parsing.
         "fi. i{n'*\\x6in *M{'?x{{{{{{{{{{{{{{{{{{{{{{{{{{{d}d3n %6.c",
         "cat x{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{d}",
+        // Found by fuzzing: unbounded memory in brush's here-document tokenizer.
+        "<<-\r [t ",
+        "<<\x0c [t ",
+        "sh -c '<<\r [t '",
+        "ls\r",
     ] {
         let d = judge(&f, text, ".", "default");
         assert_eq!(d.decision, D, "{text}");
@@ -631,6 +636,15 @@ fn argv_requests_are_judged_without_a_shell() {
         D
     );
     assert_eq!(decide(&f.default, &req(&[])).decision, D);
+    // Control characters inside nested shell code are caught too (fuzzing found
+    // that brush-parser can exhaust memory on `<<\r [t`).
+    let d = decide(&f.default, &req(&["sh", "-c", "<<\r [t "]));
+    assert_eq!(d.decision, D);
+    assert!(
+        d.reason.contains("control character U+000D"),
+        "{}",
+        d.reason
+    );
 }
 
 #[test]

@@ -144,6 +144,14 @@ fn guarded(f: impl FnOnce() -> Analysis) -> Analysis {
     })
 }
 
+/// A control character other than tab and newline. Bash would take most of them
+/// literally, but brush-parser 0.4 can loop without bound on some (`<<\r [t`,
+/// found by fuzzing), and no command an agent means to send contains them.
+pub fn control_character(text: &str) -> Option<char> {
+    text.chars()
+        .find(|c| (c.is_control() && *c != '\t' && *c != '\n') && *c != '\u{7f}')
+}
+
 /// Numbers the parser would overflow on (brace sequences, `~N`, fd numbers).
 fn oversized_number(text: &str) -> bool {
     let b = text.as_bytes();
@@ -504,6 +512,12 @@ impl Analyzer {
         if nesting_depth(text) > MAX_NESTING {
             return Some(format!(
                 "the command is nested more than {MAX_NESTING} levels deep"
+            ));
+        }
+        if let Some(c) = control_character(text) {
+            return Some(format!(
+                "the shell text contains the control character U+{:04X}; send plain text (tabs and newlines are fine)",
+                c as u32
             ));
         }
         if oversized_number(text) {
