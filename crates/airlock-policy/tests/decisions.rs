@@ -571,6 +571,10 @@ fn bad_input_gets_a_decision_with_a_reason() {
         // Found by fuzzing: exponential backtracking in brace parsing.
         "fi. i{n'*\\x6in *M{'?x{{{{{{{{{{{{{{{{{{{{{{{{{{{d}d3n %6.c",
         "cat x{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{d}",
+        // Found by fuzzing: exponential backtracking on `((` and unmatched `(`.
+        "((((((({3((((:((a{3((((8(((((:((a{3((((8((((( ;{ {a((8((((( ;{ {a33",
+        "((:((:((:((:((:((:((:((:((:((:((:((:",
+        "((((((((((((((((((((((((",
         // Found by fuzzing: unbounded memory in brush's here-document tokenizer.
         "<<-\r [t ",
         "<<\x0c [t ",
