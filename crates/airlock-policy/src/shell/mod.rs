@@ -166,6 +166,33 @@ fn parser_hazard(text: &str) -> Option<String> {
             "the command has more than {MAX_DOUBLE_PARENS} `((`, more than the gate analyses"
         ));
     }
+    // A here-document delimiter that is not a plain word (`<<- (`) makes the
+    // tokenizer's memory grow without bound (found by fuzzing).
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(pos) = text[i..].find("<<") {
+        let mut j = i + pos + 2;
+        if bytes.get(j) == Some(&b'<') {
+            i = j + 1;
+            continue;
+        }
+        if bytes.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        while matches!(bytes.get(j), Some(b' ' | b'\t')) {
+            j += 1;
+        }
+        match bytes.get(j) {
+            Some(c)
+                if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'\'' | b'"' | b'\\' | b'$') => {
+            }
+            _ => return Some(
+                "a here-document delimiter that is not a plain word is more than the gate analyses"
+                    .into(),
+            ),
+        }
+        i = j;
+    }
     let mut depth: usize = 0;
     for b in text.bytes() {
         match b {
