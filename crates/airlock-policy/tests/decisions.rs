@@ -578,6 +578,7 @@ fn bad_input_gets_a_decision_with_a_reason() {
         // Found by fuzzing: unbounded memory in brush's here-document tokenizer.
         "x=$(if [ -=<<- (if [ -=<<-  ((6666666&666666666666~66666666666666 ",
         "cat <<- (",
+        "x=$(if [ <<- cjthene (HHHQHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHHH(! ",
         "<<-\r [t ",
         "<<\x0c [t ",
         "sh -c '<<\r [t '",

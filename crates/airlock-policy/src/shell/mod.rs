@@ -166,6 +166,18 @@ fn parser_hazard(text: &str) -> Option<String> {
             "the command has more than {MAX_DOUBLE_PARENS} `((`, more than the gate analyses"
         ));
     }
+    // A here-document inside a command substitution can make brush's tokenizer
+    // grow without bound (found by fuzzing). A command substitution is never
+    // allowed anyway, so nothing allowable is lost by refusing the pair early.
+    let has_heredoc = text.match_indices("<<").any(|(k, _)| {
+        text.as_bytes().get(k + 2) != Some(&b'<') && (k == 0 || text.as_bytes()[k - 1] != b'<')
+    });
+    if has_heredoc && (text.contains("$(") || text.contains('`')) {
+        return Some(
+            "a here-document together with a command substitution is more than the gate analyses"
+                .into(),
+        );
+    }
     // A here-document delimiter that is not a plain word (`<<- (`) makes the
     // tokenizer's memory grow without bound (found by fuzzing).
     let bytes = text.as_bytes();
