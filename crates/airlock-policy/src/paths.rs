@@ -24,6 +24,14 @@ fn sandbox_private(p: &Path) -> bool {
         || p.starts_with("/dev/fd/")
 }
 
+/// For a path under `/tmp`, its first component there (`/tmp/build` for
+/// `/tmp/build/ws`).
+fn tmp_top(p: &Path) -> Option<PathBuf> {
+    let rest = p.strip_prefix("/tmp").ok()?;
+    let first = rest.components().next()?;
+    Some(Path::new("/tmp").join(first))
+}
+
 /// Program paths that name the sandbox's read-only system directories.
 pub fn system_program(p: &Path) -> bool {
     ["/usr/", "/bin/", "/sbin/", "/lib/"]
@@ -92,6 +100,19 @@ impl Boundary {
         }
     }
 
+    /// A sandbox-private path, unless it lies in the host tree the workspace
+    /// itself lives in: with the root at `/tmp/build/ws`, `../secret` is the
+    /// host's `/tmp/build/secret`, outside the boundary, not the sandbox's `/tmp`.
+    fn sandbox_private(&self, p: &Path) -> bool {
+        if !sandbox_private(p) {
+            return false;
+        }
+        [&self.root_lexical, &self.root_real]
+            .iter()
+            .filter_map(|root| tmp_top(root))
+            .all(|top| !p.starts_with(top))
+    }
+
     /// A write into a protected path (`.git/hooks`): the protected path, if so.
     pub fn protected(&self, cwd: &Path, text: &str) -> Option<PathBuf> {
         let joined = if text.starts_with('/') {
@@ -137,11 +158,11 @@ impl Boundary {
         // itself lives under /tmp.
         let under_root =
             lexical.starts_with(&self.root_lexical) || lexical.starts_with(&self.root_real);
-        if !under_root && sandbox_private(&lexical) {
+        if !under_root && self.sandbox_private(&lexical) {
             return Ok(());
         }
         let resolved = self.resolve(&joined);
-        if resolved.starts_with(&self.root_real) || sandbox_private(&resolved) {
+        if resolved.starts_with(&self.root_real) || self.sandbox_private(&resolved) {
             return Ok(());
         }
         let named = |list: &[PathBuf]| {
