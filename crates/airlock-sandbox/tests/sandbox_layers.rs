@@ -240,7 +240,7 @@ fn network_namespace_has_only_loopback_and_it_is_up() {
 
 #[test]
 fn proxy_mode_reaches_only_the_relay_to_the_host_socket() {
-    use std::io::Read;
+    use std::io::{Read, Write};
     let f = fixture();
     let sock = f.runs.parent().unwrap().join("proxy.sock");
     let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
@@ -248,12 +248,15 @@ fn proxy_mode_reaches_only_the_relay_to_the_host_socket() {
         let (mut c, _) = listener.accept().unwrap();
         let mut buf = [0u8; 5];
         c.read_exact(&mut buf).unwrap();
+        // Answer, so that the command waits for its bytes to have crossed the
+        // relay before it exits (the sandbox's teardown ends the relay).
+        c.write_all(b"ok").unwrap();
         buf
     });
     let mut s = spec(
         &f,
         "python3 -c 'import socket, os\n\
-c = socket.create_connection((\"127.0.0.1\", 3128)); c.sendall(b\"hello\"); print(\"relayed\")\n\
+c = socket.create_connection((\"127.0.0.1\", 3128)); c.sendall(b\"hello\"); print(\"relayed\", c.recv(2))\n\
 try:\n socket.create_connection((\"127.0.0.1\", 9), timeout=2); print(\"DIRECT_OK\")\n\
 except OSError as e: print(\"direct refused\", e.errno)\n\
 print(os.environ.get(\"HTTP_PROXY\"))'",
@@ -263,7 +266,7 @@ print(os.environ.get(\"HTTP_PROXY\"))'",
     };
     let o = run(&f, &s);
     assert_eq!(&server.join().unwrap(), b"hello", "{o:?}");
-    assert!(o.stdout.contains("relayed"), "{o:?}");
+    assert!(o.stdout.contains("relayed b'ok'"), "{o:?}");
     assert!(!o.stdout.contains("DIRECT_OK"), "{o:?}");
     assert!(o.stdout.contains("http://127.0.0.1:3128"), "{o:?}");
     assert!(
