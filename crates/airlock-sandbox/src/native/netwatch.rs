@@ -452,8 +452,7 @@ fn read_msg_name(pid: u32, msghdr_addr: u64) -> Option<Dest> {
     let raw = read_remote(pid, msghdr_addr, std::mem::size_of::<libc::msghdr>())?;
     // SAFETY: `raw` holds exactly size_of::<msghdr>() bytes; read_unaligned copes
     // with the Vec's alignment.
-    let hdr: libc::msghdr =
-        unsafe { std::ptr::read_unaligned(raw.as_ptr() as *const libc::msghdr) };
+    let hdr: libc::msghdr = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
     read_sockaddr(pid, hdr.msg_name as u64, hdr.msg_namelen as usize)
 }
 
