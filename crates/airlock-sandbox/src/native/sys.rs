@@ -135,9 +135,8 @@ pub fn waitpid(pid: libc::pid_t, flags: libc::c_int) -> io::Result<(libc::pid_t,
 /// fork(2)-like clone with extra namespace flags (CLONE_NEW*). Returns 0 in the
 /// child. Only sound in a single-threaded process (the helper is one).
 pub fn clone_process(flags: libc::c_int) -> io::Result<libc::pid_t> {
-    // SAFETY: a raw clone without CLONE_VM and with a NULL stack behaves like
-    // fork(2): the child gets a copy of the address space. The helper is
-    // single-threaded, so no lock is held by a thread that does not exist in the child.
+    // SAFETY: without CLONE_VM and with a NULL stack this is fork(2) (a copied address
+    // space); the helper is single-threaded, so no lock is held by an absent thread.
     let r = unsafe {
         libc::syscall(
             libc::SYS_clone,
