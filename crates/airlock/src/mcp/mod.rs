@@ -12,7 +12,7 @@ pub mod workspace_fs;
 use crate::serve::error::ApiError;
 use crate::serve::service::{CheckResult, RunInput, RunResult, Service};
 use crate::serve::tenants::Tenant;
-use airlock_policy::Verdict;
+use airlock_policy::{Policy, Verdict};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -23,7 +23,7 @@ use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, ServerHandler, 
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use workspace_fs::FileCaps;
+use workspace_fs::{FileCaps, FileError};
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct RunShellArgs {
@@ -230,6 +230,29 @@ impl AirlockMcp {
         }
     }
 
+    /// The shape every workspace file tool shares: find the caller's tenant, do
+    /// the blocking filesystem work off the async workers, map the result.
+    async fn file_tool<F>(
+        &self,
+        ext: &Extensions,
+        text_field: Option<&str>,
+        work: F,
+    ) -> Result<CallToolResult, ErrorData>
+    where
+        F: FnOnce(&Policy, &FileCaps) -> Result<Value, FileError> + Send + 'static,
+    {
+        let tenant = match self.tenant(ext) {
+            Ok(t) => t,
+            Err(e) => return Ok(e),
+        };
+        let caps = self.caps.clone();
+        let r = tokio::task::spawn_blocking(move || work(&tenant.policy, &caps)).await;
+        Ok(match r {
+            Ok(r) => file_result(r, text_field),
+            Err(e) => tool_error("internal", &e.to_string()),
+        })
+    }
+
     fn tenant(&self, ext: &Extensions) -> Result<Arc<Tenant>, CallToolResult> {
         if let Some(parts) = ext.get::<axum::http::request::Parts>() {
             if let Some(t) = parts.extensions.get::<Arc<Tenant>>() {
@@ -328,19 +351,10 @@ impl AirlockMcp {
         Parameters(a): Parameters<ReadFileArgs>,
         ext: Extensions,
     ) -> Result<CallToolResult, ErrorData> {
-        let tenant = match self.tenant(&ext) {
-            Ok(t) => t,
-            Err(e) => return Ok(e),
-        };
-        let caps = self.caps.clone();
-        let r = tokio::task::spawn_blocking(move || {
-            workspace_fs::read_file(&tenant.policy, &a.path, &caps)
+        self.file_tool(&ext, Some("content"), move |policy, caps| {
+            workspace_fs::read_file(policy, &a.path, caps)
         })
-        .await;
-        Ok(match r {
-            Ok(r) => file_result(r, Some("content")),
-            Err(e) => tool_error("internal", &e.to_string()),
-        })
+        .await
     }
 
     #[tool(
@@ -351,19 +365,10 @@ impl AirlockMcp {
         Parameters(a): Parameters<WriteFileArgs>,
         ext: Extensions,
     ) -> Result<CallToolResult, ErrorData> {
-        let tenant = match self.tenant(&ext) {
-            Ok(t) => t,
-            Err(e) => return Ok(e),
-        };
-        let caps = self.caps.clone();
-        let r = tokio::task::spawn_blocking(move || {
-            workspace_fs::write_file(&tenant.policy, &a.path, &a.content, &caps)
+        self.file_tool(&ext, None, move |policy, caps| {
+            workspace_fs::write_file(policy, &a.path, &a.content, caps)
         })
-        .await;
-        Ok(match r {
-            Ok(r) => file_result(r, None),
-            Err(e) => tool_error("internal", &e.to_string()),
-        })
+        .await
     }
 
     #[tool(
@@ -374,21 +379,12 @@ impl AirlockMcp {
         Parameters(a): Parameters<ListFilesArgs>,
         ext: Extensions,
     ) -> Result<CallToolResult, ErrorData> {
-        let tenant = match self.tenant(&ext) {
-            Ok(t) => t,
-            Err(e) => return Ok(e),
-        };
-        let caps = self.caps.clone();
         let path = a.path.unwrap_or_else(|| ".".into());
         let recursive = a.recursive.unwrap_or(false);
-        let r = tokio::task::spawn_blocking(move || {
-            workspace_fs::list_files(&tenant.policy, &path, recursive, &caps)
+        self.file_tool(&ext, None, move |policy, caps| {
+            workspace_fs::list_files(policy, &path, recursive, caps)
         })
-        .await;
-        Ok(match r {
-            Ok(r) => file_result(r, None),
-            Err(e) => tool_error("internal", &e.to_string()),
-        })
+        .await
     }
 }
 
