@@ -64,12 +64,21 @@ fn main() {
         })
         .collect::<Vec<_>>()
         .join(" && "));
-    if std::env::args().any(|a| a == "compound") {
-        // For profiling one case alone.
+    // `simple` or `compound` measures that case alone (for profiling).
+    let alone = std::env::args().nth(1);
+    if let Some(case) = alone.as_deref() {
+        let (request, n) = match case {
+            "simple" => (&simple, 100_000),
+            "compound" => (&compound, 2_000),
+            other => {
+                eprintln!("unknown case {other:?}: give simple or compound");
+                std::process::exit(2);
+            }
+        };
         println!(
             "{:.1}",
-            per_iter(2_000, || {
-                std::hint::black_box(decide(&policy, &compound));
+            per_iter(n, || {
+                std::hint::black_box(decide(&policy, request));
             })
         );
         return;

@@ -223,6 +223,40 @@ fn parser_hazard(text: &str) -> Option<String> {
     None
 }
 
+/// Reserved words of bash: as the first word they start a compound or a
+/// pipeline modifier, so such a line is never taken as a plain command.
+const RESERVED: &[&str] = &[
+    "!", "[[", "]]", "{", "}", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for",
+    "function", "if", "in", "select", "then", "time", "until", "while",
+];
+
+/// The words of a plain command line: one simple command whose words need no
+/// expansion, quote removal or splitting beyond blanks, so bash would run
+/// exactly these words. Every byte is a letter, digit, one of `-_./=:,+@%`,
+/// or a space or tab separating words; the first word assigns nothing and is
+/// not a reserved word. Anything else (any quote, `$`, `~`, glob, bracket,
+/// operator, `#`, newline, non-ASCII) returns `None`, and the real parser
+/// judges the line.
+fn plain_words(text: &str) -> Option<std::str::SplitAsciiWhitespace<'_>> {
+    let plain = text.bytes().all(|b| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'_' | b'.' | b'/' | b'=' | b':' | b',' | b'+' | b'@' | b'%' | b' ' | b'\t'
+            )
+    });
+    if !plain {
+        return None;
+    }
+    let words = text.split_ascii_whitespace();
+    let first = words.clone().next()?;
+    // `%1` in command position is a job reference; `a=b` an assignment.
+    if first.contains('=') || first.starts_with('%') || RESERVED.contains(&first) {
+        return None;
+    }
+    Some(words)
+}
+
 /// Numbers the parser would overflow on (brace sequences, `~N`, fd numbers).
 fn oversized_number(text: &str) -> bool {
     let b = text.as_bytes();
@@ -245,8 +279,13 @@ fn oversized_number(text: &str) -> bool {
 }
 
 fn analyze_inner(text: &str, ctx: &Context) -> Analysis {
+    analyze_with(text, ctx, true)
+}
+
+fn analyze_with(text: &str, ctx: &Context, plain_fast_path: bool) -> Analysis {
     let mut a = Analyzer {
         home: ctx.home.clone(),
+        plain_fast_path,
         segments: Vec::new(),
         functions: HashMap::new(),
         call_stack: Vec::new(),
@@ -274,6 +313,7 @@ pub fn analyze_argv(argv: &[String], ctx: &Context) -> Analysis {
 fn analyze_argv_inner(argv: &[String], ctx: &Context) -> Analysis {
     let mut a = Analyzer {
         home: ctx.home.clone(),
+        plain_fast_path: true,
         segments: Vec::new(),
         functions: HashMap::new(),
         call_stack: Vec::new(),
@@ -379,6 +419,9 @@ impl State {
 
 struct Analyzer {
     home: String,
+    /// Take a plain command line (see [`plain_words`]) without the parser.
+    /// Only the differential test turns it off, to compare the two paths.
+    plain_fast_path: bool,
     segments: Vec<Segment>,
     functions: HashMap<String, ast::FunctionBody>,
     call_stack: Vec<String>,
@@ -596,6 +639,16 @@ impl Analyzer {
         }
         if oversized_number(text) {
             return Some("the command holds a number too large to analyse".into());
+        }
+        if self.plain_fast_path {
+            if let Some(words) = plain_words(text) {
+                // What the parser would give: one simple command of these words,
+                // none of which expands (the differential test holds the two equal).
+                let mut seg = Segment::new(&st.cwd);
+                seg.argv = words.map(String::from).collect();
+                self.invocation(seg, st, depth, 0, 0);
+                return None;
+            }
         }
         let mut parser = brush_parser::Parser::new(text.as_bytes(), &words::options());
         let program = match parser.parse_program() {
@@ -1516,5 +1569,176 @@ mod tests {
         assert_eq!(argvs("sh -c 'bash -c \"wget y\"'")[0], vec!["wget", "y"]);
         let f = argvs("find . -name '*.py' -exec rm {} ;");
         assert!(f.iter().any(|a| a[0] == "rm"), "{f:?}");
+    }
+
+    /// The plain-line fast path must give exactly what the parser gives, for
+    /// every line it accepts; lines it refuses go to the parser anyway.
+    #[test]
+    fn plain_fast_path_equals_the_parser() {
+        const WORDS: &[&str] = &[
+            "ls",
+            "-la",
+            "src",
+            "cat",
+            "src/main.rs",
+            "grep",
+            "-n",
+            "main",
+            "a=b",
+            "X=1",
+            "sh",
+            "-c",
+            "bash",
+            "env",
+            "-i",
+            "FOO=1",
+            "LD_PRELOAD=/x",
+            "timeout",
+            "5",
+            "nice",
+            "git",
+            "status",
+            "clone",
+            "curl",
+            "http://h",
+            "if",
+            "then",
+            "fi",
+            "time",
+            "for",
+            "in",
+            "do",
+            "done",
+            "while",
+            "function",
+            "coproc",
+            "select",
+            "case",
+            "esac",
+            "!",
+            "../x",
+            "..",
+            "/etc/passwd",
+            "/tmp/x",
+            "find",
+            ".",
+            "-exec",
+            "-execdir",
+            "rm",
+            "-rf",
+            "xargs",
+            "cd",
+            "pushd",
+            "popd",
+            "eval",
+            "source",
+            "exec",
+            "command",
+            "-v",
+            "%1",
+            "@",
+            "--opt=/etc",
+            "a,b",
+            "-",
+            "--",
+            "+x",
+            "12345678901234567890",
+            "sudo",
+            "python3",
+            "-m",
+            "pytest",
+            "x:y",
+            "%",
+            "=",
+            "cp",
+            "ln",
+            "-s",
+            "sed",
+            "-i",
+            "tee",
+            "/dev/tcp/h/80",
+            "stdbuf",
+            "-o0",
+            "nohup",
+            "xargs",
+            "-I",
+            "~",
+            "$HOME",
+            "'q'",
+            "a;b",
+            "{",
+            "}",
+            "[[",
+            "*",
+            "#c",
+            "dir/",
+        ];
+        let ctx = Context {
+            cwd: "/w/sub".into(),
+            home: "/w".into(),
+        };
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut fast = 0;
+        for _ in 0..20_000 {
+            let n = 1 + (next() % 6) as usize;
+            let mut text = String::new();
+            if next() % 5 == 0 {
+                text.push(' ');
+            }
+            for i in 0..n {
+                if i > 0 {
+                    text.push_str(if next() % 7 == 0 { "\t" } else { " " });
+                }
+                text.push_str(WORDS[(next() % WORDS.len() as u64) as usize]);
+            }
+            if plain_words(&text).is_some() {
+                fast += 1;
+            }
+            let with = analyze_with(&text, &ctx, true);
+            let without = analyze_with(&text, &ctx, false);
+            assert_eq!(with, without, "the fast path differs on {text:?}");
+        }
+        // The comparison is only worth something if the fast path was taken.
+        assert!(fast > 5_000, "only {fast} lines took the fast path");
+    }
+
+    #[test]
+    fn plain_words_refuses_what_needs_the_parser() {
+        for text in [
+            "a=b ls", "if true", "time ls", "%1", "ls $HOME", "ls ~", "ls *", "ls 'x'", "ls \"x\"",
+            "ls\nrm", "ls;rm", "ls|rm", "ls&", "ls >x", "ls #x", "ls \\x", "ls (x)", "ls {a,b}",
+            "ls é", "", "   ",
+        ] {
+            assert!(plain_words(text).is_none(), "{text:?}");
+        }
+        let w: Vec<&str> = plain_words(" grep\t-n  main src/main.rs ")
+            .expect("plain")
+            .collect();
+        assert_eq!(w, ["grep", "-n", "main", "src/main.rs"]);
+    }
+
+    /// Found by the differential test: a wrapper option that wants a value as
+    /// the last word made the unwrapper slice past the end (a panic that
+    /// `guarded` turned into `on_unknown`).
+    #[test]
+    fn a_wrapper_option_without_its_value_is_judged_not_a_panic() {
+        let ctx = Context {
+            cwd: "/w".into(),
+            home: "/w".into(),
+        };
+        for text in ["stdbuf -o", "nice -n", "timeout -s", "exec -a"] {
+            // Unguarded on purpose: a panic fails this test.
+            let a = analyze_with(text, &ctx, false);
+            assert_eq!(a.unknown, None, "{text}");
+            let argvs: Vec<Vec<String>> = a.segments.into_iter().map(|s| s.argv).collect();
+            let words: Vec<String> = text.split(' ').map(String::from).collect();
+            assert_eq!(argvs, vec![words], "{text}");
+        }
     }
 }

@@ -67,7 +67,8 @@ fn skip_options(argv: &[String], start: usize, with_value: &[&str]) -> usize {
             i += 1;
         }
     }
-    i
+    // An option that wants a value may be the last word (`stdbuf -o`).
+    i.min(argv.len())
 }
 
 pub fn unwrap(argv: &[String]) -> Unwrap {
