@@ -2,6 +2,7 @@
 //! symlinks resolved on the real filesystem.
 
 use crate::shell::Access;
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 /// Paths that exist only inside the sandbox (its private `/tmp`, the minimal
@@ -72,12 +73,24 @@ pub struct Boundary {
     /// `workspace.protect`, resolved under the real root.
     protect: Vec<PathBuf>,
     /// Resolutions already made for this decision (compounds repeat paths).
-    memo: std::cell::RefCell<std::collections::HashMap<PathBuf, PathBuf>>,
-    /// Checks already made: (cwd, text, is_write) → the outside path, if any.
+    /// Keyed by the bytes of the path: hashing a `Path` walks its components.
+    memo: std::cell::RefCell<std::collections::HashMap<OsString, PathBuf>>,
+    /// Checks already made: (is_write, cwd NUL text) → the outside path, if any.
     checked: std::cell::RefCell<CheckMemo>,
 }
 
-type CheckMemo = std::collections::HashMap<(PathBuf, String, bool), Option<PathBuf>>;
+type CheckMemo = std::collections::HashMap<(bool, OsString), Option<PathBuf>>;
+
+/// `text` used from `cwd`, as one path.
+fn joined(cwd: &Path, text: &str) -> PathBuf {
+    if text.starts_with('/') {
+        PathBuf::from(text)
+    } else if text == "." {
+        cwd.to_path_buf()
+    } else {
+        cwd.join(text)
+    }
+}
 
 /// Why a path is not allowed.
 pub struct Outside {
@@ -115,12 +128,7 @@ impl Boundary {
 
     /// A write into a protected path (`.git/hooks`): the protected path, if so.
     pub fn protected(&self, cwd: &Path, text: &str) -> Option<PathBuf> {
-        let joined = if text.starts_with('/') {
-            PathBuf::from(text)
-        } else {
-            cwd.join(text)
-        };
-        let resolved = self.resolve(&joined);
+        let resolved = self.resolve(&joined(cwd, text));
         self.protect
             .iter()
             .find(|p| resolved.starts_with(p))
@@ -129,7 +137,12 @@ impl Boundary {
 
     /// Check `text` (as the command wrote it) used from `cwd`.
     pub fn check(&self, cwd: &Path, text: &str, access: Access) -> Result<(), Outside> {
-        let key = (cwd.to_path_buf(), text.to_string(), access == Access::Write);
+        // Neither part can hold a NUL (the gate refuses those before analysis).
+        let mut key = OsString::with_capacity(cwd.as_os_str().len() + 1 + text.len());
+        key.push(cwd.as_os_str());
+        key.push("\0");
+        key.push(text);
+        let key = (access == Access::Write, key);
         if let Some(hit) = self.checked.borrow().get(&key) {
             return match hit {
                 None => Ok(()),
@@ -148,11 +161,7 @@ impl Boundary {
     }
 
     fn check_uncached(&self, cwd: &Path, text: &str, access: Access) -> Result<(), Outside> {
-        let joined = if text.starts_with('/') {
-            PathBuf::from(text)
-        } else {
-            cwd.join(text)
-        };
+        let joined = joined(cwd, text);
         let lexical = crate::load::absolute_lexical(&joined);
         // Inside the root, symlinks must be followed even when the workspace
         // itself lives under /tmp.
@@ -178,13 +187,13 @@ impl Boundary {
     /// Resolve symlinks component by component, as the kernel would; the part
     /// that does not exist yet is taken literally.
     fn resolve(&self, path: &Path) -> PathBuf {
-        if let Some(hit) = self.memo.borrow().get(path) {
+        if let Some(hit) = self.memo.borrow().get(path.as_os_str()) {
             return hit.clone();
         }
         let resolved = self.resolve_uncached(path);
         let mut memo = self.memo.borrow_mut();
         if memo.len() < 4096 {
-            memo.insert(path.to_path_buf(), resolved.clone());
+            memo.insert(path.as_os_str().to_os_string(), resolved.clone());
         }
         resolved
     }

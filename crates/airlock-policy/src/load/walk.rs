@@ -1175,6 +1175,28 @@ fn is_two_label_public_suffix(labels: &[&str]) -> bool {
 
 /// Make a path absolute and remove `.`/`..` lexically (no filesystem access).
 pub fn absolute_lexical(p: &Path) -> PathBuf {
+    // The gate calls this for every path it checks; most are already normal.
+    if is_normal_absolute(p) {
+        return p.to_path_buf();
+    }
+    absolute_lexical_walk(p)
+}
+
+/// Absolute, and no `.`, `..`, empty component or trailing slash: a path
+/// that [`absolute_lexical`] would give back unchanged.
+fn is_normal_absolute(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let b = p.as_os_str().as_bytes();
+    match b {
+        [b'/'] => true,
+        [b'/', rest @ ..] => rest
+            .split(|&c| c == b'/')
+            .all(|part| !matches!(part, b"" | b"." | b"..")),
+        _ => false,
+    }
+}
+
+fn absolute_lexical_walk(p: &Path) -> PathBuf {
     let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let mut out = PathBuf::new();
     for c in abs.components() {
@@ -1187,4 +1209,33 @@ pub fn absolute_lexical(p: &Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shortcut for normal paths must agree with the full walk.
+    #[test]
+    fn absolute_lexical_shortcut_agrees_with_the_walk() {
+        let parts = ["", ".", "..", "a", "b.c", "..x", ".x", "x.", "/"];
+        let mut checked = 0;
+        for first in ["/", "", "./", "../"] {
+            for a in parts {
+                for b in parts {
+                    for c in parts {
+                        let text = format!("{first}{a}/{b}/{c}");
+                        let p = Path::new(&text);
+                        assert_eq!(absolute_lexical(p), absolute_lexical_walk(p), "{text:?}");
+                        checked += usize::from(is_normal_absolute(p));
+                    }
+                }
+            }
+        }
+        assert!(checked > 50, "the shortcut was taken only {checked} times");
+        assert!(is_normal_absolute(Path::new("/")));
+        assert!(!is_normal_absolute(Path::new("/a/")));
+        assert!(!is_normal_absolute(Path::new("//a")));
+        assert!(!is_normal_absolute(Path::new("a/b")));
+    }
 }
