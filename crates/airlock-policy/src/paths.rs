@@ -1,7 +1,10 @@
 //! Step 1, the workspace boundary: where a path really points, with `..` and
 //! symlinks resolved on the real filesystem.
 
+mod entry_cache;
+
 use crate::shell::Access;
+use entry_cache::{Entry, Stamp};
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
@@ -40,21 +43,21 @@ pub fn system_program(p: &Path) -> bool {
         .any(|d| p.starts_with(d))
 }
 
-/// The real path of the workspace root. The last answer is kept: a server
-/// judges many requests against one root, and realpath costs a readlink per
-/// component. It is re-checked cheaply: the cached real path must still be a
-/// directory whose metadata matches the root's.
-fn real_root(root: &Path) -> PathBuf {
+/// The real path of the workspace root, with the root's metadata (read now).
+/// The last answer is kept: a server judges many requests against one root,
+/// and realpath costs a readlink per component. It is re-checked cheaply: the
+/// cached real path must still be a directory whose metadata matches the root's.
+fn real_root(root: &Path) -> (PathBuf, Option<std::fs::Metadata>) {
     use std::os::unix::fs::MetadataExt;
     use std::sync::Mutex;
     static LAST: Mutex<Option<(PathBuf, PathBuf, u64, u64)>> = Mutex::new(None);
     let Ok(meta) = std::fs::metadata(root) else {
-        return root.to_path_buf();
+        return (root.to_path_buf(), None);
     };
     if let Ok(guard) = LAST.lock() {
         if let Some((r, real, dev, ino)) = guard.as_ref() {
             if r == root && *dev == meta.dev() && *ino == meta.ino() {
-                return real.clone();
+                return (real.clone(), Some(meta));
             }
         }
     }
@@ -62,16 +65,20 @@ fn real_root(root: &Path) -> PathBuf {
     if let Ok(mut guard) = LAST.lock() {
         *guard = Some((root.to_path_buf(), real.clone(), meta.dev(), meta.ino()));
     }
-    real
+    (real, Some(meta))
 }
 
 pub struct Boundary {
     root_lexical: PathBuf,
     root_real: PathBuf,
+    /// The real root's stamp, when it is settled (see [`entry_cache`]).
+    root_stamp: Option<Stamp>,
     read: Vec<PathBuf>,
     write: Vec<PathBuf>,
     /// `workspace.protect`, resolved under the real root.
     protect: Vec<PathBuf>,
+    /// When this decision began (the reference for settled directories).
+    decision_start: std::time::SystemTime,
     /// Resolutions already made for this decision (compounds repeat paths).
     /// Keyed by the bytes of the path: hashing a `Path` walks its components.
     memo: std::cell::RefCell<std::collections::HashMap<OsString, PathBuf>>,
@@ -99,12 +106,19 @@ pub struct Outside {
 
 impl Boundary {
     pub fn new(root: &Path, read: &[PathBuf], write: &[PathBuf], protect: &[PathBuf]) -> Self {
+        // Taken before any metadata is read: what changed after it is not settled.
+        let decision_start = std::time::SystemTime::now();
         let root_lexical = crate::load::absolute_lexical(root);
-        let root_real = real_root(&root_lexical);
+        let (root_real, root_meta) = real_root(&root_lexical);
+        let root_stamp = root_meta
+            .as_ref()
+            .and_then(|m| Stamp::settled(m, decision_start));
         let protect = protect.iter().map(|p| root_real.join(p)).collect();
         Boundary {
             root_lexical,
             root_real,
+            root_stamp,
+            decision_start,
             read: read.to_vec(),
             write: write.to_vec(),
             protect,
@@ -200,10 +214,15 @@ impl Boundary {
 
     fn resolve_uncached(&self, path: &Path) -> PathBuf {
         // Start from the real root when the path is written under the root.
-        let (mut cur, rest): (PathBuf, &Path) = match path.strip_prefix(&self.root_lexical) {
-            Ok(rest) => (self.root_real.clone(), rest),
-            Err(_) => (PathBuf::from("/"), path.strip_prefix("/").unwrap_or(path)),
-        };
+        let (mut cur, rest, mut stamp): (PathBuf, &Path, Option<Stamp>) =
+            match path.strip_prefix(&self.root_lexical) {
+                Ok(rest) => (self.root_real.clone(), rest, self.root_stamp),
+                Err(_) => (
+                    PathBuf::from("/"),
+                    path.strip_prefix("/").unwrap_or(path),
+                    None,
+                ),
+            };
         let mut pending: Vec<std::ffi::OsString> = rest
             .components()
             .rev()
@@ -218,39 +237,175 @@ impl Boundary {
         while let Some(c) = pending.pop() {
             if c == ".." {
                 cur.pop();
+                // Only a directory reached by a fresh look has a stamp.
+                stamp = None;
                 continue;
             }
             let next = cur.join(&c);
             if exists {
-                match std::fs::symlink_metadata(&next) {
-                    Ok(m) if m.file_type().is_symlink() => {
+                // `stamp` is `cur`'s, so a name kept under it still holds.
+                let entry = match stamp.and_then(|s| entry_cache::get(&cur, s, &c)) {
+                    Some(kept) => kept,
+                    None => match std::fs::symlink_metadata(&next) {
+                        Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(&next) {
+                            Ok(target) => self.keep(&cur, stamp, &c, Entry::Symlink(target)),
+                            Err(_) => return next,
+                        },
+                        Ok(m) if m.file_type().is_dir() => {
+                            stamp = Stamp::settled(&m, self.decision_start);
+                            cur = next;
+                            continue;
+                        }
+                        Ok(_) => self.keep(&cur, stamp, &c, Entry::NotDirectory),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            self.keep(&cur, stamp, &c, Entry::Missing)
+                        }
+                        Err(_) => Entry::Missing,
+                    },
+                };
+                match entry {
+                    Entry::Symlink(target) => {
                         links += 1;
                         if links > 40 {
                             return next;
                         }
-                        match std::fs::read_link(&next) {
-                            Ok(target) => {
-                                if target.is_absolute() {
-                                    cur = PathBuf::from("/");
-                                }
-                                for tc in target.components().rev() {
-                                    match tc {
-                                        Component::Normal(s) => pending.push(s.to_os_string()),
-                                        Component::ParentDir => pending.push("..".into()),
-                                        _ => {}
-                                    }
-                                }
-                                continue;
-                            }
-                            Err(_) => return next,
+                        if target.is_absolute() {
+                            cur = PathBuf::from("/");
+                            stamp = None;
                         }
+                        for tc in target.components().rev() {
+                            match tc {
+                                Component::Normal(s) => pending.push(s.to_os_string()),
+                                Component::ParentDir => pending.push("..".into()),
+                                _ => {}
+                            }
+                        }
+                        continue;
                     }
-                    Ok(_) => {}
-                    Err(_) => exists = false,
+                    Entry::NotDirectory => {}
+                    Entry::Missing => exists = false,
                 }
             }
+            stamp = None;
             cur = next;
         }
         cur
+    }
+
+    /// Keep what `name` in `dir` is for later decisions, if `dir` is settled.
+    fn keep(
+        &self,
+        dir: &Path,
+        stamp: Option<Stamp>,
+        name: &std::ffi::OsStr,
+        entry: Entry,
+    ) -> Entry {
+        if let Some(s) = stamp {
+            entry_cache::put(dir, s, name, entry.clone());
+        }
+        entry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{decide, load, Decision, Request, Step, Verdict};
+    use std::os::unix::fs::symlink;
+    use std::path::Path;
+
+    fn judge(root: &Path, command: &str) -> Decision {
+        decide(&load::builtin_default(root), &Request::shell(command, root))
+    }
+
+    fn hits() -> usize {
+        super::entry_cache::HITS.with(|h| h.get())
+    }
+
+    fn settle() {
+        std::thread::sleep(super::entry_cache::SETTLE + std::time::Duration::from_millis(300));
+    }
+
+    /// What the boundary keeps across decisions never outlives a change of the
+    /// tree: a directory, a file, a missing name and a symlink, each swapped for
+    /// a symlink out of the workspace between two decisions, are denied at once
+    /// and still once the change is itself settled.
+    #[test]
+    fn kept_entries_never_outlive_a_swap_to_outside() {
+        let outer = tempfile::Builder::new()
+            .prefix("airlock-entry-cache-")
+            .tempdir()
+            .unwrap();
+        let root = outer.path().join("ws");
+        let outside = outer.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("file"), "canary").unwrap();
+        // Each kept name in a directory of its own, so that no other lookup in
+        // that directory can refresh what was kept before it is read.
+        for dir in ["a", "b", "c", "d/sub", "e/sub"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(root.join("plain"), "inside").unwrap();
+        std::fs::write(root.join("a/plain"), "inside").unwrap();
+        std::fs::write(root.join("c/target"), "inside").unwrap();
+        symlink("target", root.join("c/link")).unwrap();
+        std::fs::write(root.join("d/sub/file"), "inside").unwrap();
+        let root = root.canonicalize().unwrap();
+        let outside = outside.canonicalize().unwrap();
+        let cases = [
+            "cat plain",
+            "cat a/plain",
+            "cat b/missing",
+            "cat c/link",
+            "cat d/sub/file",
+            "cat e/sub/missing",
+        ];
+        settle();
+
+        for command in cases {
+            let first = judge(&root, command);
+            assert_eq!(first.decision, Verdict::Allow, "{command}: {first:?}");
+        }
+        // The same decisions again are answered from what was kept.
+        let before = hits();
+        for command in cases {
+            assert_eq!(judge(&root, command).decision, Verdict::Allow, "{command}");
+        }
+        assert!(
+            hits() - before >= cases.len(),
+            "only {} lookups were answered from the cache",
+            hits() - before
+        );
+
+        // Swap each for a symlink out of the workspace: a file, a missing
+        // name, a symlink's target, a directory on the way.
+        let out_file = outside.join("file");
+        std::fs::remove_file(root.join("plain")).unwrap();
+        symlink(&out_file, root.join("plain")).unwrap();
+        std::fs::remove_file(root.join("a/plain")).unwrap();
+        symlink(&out_file, root.join("a/plain")).unwrap();
+        symlink(&out_file, root.join("b/missing")).unwrap();
+        std::fs::remove_file(root.join("c/link")).unwrap();
+        symlink(&out_file, root.join("c/link")).unwrap();
+        std::fs::rename(root.join("d/sub"), root.join("d/sub.old")).unwrap();
+        symlink(&outside, root.join("d/sub")).unwrap();
+        std::fs::rename(root.join("e/sub"), root.join("e/sub.old")).unwrap();
+        symlink(&outside, root.join("e/sub")).unwrap();
+
+        let denied = |when: &str| {
+            for command in cases {
+                let d = judge(&root, command);
+                assert_eq!(d.decision, Verdict::Deny, "{when}, {command}: {d:?}");
+                assert_eq!(d.step, Step::Workspace, "{when}, {command}: {d:?}");
+                assert!(
+                    d.reason.contains(&*outside.to_string_lossy()),
+                    "{when}, {command}: {}",
+                    d.reason
+                );
+            }
+        };
+        denied("right after the swap");
+        settle();
+        denied("once the swap is settled");
+        denied("from what was kept after the swap");
     }
 }

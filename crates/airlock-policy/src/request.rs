@@ -26,6 +26,19 @@ pub struct Request {
     pub loosening: Loosening,
 }
 
+impl Request {
+    /// A shell command line from `cwd`, with nothing loosened.
+    pub fn shell(command: impl Into<String>, cwd: impl Into<PathBuf>) -> Request {
+        Request {
+            command: Command::Shell {
+                command: command.into(),
+            },
+            cwd: cwd.into(),
+            loosening: Loosening::default(),
+        }
+    }
+}
+
 /// Boundaries a grant opens for one request. Empty by default.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Loosening {

@@ -2,19 +2,11 @@
 //! tree around it is outside the boundary, even though `/tmp` paths are
 //! otherwise the sandbox's own private tmpfs.
 
-use airlock_policy::{decide, load, Command, Request, Verdict};
+use airlock_policy::{decide, load, Request, Verdict};
 use std::path::Path;
 
 fn judge(root: &Path, command: &str) -> Verdict {
-    let policy = load::builtin_default(root);
-    let request = Request {
-        command: Command::Shell {
-            command: command.to_string(),
-        },
-        cwd: root.to_path_buf(),
-        loosening: Default::default(),
-    };
-    decide(&policy, &request).decision
+    decide(&load::builtin_default(root), &Request::shell(command, root)).decision
 }
 
 #[test]
