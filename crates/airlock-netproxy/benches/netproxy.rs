@@ -3,6 +3,9 @@
 //! * `download_100MB/*`: one 100 MB HTTP download from a loopback server, direct
 //!   vs through the relay + proxy (CONNECT tunnel, SOCKS5, plain-HTTP forward).
 //!   Target: through the proxy ≥ 80 % of direct throughput.
+//! * `download_100MB/peer_haproxy_splice`: the same download through HAProxy in
+//!   TCP mode with splicing, when `haproxy` is installed. It is the reference for
+//!   what any relay costs on this machine: a third process on the data path.
 //! * `connect/*`: a direct TCP connect to the server vs the whole proxied setup
 //!   (TCP to the relay, `CONNECT`, proxy resolves and connects, `200` back).
 //!   The difference of the medians is the latency a CONNECT adds. Target < 1 ms.
@@ -96,6 +99,56 @@ fn download_forward(relay: SocketAddr, server: SocketAddr) -> u64 {
     read_response(s)
 }
 
+/// HAProxy relaying plain TCP from a loopback port to `server`, with splice.
+struct PeerRelay {
+    child: std::process::Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for PeerRelay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_haproxy(server: SocketAddr) -> Option<PeerRelay> {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+    let addr = free.local_addr().ok()?;
+    drop(free);
+    let dir = tempfile::tempdir().ok()?;
+    let cfg = dir.path().join("haproxy.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global\n  maxconn 64\n  nbthread 1\ndefaults\n  mode tcp\n  option splice-request\n  option splice-response\n  \
+             timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n\
+             listen relay\n  bind {addr}\n  server upstream {server}\n"
+        ),
+    )
+    .ok()?;
+    let child = std::process::Command::new("haproxy")
+        .arg("-db")
+        .arg("-f")
+        .arg(&cfg)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let peer = PeerRelay {
+        child,
+        addr,
+        _dir: dir,
+    };
+    for _ in 0..100 {
+        if TcpStream::connect(addr).is_ok() {
+            return Some(peer);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
 fn bench(c: &mut Criterion) {
     let world = World::new(
         &["plain.test"],
@@ -108,6 +161,11 @@ fn bench(c: &mut Criterion) {
     assert_eq!(download_connect(relay, server), SIZE);
     assert_eq!(download_socks(relay, server), SIZE);
     assert_eq!(download_forward(relay, server), SIZE);
+    let peer = start_haproxy(server);
+    match &peer {
+        Some(p) => assert_eq!(download_direct(p.addr), SIZE),
+        None => eprintln!("haproxy not installed: no peer relay figure"),
+    }
 
     let mut g = c.benchmark_group("download_100MB");
     g.throughput(Throughput::Bytes(SIZE));
@@ -121,6 +179,11 @@ fn bench(c: &mut Criterion) {
     g.bench_function("proxy_http_forward", |b| {
         b.iter(|| download_forward(relay, server))
     });
+    if let Some(p) = &peer {
+        g.bench_function("peer_haproxy_splice", |b| {
+            b.iter(|| download_direct(p.addr))
+        });
+    }
     g.finish();
 
     let mut g = c.benchmark_group("connect");

@@ -1,5 +1,6 @@
 //! The HTTP side of the proxy: `CONNECT` tunnels and plain-HTTP forwarding.
 
+use crate::client::ClientConn;
 use crate::decide::{open_upstream, Refusal};
 use crate::log::{Decision, Protocol, Reason};
 use crate::pattern::Target;
@@ -13,7 +14,6 @@ use hyper::header::{HeaderName, HeaderValue, HOST};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
-use tokio::net::UnixStream;
 
 /// The header that carries the machine-readable refusal code.
 pub const ERROR_HEADER: &str = "x-airlock-proxy-error";
@@ -128,9 +128,9 @@ async fn connect(state: Arc<ContextState>, req: Request<Incoming>) -> Response<B
                 return;
             }
         };
-        // The connection is our own unix socket underneath: take it back from
+        // The connection is the sandbox's own socket underneath: take it back from
         // hyper (with whatever it had already read) so the tunnel can splice.
-        match upgraded.downcast::<TokioIo<Rewind<UnixStream>>>() {
+        match upgraded.downcast::<TokioIo<Rewind<ClientConn>>>() {
             Ok(parts) => {
                 let (first, client) = parts.io.into_inner().into_parts();
                 let mut prefix: Vec<u8> = first.into_iter().collect();

@@ -11,6 +11,7 @@
 //! request id. Every decision, allowed or refused, is a [`ConnectionEntry`].
 
 pub mod addr;
+pub mod client;
 pub mod config;
 pub mod decide;
 pub mod http;

@@ -6,6 +6,7 @@
 //! execution can borrow another's allowlist: it would need the other socket, which
 //! is bound into the other sandbox alone.
 
+use crate::client::Arrival;
 use crate::config::ContextConfig;
 use crate::log::{ConnectionEntry, ConnectionLog, Decision, NewEntry, Protocol, Reason};
 use std::io;
@@ -200,18 +201,27 @@ async fn accept_loop(
     }
 }
 
-/// Tell SOCKS5 (first byte 5) from HTTP (a method name) and serve accordingly.
-async fn serve_connection(state: Arc<ContextState>, mut stream: UnixStream) -> io::Result<()> {
-    let first = match tokio::time::timeout(Duration::from_secs(30), stream.read_u8()).await {
-        Ok(Ok(b)) => b,
+/// Take the connection over from the relay (or serve a direct client), tell
+/// SOCKS5 (first byte 5) from HTTP (a method name) and serve accordingly.
+async fn serve_connection(state: Arc<ContextState>, stream: UnixStream) -> io::Result<()> {
+    let first_byte = async {
+        match crate::client::receive(stream).await? {
+            Arrival::Nothing => Ok(None),
+            Arrival::Direct { first, conn } => Ok(Some((first, conn))),
+            Arrival::HandedOver(mut conn) => Ok(Some((conn.read_u8().await?, conn))),
+        }
+    };
+    let (first, conn) = match tokio::time::timeout(Duration::from_secs(30), first_byte).await {
+        Ok(Ok(Some(got))) => got,
+        Ok(Err(e)) => return Err(e),
         _ => return Ok(()),
     };
     if first == 5 {
-        return crate::socks::serve(state, stream).await;
+        return crate::socks::serve(state, conn).await;
     }
     let io = hyper_util::rt::TokioIo::new(Rewind {
         first: Some(first),
-        inner: stream,
+        inner: conn,
     });
     let service = hyper::service::service_fn(move |req| crate::http::handle(state.clone(), req));
     hyper::server::conn::http1::Builder::new()

@@ -1,6 +1,7 @@
 //! A small SOCKS5 server (RFC 1928): no authentication, `CONNECT` only, with the
 //! destination name resolved by the proxy (what `socks5h://` clients send).
 
+use crate::client::ClientConn;
 use crate::decide::open_upstream;
 use crate::log::{Decision, NewEntry, Protocol, Reason};
 use crate::pattern::Target;
@@ -10,7 +11,6 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::UnixStream;
 
 const VERSION: u8 = 5;
 const NO_AUTH: u8 = 0;
@@ -36,7 +36,7 @@ async fn send_reply<S: AsyncWrite + Unpin>(s: &mut S, code: u8) -> io::Result<()
 }
 
 /// Serve one SOCKS5 connection whose first byte (the version, 5) was already read.
-pub async fn serve(state: Arc<ContextState>, mut client: UnixStream) -> io::Result<()> {
+pub async fn serve(state: Arc<ContextState>, mut client: ClientConn) -> io::Result<()> {
     let n_methods = client.read_u8().await? as usize;
     let mut methods = vec![0u8; n_methods];
     client.read_exact(&mut methods).await?;

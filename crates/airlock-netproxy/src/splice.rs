@@ -4,6 +4,7 @@
 //! never needs to see. Moving it in the kernel keeps the proxy's throughput close
 //! to a direct download (the benchmark target is ≥ 80 %).
 
+use crate::client::ClientConn;
 use crate::log::EntryHandle;
 use rustix::pipe::{fcntl_setpipe_size, pipe_with, splice, PipeFlags, SpliceFlags};
 use std::io;
@@ -94,7 +95,7 @@ pub async fn splice_until_eof<F: ReadyFd, T: ReadyFd>(
 
 /// Both directions at once; ends when both have reached EOF (or one failed).
 pub async fn splice_both(
-    client: &UnixStream,
+    client: &ClientConn,
     upstream: &TcpStream,
     entry: &EntryHandle,
 ) -> io::Result<()> {

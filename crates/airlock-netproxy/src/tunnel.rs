@@ -1,6 +1,7 @@
 //! Tunnels (CONNECT and SOCKS5): inspect the first bytes, then splice both ways
 //! while counting bytes into the connection log.
 
+use crate::client::ClientConn;
 use crate::log::{Decision, EntryHandle, Reason};
 use crate::pattern::TargetHost;
 use crate::tls::{parse_client_hello, HelloParse, ALERT_ACCESS_DENIED, MAX_HELLO_BYTES};
@@ -9,7 +10,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::{TcpStream, UnixStream};
+use tokio::net::TcpStream;
 
 /// Large buffers: the tunnel is a bulk copy and the benchmark asks for ≥ 80% of a
 /// direct download.
@@ -243,7 +244,7 @@ where
 
 /// Inspect, then move the rest of the tunnel in the kernel (`splice(2)`).
 pub async fn inspect_and_splice(
-    mut client: UnixStream,
+    mut client: ClientConn,
     prefix: Vec<u8>,
     mut upstream: TcpStream,
     host: &TargetHost,

@@ -5,7 +5,7 @@
 //! Needs root (the machine these tests run on is root); each test builds its
 //! own workspace and runs directory.
 
-use airlock_sandbox::native::NativeBackend;
+use airlock_sandbox::native::{relay, NativeBackend};
 use airlock_sandbox::{
     Backend, ChangeKind, KillReason, Limits, NetworkSpec, Outcome, SandboxSpec, WorkspaceMode,
     WorkspaceSpec,
@@ -245,12 +245,33 @@ fn proxy_mode_reaches_only_the_relay_to_the_host_socket() {
     let sock = f.runs.parent().unwrap().join("proxy.sock");
     let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
     let server = std::thread::spawn(move || {
-        let (mut c, _) = listener.accept().unwrap();
+        // The relay hands the program's TCP connection itself to the proxy.
+        use rustix::net::{recvmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+        let (c, _) = listener.accept().unwrap();
+        let mut byte = [0xffu8; 1];
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let got = recvmsg(
+            &c,
+            &mut [std::io::IoSliceMut::new(&mut byte)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        )
+        .unwrap();
+        assert_eq!((got.bytes, byte[0]), (1, relay::HANDOFF_BYTE));
+        let fd = control
+            .drain()
+            .find_map(|m| match m {
+                RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+                _ => None,
+            })
+            .expect("a descriptor behind the handoff byte");
+        let mut program = std::net::TcpStream::from(fd);
         let mut buf = [0u8; 5];
-        c.read_exact(&mut buf).unwrap();
-        // Answer, so that the command waits for its bytes to have crossed the
-        // relay before it exits (the sandbox's teardown ends the relay).
-        c.write_all(b"ok").unwrap();
+        program.read_exact(&mut buf).unwrap();
+        // Answer, so that the command waits for its bytes to have arrived before
+        // it exits (the sandbox's teardown ends the relay).
+        program.write_all(b"ok").unwrap();
         buf
     });
     let mut s = spec(
