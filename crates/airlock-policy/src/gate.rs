@@ -11,7 +11,7 @@
 
 use crate::network::{host_matches, named_hosts, touches_network};
 use crate::paths::{system_program, Boundary};
-use crate::rules::{prefix_matches, ArgvShape};
+use crate::rules::{prefix_matches, ArgvShape, RuleIndex};
 use crate::shell::{self, Access, Analysis, Context, Cwd, Segment};
 use crate::{
     Command, Decision, NetworkMode, Policy, Request, Rule, SegmentDecision, Step, Verdict,
@@ -211,10 +211,13 @@ fn judge_analysis(
         &write,
         &policy.workspace.protect,
     );
+    // Building the index costs about as much as a few scans of the rules.
+    let index = (analysis.segments.len() > 4).then(|| RuleIndex::new(&policy.commands.rules));
     let judge = Judge {
         policy,
         boundary,
         extra_hosts: &request.loosening.network_hosts,
+        index,
     };
     let mut segments = Vec::with_capacity(analysis.segments.len());
     let mut traces = Vec::new();
@@ -264,6 +267,23 @@ struct Judge<'p> {
     policy: &'p Policy,
     boundary: Boundary,
     extra_hosts: &'p [String],
+    /// Rules by program, for requests with many segments.
+    index: Option<RuleIndex<'p>>,
+}
+
+/// The trace of one segment, when asked for; its details are only built then.
+struct Notes<'t>(Option<&'t mut Vec<TraceEntry>>);
+
+impl Notes<'_> {
+    fn add(&mut self, step: Step, outcome: &str, detail: impl FnOnce() -> String) {
+        if let Some(t) = self.0.as_deref_mut() {
+            t.push(TraceEntry {
+                step,
+                outcome: outcome.to_string(),
+                detail: detail(),
+            });
+        }
+    }
 }
 
 /// What a step concluded.
@@ -279,17 +299,8 @@ fn display_argv(argv: &[String]) -> String {
 }
 
 impl Judge<'_> {
-    fn segment(&self, seg: &Segment, mut trace: Option<&mut Vec<TraceEntry>>) -> SegmentDecision {
-        let mut note = |step: Step, outcome: &str, detail: String| {
-            if let Some(t) = trace.as_deref_mut() {
-                t.push(TraceEntry {
-                    step,
-                    outcome: outcome.to_string(),
-                    detail,
-                });
-            }
-        };
-        let found = self.steps(seg, &mut note);
+    fn segment(&self, seg: &Segment, trace: Option<&mut Vec<TraceEntry>>) -> SegmentDecision {
+        let found = self.steps(seg, &mut Notes(trace));
         SegmentDecision {
             argv: seg.argv.clone(),
             decision: found.verdict,
@@ -299,7 +310,7 @@ impl Judge<'_> {
         }
     }
 
-    fn steps(&self, seg: &Segment, note: &mut dyn FnMut(Step, &str, String)) -> Found {
+    fn steps(&self, seg: &Segment, notes: &mut Notes<'_>) -> Found {
         let policy = self.policy;
         let on_unknown = policy.commands.on_unknown;
         let program = seg
@@ -310,7 +321,7 @@ impl Judge<'_> {
 
         // Step 0: can it be known?
         if let Some(why) = &seg.unknown {
-            note(Step::Input, on_unknown.as_str(), why.clone());
+            notes.add(Step::Input, on_unknown.as_str(), || why.clone());
             // A deny rule on what is visible still wins over approval.
             if on_unknown != Verdict::Deny {
                 if let Some(f) = self.rule_match(seg) {
@@ -329,11 +340,9 @@ impl Judge<'_> {
                 rule: Some("commands.on_unknown".into()),
             };
         }
-        note(
-            Step::Input,
-            "pass",
-            "every word is known before running".into(),
-        );
+        notes.add(Step::Input, "pass", || {
+            "every word is known before running".into()
+        });
 
         // Step 1: the workspace boundary.
         let mut unknown_path: Option<String> = None;
@@ -355,7 +364,7 @@ impl Judge<'_> {
                             o.resolved.display(),
                             policy.workspace.root.display()
                         );
-                        note(Step::Workspace, "deny", reason.clone());
+                        notes.add(Step::Workspace, "deny", || reason.clone());
                         return Found {
                             verdict: Verdict::Deny,
                             step: Step::Workspace,
@@ -364,7 +373,7 @@ impl Judge<'_> {
                         };
                     }
                     if let Some(f) = self.check_paths(seg, cwd, &program) {
-                        note(Step::Workspace, "deny", f.reason.clone());
+                        notes.add(Step::Workspace, "deny", || f.reason.clone());
                         return f;
                     }
                 }
@@ -378,27 +387,21 @@ impl Judge<'_> {
             }
         }
         match &unknown_path {
-            Some(why) => note(Step::Workspace, on_unknown.as_str(), why.clone()),
-            None => note(
-                Step::Workspace,
-                "pass",
-                "every path stays inside the workspace".into(),
-            ),
+            Some(why) => notes.add(Step::Workspace, on_unknown.as_str(), || why.clone()),
+            None => notes.add(Step::Workspace, "pass", || {
+                "every path stays inside the workspace".into()
+            }),
         }
 
         // Step 2: the network.
         if let Some(f) = self.network(seg) {
-            note(Step::Network, "deny", f.reason.clone());
+            notes.add(Step::Network, "deny", || f.reason.clone());
             return f;
         }
-        note(
-            Step::Network,
-            "pass",
-            match policy.network.mode {
-                NetworkMode::Open => "network mode is open".into(),
-                _ => "does not reach the network".into(),
-            },
-        );
+        notes.add(Step::Network, "pass", || match policy.network.mode {
+            NetworkMode::Open => "network mode is open".into(),
+            _ => "does not reach the network".into(),
+        });
 
         // Steps 3 and 4.
         let ruled = self.rule_match(seg);
@@ -430,14 +433,16 @@ impl Judge<'_> {
             },
         };
         match found.step {
-            Step::Approval => note(Step::Approval, found.verdict.as_str(), found.reason.clone()),
+            Step::Approval => notes.add(Step::Approval, found.verdict.as_str(), || {
+                found.reason.clone()
+            }),
             _ => {
-                note(Step::Approval, "pass", "no approval prefix matches".into());
-                note(
-                    Step::Allowlist,
-                    found.verdict.as_str(),
-                    found.reason.clone(),
-                );
+                notes.add(Step::Approval, "pass", || {
+                    "no approval prefix matches".into()
+                });
+                notes.add(Step::Allowlist, found.verdict.as_str(), || {
+                    found.reason.clone()
+                });
             }
         }
         if let Some(why) = unknown_path {
@@ -593,20 +598,27 @@ impl Judge<'_> {
     /// Steps 3 and 4: the strictest matching rule, on the command and on the
     /// wrappers around it (a deny or approval rule on a wrapper counts too).
     fn rule_match(&self, seg: &Segment) -> Option<Found> {
+        let rules = &self.policy.commands.rules;
         let mut best: Option<&Rule> = None;
         let mut consider = |argv: &[String], inner: bool| {
             let Some(shape) = ArgvShape::new(argv) else {
                 return;
             };
-            for rule in &self.policy.commands.rules {
+            let judge_rule = |i: usize| {
+                let rule = &rules[i];
                 if !inner && rule.decision == Verdict::Allow {
-                    continue;
+                    return;
                 }
                 if prefix_matches(&rule.prefix, &shape)
                     && best.is_none_or(|b| rule.decision > b.decision)
                 {
                     best = Some(rule);
                 }
+            };
+            // In policy order either way: the first of the strictest wins.
+            match &self.index {
+                Some(index) => index.candidates(&shape).into_iter().for_each(judge_rule),
+                None => (0..rules.len()).for_each(judge_rule),
             }
         };
         if !seg.argv.is_empty() {
@@ -689,5 +701,47 @@ fn arg_access<'a>(program: &'a str, argv: &'a [String]) -> impl Fn(usize) -> Acc
         "sed" | "sort" | "uniq" => Access::Read,
         p if shell::reads_only(p) => Access::Read,
         _ => Access::Write,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The trace's details are built only when explaining; both paths decide alike.
+    #[test]
+    fn explain_traces_every_step_and_agrees_with_decide() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("README.md"), "hi").unwrap();
+        let policy = crate::load::builtin_default(&root);
+        let request = Request::shell("cat README.md && cat /etc/passwd", &root);
+        let e = explain(&policy, &request);
+        assert_eq!(e.decision, decide(&policy, &request));
+        assert_eq!(e.decision.decision, Verdict::Deny);
+        let steps = |t: &[TraceEntry]| -> Vec<(Step, String)> {
+            t.iter().map(|x| (x.step, x.outcome.clone())).collect()
+        };
+        assert_eq!(e.traces.len(), 2);
+        assert_eq!(
+            steps(&e.traces[0]),
+            [
+                (Step::Input, "pass".to_string()),
+                (Step::Workspace, "pass".into()),
+                (Step::Network, "pass".into()),
+                (Step::Approval, "pass".into()),
+                (Step::Allowlist, "allow".into()),
+            ]
+        );
+        assert!(e.traces[0].iter().all(|x| !x.detail.is_empty()));
+        assert!(e.traces[0][4].detail.contains("allowlisted"));
+        assert_eq!(
+            steps(&e.traces[1]),
+            [
+                (Step::Input, "pass".to_string()),
+                (Step::Workspace, "deny".into()),
+            ]
+        );
+        assert!(e.traces[1][1].detail.contains("outside the workspace"));
     }
 }

@@ -207,6 +207,46 @@ fn option_present(option: &str, shape: &ArgvShape<'_>) -> bool {
     }
 }
 
+/// The rules whose program position can match a program, looked up by name
+/// instead of scanning every rule (a request with many segments asks often).
+pub struct RuleIndex<'p> {
+    by_program: std::collections::HashMap<&'p str, Vec<usize>>,
+}
+
+impl<'p> RuleIndex<'p> {
+    pub fn new(rules: &'p [crate::Rule]) -> Self {
+        let mut by_program: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+        for (i, rule) in rules.iter().enumerate() {
+            for alt in rule.prefix.first().into_iter().flatten() {
+                let list = by_program.entry(alt.as_str()).or_default();
+                if list.last() != Some(&i) {
+                    list.push(i);
+                }
+            }
+        }
+        RuleIndex { by_program }
+    }
+
+    /// Indices, in policy order, of every rule that [`prefix_matches`] could
+    /// accept for `shape`: a rule's program matches by name, or as written
+    /// when it names a path, so no other rule can.
+    pub fn candidates(&self, shape: &ArgvShape<'_>) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        let mut names = vec![shape.program];
+        if shape.program_as_written != shape.program {
+            names.push(shape.program_as_written);
+        }
+        for name in names {
+            if let Some(list) = self.by_program.get(name) {
+                out.extend(list);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
 /// Split a plain prefix string (`"git status"`) into positions.
 pub fn split_plain(text: &str) -> Vec<Vec<String>> {
     text.split_whitespace()
@@ -257,5 +297,65 @@ mod tests {
         assert!(prefix_matches(&p, &ArgvShape::new(&a).unwrap()));
         assert!(m("./scripts/test.sh", "./scripts/test.sh --fast"));
         assert!(!m("./scripts/test.sh", "test.sh"));
+    }
+
+    /// Every rule that matches is among the index's candidates.
+    #[test]
+    fn the_index_never_misses_a_matching_rule() {
+        let mut policy = crate::load::builtin_default(std::path::Path::new("/w"));
+        let extra = [
+            vec![vec!["./scripts/test.sh".to_string()]],
+            vec![
+                vec!["/usr/bin/git".to_string(), "git".into()],
+                vec!["push".into()],
+            ],
+            vec![vec!["rm".to_string()], vec!["-rf".into()]],
+        ];
+        for prefix in extra {
+            policy.commands.rules.push(crate::Rule {
+                name: "extra".into(),
+                prefix,
+                decision: crate::Verdict::Deny,
+                reason: None,
+            });
+        }
+        let rules = &policy.commands.rules;
+        let index = RuleIndex::new(rules);
+        let mut matched = 0;
+        for cmd in [
+            "ls -la",
+            "git status",
+            "git -C x push",
+            "/usr/bin/git push",
+            "/bin/git push",
+            "./scripts/test.sh --fast",
+            "scripts/test.sh",
+            "test.sh",
+            "rm -r -f x",
+            "/bin/rm --recursive --force x",
+            "python3 -m pytest",
+            "cat x",
+            "curl h",
+            "pip install x",
+            "sudo ls",
+            "cargo +nightly install x",
+            "npm install",
+            "unknown-tool run",
+        ] {
+            let a = argv(cmd);
+            let shape = ArgvShape::new(&a).unwrap();
+            let candidates = index.candidates(&shape);
+            assert!(candidates.windows(2).all(|w| w[0] < w[1]), "{cmd}");
+            for (i, rule) in rules.iter().enumerate() {
+                if prefix_matches(&rule.prefix, &shape) {
+                    matched += 1;
+                    assert!(candidates.contains(&i), "{cmd}: rule {} missed", rule.name);
+                }
+            }
+        }
+        assert!(
+            matched > 15,
+            "only {matched} matches: the test checks little"
+        );
     }
 }
