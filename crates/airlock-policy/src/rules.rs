@@ -210,39 +210,45 @@ fn option_present(option: &str, shape: &ArgvShape<'_>) -> bool {
 /// The rules whose program position can match a program, looked up by name
 /// instead of scanning every rule (a request with many segments asks often).
 pub struct RuleIndex<'p> {
-    by_program: std::collections::HashMap<&'p str, Vec<usize>>,
+    /// (a program word of a rule's prefix, the rule's index), sorted.
+    by_program: Vec<(&'p str, usize)>,
 }
 
 impl<'p> RuleIndex<'p> {
     pub fn new(rules: &'p [crate::Rule]) -> Self {
-        let mut by_program: std::collections::HashMap<&str, Vec<usize>> = Default::default();
-        for (i, rule) in rules.iter().enumerate() {
-            for alt in rule.prefix.first().into_iter().flatten() {
-                let list = by_program.entry(alt.as_str()).or_default();
-                if list.last() != Some(&i) {
-                    list.push(i);
-                }
-            }
-        }
+        let mut by_program: Vec<(&str, usize)> = rules
+            .iter()
+            .enumerate()
+            .flat_map(|(i, rule)| {
+                rule.prefix
+                    .first()
+                    .into_iter()
+                    .flatten()
+                    .map(move |alt| (alt.as_str(), i))
+            })
+            .collect();
+        by_program.sort_unstable();
         RuleIndex { by_program }
+    }
+
+    fn rules_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = usize> + 'a {
+        let start = self.by_program.partition_point(|(p, _)| *p < name);
+        self.by_program[start..]
+            .iter()
+            .take_while(move |(p, _)| *p == name)
+            .map(|(_, i)| *i)
     }
 
     /// Indices, in policy order, of every rule that [`prefix_matches`] could
     /// accept for `shape`: a rule's program matches by name, or as written
     /// when it names a path, so no other rule can.
     pub fn candidates(&self, shape: &ArgvShape<'_>) -> Vec<usize> {
-        let mut out: Vec<usize> = Vec::new();
-        let mut names = vec![shape.program];
+        let mut out: Vec<usize> = self.rules_named(shape.program).collect();
         if shape.program_as_written != shape.program {
-            names.push(shape.program_as_written);
+            out.extend(self.rules_named(shape.program_as_written));
+            out.sort_unstable();
+            out.dedup();
         }
-        for name in names {
-            if let Some(list) = self.by_program.get(name) {
-                out.extend(list);
-            }
-        }
-        out.sort_unstable();
-        out.dedup();
         out
     }
 }
