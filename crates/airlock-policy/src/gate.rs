@@ -513,8 +513,9 @@ impl Judge<'_> {
         }
         let access = arg_access(program, &seg.argv);
         let already: Vec<&str> = seg.paths.iter().map(|p| p.text.as_str()).collect();
+        let pattern = grep_pattern(program, &seg.argv);
         for (i, arg) in seg.argv.iter().enumerate().skip(1) {
-            if seg.unknown_args.iter().any(|(shown, _)| shown == arg) {
+            if seg.unknown_args.iter().any(|(shown, _)| shown == arg) || pattern == Some(i) {
                 continue;
             }
             for candidate in path_candidates(arg) {
@@ -681,6 +682,84 @@ fn path_candidates(arg: &str) -> Vec<&str> {
         out.retain(|c| !c.contains("://"));
     }
     out
+}
+
+/// The index of grep's pattern operand, which is data, not a path
+/// (`grep ../x notes.txt` reads only notes.txt). Only when every option is a
+/// known flag that takes no separate value (long options spelled in full):
+/// with `-e`/`-f`, an option taking a separate value, `--`, an abbreviation or
+/// anything unknown, every operand is checked as a path.
+fn grep_pattern(program: &str, argv: &[String]) -> Option<usize> {
+    const FLAGS: &str = "EFGPiyvwxcLloqsbHhnTZzrRaIU";
+    const LONG_FLAGS: &[&str] = &[
+        "--extended-regexp",
+        "--fixed-strings",
+        "--basic-regexp",
+        "--perl-regexp",
+        "--ignore-case",
+        "--no-ignore-case",
+        "--invert-match",
+        "--word-regexp",
+        "--line-regexp",
+        "--count",
+        "--files-with-matches",
+        "--files-without-match",
+        "--only-matching",
+        "--quiet",
+        "--silent",
+        "--no-messages",
+        "--byte-offset",
+        "--with-filename",
+        "--no-filename",
+        "--line-number",
+        "--initial-tab",
+        "--null",
+        "--null-data",
+        "--recursive",
+        "--dereference-recursive",
+        "--text",
+        "--color",
+        "--colour",
+    ];
+    const LONG_WITH_VALUE: &[&str] = &[
+        "--color",
+        "--colour",
+        "--include",
+        "--exclude",
+        "--exclude-dir",
+        "--exclude-from",
+        "--max-count",
+        "--context",
+        "--after-context",
+        "--before-context",
+        "--binary-files",
+        "--label",
+        "--directories",
+        "--devices",
+    ];
+    if !matches!(program, "grep" | "egrep" | "fgrep") {
+        return None;
+    }
+    let mut pattern = None;
+    for (i, arg) in argv.iter().enumerate().skip(1) {
+        let flag = match arg.split_once('=') {
+            // `--name=value` consumes no other word, and its value is still
+            // checked as a path; `--regexp=` and `--file=` give the pattern.
+            Some((name, _)) if name.starts_with("--") => LONG_WITH_VALUE.contains(&name),
+            _ if arg.starts_with("--") => LONG_FLAGS.contains(&arg.as_str()),
+            _ => match arg.strip_prefix('-') {
+                Some(short) if !short.is_empty() => short.chars().all(|c| FLAGS.contains(c)),
+                _ => {
+                    pattern.get_or_insert(i);
+                    continue;
+                }
+            },
+        };
+        if !flag {
+            return None;
+        }
+    }
+    pattern
 }
 
 /// Read or write, for the argument at an index of this program's argv.
