@@ -45,10 +45,8 @@ impl Stamp {
         if !meta.file_type().is_dir() {
             return None;
         }
-        let secs = u64::try_from(meta.ctime()).ok()?;
-        let nanos = u32::try_from(meta.ctime_nsec()).ok()?;
-        let changed = SystemTime::UNIX_EPOCH + Duration::new(secs, nanos);
-        if changed + SETTLE > decision_start {
+        let settled_at = settled_at(meta.ctime(), meta.ctime_nsec())?;
+        if settled_at > decision_start {
             return None;
         }
         Some(Stamp {
@@ -58,6 +56,17 @@ impl Stamp {
             ctime_nsec: meta.ctime_nsec(),
         })
     }
+}
+
+/// When a ctime becomes old enough to rely on. Checked: a filesystem may
+/// report any ctime, even one no clock can hold (then: never).
+fn settled_at(ctime: i64, ctime_nsec: i64) -> Option<SystemTime> {
+    let secs = u64::try_from(ctime).ok()?;
+    let nanos = u64::try_from(ctime_nsec).ok()?;
+    SystemTime::UNIX_EPOCH
+        .checked_add(Duration::from_secs(secs))?
+        .checked_add(Duration::from_nanos(nanos))?
+        .checked_add(SETTLE)
 }
 
 /// What a name in a directory was, when it was not a directory.
@@ -127,5 +136,22 @@ pub fn put(dir: &Path, stamp: Stamp, name: &OsStr, entry: Entry) {
     }
     if listing.entries.insert(name.to_os_string(), entry).is_none() {
         cache.entries += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_ctime_gives_an_answer_not_a_panic() {
+        let now = SystemTime::now();
+        assert!(settled_at(i64::MAX, i64::MAX).is_none_or(|t| t > now));
+        assert_eq!(settled_at(-1, 0), None);
+        assert_eq!(settled_at(0, -1), None);
+        assert_eq!(
+            settled_at(10, 5),
+            Some(SystemTime::UNIX_EPOCH + Duration::new(13, 5))
+        );
     }
 }
