@@ -6,6 +6,8 @@
 //! * `download_100MB/peer_haproxy_splice`: the same download through HAProxy in
 //!   TCP mode with splicing, when `haproxy` is installed. It is the reference for
 //!   what any relay costs on this machine: a third process on the data path.
+//! * `download_100MB_nginx/*`: the same four downloads from nginx (a real server,
+//!   `sendfile` from a file) when it is installed.
 //! * `connect/*`: a direct TCP connect to the server vs the whole proxied setup
 //!   (TCP to the relay, `CONNECT`, proxy resolves and connects, `200` back).
 //!   The difference of the medians is the latency a CONNECT adds. Target < 1 ms.
@@ -59,7 +61,7 @@ fn read_head(s: &mut TcpStream) -> Vec<u8> {
 
 fn download_direct(server: SocketAddr) -> u64 {
     let mut s = TcpStream::connect(server).unwrap();
-    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\n\r\n")
+    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\nConnection: close\r\n\r\n")
         .unwrap();
     read_response(s)
 }
@@ -70,7 +72,7 @@ fn download_connect(relay: SocketAddr, server: SocketAddr) -> u64 {
     write!(s, "CONNECT plain.test:{} HTTP/1.1\r\n\r\n", server.port()).unwrap();
     let head = read_head(&mut s);
     assert!(head.starts_with(b"HTTP/1.1 200"));
-    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\n\r\n")
+    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\nConnection: close\r\n\r\n")
         .unwrap();
     read_response(s)
 }
@@ -88,7 +90,7 @@ fn download_socks(relay: SocketAddr, server: SocketAddr) -> u64 {
     let mut rep = [0u8; 10];
     s.read_exact(&mut rep).unwrap();
     assert_eq!(rep[1], 0);
-    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\n\r\n")
+    s.write_all(b"GET /big HTTP/1.1\r\nHost: plain.test\r\nConnection: close\r\n\r\n")
         .unwrap();
     read_response(s)
 }
@@ -99,43 +101,39 @@ fn download_forward(relay: SocketAddr, server: SocketAddr) -> u64 {
     read_response(s)
 }
 
-/// HAProxy relaying plain TCP from a loopback port to `server`, with splice.
-struct PeerRelay {
+/// A peer program on loopback (HAProxy or nginx), killed when dropped.
+struct Peer {
     child: std::process::Child,
     addr: SocketAddr,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for PeerRelay {
+impl Drop for Peer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-fn start_haproxy(server: SocketAddr) -> Option<PeerRelay> {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
-    let addr = free.local_addr().ok()?;
-    drop(free);
-    let dir = tempfile::tempdir().ok()?;
-    let cfg = dir.path().join("haproxy.cfg");
-    std::fs::write(
-        &cfg,
-        format!(
-            "global\n  maxconn 64\n  nbthread 1\ndefaults\n  mode tcp\n  option splice-request\n  option splice-response\n  \
-             timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n\
-             listen relay\n  bind {addr}\n  server upstream {server}\n"
-        ),
-    )
-    .ok()?;
-    let child = std::process::Command::new("haproxy")
-        .arg("-db")
-        .arg("-f")
-        .arg(&cfg)
+/// Start `program` with `args` (`{cfg}` becomes the config path) and wait until
+/// it listens on `addr`. `None` when it is not installed or does not come up.
+fn start_peer(
+    program: &str,
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+    config: String,
+    args: &[&str],
+) -> Option<Peer> {
+    let cfg = dir.path().join(format!("{program}.conf"));
+    std::fs::write(&cfg, config).ok()?;
+    let cfg = cfg.to_str()?.to_string();
+    let child = std::process::Command::new(program)
+        .args(args.iter().map(|a| a.replace("{cfg}", &cfg)))
         .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .ok()?;
-    let peer = PeerRelay {
+    let peer = Peer {
         child,
         addr,
         _dir: dir,
@@ -149,25 +147,58 @@ fn start_haproxy(server: SocketAddr) -> Option<PeerRelay> {
     None
 }
 
-fn bench(c: &mut Criterion) {
-    let world = World::new(
-        &["plain.test"],
-        &[],
-        routes_with(vec![("/big", Body::Generated(SIZE))]),
+/// A free port on `ip` (a bind to port 0, given back).
+fn free_addr(ip: &str) -> Option<SocketAddr> {
+    let free = std::net::TcpListener::bind((ip, 0)).ok()?;
+    free.local_addr().ok()
+}
+
+/// HAProxy relaying plain TCP from a loopback port to `server`, splicing both ways.
+fn start_haproxy(server: SocketAddr) -> Option<Peer> {
+    let addr = free_addr("127.0.0.1")?;
+    let config = format!(
+        "global\n  maxconn 64\n  nbthread 1\n\
+         defaults\n  mode tcp\n  option splice-request\n  option splice-response\n  \
+         timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n\
+         listen relay\n  bind {addr}\n  server upstream {server}\n"
     );
-    let server = world.http.addr;
-    let relay = world.relay;
+    start_peer(
+        "haproxy",
+        addr,
+        tempfile::tempdir().ok()?,
+        config,
+        &["-db", "-f", "{cfg}"],
+    )
+}
+
+/// nginx serving `/big` (SIZE bytes, from a file, with sendfile) on `ip`, the
+/// address `plain.test` resolves to in the proxy's test configuration.
+fn start_nginx(ip: &str) -> Option<Peer> {
+    let addr = free_addr(ip)?;
+    let dir = tempfile::tempdir().ok()?;
+    let root = dir.path().join("www");
+    std::fs::create_dir(&root).ok()?;
+    std::fs::write(root.join("big"), vec![0x5au8; SIZE as usize]).ok()?;
+    let d = dir.path().display();
+    let config = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\nuser root;\n\
+         pid {d}/nginx.pid;\nerror_log stderr;\nevents {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n\
+         client_body_temp_path {d}/tmp;\n  proxy_temp_path {d}/tmp;\n  fastcgi_temp_path {d}/tmp;\n\
+         uwsgi_temp_path {d}/tmp;\n  scgi_temp_path {d}/tmp;\n\
+         server {{\n    listen {addr};\n    root {root};\n  }}\n}}\n",
+        root = root.display()
+    );
+    start_peer("nginx", addr, dir, config, &["-c", "{cfg}", "-e", "stderr"])
+}
+
+/// The four ways of downloading `/big` from `server`, as one criterion group.
+fn download_group(c: &mut Criterion, name: &str, server: SocketAddr, relay: SocketAddr) {
     assert_eq!(download_direct(server), SIZE);
     assert_eq!(download_connect(relay, server), SIZE);
     assert_eq!(download_socks(relay, server), SIZE);
     assert_eq!(download_forward(relay, server), SIZE);
-    let peer = start_haproxy(server);
-    match &peer {
-        Some(p) => assert_eq!(download_direct(p.addr), SIZE),
-        None => eprintln!("haproxy not installed: no peer relay figure"),
-    }
-
-    let mut g = c.benchmark_group("download_100MB");
+    let mut g = c.benchmark_group(name);
     g.throughput(Throughput::Bytes(SIZE));
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(8));
@@ -179,12 +210,37 @@ fn bench(c: &mut Criterion) {
     g.bench_function("proxy_http_forward", |b| {
         b.iter(|| download_forward(relay, server))
     });
-    if let Some(p) = &peer {
-        g.bench_function("peer_haproxy_splice", |b| {
-            b.iter(|| download_direct(p.addr))
-        });
-    }
     g.finish();
+}
+
+fn bench(c: &mut Criterion) {
+    let world = World::new(
+        &["plain.test"],
+        &[],
+        routes_with(vec![("/big", Body::Generated(SIZE))]),
+    );
+    let server = world.http.addr;
+    let relay = world.relay;
+
+    download_group(c, "download_100MB", server, relay);
+    match start_haproxy(server) {
+        Some(p) => {
+            assert_eq!(download_direct(p.addr), SIZE);
+            let mut g = c.benchmark_group("download_100MB");
+            g.throughput(Throughput::Bytes(SIZE));
+            g.sample_size(10);
+            g.measurement_time(Duration::from_secs(8));
+            g.bench_function("peer_haproxy_splice", |b| {
+                b.iter(|| download_direct(p.addr))
+            });
+            g.finish();
+        }
+        None => eprintln!("haproxy not installed: no peer relay figure"),
+    }
+    match start_nginx(&server.ip().to_string()) {
+        Some(nginx) => download_group(c, "download_100MB_nginx", nginx.addr, relay),
+        None => eprintln!("nginx not installed: no figures against a real server"),
+    }
 
     let mut g = c.benchmark_group("connect");
     g.sample_size(200);
