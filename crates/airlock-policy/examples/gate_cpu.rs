@@ -81,6 +81,7 @@ fn main() {
                 std::hint::black_box(decide(&policy, request));
             })
         );
+        let _ = std::fs::remove_dir_all(&dir);
         return;
     }
     println!(
