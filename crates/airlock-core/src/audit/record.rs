@@ -34,6 +34,7 @@ impl Record {
             Event::Execution(e) => Some(&e.request_id),
             Event::Approval(e) => e.request_id.as_deref(),
             Event::Grant(e) => e.request_id.as_deref(),
+            Event::FileWrite(e) => Some(&e.request_id),
             Event::Repair(_) | Event::Reanchor(_) | Event::Test(_) => None,
         }
     }
@@ -44,6 +45,7 @@ impl Record {
             Event::Execution(_) => "execution",
             Event::Approval(_) => "approval",
             Event::Grant(_) => "grant",
+            Event::FileWrite(_) => "file_write",
             Event::Repair(_) => "repair",
             Event::Reanchor(_) => "reanchor",
             Event::Test(_) => "test",
@@ -58,6 +60,7 @@ pub enum Event {
     Execution(Box<ExecutionEvent>),
     Approval(ApprovalEvent),
     Grant(GrantEvent),
+    FileWrite(FileWriteEvent),
     Repair(RepairEvent),
     Reanchor(ReanchorEvent),
     Test(TestEvent),
@@ -235,6 +238,36 @@ pub struct GrantEvent {
     pub grant: crate::grants::Grant,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+}
+
+/// A file a caller wrote into the workspace itself (the MCP `write_file` tool),
+/// not through a sandboxed command. Two records share one request id, as a
+/// decision and its execution do: `requested` before anything touches the disk
+/// (if it cannot be written, neither is the file), then `finished` with the result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileWriteEvent {
+    pub request_id: String,
+    pub who: Caller,
+    /// The path as the caller gave it, relative to the workspace root.
+    pub path: String,
+    pub workspace: PathBuf,
+    pub bytes: u64,
+    /// SHA-256 of the content, so that the file can be matched to this write.
+    pub sha256: String,
+    pub stage: FileWriteStage,
+    /// `written`, or the refusal code (`outside_workspace`, `protected_path`,
+    /// `read_only_workspace`, `too_large`, ...). Only in `finished`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileWriteStage {
+    Requested,
+    Finished,
 }
 
 /// Written when opening the log found an incomplete last line (a writer died in

@@ -314,6 +314,16 @@ fn summary(record: &Record) -> (String, String) {
             )
             .to_lowercase(),
         ),
+        Event::FileWrite(f) => {
+            let stage = match (&f.stage, &f.result) {
+                (_, Some(result)) => result.clone(),
+                (stage, None) => format!("{stage:?}").to_lowercase(),
+            };
+            (
+                f.who.to_string(),
+                format!("write_file {} ({} bytes): {stage}", f.path, f.bytes),
+            )
+        }
         Event::Repair(r) => (
             "airlock".into(),
             format!("repair: cut {} bytes", r.length_before - r.length_after),

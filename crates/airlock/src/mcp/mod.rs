@@ -219,6 +219,60 @@ fn file_result(
     }
 }
 
+/// A workspace write by the caller itself is on the audit record like a command:
+/// `requested` before anything touches the disk (no record, no write), then
+/// `finished` with what came of it.
+fn audited_write(
+    engine: &airlock_core::Engine,
+    tenant: &Tenant,
+    args: &WriteFileArgs,
+    caps: &FileCaps,
+) -> Result<Value, FileError> {
+    use airlock_core::audit::record::{Event, FileWriteEvent, FileWriteStage};
+    use sha2::Digest;
+    let mut event = FileWriteEvent {
+        request_id: airlock_core::engine::request_id(),
+        who: tenant.caller.clone(),
+        path: args.path.clone(),
+        workspace: tenant.policy.workspace.root.clone(),
+        bytes: args.content.len() as u64,
+        sha256: hex::encode(sha2::Sha256::digest(args.content.as_bytes())),
+        stage: FileWriteStage::Requested,
+        result: None,
+        detail: None,
+    };
+    let audit = engine.ledger().audit();
+    if let Err(e) = audit.append(Event::FileWrite(event.clone())) {
+        return Err(FileError {
+            code: "audit_error",
+            message: format!(
+                "refused: the audit log cannot be written, so no file is written unlogged: {e}"
+            ),
+        });
+    }
+    let written = workspace_fs::write_file(&tenant.policy, &args.path, &args.content, caps);
+    event.stage = FileWriteStage::Finished;
+    match &written {
+        Ok(_) => event.result = Some("written".into()),
+        Err(e) => {
+            event.result = Some(e.code.to_string());
+            event.detail = Some(e.message.clone());
+        }
+    }
+    if let Err(e) = audit.append(Event::FileWrite(event)) {
+        if written.is_ok() {
+            return Err(FileError {
+                code: "audit_error",
+                message: format!(
+                    "{} was written, but its audit record could not be: {e}",
+                    args.path
+                ),
+            });
+        }
+    }
+    written
+}
+
 #[tool_router]
 impl AirlockMcp {
     pub fn new(service: Arc<Service>, fixed_tenant: Option<Arc<Tenant>>) -> AirlockMcp {
@@ -365,10 +419,18 @@ impl AirlockMcp {
         Parameters(a): Parameters<WriteFileArgs>,
         ext: Extensions,
     ) -> Result<CallToolResult, ErrorData> {
-        self.file_tool(&ext, None, move |policy, caps| {
-            workspace_fs::write_file(policy, &a.path, &a.content, caps)
+        let tenant = match self.tenant(&ext) {
+            Ok(t) => t,
+            Err(e) => return Ok(e),
+        };
+        let engine = self.service.engine.clone();
+        let caps = self.caps.clone();
+        let r =
+            tokio::task::spawn_blocking(move || audited_write(&engine, &tenant, &a, &caps)).await;
+        Ok(match r {
+            Ok(r) => file_result(r, None),
+            Err(e) => tool_error("internal", &e.to_string()),
         })
-        .await
     }
 
     #[tool(

@@ -397,11 +397,12 @@ async fn audit(
                 })?,
         ),
     };
-    const KINDS: [&str; 6] = [
+    const KINDS: [&str; 7] = [
         "decision",
         "execution",
         "approval",
         "grant",
+        "file_write",
         "repair",
         "reanchor",
     ];
