@@ -4,7 +4,11 @@
 //!
 //!     cargo run --release -p airlock-policy --example gate_cpu
 
-use airlock_policy::{decide, load, Command, Request};
+#[path = "../benches/workload/mod.rs"]
+mod workload;
+
+use airlock_policy::{decide, load};
+use workload::Workload;
 
 fn cpu_ns() -> u64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
@@ -26,44 +30,13 @@ fn per_iter(n: u32, mut f: impl FnMut()) -> f64 {
 
 fn main() {
     let dir = std::env::temp_dir().join(format!("airlock-gate-cpu-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("src")).expect("mkdir");
-    std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").expect("write");
-    let root = dir.canonicalize().expect("canonical");
-    let mut allow: Vec<String> = (0..44).map(|i| format!("\"tool{i} run\"")).collect();
-    allow.extend(
-        [
-            "\"ls\"",
-            "\"cat\"",
-            "\"grep\"",
-            "\"git status\"",
-            "\"git diff\"",
-        ]
-        .map(String::from),
-    );
-    let text = format!(
-        "[commands]\nallow = [{}]\napproval = [\"rm -rf\"]\ndeny = [\"sudo\"]\n",
-        allow.join(", ")
-    );
-    let policy = load::from_str(&text, "bench.toml", &root)
-        .expect("loads")
-        .policy;
-    let req = |command: String| Request {
-        command: Command::Shell { command },
-        cwd: root.clone(),
-        loosening: Default::default(),
-    };
-    let simple = req("grep -n main src/main.rs".into());
-    let compound = req((0..100)
-        .map(|i| {
-            [
-                "ls -la src",
-                "cat src/main.rs",
-                "git status --short",
-                "grep -c fn src/main.rs",
-            ][i % 4]
-        })
-        .collect::<Vec<_>>()
-        .join(" && "));
+    let Workload {
+        root,
+        policy_text: text,
+        policy,
+        simple,
+        compound,
+    } = Workload::in_dir(&dir);
     // `simple` or `compound` measures that case alone (for profiling).
     let alone = std::env::args().nth(1);
     if let Some(case) = alone.as_deref() {

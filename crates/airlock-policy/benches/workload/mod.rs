@@ -1,0 +1,65 @@
+//! The gate's speed workload, shared by the criterion bench (`benches/gate.rs`)
+//! and the CPU-time example (`examples/gate_cpu.rs`), so both measure the same
+//! policy, tree and commands.
+
+use airlock_policy::{load, Command, Policy, Request};
+use std::path::{Path, PathBuf};
+
+/// 44 `toolN run` prefixes, five everyday commands, one approval, one deny: 51 rules.
+pub fn fifty_rule_policy_text() -> String {
+    let mut allow: Vec<String> = (0..44).map(|i| format!("\"tool{i} run\"")).collect();
+    allow.extend(["ls", "cat", "grep", "git status", "git diff"].map(|p| format!("\"{p}\"")));
+    format!(
+        "[commands]\nallow = [{}]\napproval = [\"rm -rf\"]\ndeny = [\"sudo\"]\n",
+        allow.join(", ")
+    )
+}
+
+/// The workspace tree, the loaded policy and the requests to judge.
+pub struct Workload {
+    pub root: PathBuf,
+    pub policy_text: String,
+    pub policy: Policy,
+    /// `grep -n main src/main.rs`.
+    pub simple: Request,
+    /// 100 segments joined with `&&`.
+    pub compound: Request,
+}
+
+impl Workload {
+    /// Build `dir/src/main.rs` and load the 50-rule policy rooted at `dir`.
+    pub fn in_dir(dir: &Path) -> Workload {
+        std::fs::create_dir_all(dir.join("src")).expect("mkdir");
+        std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").expect("write");
+        let root = dir.canonicalize().expect("canonical");
+        let policy_text = fifty_rule_policy_text();
+        let policy = load::from_str(&policy_text, "bench.toml", &root)
+            .expect("loads")
+            .policy;
+        assert_eq!(policy.commands.rules.len(), 51);
+        let req = |command: String| Request {
+            command: Command::Shell { command },
+            cwd: root.clone(),
+            loosening: Default::default(),
+        };
+        let simple = req("grep -n main src/main.rs".into());
+        let compound = req((0..100)
+            .map(|i| {
+                [
+                    "ls -la src",
+                    "cat src/main.rs",
+                    "git status --short",
+                    "grep -c fn src/main.rs",
+                ][i % 4]
+            })
+            .collect::<Vec<_>>()
+            .join(" && "));
+        Workload {
+            root,
+            policy_text,
+            policy,
+            simple,
+            compound,
+        }
+    }
+}
