@@ -143,16 +143,20 @@ fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
     Ok(())
 }
 
+/// Tell PID 1 which layer failed (`layer\0detail` on the error pipe) and exit
+/// without running anything.
+fn report_exec_failure(err_w: RawFd, e: SandboxError) -> ! {
+    let (l, d) = match e {
+        SandboxError::Layer { layer, detail } => (layer.to_string(), detail),
+        other => ("exec".to_string(), other.to_string()),
+    };
+    let _ = sys::write_all(err_w, format!("{l}\0{d}").as_bytes());
+    sys::exit_now(126)
+}
+
 /// The command's side of the fork: privileges, limits, walls, exec.
 fn exec_command(plan: &InitPlan, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
-    let report = |e: SandboxError| -> ! {
-        let (l, d) = match e {
-            SandboxError::Layer { layer, detail } => (layer.to_string(), detail),
-            other => ("exec".to_string(), other.to_string()),
-        };
-        let _ = sys::write_all(err_w, format!("{l}\0{d}").as_bytes());
-        sys::exit_now(126)
-    };
+    let report = |e: SandboxError| -> ! { report_exec_failure(err_w, e) };
     // SAFETY: restoring the mask and default dispositions before exec; the
     // pointers are to a live sigset_t.
     unsafe {
@@ -195,14 +199,7 @@ fn exec_command(plan: &InitPlan, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
     sys::close_from(4);
     reopen_dev_null_stdio();
     let err_w = 3;
-    let report = |e: SandboxError| -> ! {
-        let (l, d) = match e {
-            SandboxError::Layer { layer, detail } => (layer.to_string(), detail),
-            other => ("exec".to_string(), other.to_string()),
-        };
-        let _ = sys::write_all(err_w, format!("{l}\0{d}").as_bytes());
-        sys::exit_now(126)
-    };
+    let report = |e: SandboxError| -> ! { report_exec_failure(err_w, e) };
     let argv: Vec<CString> = match spec
         .argv
         .iter()
