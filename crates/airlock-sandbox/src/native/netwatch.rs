@@ -20,6 +20,7 @@
 //! owns the listener. PID 1's own relay threads are watched too: their
 //! `connect()` to the proxy's unix socket continues.
 
+use super::seccomp::{jump, stmt};
 use crate::outcome::Violation;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -65,18 +66,6 @@ const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const BPF_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const BPF_ALU_AND_K: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
 const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
-
-fn stmt(code: u16, k: u32) -> libc::sock_filter {
-    libc::sock_filter {
-        code,
-        jt: 0,
-        jf: 0,
-        k,
-    }
-}
-fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
-    libc::sock_filter { code, jt, jf, k }
-}
 
 /// The filter program. Everything not listed is ALLOW here: the sandbox's main
 /// seccomp layer decides those, and the strictest action of stacked filters wins.
@@ -131,24 +120,11 @@ pub fn install() -> Result<OwnedFd, NetwatchError> {
     if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         return Err(NetwatchError::Unsupported);
     }
-    let mut filter = program();
-    let prog = libc::sock_fprog {
-        len: filter.len() as u16,
-        filter: filter.as_mut_ptr(),
-    };
-    // SAFETY: `prog` points at `filter`, which outlives the call; the kernel copies
-    // the program and returns a new file descriptor (or -1) that we take ownership of.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-            &prog as *const libc::sock_fprog,
-        )
-    };
-    if fd < 0 {
-        return Err(NetwatchError::Install(io::Error::last_os_error()));
-    }
+    let fd = super::seccomp::load(
+        &program(),
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_uint,
+    )
+    .map_err(NetwatchError::Install)?;
     // SAFETY: the kernel just returned this descriptor to us and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }

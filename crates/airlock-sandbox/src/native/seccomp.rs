@@ -576,34 +576,56 @@ pub fn install(program: &SeccompProgram) -> Result<(), SandboxError> {
             detail: "no_new_privs is not set; set it before installing the filter".into(),
         });
     }
-    let len = u16::try_from(program.filter.len()).map_err(|_| SandboxError::Layer {
+    load(&program.filter, 0).map_err(|e| SandboxError::Layer {
         layer: LAYER,
-        detail: "filter too long".into(),
+        detail: format!("seccomp(SECCOMP_SET_MODE_FILTER): {e}"),
     })?;
+    Ok(())
+}
+
+/// One BPF statement (no jump).
+pub(crate) fn stmt(code: u16, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+/// One BPF conditional jump; offsets count from the next instruction.
+pub(crate) fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+/// `seccomp(SECCOMP_SET_MODE_FILTER, flags, filter)` on the calling thread: the
+/// one place every filter of the sandbox (this layer, `setid`, `netwatch`) is
+/// loaded. Returns the syscall's value (a listener descriptor with
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`, else 0). No allocation.
+pub(crate) fn load(
+    filter: &[libc::sock_filter],
+    flags: libc::c_uint,
+) -> std::io::Result<libc::c_long> {
+    let len = u16::try_from(filter.len())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "filter too long"))?;
     let fprog = libc::sock_fprog {
         len,
-        filter: program.filter.as_ptr().cast_mut(),
+        filter: filter.as_ptr().cast_mut(),
     };
-    // SAFETY: fprog points at `program.filter`, which outlives the call; the
-    // kernel copies the instructions and never writes through the pointer.
+    // SAFETY: fprog points at `filter`, which outlives the call; the kernel copies
+    // the instructions and never writes through the pointer.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            0 as libc::c_uint,
+            flags,
             &fprog as *const libc::sock_fprog,
         )
     };
-    if rc != 0 {
-        return Err(SandboxError::Layer {
-            layer: LAYER,
-            detail: format!(
-                "seccomp(SECCOMP_SET_MODE_FILTER): {}",
-                std::io::Error::last_os_error()
-            ),
-        });
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
     }
-    Ok(())
+    Ok(rc)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 //! pointer the filter cannot read; callers fall back to openat). Other
 //! architectures pass through here: the main filter kills them.
 
+use super::seccomp::{jump, stmt};
 use crate::SandboxError;
 
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
@@ -32,19 +33,6 @@ const MODE_ARG: &[(u32, u32)] = &[
     (452, 2), // fchmodat2(dirfd, path, mode, flags)
 ];
 const OPENAT2: u32 = 437;
-
-fn stmt(code: u16, k: u32) -> libc::sock_filter {
-    libc::sock_filter {
-        code,
-        jt: 0,
-        jf: 0,
-        k,
-    }
-}
-
-fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
-    libc::sock_filter { code, jt, jf, k }
-}
 
 /// The BPF program.
 pub fn program() -> Vec<libc::sock_filter> {
@@ -82,24 +70,9 @@ pub fn program() -> Vec<libc::sock_filter> {
 /// Installs the filter on the calling thread (needs no_new_privs, which the
 /// sandbox has by then).
 pub fn install() -> Result<(), SandboxError> {
-    let filter = program();
-    let prog = libc::sock_fprog {
-        len: filter.len() as u16,
-        filter: filter.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: prog points at `filter`, which outlives the call; the kernel copies it.
-    let rc = unsafe {
-        libc::prctl(
-            libc::PR_SET_SECCOMP,
-            libc::SECCOMP_MODE_FILTER as libc::c_ulong,
-            &prog as *const libc::sock_fprog,
-        )
-    };
-    if rc != 0 {
-        return Err(SandboxError::Layer {
-            layer: "seccomp",
-            detail: format!("set-id filter: {}", std::io::Error::last_os_error()),
-        });
-    }
+    super::seccomp::load(&program(), 0).map_err(|e| SandboxError::Layer {
+        layer: "seccomp",
+        detail: format!("set-id filter: {e}"),
+    })?;
     Ok(())
 }
