@@ -20,7 +20,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, Interest, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
 /// The byte that carries a handed-over connection. Must equal
@@ -36,18 +36,11 @@ pub enum ClientConn {
     Unix(UnixStream),
 }
 
-/// What the first message on the context's unix socket was.
-pub enum Arrival {
-    /// The relay handed over a TCP connection: serve it from its first byte.
-    HandedOver(ClientConn),
-    /// A direct client; `first` is the byte already read from it.
-    Direct { first: u8, conn: ClientConn },
-    /// The peer closed, or sent a handoff byte without a usable socket.
-    Nothing,
-}
-
-/// Read the first byte of `stream` together with any descriptor sent with it.
-pub async fn receive(stream: UnixStream) -> io::Result<Arrival> {
+/// The connection behind a new connection to the context's unix socket, with its
+/// first byte read: the handed-over TCP connection when the first byte is
+/// [`HANDOFF_BYTE`] with a socket attached, else the unix connection itself.
+/// `None` when the peer closed, or sent a handoff byte without a usable socket.
+pub async fn receive(stream: UnixStream) -> io::Result<Option<(u8, ClientConn)>> {
     let (n, first, fd) = loop {
         stream.readable().await?;
         match stream.try_io(Interest::READABLE, || recv_byte_and_fd(&stream)) {
@@ -57,19 +50,21 @@ pub async fn receive(stream: UnixStream) -> io::Result<Arrival> {
         }
     };
     if n == 0 {
-        return Ok(Arrival::Nothing);
+        return Ok(None);
     }
     if first != HANDOFF_BYTE {
         // A descriptor sent by a direct client is closed unused here.
         drop(fd);
-        return Ok(Arrival::Direct {
-            first,
-            conn: ClientConn::Unix(stream),
-        });
+        return Ok(Some((first, ClientConn::Unix(stream))));
     }
-    match fd.map(handed_over_tcp) {
-        Some(Ok(tcp)) => Ok(Arrival::HandedOver(ClientConn::Tcp(tcp))),
-        _ => Ok(Arrival::Nothing),
+    let Some(Ok(tcp)) = fd.map(handed_over_tcp) else {
+        return Ok(None);
+    };
+    let mut conn = ClientConn::Tcp(tcp);
+    match conn.read_u8().await {
+        Ok(first) => Ok(Some((first, conn))),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -216,16 +211,14 @@ mod tests {
         send_with_fd(&relay_end, HANDOFF_BYTE, accepted.as_fd());
         drop(accepted);
         drop(relay_end);
-        let Arrival::HandedOver(mut conn) = receive(proxy_end).await.unwrap() else {
+        program.write_all(b"GET").unwrap();
+        let Some((first, mut conn)) = receive(proxy_end).await.unwrap() else {
             panic!("expected a handed-over connection");
         };
         assert!(matches!(conn, ClientConn::Tcp(_)));
-        program.write_all(b"GET").unwrap();
-        let mut got = [0u8; 3];
-        tokio::io::AsyncReadExt::read_exact(&mut conn, &mut got)
-            .await
-            .unwrap();
-        assert_eq!(&got, b"GET");
+        let mut rest = [0u8; 2];
+        conn.read_exact(&mut rest).await.unwrap();
+        assert_eq!((first, &rest), (b'G', b"ET"));
         tokio::io::AsyncWriteExt::write_all(&mut conn, b"ok")
             .await
             .unwrap();
@@ -243,10 +236,7 @@ mod tests {
         for fd in [file.as_fd(), unix_a.as_fd(), listening.as_fd()] {
             let (relay_end, proxy_end) = pair();
             send_with_fd(&relay_end, HANDOFF_BYTE, fd);
-            assert!(matches!(
-                receive(proxy_end).await.unwrap(),
-                Arrival::Nothing
-            ));
+            assert!(receive(proxy_end).await.unwrap().is_none());
         }
     }
 
@@ -256,10 +246,7 @@ mod tests {
         let file = tempfile::tempfile().unwrap();
         send_with_fd(&relay_end, 5, file.as_fd());
         match receive(proxy_end).await.unwrap() {
-            Arrival::Direct {
-                first: 5,
-                conn: ClientConn::Unix(_),
-            } => {}
+            Some((5, ClientConn::Unix(_))) => {}
             _ => panic!("expected a direct unix client starting with 5"),
         }
     }

@@ -6,7 +6,7 @@ use crate::log::{Decision, Protocol, Reason};
 use crate::pattern::Target;
 use crate::server::ContextState;
 use crate::server::Rewind;
-use crate::tunnel::{inspect_and_copy, inspect_and_splice, strip_port, Counted};
+use crate::tunnel::{inspect_and_splice, strip_port, Counted};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
@@ -145,16 +145,12 @@ async fn connect(state: Arc<ContextState>, req: Request<Incoming>) -> Response<B
                 )
                 .await;
             }
-            Err(upgraded) => {
-                let _ = inspect_and_copy(
-                    TokioIo::new(upgraded),
-                    Vec::new(),
-                    upstream.stream,
-                    &target.host,
-                    upstream.entry,
-                    first_bytes_timeout,
-                )
-                .await;
+            // Only a hyper that changed its upgrade type could land here.
+            Err(_) => {
+                let detail = "the tunnel could not be taken back from the HTTP layer".to_string();
+                upstream
+                    .entry
+                    .set_verdict(Decision::Failed, Reason::BadRequest, detail);
             }
         }
     });

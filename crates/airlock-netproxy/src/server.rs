@@ -6,7 +6,6 @@
 //! execution can borrow another's allowlist: it would need the other socket, which
 //! is bound into the other sandbox alone.
 
-use crate::client::Arrival;
 use crate::config::ContextConfig;
 use crate::log::{ConnectionEntry, ConnectionLog, Decision, NewEntry, Protocol, Reason};
 use std::io;
@@ -16,7 +15,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{oneshot, Semaphore};
 
@@ -204,14 +203,8 @@ async fn accept_loop(
 /// Take the connection over from the relay (or serve a direct client), tell
 /// SOCKS5 (first byte 5) from HTTP (a method name) and serve accordingly.
 async fn serve_connection(state: Arc<ContextState>, stream: UnixStream) -> io::Result<()> {
-    let first_byte = async {
-        match crate::client::receive(stream).await? {
-            Arrival::Nothing => Ok(None),
-            Arrival::Direct { first, conn } => Ok(Some((first, conn))),
-            Arrival::HandedOver(mut conn) => Ok(Some((conn.read_u8().await?, conn))),
-        }
-    };
-    let (first, conn) = match tokio::time::timeout(Duration::from_secs(30), first_byte).await {
+    let received = tokio::time::timeout(Duration::from_secs(30), crate::client::receive(stream));
+    let (first, conn) = match received.await {
         Ok(Ok(Some(got))) => got,
         Ok(Err(e)) => return Err(e),
         _ => return Ok(()),

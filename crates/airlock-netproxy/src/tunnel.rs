@@ -12,10 +12,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
-/// Large buffers: the tunnel is a bulk copy and the benchmark asks for ≥ 80% of a
-/// direct download.
-const SPLICE_BUFFER: usize = 256 * 1024;
-
 /// An upstream stream whose reads count as bytes down and writes as bytes up.
 pub struct Counted<S> {
     inner: S,
@@ -209,37 +205,6 @@ where
             Ok(None)
         }
     }
-}
-
-/// Inspect, then copy `client` and `upstream` both ways through user space.
-/// Used when the client is not a plain unix socket.
-pub async fn inspect_and_copy<C, U>(
-    mut client: C,
-    prefix: Vec<u8>,
-    upstream: U,
-    host: &TargetHost,
-    entry: EntryHandle,
-    first_bytes_timeout: Duration,
-) -> io::Result<()>
-where
-    C: AsyncRead + AsyncWrite + Unpin,
-    U: AsyncRead + AsyncWrite + Unpin,
-{
-    let Some(head) =
-        judge_tunnel_start(&mut client, prefix, host, &entry, first_bytes_timeout).await?
-    else {
-        return Ok(());
-    };
-    let mut upstream = Counted::new(upstream, entry);
-    upstream.write_all(&head).await?;
-    tokio::io::copy_bidirectional_with_sizes(
-        &mut client,
-        &mut upstream,
-        SPLICE_BUFFER,
-        SPLICE_BUFFER,
-    )
-    .await?;
-    Ok(())
 }
 
 /// Inspect, then move the rest of the tunnel in the kernel (`splice(2)`).
