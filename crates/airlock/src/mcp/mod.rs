@@ -12,7 +12,7 @@ pub mod workspace_fs;
 use crate::serve::error::ApiError;
 use crate::serve::service::{CheckResult, RunInput, RunResult, Service};
 use crate::serve::tenants::Tenant;
-use airlock_policy::{Policy, Verdict};
+use airlock_policy::Verdict;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -229,14 +229,13 @@ fn audited_write(
     caps: &FileCaps,
 ) -> Result<Value, FileError> {
     use airlock_core::audit::record::{Event, FileWriteEvent, FileWriteStage};
-    use sha2::Digest;
     let mut event = FileWriteEvent {
         request_id: airlock_core::engine::request_id(),
         who: tenant.caller.clone(),
         path: args.path.clone(),
         workspace: tenant.policy.workspace.root.clone(),
         bytes: args.content.len() as u64,
-        sha256: hex::encode(sha2::Sha256::digest(args.content.as_bytes())),
+        sha256: airlock_policy::load::sha256_hex(&args.content),
         stage: FileWriteStage::Requested,
         result: None,
         detail: None,
@@ -293,14 +292,14 @@ impl AirlockMcp {
         work: F,
     ) -> Result<CallToolResult, ErrorData>
     where
-        F: FnOnce(&Policy, &FileCaps) -> Result<Value, FileError> + Send + 'static,
+        F: FnOnce(&Tenant, &FileCaps) -> Result<Value, FileError> + Send + 'static,
     {
         let tenant = match self.tenant(ext) {
             Ok(t) => t,
             Err(e) => return Ok(e),
         };
         let caps = self.caps.clone();
-        let r = tokio::task::spawn_blocking(move || work(&tenant.policy, &caps)).await;
+        let r = tokio::task::spawn_blocking(move || work(&tenant, &caps)).await;
         Ok(match r {
             Ok(r) => file_result(r, text_field),
             Err(e) => tool_error("internal", &e.to_string()),
@@ -405,8 +404,8 @@ impl AirlockMcp {
         Parameters(a): Parameters<ReadFileArgs>,
         ext: Extensions,
     ) -> Result<CallToolResult, ErrorData> {
-        self.file_tool(&ext, Some("content"), move |policy, caps| {
-            workspace_fs::read_file(policy, &a.path, caps)
+        self.file_tool(&ext, Some("content"), move |tenant, caps| {
+            workspace_fs::read_file(&tenant.policy, &a.path, caps)
         })
         .await
     }
@@ -419,18 +418,11 @@ impl AirlockMcp {
         Parameters(a): Parameters<WriteFileArgs>,
         ext: Extensions,
     ) -> Result<CallToolResult, ErrorData> {
-        let tenant = match self.tenant(&ext) {
-            Ok(t) => t,
-            Err(e) => return Ok(e),
-        };
         let engine = self.service.engine.clone();
-        let caps = self.caps.clone();
-        let r =
-            tokio::task::spawn_blocking(move || audited_write(&engine, &tenant, &a, &caps)).await;
-        Ok(match r {
-            Ok(r) => file_result(r, None),
-            Err(e) => tool_error("internal", &e.to_string()),
+        self.file_tool(&ext, None, move |tenant, caps| {
+            audited_write(&engine, tenant, &a, caps)
         })
+        .await
     }
 
     #[tool(
@@ -443,8 +435,8 @@ impl AirlockMcp {
     ) -> Result<CallToolResult, ErrorData> {
         let path = a.path.unwrap_or_else(|| ".".into());
         let recursive = a.recursive.unwrap_or(false);
-        self.file_tool(&ext, None, move |policy, caps| {
-            workspace_fs::list_files(policy, &path, recursive, caps)
+        self.file_tool(&ext, None, move |tenant, caps| {
+            workspace_fs::list_files(&tenant.policy, &path, recursive, caps)
         })
         .await
     }
