@@ -192,16 +192,25 @@ fn start_nginx(ip: &str) -> Option<Peer> {
     start_peer("nginx", addr, dir, config, &["-c", "{cfg}", "-e", "stderr"])
 }
 
+/// A criterion group sized for 100 MB downloads (few, long samples).
+fn download_group_named<'c>(
+    c: &'c mut Criterion,
+    name: &str,
+) -> criterion::BenchmarkGroup<'c, criterion::measurement::WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.throughput(Throughput::Bytes(SIZE));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(8));
+    g
+}
+
 /// The four ways of downloading `/big` from `server`, as one criterion group.
 fn download_group(c: &mut Criterion, name: &str, server: SocketAddr, relay: SocketAddr) {
     assert_eq!(download_direct(server), SIZE);
     assert_eq!(download_connect(relay, server), SIZE);
     assert_eq!(download_socks(relay, server), SIZE);
     assert_eq!(download_forward(relay, server), SIZE);
-    let mut g = c.benchmark_group(name);
-    g.throughput(Throughput::Bytes(SIZE));
-    g.sample_size(10);
-    g.measurement_time(Duration::from_secs(8));
+    let mut g = download_group_named(c, name);
     g.bench_function("direct", |b| b.iter(|| download_direct(server)));
     g.bench_function("proxy_connect", |b| {
         b.iter(|| download_connect(relay, server))
@@ -226,10 +235,7 @@ fn bench(c: &mut Criterion) {
     match start_haproxy(server) {
         Some(p) => {
             assert_eq!(download_direct(p.addr), SIZE);
-            let mut g = c.benchmark_group("download_100MB");
-            g.throughput(Throughput::Bytes(SIZE));
-            g.sample_size(10);
-            g.measurement_time(Duration::from_secs(8));
+            let mut g = download_group_named(c, "download_100MB");
             g.bench_function("peer_haproxy_splice", |b| {
                 b.iter(|| download_direct(p.addr))
             });
