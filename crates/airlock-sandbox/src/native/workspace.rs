@@ -153,17 +153,7 @@ fn scan(upper: &Path, lower: &Path, rel: &Path, out: &mut Vec<Change>) {
             continue;
         }
         match lm {
-            None => {
-                out.push(Change {
-                    rel: r.clone(),
-                    kind: ChangeKind::Added,
-                    file_type: type_name(&um),
-                    size: if um.is_dir() { 0 } else { um.len() },
-                });
-                if um.is_dir() {
-                    added_tree(upper, &r, out);
-                }
-            }
+            None => added(upper, r, &um, out),
             Some(lm) if um.is_dir() && lm.is_dir() => scan(upper, lower, &r, out),
             Some(lm) => {
                 if um.is_dir() {
@@ -201,15 +191,21 @@ fn added_tree(upper: &Path, rel: &Path, out: &mut Vec<Change>) {
         if is_whiteout(&m) {
             continue;
         }
-        out.push(Change {
-            rel: r.clone(),
-            kind: ChangeKind::Added,
-            file_type: type_name(&m),
-            size: if m.is_dir() { 0 } else { m.len() },
-        });
-        if m.is_dir() {
-            added_tree(upper, &r, out);
-        }
+        added(upper, r, &m, out);
+    }
+}
+
+/// `rel` is new in the upper layer: it, and everything below it if a directory.
+fn added(upper: &Path, rel: PathBuf, m: &fs::Metadata, out: &mut Vec<Change>) {
+    let is_dir = m.is_dir();
+    out.push(Change {
+        rel: rel.clone(),
+        kind: ChangeKind::Added,
+        file_type: type_name(m),
+        size: if is_dir { 0 } else { m.len() },
+    });
+    if is_dir {
+        added_tree(upper, &rel, out);
     }
 }
 
