@@ -122,7 +122,7 @@ fn run(policy: &Policy, request: &Request, trace: bool) -> Explanation {
             if command.contains('\0') {
                 return early(Verdict::Deny, "the command contains a NUL byte".into());
             }
-            if let Some(c) = shell::control_character(command) {
+            if let Some(c) = shell::hazards::control_character(command) {
                 return early(
                     Verdict::Deny,
                     format!(

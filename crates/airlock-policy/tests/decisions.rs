@@ -595,6 +595,13 @@ fn bad_input_gets_a_decision_with_a_reason() {
         "<<-\r [t ",
         "<<\x0c [t ",
         "sh -c '<<\r [t '",
+        // Found by fuzzing: an empty here-document delimiter never ends the body.
+        "<<'' ",
+        "cat <<\"\"\nx\n\n",
+        "cat <<$'' ",
+        "cat <<- '' ",
+        "cat <<\\ ",
+        "bash -c \"cat <<'' \"",
         "ls\r",
     ] {
         let d = judge(&f, text, ".", "default");

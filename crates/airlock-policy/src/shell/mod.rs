@@ -6,6 +6,7 @@
 //! directories it may run in, and the paths it names. Whatever cannot be known
 //! before running is recorded as `unknown` and never guessed.
 
+pub mod hazards;
 mod unwrap;
 pub mod words;
 
@@ -144,85 +145,6 @@ fn guarded(f: impl FnOnce() -> Analysis) -> Analysis {
     })
 }
 
-/// A control character other than tab and newline. Bash would take most of them
-/// literally, but brush-parser 0.4 can loop without bound on some (`<<\r [t`,
-/// found by fuzzing), and no command an agent means to send contains them.
-pub fn control_character(text: &str) -> Option<char> {
-    text.chars()
-        .find(|c| (c.is_control() && *c != '\t' && *c != '\n') && *c != '\u{7f}')
-}
-
-/// Most `((` (arithmetic or nested subshells) in one string.
-pub const MAX_DOUBLE_PARENS: usize = 6;
-/// Deepest nesting of `(` in one string.
-pub const MAX_PAREN_DEPTH: usize = 12;
-
-/// Shapes on which brush-parser 0.4 backtracks exponentially (found by
-/// fuzzing: twelve `((:` took 5 s, twenty-four unmatched `(` took 7 s). They are
-/// refused before parsing; no everyday command comes near these bounds.
-fn parser_hazard(text: &str) -> Option<String> {
-    if text.matches("((").count() > MAX_DOUBLE_PARENS {
-        return Some(format!(
-            "the command has more than {MAX_DOUBLE_PARENS} `((`, more than the gate analyses"
-        ));
-    }
-    // A here-document inside a command substitution can make brush's tokenizer
-    // grow without bound (found by fuzzing). A command substitution is never
-    // allowed anyway, so nothing allowable is lost by refusing the pair early.
-    let has_heredoc = text.match_indices("<<").any(|(k, _)| {
-        text.as_bytes().get(k + 2) != Some(&b'<') && (k == 0 || text.as_bytes()[k - 1] != b'<')
-    });
-    if has_heredoc && (text.contains("$(") || text.contains('`')) {
-        return Some(
-            "a here-document together with a command substitution is more than the gate analyses"
-                .into(),
-        );
-    }
-    // A here-document delimiter that is not a plain word (`<<- (`) makes the
-    // tokenizer's memory grow without bound (found by fuzzing).
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while let Some(pos) = text[i..].find("<<") {
-        let mut j = i + pos + 2;
-        if bytes.get(j) == Some(&b'<') {
-            i = j + 1;
-            continue;
-        }
-        if bytes.get(j) == Some(&b'-') {
-            j += 1;
-        }
-        while matches!(bytes.get(j), Some(b' ' | b'\t')) {
-            j += 1;
-        }
-        match bytes.get(j) {
-            Some(c)
-                if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'\'' | b'"' | b'\\' | b'$') => {
-            }
-            _ => return Some(
-                "a here-document delimiter that is not a plain word is more than the gate analyses"
-                    .into(),
-            ),
-        }
-        i = j;
-    }
-    let mut depth: usize = 0;
-    for b in text.bytes() {
-        match b {
-            b'(' => {
-                depth += 1;
-                if depth > MAX_PAREN_DEPTH {
-                    return Some(format!(
-                        "the command nests `(` more than {MAX_PAREN_DEPTH} deep, more than the gate analyses"
-                    ));
-                }
-            }
-            b')' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    None
-}
-
 /// Reserved words of bash: as the first word they start a compound or a
 /// pipeline modifier, so such a line is never taken as a plain command.
 const RESERVED: &[&str] = &[
@@ -255,27 +177,6 @@ fn plain_words(text: &str) -> Option<std::str::SplitAsciiWhitespace<'_>> {
         return None;
     }
     Some(words)
-}
-
-/// Numbers the parser would overflow on (brace sequences, `~N`, fd numbers).
-fn oversized_number(text: &str) -> bool {
-    let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i].is_ascii_digit() {
-            let start = i;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-            let len = i - start;
-            if len >= 19 || (len >= 10 && matches!(b.get(i), Some(b'<' | b'>'))) {
-                return true;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    false
 }
 
 fn analyze_inner(text: &str, ctx: &Context) -> Analysis {
@@ -353,35 +254,6 @@ pub fn example_argvs(text: &str) -> Result<Vec<Vec<String>>, String> {
         return Err("the example has no command".into());
     }
     Ok(argvs)
-}
-
-/// A conservative bound on syntactic nesting, checked before parsing so that a
-/// hostile string cannot exhaust the parser's stack.
-pub fn nesting_depth(text: &str) -> usize {
-    let mut depth: usize = 0;
-    let mut max = 0;
-    for b in text.bytes() {
-        match b {
-            b'(' | b'{' | b'[' | b'`' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b')' | b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    let mut kw_depth: usize = 0;
-    for w in text.split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|') {
-        match w {
-            "if" | "while" | "until" | "for" | "case" | "select" | "function" => {
-                kw_depth += 1;
-                max = max.max(kw_depth);
-            }
-            "fi" | "done" | "esac" => kw_depth = kw_depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max.max(text.matches("$((").count())
 }
 
 #[derive(Debug, Clone)]
@@ -623,22 +495,8 @@ impl Analyzer {
                 "shells nested more than {MAX_SHELL_DEPTH} deep cannot be analysed"
             ));
         }
-        if nesting_depth(text) > MAX_NESTING {
-            return Some(format!(
-                "the command is nested more than {MAX_NESTING} levels deep"
-            ));
-        }
-        if let Some(c) = control_character(text) {
-            return Some(format!(
-                "the shell text contains the control character U+{:04X}; send plain text (tabs and newlines are fine)",
-                c as u32
-            ));
-        }
-        if let Some(why) = parser_hazard(text) {
+        if let Some(why) = hazards::refuse_before_parsing(text) {
             return Some(why);
-        }
-        if oversized_number(text) {
-            return Some("the command holds a number too large to analyse".into());
         }
         if self.plain_fast_path {
             if let Some(words) = plain_words(text) {
