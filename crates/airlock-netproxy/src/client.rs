@@ -10,7 +10,7 @@
 //! A program may also speak to the unix socket directly (it is bound into the
 //! sandbox); that connection is served as it is.
 
-use crate::splice::ReadyFd;
+use crate::fdio::ReadyFd;
 use rustix::net::{
     recvmsg, sockopt, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
     SocketType,

@@ -14,12 +14,12 @@ pub mod addr;
 pub mod client;
 pub mod config;
 pub mod decide;
+pub mod fdio;
 pub mod http;
 pub mod log;
 pub mod pattern;
 pub mod server;
 pub mod socks;
-pub mod splice;
 pub mod tls;
 pub mod tunnel;
 

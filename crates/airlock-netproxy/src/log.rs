@@ -243,6 +243,26 @@ impl ConnectionLog {
         EntryHandle(live)
     }
 
+    /// A request the proxy cannot act on at all (malformed, or a command or
+    /// address type it does not serve), logged like any decision.
+    pub fn refuse_bad_request(
+        &self,
+        protocol: Protocol,
+        host: &str,
+        port: u16,
+        detail: &str,
+    ) -> EntryHandle {
+        self.record(NewEntry {
+            protocol,
+            host: host.to_string(),
+            port,
+            resolved: None,
+            decision: Decision::Refused,
+            reason: Reason::BadRequest,
+            detail: detail.to_string(),
+        })
+    }
+
     pub fn snapshot(&self) -> Vec<ConnectionEntry> {
         let entries = self.inner.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries

@@ -11,11 +11,8 @@ use crate::log::{ConnectionEntry, ConnectionLog, Decision, NewEntry, Protocol, R
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{oneshot, Semaphore};
 
@@ -212,63 +209,7 @@ async fn serve_connection(state: Arc<ContextState>, stream: UnixStream) -> io::R
     if first == 5 {
         return crate::socks::serve(state, conn).await;
     }
-    let io = hyper_util::rt::TokioIo::new(Rewind {
-        first: Some(first),
-        inner: conn,
-    });
-    let service = hyper::service::service_fn(move |req| crate::http::handle(state.clone(), req));
-    hyper::server::conn::http1::Builder::new()
-        .preserve_header_case(true)
-        .serve_connection(io, service)
-        .with_upgrades()
-        .await
-        .map_err(io::Error::other)
-}
-
-/// A stream that replays one already-read byte before reading on.
-pub struct Rewind<S> {
-    first: Option<u8>,
-    inner: S,
-}
-
-impl<S> Rewind<S> {
-    /// The byte not yet replayed (if any) and the stream.
-    pub fn into_parts(self) -> (Option<u8>, S) {
-        (self.first, self.inner)
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if let Some(b) = self.first.take() {
-            if buf.remaining() > 0 {
-                buf.put_slice(&[b]);
-                return Poll::Ready(Ok(()));
-            }
-            self.first = Some(b);
-        }
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
+    crate::http::serve(state, first, conn).await
 }
 
 /// One execution's proxy context. Closing it (or dropping it) stops its listener,

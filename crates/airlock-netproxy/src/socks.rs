@@ -3,7 +3,7 @@
 
 use crate::client::ClientConn;
 use crate::decide::open_upstream;
-use crate::log::{Decision, NewEntry, Protocol, Reason};
+use crate::log::{Decision, Protocol, Reason};
 use crate::pattern::Target;
 use crate::server::ContextState;
 use crate::tunnel::inspect_and_splice;
@@ -112,13 +112,7 @@ pub async fn serve(state: Arc<ContextState>, mut client: ClientConn) -> io::Resu
 }
 
 fn log_bad(state: &ContextState, host: &str, port: u16, detail: &str) {
-    state.log.record(NewEntry {
-        protocol: Protocol::Socks5,
-        host: host.to_string(),
-        port,
-        resolved: None,
-        decision: Decision::Refused,
-        reason: Reason::BadRequest,
-        detail: detail.to_string(),
-    });
+    state
+        .log
+        .refuse_bad_request(Protocol::Socks5, host, port, detail);
 }

@@ -2,63 +2,14 @@
 //! while counting bytes into the connection log.
 
 use crate::client::ClientConn;
+use crate::fdio::{shutdown_write, ReadyFd, Splicer};
 use crate::log::{Decision, EntryHandle, Reason};
 use crate::pattern::TargetHost;
 use crate::tls::{parse_client_hello, HelloParse, ALERT_ACCESS_DENIED, MAX_HELLO_BYTES};
 use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// An upstream stream whose reads count as bytes down and writes as bytes up.
-pub struct Counted<S> {
-    inner: S,
-    entry: EntryHandle,
-}
-
-impl<S> Counted<S> {
-    pub fn new(inner: S, entry: EntryHandle) -> Self {
-        Counted { inner, entry }
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let res = Pin::new(&mut self.inner).poll_read(cx, buf);
-        let n = buf.filled().len() - before;
-        if n > 0 {
-            self.entry.add_down(n as u64);
-        }
-        res
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let res = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = &res {
-            self.entry.add_up(*n as u64);
-        }
-        res
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
 
 /// What the first bytes of a tunnel say about where it is really going.
 enum FirstBytes {
@@ -223,7 +174,21 @@ pub async fn inspect_and_splice(
     };
     upstream.write_all(&head).await?;
     entry.add_up(head.len() as u64);
-    crate::splice::splice_both(&client, &upstream, &entry).await
+    // The first failure ends both directions (the other would wait forever).
+    let up = splice_until_eof(&client, &upstream, |n| entry.add_up(n));
+    let down = splice_until_eof(&upstream, &client, |n| entry.add_down(n));
+    tokio::try_join!(up, down).map(|_| ())
+}
+
+/// Move bytes from `from` to `to` until `from` ends, then half-close `to`.
+async fn splice_until_eof<F: ReadyFd, T: ReadyFd>(
+    from: &F,
+    to: &T,
+    count: impl FnMut(u64),
+) -> io::Result<()> {
+    Splicer::new()?.pass(from, to, None, count).await?;
+    shutdown_write(to);
+    Ok(())
 }
 
 #[cfg(test)]
