@@ -16,6 +16,7 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod peers;
 
 use common::{routes_with, Body, World};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -101,97 +102,6 @@ fn download_forward(relay: SocketAddr, server: SocketAddr) -> u64 {
     read_response(s)
 }
 
-/// A peer program on loopback (HAProxy or nginx), killed when dropped.
-struct Peer {
-    child: std::process::Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Start `program` with `args` (`{cfg}` becomes the config path) and wait until
-/// it listens on `addr`. `None` when it is not installed or does not come up.
-fn start_peer(
-    program: &str,
-    addr: SocketAddr,
-    dir: tempfile::TempDir,
-    config: String,
-    args: &[&str],
-) -> Option<Peer> {
-    let cfg = dir.path().join(format!("{program}.conf"));
-    std::fs::write(&cfg, config).ok()?;
-    let cfg = cfg.to_str()?.to_string();
-    let child = std::process::Command::new(program)
-        .args(args.iter().map(|a| a.replace("{cfg}", &cfg)))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let peer = Peer {
-        child,
-        addr,
-        _dir: dir,
-    };
-    for _ in 0..100 {
-        if TcpStream::connect(addr).is_ok() {
-            return Some(peer);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
-}
-
-/// A free port on `ip` (a bind to port 0, given back).
-fn free_addr(ip: &str) -> Option<SocketAddr> {
-    let free = std::net::TcpListener::bind((ip, 0)).ok()?;
-    free.local_addr().ok()
-}
-
-/// HAProxy relaying plain TCP from a loopback port to `server`, splicing both ways.
-fn start_haproxy(server: SocketAddr) -> Option<Peer> {
-    let addr = free_addr("127.0.0.1")?;
-    let config = format!(
-        "global\n  maxconn 64\n  nbthread 1\n\
-         defaults\n  mode tcp\n  option splice-request\n  option splice-response\n  \
-         timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n\
-         listen relay\n  bind {addr}\n  server upstream {server}\n"
-    );
-    start_peer(
-        "haproxy",
-        addr,
-        tempfile::tempdir().ok()?,
-        config,
-        &["-db", "-f", "{cfg}"],
-    )
-}
-
-/// nginx serving `/big` (SIZE bytes, from a file, with sendfile) on `ip`, the
-/// address `plain.test` resolves to in the proxy's test configuration.
-fn start_nginx(ip: &str) -> Option<Peer> {
-    let addr = free_addr(ip)?;
-    let dir = tempfile::tempdir().ok()?;
-    let root = dir.path().join("www");
-    std::fs::create_dir(&root).ok()?;
-    std::fs::write(root.join("big"), vec![0x5au8; SIZE as usize]).ok()?;
-    let d = dir.path().display();
-    let config = format!(
-        "daemon off;\nmaster_process off;\nworker_processes 1;\nuser root;\n\
-         pid {d}/nginx.pid;\nerror_log stderr;\nevents {{ worker_connections 64; }}\n\
-         http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n\
-         client_body_temp_path {d}/tmp;\n  proxy_temp_path {d}/tmp;\n  fastcgi_temp_path {d}/tmp;\n\
-         uwsgi_temp_path {d}/tmp;\n  scgi_temp_path {d}/tmp;\n\
-         server {{\n    listen {addr};\n    root {root};\n  }}\n}}\n",
-        root = root.display()
-    );
-    start_peer("nginx", addr, dir, config, &["-c", "{cfg}", "-e", "stderr"])
-}
-
 /// A criterion group sized for 100 MB downloads (few, long samples).
 fn download_group_named<'c>(
     c: &'c mut Criterion,
@@ -232,7 +142,7 @@ fn bench(c: &mut Criterion) {
     let relay = world.relay;
 
     download_group(c, "download_100MB", server, relay);
-    match start_haproxy(server) {
+    match peers::start_haproxy(server) {
         Some(p) => {
             assert_eq!(download_direct(p.addr), SIZE);
             let mut g = download_group_named(c, "download_100MB");
@@ -243,7 +153,7 @@ fn bench(c: &mut Criterion) {
         }
         None => eprintln!("haproxy not installed: no peer relay figure"),
     }
-    match start_nginx(&server.ip().to_string()) {
+    match peers::start_nginx(&server.ip().to_string(), SIZE, None) {
         Some(nginx) => download_group(c, "download_100MB_nginx", nginx.addr, relay),
         None => eprintln!("nginx not installed: no figures against a real server"),
     }

@@ -11,50 +11,9 @@ mod common;
 
 use airlock_netproxy::{Decision, Reason};
 use airlock_sandbox::native::NativeBackend;
-use airlock_sandbox::{
-    Backend, Limits, NetworkSpec, Outcome, SandboxSpec, WorkspaceMode, WorkspaceSpec,
-};
-use common::{routes_with, World};
-use std::path::Path;
+use airlock_sandbox::{Backend, Outcome};
+use common::{proxy_sandbox_spec, routes_with, World};
 use std::sync::atomic::Ordering;
-
-fn spec(request_id: &str, ws: &Path, socket: &Path, script: &str, ca: &Path) -> SandboxSpec {
-    SandboxSpec {
-        request_id: request_id.into(),
-        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
-        cwd: ws.to_path_buf(),
-        env: vec![
-            ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
-            ("HOME".into(), "/tmp".into()),
-            ("CURL_CA_BUNDLE".into(), ca.display().to_string()),
-            ("SSL_CERT_FILE".into(), ca.display().to_string()),
-        ],
-        workspace: WorkspaceSpec {
-            root: ws.to_path_buf(),
-            mode: WorkspaceMode::Overlay,
-            protect: vec![],
-            apply: false,
-        },
-        network: NetworkSpec::Proxy {
-            socket: socket.to_path_buf(),
-        },
-        limits: Limits {
-            timeout_ms: 60_000,
-            cpu_time_ms: 60_000,
-            memory_bytes: 512 << 20,
-            pids: 64,
-            cpus: 1.0,
-            output_bytes: 1 << 20,
-            tmp_bytes: 64 << 20,
-            file_size_bytes: 64 << 20,
-            open_files: 256,
-        },
-        read_paths: vec![],
-        write_paths: vec![],
-        hide_paths: vec![],
-        stdin: None,
-    }
-}
 
 fn run(world: &World, request_id: &str, script: &str) -> Outcome {
     let ws = world.dir.path().join(format!("ws-{request_id}"));
@@ -65,12 +24,13 @@ fn run(world: &World, request_id: &str, script: &str) -> Outcome {
         std::env::current_exe().unwrap(),
         world.dir.path().join("runs"),
     );
-    let spec = spec(
+    let ca = ws.join("ca.pem").display().to_string();
+    let spec = proxy_sandbox_spec(
         request_id,
         &ws,
         world.ctx().socket_path(),
         script,
-        &ws.join("ca.pem"),
+        &[("CURL_CA_BUNDLE", ca.clone()), ("SSL_CERT_FILE", ca)],
     );
     backend
         .run(&spec, &mut airlock_sandbox::backend::Discard)

@@ -30,6 +30,10 @@ pub const CERT_NAMES: &[&str] = &[
 
 pub struct Tls {
     pub ca_pem_path: PathBuf,
+    /// The server certificate chain and its key as PEM files, for real servers
+    /// (nginx in the benchmarks) that serve TLS with the test CA.
+    pub server_chain_pem_path: PathBuf,
+    pub server_key_pem_path: PathBuf,
     pub ca_der: rustls::pki_types::CertificateDer<'static>,
     pub server_config: Arc<rustls::ServerConfig>,
 }
@@ -66,6 +70,10 @@ pub fn make_tls(dir: &Path) -> Tls {
 
     let ca_pem_path = dir.join("ca.pem");
     std::fs::write(&ca_pem_path, ca_cert.pem()).unwrap();
+    let server_chain_pem_path = dir.join("server-chain.pem");
+    std::fs::write(&server_chain_pem_path, leaf.pem() + &ca_cert.pem()).unwrap();
+    let server_key_pem_path = dir.join("server-key.pem");
+    std::fs::write(&server_key_pem_path, leaf_key.serialize_pem()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let server_config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -78,6 +86,8 @@ pub fn make_tls(dir: &Path) -> Tls {
         .unwrap();
     Tls {
         ca_pem_path,
+        server_chain_pem_path,
+        server_key_pem_path,
         ca_der: ca_cert.der().clone(),
         server_config: Arc::new(server_config),
     }
@@ -307,6 +317,58 @@ impl World {
 
     pub fn http_url(&self, host: &str, path: &str) -> String {
         format!("http://{host}:{}{path}", self.http.addr.port())
+    }
+}
+
+/// A native sandbox in proxy mode running `script` with `/bin/sh` in the
+/// workspace `ws`, reaching the network only through the context socket
+/// `socket`, with the built-in default policy's limits (one CPU, 512 MiB, 128
+/// processes) and time enough for large downloads. `env` joins PATH and HOME.
+pub fn proxy_sandbox_spec(
+    request_id: &str,
+    ws: &Path,
+    socket: &Path,
+    script: &str,
+    env: &[(&str, String)],
+) -> airlock_sandbox::SandboxSpec {
+    use airlock_sandbox::{Limits, NetworkSpec, WorkspaceMode, WorkspaceSpec};
+    let mut all_env = vec![
+        (
+            "PATH".to_string(),
+            "/usr/local/bin:/usr/bin:/bin".to_string(),
+        ),
+        ("HOME".to_string(), "/tmp".to_string()),
+    ];
+    all_env.extend(env.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    airlock_sandbox::SandboxSpec {
+        request_id: request_id.into(),
+        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
+        cwd: ws.to_path_buf(),
+        env: all_env,
+        workspace: WorkspaceSpec {
+            root: ws.to_path_buf(),
+            mode: WorkspaceMode::Overlay,
+            protect: vec![],
+            apply: false,
+        },
+        network: NetworkSpec::Proxy {
+            socket: socket.to_path_buf(),
+        },
+        limits: Limits {
+            timeout_ms: 120_000,
+            cpu_time_ms: 120_000,
+            memory_bytes: 512 << 20,
+            pids: 128,
+            cpus: 1.0,
+            output_bytes: 1 << 20,
+            tmp_bytes: 64 << 20,
+            file_size_bytes: 64 << 20,
+            open_files: 256,
+        },
+        read_paths: vec![],
+        write_paths: vec![],
+        hide_paths: vec![],
+        stdin: None,
     }
 }
 
