@@ -35,16 +35,18 @@ fn main() {
         policy_text: text,
         policy,
         simple,
+        simple_quoted,
         compound,
     } = Workload::in_dir(&dir);
-    // `simple` or `compound` measures that case alone (for profiling).
+    // `simple`, `quoted` or `compound` measures that case alone (for profiling).
     let alone = std::env::args().nth(1);
     if let Some(case) = alone.as_deref() {
         let (request, n) = match case {
             "simple" => (&simple, 100_000),
+            "quoted" => (&simple_quoted, 100_000),
             "compound" => (&compound, 2_000),
             other => {
-                eprintln!("unknown case {other:?}: give simple or compound");
+                eprintln!("unknown case {other:?}: give simple, quoted or compound");
                 std::process::exit(2);
             }
         };
@@ -61,6 +63,12 @@ fn main() {
         "decide, simple command, 50-rule policy: {:8.1} µs CPU",
         per_iter(20_000, || {
             std::hint::black_box(decide(&policy, &simple));
+        })
+    );
+    println!(
+        "decide, simple command with a quote:    {:8.1} µs CPU",
+        per_iter(20_000, || {
+            std::hint::black_box(decide(&policy, &simple_quoted));
         })
     );
     println!(

@@ -20,8 +20,10 @@ pub struct Workload {
     pub root: PathBuf,
     pub policy_text: String,
     pub policy: Policy,
-    /// `grep -n main src/main.rs`.
+    /// `grep -n main src/main.rs`: plain words, which skip the parser.
     pub simple: Request,
+    /// `grep -n "fn main" src/main.rs`: a quote, so brush-parser reads it.
+    pub simple_quoted: Request,
     /// 100 segments joined with `&&`.
     pub compound: Request,
 }
@@ -43,6 +45,7 @@ impl Workload {
             loosening: Default::default(),
         };
         let simple = req("grep -n main src/main.rs".into());
+        let simple_quoted = req("grep -n \"fn main\" src/main.rs".into());
         let compound = req((0..100)
             .map(|i| {
                 [
@@ -59,6 +62,7 @@ impl Workload {
             policy_text,
             policy,
             simple,
+            simple_quoted,
             compound,
         }
     }
