@@ -273,3 +273,35 @@ fn requests_that_could_be_read_two_ways_are_refused_before_the_server() {
     let count = ok_stdout(&curl(&world, &[&origin.url("/count")]));
     assert_eq!(count, b"0");
 }
+
+#[test]
+fn a_program_on_the_unix_socket_itself_is_forwarded_too() {
+    use std::io::{Read, Write};
+    let world = world();
+    let origin = Origin::start();
+    // A connection to the context's socket itself (no relay, no handed-over TCP
+    // socket) takes the same path: heads, framing and the connection log.
+    let mut s = std::os::unix::net::UnixStream::connect(world.ctx().socket_path()).unwrap();
+    write!(
+        s,
+        "GET {url} HTTP/1.1\r\nHost: plain.test:{port}\r\nConnection: close\r\n\r\n",
+        url = origin.url("/chunked?n=300000"),
+        port = origin.port
+    )
+    .unwrap();
+    let mut response = Vec::new();
+    s.read_to_end(&mut response).unwrap();
+    let text = String::from_utf8_lossy(&response);
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "{}",
+        &text[..80.min(text.len())]
+    );
+    assert!(text.contains("Connection: close\r\n"));
+    let body_start = text.find("\r\n\r\n").unwrap() + 4;
+    // The chunked framing passes as it came: 300 chunks of 1000 bytes, then the trailer.
+    let body = &response[body_start..];
+    assert_eq!(body.iter().filter(|&&b| b == b'c').count(), 300_000);
+    assert!(body.ends_with(b"0\r\nX-Trailer: yes\r\n\r\n"));
+    assert_eq!(forwarded(&world), 1);
+}
