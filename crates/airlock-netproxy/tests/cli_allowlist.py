@@ -31,6 +31,7 @@ def attempt(name, fn):
 attempt("direct", lambda: socket.create_connection(("192.0.2.1", 443), timeout=3))
 attempt("dns", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.0.2.53", 53)))
 attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0x0300))
 '''
 POLICY = '''
 [workspace]
@@ -79,6 +80,7 @@ def main():
         check("direct connect refused", "direct EACCES" in stdout, stdout)
         check("UDP DNS refused", "dns EACCES" in stdout, stdout)
         check("raw socket refused", "raw EACCES" in stdout, stdout)
+        check("packet socket refused", "packet EACCES" in stdout, stdout)
         v = out.get("violations") or []
         by_detail = {x["detail"]: x for x in v}
         rid = out.get("request_id")
@@ -94,6 +96,7 @@ def main():
             ("blocked: connect to 192.0.2.1:443 (not via proxy)", "192.0.2.1:443"),
             ("blocked: DNS query to 192.0.2.53:53 (not via proxy)", "192.0.2.53:53"),
             ("blocked: raw socket (AF_INET) (not via proxy)", None),
+            ("blocked: packet socket (not via proxy)", None),
         ]:
             x = by_detail.get(detail)
             check(f"logged: {detail}", x is not None and x["data"]["destination"] == dest, json.dumps(v)[:1500])

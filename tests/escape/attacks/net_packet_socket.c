@@ -1,6 +1,6 @@
 /* Tries: AF_PACKET sockets (raw link layer: sniff and inject frames), which the
- * issue says are always refused. Stops it: seccomp socket-family filter and no
- * CAP_NET_RAW. */
+ * issue says are always refused. Stops it: the seccomp socket-family filter (in
+ * proxy mode netwatch, which also logs the attempt) and no CAP_NET_RAW. */
 #include "escape_lib.h"
 #include <sys/socket.h>
 #include <linux/if_ether.h>

@@ -26,9 +26,12 @@
 //!      (`CLONE_NEWTIME` shares its bit with `CSIGNAL` and cannot be asked for
 //!      through `clone`.)
 //!    * `socket`, `socketpair`: the family is checked against the
-//!      [`SocketRule`]; a refused family → EAFNOSUPPORT. `AF_VSOCK` and
-//!      `AF_PACKET` are always refused (this machine is a Firecracker VM: vsock
-//!      reaches the hypervisor). `AF_NETLINK` is refused except protocol 0
+//!      [`SocketRule`]; a refused family → EAFNOSUPPORT. `AF_VSOCK` is always
+//!      refused (this machine is a Firecracker VM: vsock reaches the
+//!      hypervisor), and so is `AF_PACKET`, except that in proxy mode
+//!      `socket(AF_PACKET)` is left to the netwatch filter stacked with this
+//!      one, which refuses it and logs the attempt (an ERRNO here would win
+//!      over netwatch's notification and leave the attempt unseen). `AF_NETLINK` is refused except protocol 0
 //!      (`NETLINK_ROUTE`), which `ip` needs to show the loopback interface; in
 //!      a network namespace it sees only that namespace. `AF_INET` with type
 //!      `SOCK_PACKET` is refused too: the kernel silently turns it into an
@@ -70,7 +73,11 @@ pub enum SocketRule {
     /// `AF_UNIX` only (plus `NETLINK_ROUTE`): network mode `none`.
     UnixOnly,
     /// `AF_UNIX`, `AF_INET`, `AF_INET6` (plus `NETLINK_ROUTE`). In an empty
-    /// network namespace the inet families reach loopback only.
+    /// network namespace the inet families reach loopback only. For proxy mode,
+    /// whose PID 1 always installs netwatch: `socket(AF_PACKET)` passes this
+    /// filter so that netwatch sees it, refuses it (EACCES, or ENOSYS should its
+    /// supervisor be gone) and logs it; without `CAP_NET_RAW` the kernel would
+    /// refuse it too. Never use this rule without netwatch.
     UnixAndInet,
     /// Every family except the always-refused ones (`AF_VSOCK`, `AF_PACKET`,
     /// netlink other than `NETLINK_ROUTE`).
@@ -376,7 +383,8 @@ fn syscall_block(asm: &mut Asm, nr: u32, body: impl FnOnce(&mut Asm)) {
     asm.bind(skip);
 }
 
-fn socket_block(asm: &mut Asm, nr: u32, rule: SocketRule) {
+/// `packet_to_netwatch`: let `AF_PACKET` through to the netwatch filter.
+fn socket_block(asm: &mut Asm, nr: u32, rule: SocketRule, packet_to_netwatch: bool) {
     syscall_block(asm, nr, |asm| {
         let allow = asm.label();
         let deny = asm.label();
@@ -405,6 +413,14 @@ fn socket_block(asm: &mut Asm, nr: u32, rule: SocketRule) {
                     Target::Label(allow),
                     Target::Next,
                 );
+                if packet_to_netwatch {
+                    asm.jump(
+                        JEQ_K,
+                        libc::AF_PACKET as u32,
+                        Target::Label(allow),
+                        Target::Next,
+                    );
+                }
                 asm.jump(
                     JEQ_K,
                     libc::AF_INET6 as u32,
@@ -505,8 +521,8 @@ pub fn compile(rule: SocketRule) -> Result<SeccompProgram, SandboxError> {
         asm.bind(allow);
         asm.ret(SECCOMP_RET_ALLOW);
     });
-    socket_block(&mut asm, nr::SOCKET, rule);
-    socket_block(&mut asm, nr::SOCKETPAIR, rule);
+    socket_block(&mut asm, nr::SOCKET, rule, rule == SocketRule::UnixAndInet);
+    socket_block(&mut asm, nr::SOCKETPAIR, rule, false);
     syscall_block(&mut asm, nr::PERSONALITY, |asm| {
         let allow = asm.label();
         asm.load(arg_low(0));
@@ -1044,10 +1060,14 @@ mod tests {
         // which it refuses with EOPNOTSUPP.
         let unix_only = probe_under(SocketRule::UnixOnly, socket_probes);
         assert_eq!(unix_only, vec![0, A, A, A, A, 0, A, A, A, 0, A, A]);
+        // AF_PACKET (the fifth probe) passes this filter in proxy mode: netwatch,
+        // stacked with it there, refuses and logs it (netwatch's own tests and the
+        // escape corpus under `--network allowlist` show that). Here, as root
+        // without netwatch, the kernel opens it.
         let inet = probe_under(SocketRule::UnixAndInet, socket_probes);
         assert_eq!(
             inet,
-            vec![0, 0, 0, A, A, 0, A, A, 0, 0, libc::EOPNOTSUPP, A]
+            vec![0, 0, 0, A, 0, 0, A, A, 0, 0, libc::EOPNOTSUPP, A]
         );
         let any = probe_under(SocketRule::Any, socket_probes);
         assert_eq!(any, vec![0, 0, 0, A, A, 0, A, A, 0, 0, libc::EOPNOTSUPP, A]);
