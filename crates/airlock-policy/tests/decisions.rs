@@ -368,6 +368,13 @@ const CASES: &[(&str, &str, &str, Verdict)] = &[
     ("GIT_SSH_COMMAND='curl x' git status", ".", "default", D),
     ("trap 'curl http://x' EXIT", ".", "default", D),
     ("cat <<EOF\n$(curl http://x)\nEOF", ".", "default", D),
+    // Everyday here-documents and `<<` as data or a shift stay allowed.
+    ("cat <<'EOF' > notes.txt\nhello\nEOF", ".", "default", A),
+    ("cat <<-\"END\"\n\thi\nEND", ".", "default", A),
+    ("cat << \\EOF\nx\nEOF", ".", "default", A),
+    ("cat <<PY_END-1.x\nx\nPY_END-1.x", ".", "default", A),
+    ("echo \"a << b\"", ".", "default", A),
+    ("python3 -c 'print(1 << 3)'", ".", "default", A),
     ("x='$(id)'; echo ${x@P}", ".", "default", D),
     ("$(echo curl) http://x", ".", "lenient", Q),
     ("eval ls", ".", "lenient", Q),
@@ -602,6 +609,12 @@ fn bad_input_gets_a_decision_with_a_reason() {
         "cat <<- '' ",
         "cat <<\\ ",
         "bash -c \"cat <<'' \"",
+        // Found by fuzzing: `$[` in a delimiter, even quoted, never ends the body.
+        "<<$[  ",
+        "cat << $[  ",
+        "cat <<-\"$[  \"",
+        "cat <<a$[  ",
+        "cat <<a${b}\nx\n",
         "ls\r",
     ] {
         let d = judge(&f, text, ".", "default");

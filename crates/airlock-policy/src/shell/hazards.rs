@@ -137,53 +137,105 @@ pub fn nesting_depth(text: &str) -> usize {
 }
 /// A here-document whose delimiter brush-parser's tokenizer cannot end on.
 ///
-/// * A delimiter that does not start like a word (`<<- (`, `<< )`): memory grows
-///   without bound.
-/// * A delimiter that is empty once its quotes are removed (`<<''`, `<<""`,
-///   `<<$''`, `<<\ `): the tokenizer ends the body at every position and never
-///   advances, so memory grows without bound (found by fuzzing: the five bytes
-///   `<<'' `). Bash would end such a body at the first empty line.
+/// Found by fuzzing, each a memory use that grows without bound:
+/// * a delimiter that does not start like a word (`<<- (`, `<< )`);
+/// * a delimiter that is empty once its quotes are removed (`<<'' `, `<<""`):
+///   the tokenizer ends the body at every position and never advances (bash
+///   would end such a body at the first empty line);
+/// * a delimiter holding an expansion-like `$[`, even inside double quotes
+///   (`<<$[  `, `<<"$[  `, `<<a$[  `; bash takes the word literally).
 ///
-/// The scan is not quote-aware: a `<<` inside quotes is judged too. That can only
-/// refuse (`echo "<<''"`), never allow.
+/// So a delimiter is accepted only as a plain word: letters, digits and
+/// `_-.+:/@%,=`, optionally quoted with `'…'`, `"…"`, `$'…'`, `$"…"` or `\`,
+/// and not empty once unquoted. Every everyday delimiter (`EOF`, `'EOF'`,
+/// `"END"`, `\EOF`, `-EOF`, `PY_END`) is such a word.
+///
+/// `<<` inside quotes is not an operator and is skipped. Inside double quotes a
+/// command substitution could hold a here-document; the pairing of a here-document
+/// with any command substitution is refused separately ([`parser_hazard`]).
 fn heredoc_delimiter_hazard(text: &str) -> Option<&'static str> {
     let bytes = text.as_bytes();
+    let mut quote: Option<u8> = None;
     let mut i = 0;
-    while let Some(pos) = text[i..].find("<<") {
-        let mut j = i + pos + 2;
-        if bytes.get(j) == Some(&b'<') {
-            i = j + 1; // `<<<` is a here-string
-            continue;
-        }
-        if bytes.get(j) == Some(&b'-') {
-            j += 1;
-        }
-        while matches!(bytes.get(j), Some(b' ' | b'\t')) {
-            j += 1;
-        }
-        let rest = &bytes[j..];
-        match rest.first() {
-            Some(c)
-                if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'\'' | b'"' | b'\\' | b'$') => {
+    while i < bytes.len() {
+        let c = bytes[i];
+        match (quote, c) {
+            (Some(b'\''), b'\'') | (Some(b'"'), b'"') => quote = None,
+            (Some(b'"'), b'\\') => i += 1,
+            (Some(_), _) => {}
+            (None, b'\\') => i += 1,
+            (None, b'\'' | b'"') => quote = Some(c),
+            (None, b'<') if bytes.get(i + 1) == Some(&b'<') => {
+                if bytes.get(i + 2) == Some(&b'<') {
+                    i += 3; // `<<<` is a here-string
+                    continue;
+                }
+                let mut j = i + 2;
+                if bytes.get(j) == Some(&b'-') {
+                    j += 1;
+                }
+                while matches!(bytes.get(j), Some(b' ' | b'\t')) {
+                    j += 1;
+                }
+                match delimiter_word(&bytes[j..]) {
+                    Ok(len) => i = j + len,
+                    Err(why) => return Some(why),
+                }
+                continue;
             }
-            _ => return Some(
-                "a here-document delimiter that is not a plain word is more than the gate analyses",
-            ),
+            (None, _) => {}
         }
-        let empty = [&b"''"[..], b"\"\"", b"$''", b"$\"\""]
-            .iter()
-            .any(|e| rest.starts_with(e))
-            || (rest.first() == Some(&b'\\')
-                && matches!(
-                    rest.get(1),
-                    None | Some(
-                        b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'
-                    )
-                ));
-        if empty {
-            return Some("a here-document with an empty delimiter is more than the gate analyses");
-        }
-        i = j;
+        i += 1;
     }
     None
+}
+
+/// A byte a here-document delimiter may hold as it is.
+fn plain_delimiter_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"_-.+:/@%,=".contains(&b)
+}
+
+/// The length of the delimiter word at the start of `rest`, if it is a plain word.
+fn delimiter_word(rest: &[u8]) -> Result<usize, &'static str> {
+    const NOT_PLAIN: &str =
+        "a here-document delimiter that is not a plain word is more than the gate analyses";
+    let mut k = 0;
+    let mut value_len = 0;
+    while let Some(&c) = rest.get(k) {
+        match c {
+            b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')' => break,
+            b'$' if matches!(rest.get(k + 1), Some(b'\'' | b'"')) => k += 1,
+            b'\'' | b'"' => {
+                let close = rest[k + 1..]
+                    .iter()
+                    .position(|&b| b == c)
+                    .ok_or(NOT_PLAIN)?;
+                let inner = &rest[k + 1..k + 1 + close];
+                if !inner.iter().all(|&b| plain_delimiter_byte(b)) {
+                    return Err(NOT_PLAIN);
+                }
+                value_len += inner.len();
+                k += close + 2;
+            }
+            b'\\' => match rest.get(k + 1) {
+                Some(&next) if plain_delimiter_byte(next) => {
+                    value_len += 1;
+                    k += 2;
+                }
+                _ => return Err(NOT_PLAIN),
+            },
+            c if plain_delimiter_byte(c) => {
+                value_len += 1;
+                k += 1;
+            }
+            _ => return Err(NOT_PLAIN),
+        }
+    }
+    if k == 0 {
+        return Err(NOT_PLAIN);
+    }
+    if value_len == 0 {
+        return Err("a here-document with an empty delimiter is more than the gate analyses");
+    }
+    Ok(k)
 }
