@@ -615,6 +615,10 @@ fn bad_input_gets_a_decision_with_a_reason() {
         "cat <<-\"$[  \"",
         "cat <<a$[  ",
         "cat <<a${b}\nx\n",
+        // Found by fuzzing: exponential backtracking on `[` left open in `${…}`.
+        "a[o${T[${T[}=${T[${T[>} }rt}y",
+        "a[o${T[${T[}=${T[${T[>} }}",
+        "a[o${T[}=${T[${T[>} }rt}y",
         "ls\r",
     ] {
         let d = judge(&f, text, ".", "default");

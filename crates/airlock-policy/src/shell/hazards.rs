@@ -44,6 +44,51 @@ pub const MAX_DOUBLE_PARENS: usize = 6;
 /// Deepest nesting of `(` in one string.
 pub const MAX_PAREN_DEPTH: usize = 12;
 
+/// Most `[` left open inside `${…}` expansions in one string. brush-parser's
+/// expansion grammar backtracks exponentially on them, about fifteen times
+/// longer for each (found by fuzzing: the four in `a[o${T[${T[}=${T[${T[>} }}`
+/// took 9 s). Bash rejects such a word as a bad substitution, so no command that
+/// runs is lost.
+pub const MAX_OPEN_SUBSCRIPTS: usize = 1;
+
+/// How many `[` were still open when the `${` holding them closed.
+fn open_subscripts(text: &str) -> usize {
+    // One frame per open brace: `Some(open [)` for `${`, `None` for a plain `{`
+    // (a group or a brace expansion), which only absorbs its own `}`.
+    let mut frames: Vec<Option<usize>> = Vec::new();
+    let mut unclosed = 0;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            b'$' if bytes.get(i + 1) == Some(&b'{') => {
+                frames.push(Some(0));
+                i += 1;
+            }
+            b'{' => frames.push(None),
+            b'}' => {
+                if let Some(Some(open)) = frames.pop() {
+                    unclosed += open;
+                }
+            }
+            b'[' => {
+                if let Some(Some(open)) = frames.last_mut() {
+                    *open += 1;
+                }
+            }
+            b']' => {
+                if let Some(Some(open)) = frames.last_mut() {
+                    *open = open.saturating_sub(1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    unclosed
+}
+
 /// Shapes on which brush-parser 0.4 backtracks exponentially (found by
 /// fuzzing: twelve `((:` took 5 s, twenty-four unmatched `(` took 7 s). They are
 /// refused before parsing; no everyday command comes near these bounds.
@@ -52,6 +97,12 @@ fn parser_hazard(text: &str) -> Option<String> {
         return Some(format!(
             "the command has more than {MAX_DOUBLE_PARENS} `((`, more than the gate analyses"
         ));
+    }
+    if open_subscripts(text) > MAX_OPEN_SUBSCRIPTS {
+        return Some(
+            "the command has `${…}` expansions with unclosed `[`, more than the gate analyses"
+                .into(),
+        );
     }
     // A here-document inside a command substitution can make brush's tokenizer
     // grow without bound (found by fuzzing). A command substitution is never
@@ -238,4 +289,44 @@ fn delimiter_word(rest: &[u8]) -> Result<usize, &'static str> {
         return Err("a here-document with an empty delimiter is more than the gate analyses");
     }
     Ok(k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuse_before_parsing;
+
+    #[test]
+    fn the_shapes_found_by_fuzzing_never_reach_the_parser() {
+        for text in [
+            "<<'' ",
+            "<<$[  ",
+            "cat <<\"$[  \"",
+            "cat <<- (",
+            "<<\r [t ",
+            "((:((:((:((:((:((:((:((:",
+            "a[o${T[${T[}=${T[${T[>} }}",
+            "a[o${T[}=${T[${T[>} }rt}y",
+            "x=$(cat <<EOF\nEOF\n)",
+            "ls 99999999999>x",
+        ] {
+            assert!(refuse_before_parsing(text).is_some(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn everyday_commands_go_to_the_parser() {
+        for text in [
+            "cat <<'EOF' > notes.txt\nhello\nEOF",
+            "cat <<-\"END\"\n\thi\nEND",
+            "python3 - <<PY_END\nprint(1)\nPY_END",
+            "echo \"a << b\"",
+            "python3 -c 'print(1 << 3)'",
+            "echo ${a[1]} ${arr[@]} ${#arr[*]} ${m[\"k\"]}",
+            "[ -f x ] && [[ -d y ]] && echo ok",
+            "grep -E '[0-9]+[a-z]' f.txt",
+            "echo {a,b}{1,2} ${x:-{}}",
+        ] {
+            assert_eq!(refuse_before_parsing(text), None, "{text:?}");
+        }
+    }
 }
