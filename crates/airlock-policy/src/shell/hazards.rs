@@ -51,7 +51,8 @@ pub const MAX_PAREN_DEPTH: usize = 12;
 /// runs is lost.
 pub const MAX_OPEN_SUBSCRIPTS: usize = 1;
 
-/// How many `[` were still open when the `${` holding them closed.
+/// How many `[` were still open when the `${` holding them closed (or at the
+/// end, for a `${` that never closes).
 fn open_subscripts(text: &str) -> usize {
     // One frame per open brace: `Some(open [)` for `${`, `None` for a plain `{`
     // (a group or a brace expansion), which only absorbs its own `}`.
@@ -86,7 +87,8 @@ fn open_subscripts(text: &str) -> usize {
         }
         i += 1;
     }
-    unclosed
+    // A `${` that never closes leaves its `[` open too.
+    unclosed + frames.into_iter().flatten().sum::<usize>()
 }
 
 /// Shapes on which brush-parser 0.4 backtracks exponentially (found by
@@ -306,6 +308,7 @@ mod tests {
             "((:((:((:((:((:((:((:((:",
             "a[o${T[${T[}=${T[${T[>} }}",
             "a[o${T[}=${T[${T[>} }rt}y",
+            "l{ lw[Tokxi:?(| :awaa${wawanlf[wa;${wawAfcicif[$\"\\b(;? :a;=/x",
             "x=$(cat <<EOF\nEOF\n)",
             "ls 99999999999>x",
         ] {
