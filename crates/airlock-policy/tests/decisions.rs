@@ -620,6 +620,7 @@ fn bad_input_gets_a_decision_with_a_reason() {
         "a[o${T[${T[}=${T[${T[>} }}",
         "a[o${T[}=${T[${T[>} }rt}y",
         "ar[[oken:$[ ap:/xn:$[x a/x |/ tcif[$\"(\"Afcici[$\"if[$\"cif[}x",
+        "case $a in h )xgt&& case $a in h )xgt;it pu|>anla && case $a in h )xgt && case $a in h )x",
         "l{ lw[Tokxi:?(| :awaa${wawanlf[wa;${wawAfcicif[$\"\\b(;? :a;=/x | :a;${wawai:wa/x",
         "ls\r",
     ] {
