@@ -620,6 +620,7 @@ fn bad_input_gets_a_decision_with_a_reason() {
         "a[o${T[${T[}=${T[${T[>} }}",
         "a[o${T[}=${T[${T[>} }rt}y",
         "ar[[oken:$[ ap:/xn:$[x a/x |/ tcif[$\"(\"Afcici[$\"if[$\"cif[}x",
+        "l{ lw[Tokxi:?( >\"Afciawai:a${wawanlf[]/i/i? :a;=/x | :a;${wawai:a${wawanlf[]/? :a;=/x",
         "case $a in h )xgt&& case $a in h )xgt;it pu|>anla && case $a in h )xgt && case $a in h )x",
         "l{ lw[Tokxi:?(| :awaa${wawanlf[wa;${wawAfcicif[$\"\\b(;? :a;=/x | :a;${wawai:wa/x",
         "ls\r",
@@ -627,6 +628,27 @@ fn bad_input_gets_a_decision_with_a_reason() {
         let d = judge(&f, text, ".", "default");
         assert_eq!(d.decision, D, "{text}");
     }
+
+    // A function body is judged at every call and brace expansion multiplies
+    // segments: past the word and segment budgets the answer is `on_unknown`.
+    let words = format!(
+        "f() {{ echo {}; }}; {}",
+        "w ".repeat(200),
+        "f; ".repeat(100)
+    );
+    let d = judge(&f, &words, ".", "default");
+    assert_eq!(d.decision, D, "{}", d.reason);
+    assert!(d.reason.contains("more than 16384 words"), "{}", d.reason);
+    let segments = format!("f() {{ echo {{a,b}}{{0..31}}; }}; {}", "f; ".repeat(70));
+    let d = judge(&f, &segments, ".", "default");
+    assert_eq!(d.decision, D, "{}", d.reason);
+    assert!(
+        d.reason.contains("more than 4096 simple commands"),
+        "{}",
+        d.reason
+    );
+    let small = format!("f() {{ echo {}; }}; f; f", "w ".repeat(200));
+    assert_eq!(judge(&f, &small, ".", "default").decision, A);
 
     let nested_shells = (0..12).fold("ls".to_string(), |acc, _| {
         format!(
