@@ -620,6 +620,7 @@ fn bad_input_gets_a_decision_with_a_reason() {
         "a[o${T[${T[}=${T[${T[>} }}",
         "a[o${T[}=${T[${T[>} }rt}y",
         "ar[[oken:$[ ap:/xn:$[x a/x |/ tcif[$\"(\"Afcici[$\"if[$\"cif[}x",
+        "a[gizx_ah[\"]\"${Toh[\"]\"${Tox_ah[\"]\"${Toh[\"]\"%%$%}>%%wai%%%$ %%$%}>%%$%ucrbunla} >",
         "l{ lw[Tokxi:?( >\"Afciawai:a${wawanlf[]/i/i? :a;=/x | :a;${wawai:a${wawanlf[]/? :a;=/x",
         "case $a in h )xgt&& case $a in h )xgt;it pu|>anla && case $a in h )xgt && case $a in h )x",
         "l{ lw[Tokxi:?(| :awaa${wawanlf[wa;${wawAfcicif[$\"\\b(;? :a;=/x | :a;${wawai:wa/x",

@@ -82,10 +82,25 @@ fn open_expansions(text: &str) -> OpenExpansions {
     // (a group or a brace expansion), which only absorbs its own `}`.
     let mut frames: Vec<Option<usize>> = Vec::new();
     let mut open = OpenExpansions::default();
+    // A quoted `]` closes nothing (`${T["]"`, found by fuzzing). `${` still
+    // opens inside double quotes; nothing opens inside single quotes.
+    let mut quote: Option<u8> = None;
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i] {
+        let c = bytes[i];
+        match (quote, c) {
+            (Some(b'\''), b'\'') | (Some(b'"'), b'"') => quote = None,
+            (Some(b'\''), _) => {}
+            (None, b'\'' | b'"') => quote = Some(c),
+            (Some(_), b'[' | b']') => {}
+            _ => {}
+        }
+        if quote == Some(b'\'') || (quote.is_some() && matches!(c, b'[' | b']')) {
+            i += 1;
+            continue;
+        }
+        match c {
             b'\\' => i += 1,
             b'$' if bytes.get(i + 1) == Some(&b'{') => {
                 frames.push(Some(0));
@@ -356,6 +371,7 @@ mod tests {
             "ar[[oken:$[ ap:/xn:$[x a/x |/ tcif[$\"(\"Afcici[$\"if[$\"cif[}x",
             "case $a in h )x && case $a in h )x && case $a in h )x && case $a in h )x",
             ":a;${wawai:a${wawanlf[]/? :a;=/x | :a;${wawai:a${wa;$\"'\"{wawai:a${w",
+            "a[gizx_ah[\"]\"${Toh[\"]\"${Tox_ah[\"]\"${Toh[\"]\"%%$%}>%%wai%%%$ %%$%}>%%$%ucrbunla} >",
             "l{ lw[Tokxi:?(| :awaa${wawanlf[wa;${wawAfcicif[$\"\\b(;? :a;=/x",
             "x=$(cat <<EOF\nEOF\n)",
             "ls 99999999999>x",
