@@ -625,6 +625,12 @@ fn bad_input_gets_a_decision_with_a_reason() {
         "case $a in h )xgt&& case $a in h )xgt;it pu|>anla && case $a in h )xgt && case $a in h )x",
         "l{ lw[Tokxi:?(| :awaa${wawanlf[wa;${wawAfcicif[$\"\\b(;? :a;=/x | :a;${wawai:wa/x",
         "ls\r",
+        // Found by fuzzing, then grown by hill climbing to 2 s: a `name[` word
+        // holding a `$(`, which brush-parser tries as an assignment many times.
+        "T[=$(+(+(@()(\")\"$(+(\\\"+($[+!(\")[${d+(=${)]))))$(dd9+(d\\\"$[( \";`) ``\"${)\\\"\"d) \\\"\\\"a'\\\"[\"d'=)+ }\"=+(+( r\\d;\"d)+) e(",
+        "echo a[$(+(+(\")\"$(+(d)))",
+        // The same with `$((`, which brush-parser tries again as `$(` (6 s).
+        "T[=$((+(+(@()(\")\"$((+(\\\"+($[+!(\")[${d+(=${)])))))$((dd9+(d\\\"$[( \"d;) \"${)\\\"\"d) \\\"\\\"a'\"[\"d)'=) }\"=+](+( r\\d;\"d)+)] e(",
     ] {
         let d = judge(&f, text, ".", "default");
         assert_eq!(d.decision, D, "{text}");

@@ -166,6 +166,12 @@ fn parser_hazard(text: &str) -> Option<String> {
             "the command has more than {MAX_OPEN_EXPANSIONS} `${{` without `}}`, more than the gate analyses"
         ));
     }
+    if subscript_with_substitution(text) {
+        return Some(
+            "an array subscript (`name[`) together with `$(` (a command substitution, or `$((` beyond plain arithmetic) is more than the gate analyses"
+                .into(),
+        );
+    }
     // A here-document inside a command substitution can make brush's tokenizer
     // grow without bound (found by fuzzing). A command substitution is never
     // allowed anyway, so nothing allowable is lost by refusing the pair early.
@@ -197,6 +203,63 @@ fn parser_hazard(text: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// A word that may be an array element assignment (`name[`) in a text that
+/// also holds a command substitution, or an arithmetic `$((` that is more than
+/// plain arithmetic.
+///
+/// brush-parser tries every word that starts `name[` as an assignment, several
+/// times over as its grammar backtracks, and each try parses the subscript as
+/// arithmetic; a `$(` there is parsed as a command, where every `(` may open
+/// an extended glob or a subshell and both are tried, and a `$((` that fails as
+/// arithmetic is tried again as `$(` and `(`. Found by fuzzing and hill
+/// climbing: 150 bytes of `T[=$(+(+(@()(")"…` took 2 s in a release build, and
+/// the same with `$((` 6 s; without the `T[` either takes 0.1 ms. A command
+/// substitution is never allowed anyway, so the pair is refused before parsing.
+///
+/// The test is loose on purpose, so that no quoting can hide a `$(` from it: any
+/// `[` after a name character, anywhere, with any `$(` that no backslash
+/// escapes, quotes ignored. What it over-matches (`echo 'a[1]' '$(x)'`) holds
+/// the text of a command substitution at least. `a[$((i+1))]=x` is not matched.
+fn subscript_with_substitution(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let subscript = bytes
+        .windows(2)
+        .any(|w| (w[0].is_ascii_alphanumeric() || w[0] == b'_') && w[1] == b'[');
+    subscript && unescaped_command_substitution(bytes)
+}
+
+/// A `$(` with no backslash before it, other than a `$((…))` of plain
+/// arithmetic. Quotes are not followed: a backslash inside single quotes is
+/// literal, but then so is the `$(` after it, so skipping what a backslash
+/// escapes never hides an active `$(`.
+fn unescaped_command_substitution(bytes: &[u8]) -> bool {
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            b'$' if bytes.get(i + 1) == Some(&b'(') => match plain_arithmetic_len(&bytes[i..]) {
+                Some(len) => i += len - 1,
+                None => return true,
+            },
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// The length of a `$((…))` at the start of `bytes` whose body is names,
+/// numbers, `$name` and operators only: brush-parser reads it as arithmetic at
+/// the first try, with nothing to backtrack over.
+fn plain_arithmetic_len(bytes: &[u8]) -> Option<usize> {
+    let body = bytes.strip_prefix(b"$((")?;
+    let end = body.windows(2).position(|w| w == b"))")?;
+    body[..end]
+        .iter()
+        .all(|c| c.is_ascii_alphanumeric() || b"_ +-*/%<>=!&|^~?:,$".contains(c))
+        .then_some(3 + end + 2)
 }
 
 /// Numbers the parser would overflow on (brace sequences, `~N`, fd numbers).
@@ -375,6 +438,14 @@ mod tests {
             "l{ lw[Tokxi:?(| :awaa${wawanlf[wa;${wawAfcicif[$\"\\b(;? :a;=/x",
             "x=$(cat <<EOF\nEOF\n)",
             "ls 99999999999>x",
+            "T[=$(+(+(@()(\")\"$(+(\\\"+($[+!(\")[${d+(=${)]))))",
+            "echo T[$(x)",
+            "a[1]=$(date)",
+            "echo \"it's\" a[1] # '\n$(+(x))",
+            "echo '\\'$(x) a[0]",
+            "T[=$((+(+(@()(\")\"$((+(\\\"+($[+!(\")[${d+(=${)])))))",
+            "a[$((1+(2)))]=x",
+            "a[$((x\"))]=x",
         ] {
             assert!(refuse_before_parsing(text).is_some(), "{text:?}");
         }
@@ -393,6 +464,9 @@ mod tests {
             "grep -E '[0-9]+[a-z]' f.txt",
             "echo {a,b}{1,2} ${x:-{}}",
             "case $1 in a) case $2 in b) echo ab;; esac;; *) echo other;; esac",
+            "a[$((i+1))]=x; arr[$i]=v; m[\"k\"]=${a[0]}",
+            "echo \\$(x) a[1]",
+            "echo $(date) [ok]",
         ] {
             assert_eq!(refuse_before_parsing(text), None, "{text:?}");
         }
