@@ -68,6 +68,22 @@ pub const MAX_OPEN_SUBSCRIPTS: usize = 1;
 /// them took 15 s); bash rejects each as a bad substitution.
 pub const MAX_OPEN_EXPANSIONS: usize = 2;
 
+/// How many more `case` than `esac` words `text` holds, in one pass, and none
+/// at all when there is no `case` (the gate's usual text).
+fn open_cases(text: &str) -> usize {
+    if !text.contains("case") {
+        return 0;
+    }
+    let (cases, esacs) = text
+        .split(|c: char| c.is_ascii_whitespace() || ";&|()".contains(c))
+        .fold((0usize, 0usize), |(cases, esacs), w| match w {
+            "case" => (cases + 1, esacs),
+            "esac" => (cases, esacs + 1),
+            _ => (cases, esacs),
+        });
+    cases.saturating_sub(esacs)
+}
+
 /// What is left open in a string's `${…}` expansions.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct OpenExpansions {
@@ -82,29 +98,17 @@ fn open_expansions(text: &str) -> OpenExpansions {
     // (a group or a brace expansion), which only absorbs its own `}`.
     let mut frames: Vec<Option<usize>> = Vec::new();
     let mut open = OpenExpansions::default();
-    // A quoted `]` closes nothing (`${T["]"`, found by fuzzing). `${` still
-    // opens inside double quotes; nothing opens inside single quotes.
-    let mut quote: Option<u8> = None;
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        match (quote, c) {
-            (Some(b'\''), b'\'') | (Some(b'"'), b'"') => quote = None,
-            (Some(b'\''), _) => {}
-            (None, b'\'' | b'"') => quote = Some(c),
-            (Some(_), b'[' | b']') => {}
-            _ => {}
-        }
+    let mut scan = QuotedScan::new(text.as_bytes());
+    while let Some((i, c, quote)) = scan.next() {
+        // A quoted `]` closes nothing (`${T["]"`, found by fuzzing). `${` still
+        // opens inside double quotes; nothing opens inside single quotes.
         if quote == Some(b'\'') || (quote.is_some() && matches!(c, b'[' | b']')) {
-            i += 1;
             continue;
         }
         match c {
-            b'\\' => i += 1,
-            b'$' if bytes.get(i + 1) == Some(&b'{') => {
+            b'$' if text.as_bytes().get(i + 1) == Some(&b'{') => {
                 frames.push(Some(0));
-                i += 1;
+                scan.skip_to(i + 2);
             }
             b'{' => frames.push(None),
             b'}' => {
@@ -124,13 +128,56 @@ fn open_expansions(text: &str) -> OpenExpansions {
             }
             _ => {}
         }
-        i += 1;
     }
     for brackets in frames.into_iter().flatten() {
         open.expansions += 1;
         open.subscripts += brackets;
     }
     open
+}
+
+/// Reads bytes the way bash's quoting does: yields each byte that is neither a
+/// quote mark nor escaped by a backslash, with the quote it stands in
+/// (`Some(b'\'')`, `Some(b'"')` or `None`). Inside single quotes a backslash
+/// is literal and is yielded like any byte.
+struct QuotedScan<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    quote: Option<u8>,
+}
+
+impl<'a> QuotedScan<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        QuotedScan {
+            bytes,
+            at: 0,
+            quote: None,
+        }
+    }
+
+    /// Goes on from `at` (past what the caller has read itself), in the same quote.
+    fn skip_to(&mut self, at: usize) {
+        self.at = at;
+    }
+}
+
+impl Iterator for QuotedScan<'_> {
+    type Item = (usize, u8, Option<u8>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while let Some(&c) = self.bytes.get(self.at) {
+            let i = self.at;
+            self.at += 1;
+            match self.quote {
+                Some(q) if c == q => self.quote = None,
+                Some(b'\'') => return Some((i, c, self.quote)),
+                None if matches!(c, b'\'' | b'"') => self.quote = Some(c),
+                _ if c == b'\\' => self.at += 1,
+                _ => return Some((i, c, self.quote)),
+            }
+        }
+        None
+    }
 }
 
 /// Shapes on which brush-parser 0.4 backtracks exponentially (found by
@@ -147,9 +194,7 @@ fn parser_hazard(text: &str) -> Option<String> {
             "the command has more than {MAX_UNMATCHED_BRACKETS} `[` without a `]`, more than the gate analyses"
         ));
     }
-    let words = || text.split(|c: char| c.is_ascii_whitespace() || ";&|()".contains(c));
-    let cases = words().filter(|w| *w == "case").count();
-    if cases > words().filter(|w| *w == "esac").count() + MAX_OPEN_CASES {
+    if open_cases(text) > MAX_OPEN_CASES {
         return Some(format!(
             "the command has more than {MAX_OPEN_CASES} `case` without `esac`, more than the gate analyses"
         ));
@@ -331,37 +376,26 @@ pub fn nesting_depth(text: &str) -> usize {
 /// with any command substitution is refused separately ([`parser_hazard`]).
 fn heredoc_delimiter_hazard(text: &str) -> Option<&'static str> {
     let bytes = text.as_bytes();
-    let mut quote: Option<u8> = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        match (quote, c) {
-            (Some(b'\''), b'\'') | (Some(b'"'), b'"') => quote = None,
-            (Some(b'"'), b'\\') => i += 1,
-            (Some(_), _) => {}
-            (None, b'\\') => i += 1,
-            (None, b'\'' | b'"') => quote = Some(c),
-            (None, b'<') if bytes.get(i + 1) == Some(&b'<') => {
-                if bytes.get(i + 2) == Some(&b'<') {
-                    i += 3; // `<<<` is a here-string
-                    continue;
-                }
-                let mut j = i + 2;
-                if bytes.get(j) == Some(&b'-') {
-                    j += 1;
-                }
-                while matches!(bytes.get(j), Some(b' ' | b'\t')) {
-                    j += 1;
-                }
-                match delimiter_word(&bytes[j..]) {
-                    Ok(len) => i = j + len,
-                    Err(why) => return Some(why),
-                }
-                continue;
-            }
-            (None, _) => {}
+    let mut scan = QuotedScan::new(bytes);
+    while let Some((i, c, quote)) = scan.next() {
+        if quote.is_some() || c != b'<' || bytes.get(i + 1) != Some(&b'<') {
+            continue;
         }
-        i += 1;
+        if bytes.get(i + 2) == Some(&b'<') {
+            scan.skip_to(i + 3); // `<<<` is a here-string
+            continue;
+        }
+        let mut j = i + 2;
+        if bytes.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        while matches!(bytes.get(j), Some(b' ' | b'\t')) {
+            j += 1;
+        }
+        match delimiter_word(&bytes[j..]) {
+            Ok(len) => scan.skip_to(j + len),
+            Err(why) => return Some(why),
+        }
     }
     None
 }
