@@ -44,22 +44,18 @@ pub fn options() -> ParserOptions {
 
 /// Expand a raw word (as the parser gives it, quotes included).
 pub fn expand(raw: &str, vars: &Vars, home: &str) -> Expansion {
-    // Most words are plain: nothing to expand, quote or escape.
-    if !raw.is_empty()
-        && raw.bytes().all(|b| {
-            b.is_ascii_alphanumeric()
-                || matches!(
-                    b,
-                    b'-' | b'_' | b'.' | b'/' | b'=' | b':' | b',' | b'+' | b'@' | b'%'
-                )
-        })
-        && !raw.starts_with('~')
-    {
+    // Most words are plain or simply quoted: nothing in them expands.
+    if let Some(value) = super::plain::literal_word(raw) {
         return Expansion::Known {
-            values: vec![raw.to_string()],
+            values: vec![value],
             glob: false,
         };
     }
+    expand_parsed(raw, vars, home)
+}
+
+/// [`expand`] without the shortcut for literal words: brush-parser reads the word.
+pub(super) fn expand_parsed(raw: &str, vars: &Vars, home: &str) -> Expansion {
     if let Some(why) = executes(raw) {
         return Expansion::Executes { why };
     }
