@@ -9,9 +9,29 @@
 
 use super::MAX_NESTING;
 
+/// Which bytes a text holds, read in one pass, so that a guard whose shape
+/// needs a byte the text lacks is skipped (most texts hold no `(`, `[`, `$`
+/// or `<` at all).
+struct Present([bool; 256]);
+
+impl Present {
+    fn of(text: &str) -> Present {
+        let mut present = [false; 256];
+        for b in text.bytes() {
+            present[usize::from(b)] = true;
+        }
+        Present(present)
+    }
+
+    fn any(&self, bytes: &[u8]) -> bool {
+        bytes.iter().any(|&b| self.0[usize::from(b)])
+    }
+}
+
 /// Why `text` must not be given to the parser, if it must not.
 pub fn refuse_before_parsing(text: &str) -> Option<String> {
-    if nesting_depth(text) > MAX_NESTING {
+    let present = Present::of(text);
+    if nesting_depth_bounded(text, &present) > MAX_NESTING {
         return Some(format!(
             "the command is nested more than {MAX_NESTING} levels deep"
         ));
@@ -22,10 +42,10 @@ pub fn refuse_before_parsing(text: &str) -> Option<String> {
             c as u32
         ));
     }
-    if let Some(why) = parser_hazard(text) {
+    if let Some(why) = parser_hazard(text, &present) {
         return Some(why);
     }
-    if oversized_number(text) {
+    if present.any(b"0123456789") && oversized_number(text) {
         return Some("the command holds a number too large to analyse".into());
     }
     None
@@ -183,13 +203,15 @@ impl Iterator for QuotedScan<'_> {
 /// Shapes on which brush-parser 0.4 backtracks exponentially (found by
 /// fuzzing: twelve `((:` took 5 s, twenty-four unmatched `(` took 7 s). They are
 /// refused before parsing; no everyday command comes near these bounds.
-fn parser_hazard(text: &str) -> Option<String> {
-    if text.matches("((").count() > MAX_DOUBLE_PARENS {
+fn parser_hazard(text: &str, present: &Present) -> Option<String> {
+    let parens = present.any(b"(");
+    if parens && text.matches("((").count() > MAX_DOUBLE_PARENS {
         return Some(format!(
             "the command has more than {MAX_DOUBLE_PARENS} `((`, more than the gate analyses"
         ));
     }
-    if text.matches('[').count() > text.matches(']').count() + MAX_UNMATCHED_BRACKETS {
+    let brackets = present.any(b"[");
+    if brackets && text.matches('[').count() > text.matches(']').count() + MAX_UNMATCHED_BRACKETS {
         return Some(format!(
             "the command has more than {MAX_UNMATCHED_BRACKETS} `[` without a `]`, more than the gate analyses"
         ));
@@ -199,7 +221,13 @@ fn parser_hazard(text: &str) -> Option<String> {
             "the command has more than {MAX_OPEN_CASES} `case` without `esac`, more than the gate analyses"
         ));
     }
-    let open = open_expansions(text);
+    // Without a `$`, no `${` opens, and only a `${` counts.
+    let dollar = present.any(b"$");
+    let open = if dollar {
+        open_expansions(text)
+    } else {
+        OpenExpansions::default()
+    };
     if open.subscripts > MAX_OPEN_SUBSCRIPTS {
         return Some(
             "the command has `${…}` expansions with unclosed `[`, more than the gate analyses"
@@ -211,7 +239,7 @@ fn parser_hazard(text: &str) -> Option<String> {
             "the command has more than {MAX_OPEN_EXPANSIONS} `${{` without `}}`, more than the gate analyses"
         ));
     }
-    if subscript_with_substitution(text) {
+    if brackets && dollar && subscript_with_substitution(text) {
         return Some(
             "an array subscript (`name[`) together with `$(` (a command substitution, or `$((` beyond plain arithmetic) is more than the gate analyses"
                 .into(),
@@ -220,6 +248,9 @@ fn parser_hazard(text: &str) -> Option<String> {
     // A here-document inside a command substitution can make brush's tokenizer
     // grow without bound (found by fuzzing). A command substitution is never
     // allowed anyway, so nothing allowable is lost by refusing the pair early.
+    if !present.any(b"<") {
+        return parens.then(|| paren_depth_hazard(text)).flatten();
+    }
     let has_heredoc = text.match_indices("<<").any(|(k, _)| {
         text.as_bytes().get(k + 2) != Some(&b'<') && (k == 0 || text.as_bytes()[k - 1] != b'<')
     });
@@ -232,6 +263,10 @@ fn parser_hazard(text: &str) -> Option<String> {
     if let Some(why) = heredoc_delimiter_hazard(text) {
         return Some(why.into());
     }
+    parens.then(|| paren_depth_hazard(text)).flatten()
+}
+
+fn paren_depth_hazard(text: &str) -> Option<String> {
     let mut depth: usize = 0;
     for b in text.bytes() {
         match b {
@@ -326,6 +361,17 @@ fn oversized_number(text: &str) -> bool {
         }
     }
     false
+}
+
+/// [`nesting_depth`], or a bound below it that is still above
+/// [`MAX_NESTING`] whenever the depth is.
+fn nesting_depth_bounded(text: &str, present: &Present) -> usize {
+    // Each level takes a bracket or a keyword word, which takes at least three
+    // bytes with what separates it from the next (`if if …`).
+    if !present.any(b"({[`") && text.len() < 3 * MAX_NESTING {
+        return 0;
+    }
+    nesting_depth(text)
 }
 
 /// A conservative bound on syntactic nesting, checked before parsing so that a
