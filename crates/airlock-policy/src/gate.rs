@@ -9,7 +9,7 @@
 //!
 //! The strictest segment decides.
 
-use crate::network::{host_matches, named_hosts, touches_network};
+use crate::network::{host_matches, named_hosts, touches_network_shaped};
 use crate::paths::{system_program, Boundary};
 use crate::rules::{prefix_matches, ArgvShape, RuleIndex};
 use crate::shell::{self, Access, Analysis, Context, Cwd, Segment};
@@ -313,18 +313,16 @@ impl Judge<'_> {
     fn steps(&self, seg: &Segment, notes: &mut Notes<'_>) -> Found {
         let policy = self.policy;
         let on_unknown = policy.commands.on_unknown;
-        let program = seg
-            .argv
-            .first()
-            .map(|p| crate::rules::program_name(p).to_string())
-            .unwrap_or_default();
+        // Split once: the network step and the rules both read it.
+        let shape = ArgvShape::new(&seg.argv);
+        let program = shape.as_ref().map_or("", |s| s.program);
 
         // Step 0: can it be known?
         if let Some(why) = &seg.unknown {
             notes.add(Step::Input, on_unknown.as_str(), || why.clone());
             // A deny rule on what is visible still wins over approval.
             if on_unknown != Verdict::Deny {
-                if let Some(f) = self.rule_match(seg) {
+                if let Some(f) = self.rule_match(seg, shape.as_ref()) {
                     if f.verdict == Verdict::Deny {
                         return f;
                     }
@@ -372,7 +370,7 @@ impl Judge<'_> {
                             rule: Some("workspace.root".into()),
                         };
                     }
-                    if let Some(f) = self.check_paths(seg, cwd, &program) {
+                    if let Some(f) = self.check_paths(seg, cwd, program) {
                         notes.add(Step::Workspace, "deny", || f.reason.clone());
                         return f;
                     }
@@ -394,7 +392,7 @@ impl Judge<'_> {
         }
 
         // Step 2: the network.
-        if let Some(f) = self.network(seg) {
+        if let Some(f) = self.network(seg, shape.as_ref()) {
             notes.add(Step::Network, "deny", || f.reason.clone());
             return f;
         }
@@ -404,7 +402,7 @@ impl Judge<'_> {
         });
 
         // Steps 3 and 4.
-        let ruled = self.rule_match(seg);
+        let ruled = self.rule_match(seg, shape.as_ref());
         let found = match ruled {
             Some(f) => f,
             None if seg.argv.is_empty() => Found {
@@ -419,7 +417,7 @@ impl Judge<'_> {
                 reason: format!("`{program}` is a function defined in this command; its body is judged on its own"),
                 rule: None,
             },
-            None if matches!(program.as_str(), "[[" | "((" | "for" | "case") => Found {
+            None if matches!(program, "[[" | "((" | "for" | "case") => Found {
                 verdict: Verdict::Allow,
                 step: Step::Allowlist,
                 reason: "a shell test or loop header".into(),
@@ -537,13 +535,14 @@ impl Judge<'_> {
     }
 
     /// Step 2.
-    fn network(&self, seg: &Segment) -> Option<Found> {
+    fn network(&self, seg: &Segment, shape: Option<&ArgvShape<'_>>) -> Option<Found> {
         let policy = self.policy;
         let mode = policy.network.mode;
         if mode == NetworkMode::Open {
             return None;
         }
-        let mut why = touches_network(&seg.argv, &policy.network);
+        let mut why =
+            shape.and_then(|shape| touches_network_shaped(&seg.argv, shape, &policy.network));
         if why.is_none() {
             if let Some(r) = seg.net_redirects.first() {
                 why = Some(format!(
@@ -598,19 +597,16 @@ impl Judge<'_> {
 
     /// Steps 3 and 4: the strictest matching rule, on the command and on the
     /// wrappers around it (a deny or approval rule on a wrapper counts too).
-    fn rule_match(&self, seg: &Segment) -> Option<Found> {
+    fn rule_match(&self, seg: &Segment, shape: Option<&ArgvShape<'_>>) -> Option<Found> {
         let rules = &self.policy.commands.rules;
         let mut best: Option<&Rule> = None;
-        let mut consider = |argv: &[String], inner: bool| {
-            let Some(shape) = ArgvShape::new(argv) else {
-                return;
-            };
+        let mut consider = |shape: &ArgvShape<'_>, inner: bool| {
             let judge_rule = |i: usize| {
                 let rule = &rules[i];
                 if !inner && rule.decision == Verdict::Allow {
                     return;
                 }
-                if prefix_matches(&rule.prefix, &shape)
+                if prefix_matches(&rule.prefix, shape)
                     && best.is_none_or(|b| rule.decision > b.decision)
                 {
                     best = Some(rule);
@@ -618,15 +614,17 @@ impl Judge<'_> {
             };
             // In policy order either way: the first of the strictest wins.
             match &self.index {
-                Some(index) => index.candidates(&shape).into_iter().for_each(judge_rule),
+                Some(index) => index.candidates(shape).into_iter().for_each(judge_rule),
                 None => (0..rules.len()).for_each(judge_rule),
             }
         };
-        if !seg.argv.is_empty() {
-            consider(&seg.argv, true);
+        if let Some(shape) = shape {
+            consider(shape, true);
         }
         for w in &seg.wrappers {
-            consider(w, false);
+            if let Some(shape) = ArgvShape::new(w) {
+                consider(&shape, false);
+            }
         }
         let rule = best?;
         let shown = display_argv(&seg.argv);

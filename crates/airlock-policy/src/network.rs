@@ -139,11 +139,54 @@ fn builtin_prefixes() -> &'static [NamedPrefix] {
     })
 }
 
+/// What the built-in lists say about one program name.
+#[derive(Default)]
+struct Builtin {
+    /// It is in [`BUILTIN_PROGRAMS`].
+    program: bool,
+    /// Its entries in [`BUILTIN_SUBCOMMANDS`], split, in list order.
+    subcommands: Vec<&'static NamedPrefix>,
+}
+
+/// The built-in lists by program name: one lookup per command instead of a
+/// scan of both lists.
+fn builtin(program: &str) -> Option<&'static Builtin> {
+    static BY_PROGRAM: std::sync::OnceLock<std::collections::HashMap<&'static str, Builtin>> =
+        std::sync::OnceLock::new();
+    BY_PROGRAM
+        .get_or_init(|| {
+            let mut by_program: std::collections::HashMap<&'static str, Builtin> =
+                Default::default();
+            for p in BUILTIN_PROGRAMS {
+                by_program.entry(p).or_default().program = true;
+            }
+            for named in builtin_prefixes() {
+                let program = named.0.split(' ').next().unwrap_or_default();
+                by_program
+                    .entry(program)
+                    .or_default()
+                    .subcommands
+                    .push(named);
+            }
+            by_program
+        })
+        .get(program)
+}
+
 /// Why this argv reaches the network, if it does.
 pub fn touches_network(argv: &[String], policy: &NetworkPolicy) -> Option<String> {
-    let shape = ArgvShape::new(argv)?;
+    touches_network_shaped(argv, &ArgvShape::new(argv)?, policy)
+}
+
+/// [`touches_network`] for an argv already split into its shape.
+pub fn touches_network_shaped(
+    argv: &[String],
+    shape: &ArgvShape<'_>,
+    policy: &NetworkPolicy,
+) -> Option<String> {
     let program = normalise(shape.program);
-    if BUILTIN_PROGRAMS.contains(&program) || policy.programs.iter().any(|p| p == shape.program) {
+    let builtin = builtin(program);
+    if builtin.is_some_and(|b| b.program) || policy.programs.iter().any(|p| p == shape.program) {
         return Some(format!("`{}` reaches the network", shape.program));
     }
     if program == "rsync" {
@@ -169,22 +212,27 @@ pub fn touches_network(argv: &[String], policy: &NetworkPolicy) -> Option<String
             }
         }
     }
+    if builtin.is_none_or(|b| b.subcommands.is_empty()) && policy.subcommands.is_empty() {
+        return None;
+    }
     let normalised_argv: Vec<String>;
+    let normalised_shape;
     let shape = if program != shape.program {
         normalised_argv = std::iter::once(program.to_string())
             .chain(argv[1..].iter().cloned())
             .collect();
-        ArgvShape::new(&normalised_argv)?
+        normalised_shape = ArgvShape::new(&normalised_argv)?;
+        &normalised_shape
     } else {
         shape
     };
-    for (sub, prefix) in builtin_prefixes() {
-        if prefix[0][0] == shape.program && prefix_matches(prefix, &shape) {
+    for (sub, prefix) in builtin.into_iter().flat_map(|b| &b.subcommands) {
+        if prefix_matches(prefix, shape) {
             return Some(format!("`{sub}` reaches the network"));
         }
     }
     for sub in &policy.subcommands {
-        if prefix_matches(&split_plain(sub), &shape) {
+        if prefix_matches(&split_plain(sub), shape) {
             return Some(format!("`{sub}` reaches the network"));
         }
     }
