@@ -201,14 +201,18 @@ fn judge_analysis(
             traces: vec![],
         };
     }
-    let mut read = policy.filesystem.read.clone();
-    read.extend(request.loosening.read_paths.iter().cloned());
-    let mut write = policy.filesystem.write.clone();
-    write.extend(request.loosening.write_paths.iter().cloned());
+    let read = (policy.filesystem.read.iter())
+        .chain(&request.loosening.read_paths)
+        .map(std::path::PathBuf::as_path)
+        .collect();
+    let write = (policy.filesystem.write.iter())
+        .chain(&request.loosening.write_paths)
+        .map(std::path::PathBuf::as_path)
+        .collect();
     let boundary = Boundary::new(
         &policy.workspace.root,
-        &read,
-        &write,
+        read,
+        write,
         &policy.workspace.protect,
     );
     // Building the index costs about as much as a few scans of the rules.
@@ -218,6 +222,7 @@ fn judge_analysis(
         boundary,
         extra_hosts: &request.loosening.network_hosts,
         index,
+        shown_prefixes: Default::default(),
     };
     let mut segments = Vec::with_capacity(analysis.segments.len());
     let mut traces = Vec::new();
@@ -265,10 +270,12 @@ fn judge_analysis(
 
 struct Judge<'p> {
     policy: &'p Policy,
-    boundary: Boundary,
+    boundary: Boundary<'p>,
     extra_hosts: &'p [String],
     /// Rules by program, for requests with many segments.
     index: Option<RuleIndex<'p>>,
+    /// See [`Judge::shown_prefix`].
+    shown_prefixes: std::cell::RefCell<Vec<(&'p Rule, std::rc::Rc<str>)>>,
 }
 
 /// The trace of one segment, when asked for; its details are only built then.
@@ -298,7 +305,7 @@ fn display_argv(argv: &[String]) -> String {
     shell::words::short(&argv.join(" "))
 }
 
-impl Judge<'_> {
+impl<'p> Judge<'p> {
     fn segment(&self, seg: &Segment, trace: Option<&mut Vec<TraceEntry>>) -> SegmentDecision {
         let found = self.steps(seg, &mut Notes(trace));
         SegmentDecision {
@@ -595,11 +602,26 @@ impl Judge<'_> {
         })
     }
 
+    /// A rule's prefix as a reason shows it. A compound's segments match the
+    /// same few rules again and again, so the last few are kept.
+    fn shown_prefix(&self, rule: &'p Rule) -> std::rc::Rc<str> {
+        let mut kept = self.shown_prefixes.borrow_mut();
+        if let Some((_, shown)) = kept.iter().find(|(r, _)| std::ptr::eq(*r, rule)) {
+            return shown.clone();
+        }
+        let shown: std::rc::Rc<str> = crate::load::display_prefix(&rule.prefix).into();
+        if kept.len() >= 16 {
+            kept.remove(0);
+        }
+        kept.push((rule, shown.clone()));
+        shown
+    }
+
     /// Steps 3 and 4: the strictest matching rule, on the command and on the
     /// wrappers around it (a deny or approval rule on a wrapper counts too).
     fn rule_match(&self, seg: &Segment, shape: Option<&ArgvShape<'_>>) -> Option<Found> {
-        let rules = &self.policy.commands.rules;
-        let mut best: Option<&Rule> = None;
+        let rules: &'p [Rule] = &self.policy.commands.rules;
+        let mut best: Option<&'p Rule> = None;
         let mut consider = |shape: &ArgvShape<'_>, inner: bool| {
             let judge_rule = |i: usize| {
                 let rule = &rules[i];
@@ -628,7 +650,7 @@ impl Judge<'_> {
         }
         let rule = best?;
         let shown = display_argv(&seg.argv);
-        let prefix = crate::load::display_prefix(&rule.prefix);
+        let prefix = self.shown_prefix(rule);
         let (step, default_reason) = match rule.decision {
             Verdict::Allow => (
                 Step::Allowlist,

@@ -187,19 +187,17 @@ fn is_option(word: &str) -> bool {
     word.len() > 1 && word.starts_with('-')
 }
 
+/// A rule naming a path matches that path only, as written; any other rule
+/// matches the program's name. `shape.program` holds no `/`, so a rule that
+/// does can only equal the path as written, and one that does not can only
+/// equal the path as written when that is the name itself.
 fn program_matches(rule_program: &str, shape: &ArgvShape<'_>) -> bool {
-    if rule_program.contains('/') {
-        // A rule naming a path matches that path only, as written.
-        rule_program == shape.program_as_written
-    } else {
-        rule_program == shape.program
-    }
+    rule_program == shape.program || rule_program == shape.program_as_written
 }
 
 fn option_present(option: &str, shape: &ArgvShape<'_>) -> bool {
-    if let Some(long) = option.strip_prefix("--") {
-        let name = format!("--{long}");
-        shape.long_options.iter().any(|o| *o == name)
+    if option.starts_with("--") {
+        shape.long_options.contains(&option)
     } else {
         option[1..]
             .chars()

@@ -5,6 +5,7 @@ mod units;
 mod walk;
 
 pub use units::{parse_duration, parse_size};
+pub(crate) use walk::is_normal_absolute;
 pub use walk::{absolute_lexical, check_host_pattern, display_prefix};
 
 use crate::Policy;

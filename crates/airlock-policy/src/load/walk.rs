@@ -1184,7 +1184,7 @@ pub fn absolute_lexical(p: &Path) -> PathBuf {
 
 /// Absolute, and no `.`, `..`, empty component or trailing slash: a path
 /// that [`absolute_lexical`] would give back unchanged.
-fn is_normal_absolute(p: &Path) -> bool {
+pub(crate) fn is_normal_absolute(p: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let b = p.as_os_str().as_bytes();
     match b {

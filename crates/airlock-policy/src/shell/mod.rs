@@ -982,7 +982,9 @@ impl Analyzer {
         };
 
         // Arguments: every combination of their possible values is judged.
-        let mut argvs: Vec<Vec<String>> = vec![vec![program]];
+        let mut first = Vec::with_capacity(raw_words.len());
+        first.push(program);
+        let mut argvs: Vec<Vec<String>> = vec![first];
         for raw in raw_words.iter().skip(1) {
             match expand(raw, &st.vars, &self.home) {
                 Expansion::Known { mut values, .. } if values.len() == 1 && argvs.len() == 1 => {
