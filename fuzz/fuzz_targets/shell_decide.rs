@@ -1,5 +1,6 @@
-//! Shell analysis and the decision never panic, whatever the bytes, and the
-//! decision is always the strictest of its segments.
+//! Shell analysis and the decision never panic, whatever the bytes, the
+//! decision is always the strictest of its segments, and a line read without
+//! brush-parser is analysed exactly as brush-parser would have it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -21,6 +22,18 @@ fuzz_target!(|data: &[u8]| {
         // The whole is the strictest of its segments.
         if let Some(worst) = d.segments.iter().map(|s| s.decision).max() {
             assert_eq!(d.decision, worst, "{text:?}");
+        }
+        // A line the plain reader takes is analysed as brush-parser would.
+        if airlock_policy::shell::reads_plain(text) {
+            let ctx = airlock_policy::shell::Context {
+                cwd: cwd.to_path_buf(),
+                home: "/nonexistent-fuzz-root".into(),
+            };
+            assert_eq!(
+                airlock_policy::shell::analyze(text, &ctx),
+                airlock_policy::shell::analyze_with_parser_only(text, &ctx),
+                "{text:?}"
+            );
         }
         let _ = airlock_policy::explain(
             p,

@@ -181,6 +181,19 @@ fn analyze_with(text: &str, ctx: &Context, plain_fast_path: bool) -> Analysis {
     }
 }
 
+/// Whether [`analyze`] reads `text` without brush-parser ([`plain`]).
+#[doc(hidden)]
+pub fn reads_plain(text: &str) -> bool {
+    plain::words(text).is_some() || plain::program(text).is_some()
+}
+
+/// [`analyze`] with brush-parser reading every line, for the fuzz target that
+/// holds the plain reader equal to the parser.
+#[doc(hidden)]
+pub fn analyze_with_parser_only(text: &str, ctx: &Context) -> Analysis {
+    guarded(|| analyze_with(text, ctx, false))
+}
+
 /// Analyse an argv run without a shell: no expansion, but wrappers unwrap.
 pub fn analyze_argv(argv: &[String], ctx: &Context) -> Analysis {
     guarded(|| analyze_argv_inner(argv, ctx))
