@@ -125,31 +125,17 @@ pub const BUILTIN_SUBCOMMANDS: &[&str] = &[
     "gh release",
 ];
 
-/// A subcommand as written and as a prefix.
-type NamedPrefix = (&'static str, Vec<Vec<String>>);
-
-/// The built-in subcommands, split once.
-fn builtin_prefixes() -> &'static [NamedPrefix] {
-    static PREFIXES: std::sync::OnceLock<Vec<NamedPrefix>> = std::sync::OnceLock::new();
-    PREFIXES.get_or_init(|| {
-        BUILTIN_SUBCOMMANDS
-            .iter()
-            .map(|s| (*s, split_plain(s)))
-            .collect()
-    })
-}
-
 /// What the built-in lists say about one program name.
 #[derive(Default)]
 struct Builtin {
     /// It is in [`BUILTIN_PROGRAMS`].
     program: bool,
-    /// Its entries in [`BUILTIN_SUBCOMMANDS`], split, in list order.
-    subcommands: Vec<&'static NamedPrefix>,
+    /// Its entries in [`BUILTIN_SUBCOMMANDS`], as written and split, in list order.
+    subcommands: Vec<(&'static str, Vec<Vec<String>>)>,
 }
 
-/// The built-in lists by program name: one lookup per command instead of a
-/// scan of both lists.
+/// The built-in lists by program name, built once: one lookup per command
+/// instead of a scan of both lists.
 fn builtin(program: &str) -> Option<&'static Builtin> {
     static BY_PROGRAM: std::sync::OnceLock<std::collections::HashMap<&'static str, Builtin>> =
         std::sync::OnceLock::new();
@@ -160,13 +146,10 @@ fn builtin(program: &str) -> Option<&'static Builtin> {
             for p in BUILTIN_PROGRAMS {
                 by_program.entry(p).or_default().program = true;
             }
-            for named in builtin_prefixes() {
-                let program = named.0.split(' ').next().unwrap_or_default();
-                by_program
-                    .entry(program)
-                    .or_default()
-                    .subcommands
-                    .push(named);
+            for sub in BUILTIN_SUBCOMMANDS {
+                let program = sub.split(' ').next().unwrap_or_default();
+                let entry = by_program.entry(program).or_default();
+                entry.subcommands.push((sub, split_plain(sub)));
             }
             by_program
         })

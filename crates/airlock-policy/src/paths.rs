@@ -39,21 +39,14 @@ fn within(path: &Path, prefix: &Path) -> bool {
 /// Paths that exist only inside the sandbox (its private `/tmp`, the minimal
 /// `/dev`), so naming them never reaches the host.
 fn sandbox_private(p: &Path) -> bool {
-    if is_normal_absolute(p) {
-        // Compared as bytes: a normal path equals another exactly when its bytes do.
-        let b = p.as_os_str().as_encoded_bytes();
-        let under = |dir: &[u8]| {
-            b.strip_prefix(dir)
-                .is_some_and(|r| r.is_empty() || r[0] == b'/')
-        };
-        return under(b"/tmp")
-            || SANDBOX_DEVICES.iter().any(|d| b == d.as_bytes())
-            || under(b"/dev/fd");
-    }
-    p == Path::new("/tmp")
-        || p.starts_with("/tmp/")
-        || SANDBOX_DEVICES.iter().any(|d| p == Path::new(d))
-        || p.starts_with("/dev/fd/")
+    // A normal path equals a device's path exactly when its bytes do.
+    let device = |d: &&str| match is_normal_absolute(p) {
+        true => p.as_os_str() == *d,
+        false => p == Path::new(d),
+    };
+    within(p, Path::new("/tmp"))
+        || within(p, Path::new("/dev/fd"))
+        || SANDBOX_DEVICES.iter().any(device)
 }
 
 /// The devices of the sandbox's minimal `/dev`.

@@ -245,25 +245,30 @@ fn parser_hazard(text: &str, present: &Present) -> Option<String> {
                 .into(),
         );
     }
+    if present.any(b"<") {
+        if let Some(why) = heredoc_hazard(text) {
+            return Some(why.into());
+        }
+    }
+    if parens {
+        return paren_depth_hazard(text);
+    }
+    None
+}
+
+fn heredoc_hazard(text: &str) -> Option<&'static str> {
     // A here-document inside a command substitution can make brush's tokenizer
     // grow without bound (found by fuzzing). A command substitution is never
     // allowed anyway, so nothing allowable is lost by refusing the pair early.
-    if !present.any(b"<") {
-        return parens.then(|| paren_depth_hazard(text)).flatten();
-    }
     let has_heredoc = text.match_indices("<<").any(|(k, _)| {
         text.as_bytes().get(k + 2) != Some(&b'<') && (k == 0 || text.as_bytes()[k - 1] != b'<')
     });
     if has_heredoc && (text.contains("$(") || text.contains('`')) {
         return Some(
-            "a here-document together with a command substitution is more than the gate analyses"
-                .into(),
+            "a here-document together with a command substitution is more than the gate analyses",
         );
     }
-    if let Some(why) = heredoc_delimiter_hazard(text) {
-        return Some(why.into());
-    }
-    parens.then(|| paren_depth_hazard(text)).flatten()
+    heredoc_delimiter_hazard(text)
 }
 
 fn paren_depth_hazard(text: &str) -> Option<String> {

@@ -1446,6 +1446,17 @@ mod tests {
         assert!(f.iter().any(|a| a[0] == "rm"), "{f:?}");
     }
 
+    /// A reproducible stream of pseudo-random numbers for the generated
+    /// inputs of the differential tests (xorshift64; `seed` must not be 0).
+    pub(super) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     /// Reading a plain line without the parser must give exactly what the
     /// parser gives, for every line read so; lines refused go to the parser.
     #[test]
@@ -1572,18 +1583,12 @@ mod tests {
             cwd: "/w/sub".into(),
             home: "/w".into(),
         };
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let (mut words_read, mut lines_read) = (0, 0);
         for _ in 0..30_000 {
             let n = 1 + (next() % 9) as usize;
             let mut text = String::new();
-            if next() % 5 == 0 {
+            if next().is_multiple_of(5) {
                 text.push(' ');
             }
             for i in 0..n {

@@ -368,13 +368,7 @@ mod tests {
             "\"[x]\"",
             "'?'",
         ];
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = super::super::tests::xorshift(0x2545_f491_4f6c_dd1d);
         let mut read = 0;
         for _ in 0..20_000 {
             let n = 1 + (next() % 4) as usize;
