@@ -8,8 +8,11 @@ does the real analysis in the sandbox. Pass your own LangChain chat model to
 `build_graph` (one that emits `run_shell`/`run_python` tool calls) for the real
 thing.
 
-    airlock serve &                                   # in a folder with sales.csv
-    python3 examples/langgraph_agent.py [--socket PATH | --url URL --token T]
+    cd clients/python/examples                        # sales.csv is here
+    airlock serve &                                   # built-in default policy: this folder is the workspace
+    python3 langgraph_agent.py [--socket PATH | --url URL --token T]
+
+(tests/test_langgraph.py runs exactly this.)
 """
 
 import argparse

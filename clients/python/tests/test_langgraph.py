@@ -122,3 +122,37 @@ def test_langchain_tools(server):
     assert python.invoke({"code": "print(2+2)"}).count("4") >= 1
     assert shell.invoke({"command": INJECTED}).startswith("DENIED by policy")
     assert check.invoke({"command": "ls"}).startswith("allowed")
+
+
+def test_the_shipped_example_runs_as_its_docstring_says(tmp_path):
+    """examples/langgraph_agent.py with the sales.csv shipped beside it, against
+    `airlock serve` started in that folder under the built-in default policy."""
+    import os
+    import pathlib
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import airlock_bin
+
+    examples = pathlib.Path(__file__).resolve().parent.parent / "examples"
+    assert (examples / "sales.csv").is_file()
+    env = dict(os.environ, AIRLOCK_STATE_DIR=str(tmp_path / "state"))
+    env.pop("AIRLOCK_POLICY", None)
+    with open(tmp_path / "serve.log", "w") as log:
+        serve = subprocess.Popen([airlock_bin(), "serve"], cwd=examples, env=env,
+                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 20
+            while not (tmp_path / "state" / "airlock.sock").exists():
+                assert serve.poll() is None and time.time() < deadline, (tmp_path / "serve.log").read_text()
+                time.sleep(0.02)
+            run = subprocess.run([sys.executable, "langgraph_agent.py"], cwd=examples, env=env,
+                                 capture_output=True, text=True, timeout=120)
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            serve.wait(timeout=30)
+    assert run.returncode == 0, run.stderr
+    assert "sales.csv lists 12 items." in run.stdout, run.stdout
+    assert "deny" in run.stdout and "curl" in run.stdout, run.stdout

@@ -148,9 +148,14 @@ async def test_mcp_write_file_is_audited(tmp_path):
     assert refused[1]["result"] == "outside_workspace"
 
 
-async def test_mcp_over_streamable_http(server):
+async def test_mcp_over_streamable_http(server, caplog):
+    caplog.set_level("DEBUG", logger="mcp.client.streamable_http")
     async with http_session(server) as session:
         await exercise(session)
+    # Leaving the session sends DELETE /mcp; the client logs any answer but
+    # 200/204 as "Session termination failed: <status>".
+    failed = [r.getMessage() for r in caplog.records if "termination failed" in r.getMessage()]
+    assert not failed, failed
     records = audit_lines(server.state)
     assert any(r["kind"] == "decision" and r["who"] == {"name": "agent", "kind": "token"}
                and r["request"]["command"].get("command") == INJECTED for r in records)
@@ -168,3 +173,12 @@ def test_mcp_http_checks_token_and_origin(server):
     assert evil.status_code == 403 and evil.json()["code"] == "origin_not_allowed"
     fine = httpx.post(f"{server.base_url}/mcp", json=init, headers=auth)
     assert fine.status_code == 200, fine.text
+    # Ending the session: 200 (what the MCP clients take as terminated), and
+    # the session is gone afterwards.
+    session = {**auth, "Mcp-Session-Id": fine.headers["mcp-session-id"],
+               "MCP-Protocol-Version": "2025-06-18"}
+    ended = httpx.delete(f"{server.base_url}/mcp", headers=session)
+    assert ended.status_code == 200, (ended.status_code, ended.text)
+    listed = httpx.post(f"{server.base_url}/mcp", headers=session,
+                        json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert listed.status_code == 404, (listed.status_code, listed.text)

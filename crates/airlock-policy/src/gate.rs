@@ -433,7 +433,7 @@ impl<'p> Judge<'p> {
             None => Found {
                 verdict: Verdict::Deny,
                 step: Step::Allowlist,
-                reason: format!("`{program}` is not on this policy's allowlist"),
+                reason: not_allowlisted(shape.as_ref().map_or(program, |s| s.program_as_written)),
                 rule: None,
             },
         };
@@ -482,7 +482,7 @@ impl<'p> Judge<'p> {
         // The program itself, when given as a path outside the system directories.
         if let Some(p) = seg.argv.first() {
             if p.contains('/') && !(p.starts_with('/') && system_program(Path::new(p))) {
-                if let Err(o) = self.boundary.check(cwd, p, Access::Read) {
+                if let Err(o) = self.boundary.check_program(cwd, p) {
                     return Some(deny("the program", p, &o.resolved, Access::Read));
                 }
             }
@@ -676,6 +676,19 @@ impl<'p> Judge<'p> {
             },
             rule: Some(rule.name.clone()),
         })
+    }
+}
+
+/// Why a program is denied at step 4, with the line that would allow it. A
+/// program given as a path (a script in the workspace) is matched as written.
+fn not_allowlisted(written: &str) -> String {
+    if written.contains('/') {
+        format!(
+            "`{written}` is a program given by its path, and no rule allows it; to allow it, add \
+             \"{written}\" to [commands] allow (a path is matched as written)"
+        )
+    } else {
+        format!("`{written}` is not on this policy's allowlist; to allow it, add \"{written}\" to [commands] allow")
     }
 }
 

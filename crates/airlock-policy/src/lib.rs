@@ -19,6 +19,6 @@ pub use gate::{decide, explain, Explanation, TraceEntry};
 pub use load::{Loaded, PolicyError, PolicyWarning};
 pub use model::{
     ApplyMode, CommandsPolicy, Duration, EnvPolicy, FilesystemPolicy, Limits, NetworkMode,
-    NetworkPolicy, Policy, Rule, WorkspaceMode, WorkspacePolicy,
+    NetworkPolicy, Policy, Rule, Toolchain, WorkspaceMode, WorkspacePolicy,
 };
 pub use request::{Command, Loosening, Request};

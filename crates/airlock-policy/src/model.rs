@@ -16,6 +16,10 @@ pub struct Policy {
     pub limits: Limits,
     pub env: EnvPolicy,
     pub filesystem: FilesystemPolicy,
+    /// `[toolchains] use`: presets that make a language's tools work inside
+    /// (what each exposes is worked out on the host by `airlock-core`).
+    #[serde(default)]
+    pub toolchains: Vec<Toolchain>,
     /// SHA-256 (hex) of the policy's source text, or of the built-in default.
     /// Approvals and audit records are tied to it.
     pub sha256: String,
@@ -143,4 +147,33 @@ pub struct FilesystemPolicy {
     pub write: Vec<PathBuf>,
     /// Paths masked even under a visible tree.
     pub hide: Vec<PathBuf>,
+}
+
+/// A toolchain preset named in `[toolchains] use`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Toolchain {
+    Python,
+    Node,
+    Rust,
+    Go,
+}
+
+impl Toolchain {
+    pub const ALL: [Toolchain; 4] = [
+        Toolchain::Python,
+        Toolchain::Node,
+        Toolchain::Rust,
+        Toolchain::Go,
+    ];
+
+    /// The word `[toolchains] use` writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Toolchain::Python => "python",
+            Toolchain::Node => "node",
+            Toolchain::Rust => "rust",
+            Toolchain::Go => "go",
+        }
+    }
 }

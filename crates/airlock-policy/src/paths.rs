@@ -70,6 +70,11 @@ fn tmp_top(p: &Path) -> Option<PathBuf> {
     Some(Path::new("/tmp").join(first))
 }
 
+/// A program's name without its version: `python3.11` and `python3` are `python`.
+fn unversioned(name: &str) -> &str {
+    name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
+}
+
 /// Program paths that name the sandbox's read-only system directories.
 pub fn system_program(p: &Path) -> bool {
     ["/usr/", "/bin/", "/sbin/", "/lib/"]
@@ -199,6 +204,34 @@ impl<'p> Boundary<'p> {
                 .collect()
         });
         protect.iter().find(|p| within(&resolved, p)).cloned()
+    }
+
+    /// Check the program a segment runs, given as a path. Besides what a read
+    /// may reach, a path that resolves to the same program in the sandbox's
+    /// read-only system directories is fine: a venv's `bin/python` is a symlink
+    /// to `/usr/bin/python3.11`, which every sandbox shows anyway. The name must
+    /// stay the same program (its version digits aside), so `./python3` pointing
+    /// at `/usr/bin/curl` is still refused here rather than judged as python3.
+    pub fn check_program(&self, cwd: &Path, text: &str) -> Result<(), Outside> {
+        let outside = match self.check(cwd, text, Access::Read) {
+            Ok(()) => return Ok(()),
+            Err(o) => o,
+        };
+        let name = |p: &Path| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .map(unversioned)
+                .unwrap_or("")
+                .to_string()
+        };
+        let written = name(Path::new(text));
+        if system_program(&outside.resolved)
+            && !written.is_empty()
+            && written == name(&outside.resolved)
+        {
+            return Ok(());
+        }
+        Err(outside)
     }
 
     /// Check `text` (as the command wrote it) used from `cwd`.
@@ -415,6 +448,54 @@ mod tests {
                 || path.starts_with("/dev/fd/");
             assert_eq!(super::sandbox_private(path), by_components, "{path:?}");
         }
+    }
+
+    /// A venv's interpreter is a symlink out of the workspace into the system
+    /// directories: running it is running the system's python, so it passes
+    /// step 1. A symlink that renames another system program does not.
+    #[test]
+    fn venv_interpreters_resolve_to_the_system_program() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let bin = root.join(".venv/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let Some(system_python) = ["/usr/bin/python3", "/bin/sh"]
+            .iter()
+            .map(Path::new)
+            .find(|p| p.exists())
+        else {
+            return;
+        };
+        let real = system_python.canonicalize().unwrap();
+        let real_name = real.file_name().unwrap().to_str().unwrap().to_string();
+        symlink(&real, bin.join(&real_name)).unwrap();
+        symlink(&real_name, bin.join("python")).unwrap();
+        symlink(&real_name, bin.join("python3")).unwrap();
+        symlink("/usr/bin/env", bin.join("python3x")).unwrap();
+        symlink("/usr/bin/env", root.join("ls")).unwrap();
+        std::fs::write(root.join("fix-things.sh"), "#!/bin/sh\n").unwrap();
+        let venv = |program: &str| judge(&root, &format!("{program} -c 1"));
+        if real_name.starts_with("python") {
+            for p in [
+                ".venv/bin/python",
+                ".venv/bin/python3",
+                "./.venv/bin/python",
+            ] {
+                let d = venv(p);
+                assert_eq!(d.decision, Verdict::Allow, "{p}: {d:?}");
+            }
+            let abs = format!("{}/.venv/bin/python", root.display());
+            assert_eq!(venv(&abs).decision, Verdict::Allow);
+        }
+        // Another system program behind an allowlisted name stays outside.
+        for p in [".venv/bin/python3x", "./ls"] {
+            let d = judge(&root, p);
+            assert_eq!(d.decision, Verdict::Deny, "{p}: {d:?}");
+            assert_eq!(d.step, Step::Workspace, "{p}: {d:?}");
+        }
+        assert_eq!(super::unversioned("python3.11"), "python");
+        assert_eq!(super::unversioned("pip3"), "pip");
+        assert_eq!(super::unversioned("2to3"), "2to");
     }
 
     fn hits() -> usize {

@@ -199,6 +199,7 @@ fn fail_closed_policy(root: &Path, why: &str) -> Policy {
             write: vec![],
             hide: vec![],
         },
+        toolchains: vec![],
         sha256: sha256_hex(why),
         source: format!("{BUILTIN_ORIGIN} (broken: {why})"),
     }

@@ -21,6 +21,7 @@ const SECTIONS: &[&str] = &[
     "limits",
     "env",
     "filesystem",
+    "toolchains",
     "rule",
 ];
 const WORKSPACE_KEYS: &[&str] = &["root", "mode", "protect", "apply"];
@@ -45,6 +46,7 @@ const LIMITS_KEYS: &[&str] = &[
 ];
 const ENV_KEYS: &[&str] = &["pass", "set"];
 const FILESYSTEM_KEYS: &[&str] = &["read", "write", "hide"];
+const TOOLCHAINS_KEYS: &[&str] = &["use"];
 const RULE_KEYS: &[&str] = &["name", "prefix", "decision", "reason", "match", "not_match"];
 
 /// The default command-size bound: 64 KiB.
@@ -419,6 +421,7 @@ impl<'t> Walker<'t> {
                 write: vec![],
                 hide: vec![],
             },
+            toolchains: vec![],
             sha256: String::new(),
             source: String::new(),
         };
@@ -455,6 +458,11 @@ impl<'t> Walker<'t> {
                 "filesystem" => {
                     if let Some(t) = self.table(value, "filesystem") {
                         self.filesystem(t, &mut policy.filesystem);
+                    }
+                }
+                "toolchains" => {
+                    if let Some(t) = self.table(value, "toolchains") {
+                        self.toolchains(t, &mut policy.toolchains);
                     }
                 }
                 "rule" => self.rules(value, &mut pending_rules, &mut seen),
@@ -816,6 +824,34 @@ impl<'t> Walker<'t> {
                     }
                 }
                 _ => {}
+            }
+        }
+    }
+
+    fn toolchains(&mut self, t: &DeTable<'_>, out: &mut Vec<Toolchain>) {
+        for (_, v) in self.entries(t, "toolchains", TOOLCHAINS_KEYS) {
+            let names: Vec<&str> = Toolchain::ALL.iter().map(|t| t.as_str()).collect();
+            for (name, span) in self.strings(v, "toolchains.use") {
+                match Toolchain::ALL.iter().find(|t| t.as_str() == name) {
+                    Some(t) if out.contains(t) => self.warn(
+                        span,
+                        format!("toolchain \"{name}\" is listed twice in `toolchains.use`"),
+                    ),
+                    Some(t) => out.push(*t),
+                    None => {
+                        let hint = match closest(&name, &names) {
+                            Some(best) => format!("; did you mean \"{best}\"?"),
+                            None => String::new(),
+                        };
+                        self.error(
+                            span,
+                            format!(
+                                "`toolchains.use` entry \"{name}\" is not a known toolchain (one of {}){hint}",
+                                names.join(", ")
+                            ),
+                        );
+                    }
+                }
             }
         }
     }

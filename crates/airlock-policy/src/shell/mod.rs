@@ -303,6 +303,7 @@ const DATA_ONLY: &[&str] = &[
 fn never_known(program: &str, argv: &[String]) -> Option<String> {
     let why = match program {
         "eval" => "`eval` runs text built at run time".to_string(),
+        "source" | "." if venv_activation(argv) => return None,
         "source" | "." => format!("`{program}` runs the commands of a file the gate cannot see"),
         "alias" if argv.len() > 1 => "`alias` changes what later command names mean".into(),
         "enable" => "`enable` can load or swap shell builtins".into(),
@@ -320,6 +321,20 @@ fn never_known(program: &str, argv: &[String]) -> Option<String> {
         _ => return None,
     };
     Some(why)
+}
+
+/// `. .venv/bin/activate`: a Python venv's activation script (it sets PATH,
+/// VIRTUAL_ENV and PS1 and defines `deactivate`). It is judged as a command
+/// like any other (its path at step 1, a rule for `.`/`source` at step 4; the
+/// python toolchain preset adds one), instead of as an unknown file.
+fn venv_activation(argv: &[String]) -> bool {
+    match argv {
+        [_, script] => {
+            let p = std::path::Path::new(script);
+            p.ends_with("bin/activate") && !p.components().any(|c| c.as_os_str() == "..")
+        }
+        _ => false,
+    }
 }
 
 /// Global git options, before the subcommand, that can point git at other programs.

@@ -25,6 +25,11 @@ pub struct NativeBackend {
     pub helper_exe: PathBuf,
     /// Where per-run directories live.
     pub runs_dir: PathBuf,
+    /// Stream this process's own stdin to the command when a spec brings no
+    /// bytes of its own (`airlock run` with piped input). It always reaches the
+    /// command as a pipe, never as the caller's fd: a host file behind fd 0
+    /// could otherwise be reopened through `/proc/self/fd/0`.
+    pub stdin_from_caller: bool,
 }
 
 impl NativeBackend {
@@ -32,6 +37,7 @@ impl NativeBackend {
         NativeBackend {
             helper_exe,
             runs_dir,
+            stdin_from_caller: false,
         }
     }
 
@@ -114,7 +120,7 @@ impl Backend for NativeBackend {
         cmd.arg(protocol::HELPER_ARG)
             .env_clear()
             .current_dir("/")
-            .stdin(if spec.stdin.is_some() {
+            .stdin(if spec.stdin.is_some() || self.stdin_from_caller {
                 Stdio::piped()
             } else {
                 Stdio::null()
@@ -160,6 +166,12 @@ impl Backend for NativeBackend {
             (Some(mut pipe), Some(data)) => Some(std::thread::spawn(move || {
                 let _ = pipe.write_all(&data);
             })),
+            (Some(pipe), None) => {
+                // Not joined: it may sit in a read of a stdin that never ends
+                // after the command has exited; the pipe's EPIPE ends it otherwise.
+                pump_own_stdin(pipe);
+                None
+            }
             _ => None,
         };
         let stdout: OwnedFd = child
@@ -285,6 +297,15 @@ impl Backend for NativeBackend {
             violations: report.violations,
         })
     }
+}
+
+/// Copy this process's stdin to the helper's, in a thread of its own, until
+/// either side ends.
+fn pump_own_stdin(mut pipe: std::process::ChildStdin) {
+    std::thread::spawn(move || {
+        let mut input = std::io::stdin().lock();
+        let _ = std::io::copy(&mut input, &mut pipe);
+    });
 }
 
 #[cfg(test)]

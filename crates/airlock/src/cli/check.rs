@@ -2,7 +2,7 @@
 //!
 //! Exit status: 0 allow, 1 deny, 3 approval_required, 2 usage or policy error.
 
-use airlock_policy::{gate, load, Command, Decision, Request, Verdict};
+use airlock_policy::{gate, Command, Decision, Request, Verdict};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -43,7 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(d) => std::path::absolute(here.join(d))?,
         None => here.clone(),
     };
-    let loaded = match load::resolve(args.policy.as_deref(), &here) {
+    let loaded = match airlock_core::toolchains::resolve(args.policy.as_deref(), &here) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("airlock: policy error:\n{e}");

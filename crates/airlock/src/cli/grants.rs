@@ -60,7 +60,7 @@ pub fn grant(args: GrantArgs) -> anyhow::Result<i32> {
     let boundary = if !args.network.is_empty() {
         let here = std::env::current_dir().context("cannot read the current directory")?;
         let policy_path = args.policy.as_ref().map(|p| here.join(p));
-        let policy = airlock_policy::load::resolve(policy_path.as_deref(), &here)?.policy;
+        let policy = airlock_core::toolchains::resolve(policy_path.as_deref(), &here)?.policy;
         airlock_core::grants::check_network_grant_policy(&policy)?;
         Boundary::Network {
             hosts: args.network,

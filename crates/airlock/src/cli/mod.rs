@@ -6,4 +6,5 @@ pub mod grants;
 pub mod mcp;
 pub mod policy;
 pub mod run;
+pub mod run_limits;
 pub mod serve;

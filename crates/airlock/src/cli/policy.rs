@@ -70,14 +70,73 @@ fn init(path: PathBuf) -> anyhow::Result<i32> {
             return Ok(2);
         }
     };
-    let text = load::DEFAULT_POLICY_TOML.replacen(
+    let mut text = load::DEFAULT_POLICY_TOML.replacen(
         "# airlock's built-in default policy.",
         "# airlock policy (written by `airlock policy init` from the built-in default).",
         1,
     );
+    // The project the file is for is the folder it is written in.
+    let folder = std::path::absolute(&path)?
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let found = airlock_core::toolchains::detect(&folder);
+    if !found.is_empty() {
+        let names: Vec<String> = found
+            .iter()
+            .map(|t| format!("\"{}\"", t.as_str()))
+            .collect();
+        text = text.replacen("\nuse = []", &format!("\nuse = [{}]", names.join(", ")), 1);
+    }
     f.write_all(text.as_bytes())?;
     println!("wrote {}", path.display());
+    if !found.is_empty() {
+        let names: Vec<&str> = found.iter().map(|t| t.as_str()).collect();
+        println!(
+            "toolchains found in {}: {} ([toolchains] use; `airlock policy check {}` shows what each exposes)",
+            folder.display(),
+            names.join(", "),
+            path.display()
+        );
+    }
     Ok(0)
+}
+
+/// What each `[toolchains] use` preset adds on this host.
+fn print_toolchains(policy: &airlock_policy::Policy) {
+    let host = airlock_core::toolchains::Host::from_process();
+    for t in &policy.toolchains {
+        let e = airlock_core::toolchains::exposure(*t, policy, &host);
+        let list = |v: Vec<String>| {
+            if v.is_empty() {
+                "nothing".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        println!("toolchain {}:", t.as_str());
+        println!(
+            "  reads   {}",
+            list(e.read.iter().map(|p| p.display().to_string()).collect())
+        );
+        println!(
+            "  PATH    {}",
+            list(e.path.iter().map(|p| p.display().to_string()).collect())
+        );
+        println!(
+            "  sets    {}",
+            list(e.env.iter().map(|(k, v)| format!("{k}={v}")).collect())
+        );
+        println!(
+            "  allows  {}",
+            list(
+                e.allow
+                    .iter()
+                    .map(|r| format!("\"{}\"", r.join(" ")))
+                    .collect()
+            )
+        );
+    }
 }
 
 fn check(file: &std::path::Path) -> anyhow::Result<i32> {
@@ -94,6 +153,7 @@ fn check(file: &std::path::Path) -> anyhow::Result<i32> {
                 if loaded.warnings.len() == 1 { "" } else { "s" },
                 &loaded.policy.sha256[..12]
             );
+            print_toolchains(&loaded.policy);
             Ok(0)
         }
         Err(e) => {
@@ -111,7 +171,7 @@ fn explain(
     cwd: Option<PathBuf>,
     json: bool,
 ) -> anyhow::Result<i32> {
-    let loaded = match load::from_file(file) {
+    let loaded = match airlock_core::toolchains::from_file(file) {
         Ok(l) => l,
         Err(e) => {
             for line in e.to_string().lines() {

@@ -41,7 +41,13 @@ Exit status:
   120    killed at the output cap (limits.output);
   125    the sandbox could not be built: a layer could not be applied (nothing ran);
   2      airlock's own usage or setup error.
-A command may itself exit with one of these numbers: --json tells them apart.";
+A command may itself exit with one of these numbers: --json tells them apart.
+
+Input: when airlock's own stdin is not a terminal (a pipe, a file), it is
+streamed to the command (`echo data | airlock run -- wc -c`); from a terminal
+the command reads an empty stdin. --stdin FILE reads it from FILE instead.
+--timeout, --memory and --network only tighten the policy; a looser value is
+refused, naming the policy key that would allow it.";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -68,6 +74,19 @@ pub struct Args {
     /// If the command needs approval and stdin is a terminal, ask here.
     #[arg(long)]
     ask: bool,
+    /// Feed FILE to the command's stdin (default: airlock's own stdin when it is
+    /// not a terminal, else nothing).
+    #[arg(long, value_name = "FILE")]
+    stdin: Option<PathBuf>,
+    /// Wall-clock limit for this run (`90s`, `5m`); at most the policy's limits.timeout.
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<String>,
+    /// Memory limit for this run (`256MiB`); at most the policy's limits.memory.
+    #[arg(long, value_name = "SIZE")]
+    memory: Option<String>,
+    /// Network for this run; never more open than the policy's network.mode.
+    #[arg(long, value_enum, value_name = "MODE")]
+    network: Option<super::run_limits::NetworkFlag>,
     /// A shell command line (run with bash -c, judged segment by segment).
     #[arg(short = 'c', value_name = "SHELL", conflicts_with = "argv")]
     command: Option<String>,
@@ -100,11 +119,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let cwd = std::fs::canonicalize(&cwd).with_context(|| format!("--cwd {}", cwd.display()))?;
     let policy_path = args.policy.as_ref().map(|p| here.join(p));
-    let loaded = airlock_policy::load::resolve(policy_path.as_deref(), &cwd)?;
+    let loaded = airlock_core::toolchains::resolve(policy_path.as_deref(), &cwd)?;
     for w in &loaded.warnings {
         eprintln!("airlock: warning: {w}");
     }
-    let policy = loaded.policy;
+    let mut policy = loaded.policy;
+    refuse_root_workspace(&policy)?;
+    super::run_limits::tighten(
+        &mut policy,
+        &super::run_limits::Tighten {
+            timeout: args.timeout.as_deref(),
+            memory: args.memory.as_deref(),
+            network: args.network,
+        },
+    )?;
     let command = match (&args.command, args.argv.is_empty()) {
         (Some(c), true) => Command::Shell { command: c.clone() },
         (None, false) => Command::Argv {
@@ -122,6 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     airlock_core::state::ensure_private_dir(&state_dir)?;
     let mut backend = NativeBackend::current_exe()?;
     backend.runs_dir = state_dir.join("runs");
+    backend.stdin_from_caller = take_stdin(args.stdin.as_deref())?;
     let engine = airlock_core::Engine::open(airlock_core::EngineConfig::new(
         state_dir.clone(),
         Box::new(backend),
@@ -169,13 +198,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let response = match engine.run(&caller, &policy, &request, options, sink) {
         Ok(r) => r,
         Err(airlock_core::EngineError::Sandbox(e)) => {
+            let hint = super::run_limits::setup_hint(&e);
             if args.json {
                 println!(
                     "{}",
-                    serde_json::json!({ "error": "sandbox", "detail": e.to_string() })
+                    serde_json::json!({ "error": "sandbox", "detail": e.to_string(), "hint": hint })
                 );
             } else {
-                eprintln!("airlock: sandbox error: {e}");
+                eprintln!("airlock: sandbox error: {e}\nHint: {hint}");
             }
             return Ok(exit::SANDBOX_ERROR);
         }
@@ -184,9 +214,43 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&json_view(&response))?);
     } else {
-        report_to_terminal(&response);
+        report_to_terminal(&response, &policy);
     }
     Ok(status_of(&response))
+}
+
+/// The built-in default's workspace is the current directory; started in `/`,
+/// that would make the whole host the workspace, which no sandbox can overlay.
+fn refuse_root_workspace(policy: &airlock_policy::Policy) -> anyhow::Result<()> {
+    let root = std::fs::canonicalize(&policy.workspace.root)
+        .unwrap_or_else(|_| policy.workspace.root.clone());
+    if root == std::path::Path::new("/") {
+        let why = if policy.source.starts_with('<') {
+            "the built-in default policy makes the current directory the workspace, and this run started in /"
+        } else {
+            "its [workspace] root is /"
+        };
+        anyhow::bail!(
+            "the workspace would be / (the whole host): {why}, and a sandbox cannot lay its \
+             copy-on-write workspace over the root itself.\nHint: cd into the project's \
+             directory first (or pass --cwd DIR with --policy FILE whose [workspace] root names it)."
+        );
+    }
+    Ok(())
+}
+
+/// Whether the command gets this process's stdin: `--stdin FILE` is put in
+/// its place first; a terminal is never handed over.
+fn take_stdin(file: Option<&std::path::Path>) -> anyhow::Result<bool> {
+    use std::io::IsTerminal;
+    if let Some(path) = file {
+        let f = std::fs::File::open(path)
+            .with_context(|| format!("--stdin {}: cannot open it", path.display()))?;
+        rustix::stdio::dup2_stdin(&f)
+            .with_context(|| format!("--stdin {}: cannot use it as stdin", path.display()))?;
+        return Ok(true);
+    }
+    Ok(!std::io::stdin().is_terminal())
 }
 
 /// The exit status for a response (see [`exit`]).
@@ -242,7 +306,7 @@ fn json_view(r: &RunResponse) -> serde_json::Value {
     })
 }
 
-fn report_to_terminal(r: &RunResponse) {
+fn report_to_terminal(r: &RunResponse, policy: &airlock_policy::Policy) {
     match r.status {
         RunStatus::Ran => {}
         RunStatus::Denied => {
@@ -259,14 +323,7 @@ fn report_to_terminal(r: &RunResponse) {
         eprintln!("airlock: output truncated at the limit");
     }
     if let Some(k) = o.killed_by {
-        let what = match k {
-            KillReason::Timeout => "the wall-clock timeout",
-            KillReason::Memory => "the memory limit",
-            KillReason::Pids => "the pids limit",
-            KillReason::Output => "the output cap",
-            KillReason::CpuTime => "the CPU-time limit",
-        };
-        eprintln!("airlock: killed by {what} after {} ms", o.duration_ms);
+        eprintln!("{}", super::run_limits::kill_message(k, o, policy));
     }
     if !o.changes.is_empty() {
         let verb = if o.applied {

@@ -508,7 +508,16 @@ pub fn http_router(
                             .into_response();
                         }
                     }
-                    next.run(req).await
+                    let ending_session = req.method() == axum::http::Method::DELETE;
+                    let mut response = next.run(req).await;
+                    // rmcp answers a session's DELETE with 202 Accepted; the
+                    // specification's clients (the official Python one among
+                    // them) take 200/204 as "terminated" and log anything else
+                    // as a failure. The session is closed by then: say so.
+                    if ending_session && response.status() == axum::http::StatusCode::ACCEPTED {
+                        *response.status_mut() = axum::http::StatusCode::OK;
+                    }
+                    response
                 }
             },
         ))

@@ -182,7 +182,7 @@ pub struct Service {
 /// (`$AIRLOCK_POLICY`, `./airlock.toml`, the built-in default rooted at the cwd).
 pub fn load_policy(path: Option<&Path>) -> anyhow::Result<Policy> {
     let cwd = std::env::current_dir()?;
-    let loaded = airlock_policy::load::resolve(path, &cwd)?;
+    let loaded = airlock_core::toolchains::resolve(path, &cwd)?;
     for warning in &loaded.warnings {
         eprintln!("airlock: policy warning: {warning}");
     }

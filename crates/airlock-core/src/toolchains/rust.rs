@@ -1,0 +1,42 @@
+//! The `rust` preset: rustup's and cargo's homes, read-only, with cargo's bin on
+//! PATH. Offline (network mode none) cargo uses the host's registry cache as it
+//! is and is told so (`CARGO_NET_OFFLINE`); with a network it gets a fresh
+//! `CARGO_HOME` in the run's `/tmp`, so a run never writes the host's cache.
+//! Build output goes to the workspace's `target/` (in overlay mode a layer
+//! reported and discarded, unless applied).
+
+use super::{Exposure, Host};
+
+pub fn exposure(host: &Host, offline: bool) -> Exposure {
+    let mut e = Exposure::default();
+    let rustup = host.dir("RUSTUP_HOME", ".rustup");
+    let cargo = host.dir("CARGO_HOME", ".cargo");
+    if let Some(r) = rustup.filter(|r| r.is_dir()) {
+        e.read_if_dir(&r);
+        e.set("RUSTUP_HOME", r.display().to_string());
+        if let Some(t) = host.var("RUSTUP_TOOLCHAIN") {
+            e.set("RUSTUP_TOOLCHAIN", t);
+        }
+    }
+    if let Some(c) = cargo.filter(|c| c.is_dir()) {
+        e.read_if_dir(&c);
+        if c.join("bin").is_dir() {
+            e.path.push(c.join("bin"));
+        }
+        if offline {
+            e.set("CARGO_HOME", c.display().to_string());
+            e.set("CARGO_NET_OFFLINE", "true");
+        } else {
+            e.set("CARGO_HOME", "/tmp/cargo-home");
+        }
+    }
+    e.allow = vec![
+        vec![
+            "cargo",
+            "build|test|check|run|fmt|clippy|doc|bench|tree|metadata|version",
+        ],
+        vec!["rustc"],
+        vec!["rustfmt"],
+    ];
+    e
+}

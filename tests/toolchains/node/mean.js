@@ -1,0 +1,1 @@
+module.exports = (values) => values.reduce((a, b) => a + b, 0) / values.length;
