@@ -81,5 +81,6 @@ check "fix-things.sh: runs once allowed, and --apply keeps its change" test "$(c
 ws=$work/bare && mkdir -p "$ws" && cp -r "$samples/rust/." "$ws"
 al run -- cargo test -q; rc=$?
 check "rust without the preset: cargo is not found inside (exit 127)" test "$rc" = 127
+check "rust without the preset: the hint names the preset line" shows '[toolchains] use = ["rust"]'
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -195,3 +195,110 @@ fn doctor_passes_here_and_fails_without_a_working_helper() {
     let failed: Vec<_> = checks.iter().filter(|c| !c.ok).map(|c| c.layer).collect();
     assert!(failed.contains(&"end_to_end"), "{failed:?}");
 }
+
+/// Runs airlock in the workspace with `input` on its stdin (a pipe).
+fn airlock_with_stdin(e: &Env, args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(AIRLOCK)
+        .args(args)
+        .current_dir(e.ws())
+        .env("AIRLOCK_STATE_DIR", e.dir.path().join("state"))
+        .env_remove("AIRLOCK_POLICY")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A command that reads nothing lets airlock exit early: EPIPE here is fine.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn piped_stdin_reaches_the_command_and_stdin_file_replaces_it() {
+    let e = Env::new();
+    // More than a pipe buffer, so it must be streamed, not written once.
+    let big = "line\n".repeat(40_000);
+    let o = airlock_with_stdin(&e, &["run", "--", "wc", "-c"], big.as_bytes());
+    assert_eq!(text(&o.stdout).trim(), "200000", "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0));
+    // `cat /dev/stdin` reopens fd 0 by path: it works because fd 0 is a pipe.
+    let o = airlock_with_stdin(&e, &["run", "--", "cat", "/dev/stdin"], b"piped\n");
+    assert_eq!(text(&o.stdout), "piped\n", "{}", text(&o.stderr));
+    let input = e.dir.path().join("input.txt");
+    std::fs::write(&input, "from a file\n").unwrap();
+    let o = airlock_with_stdin(
+        &e,
+        &["run", "--stdin", input.to_str().unwrap(), "--", "cat"],
+        b"not this\n",
+    );
+    assert_eq!(text(&o.stdout), "from a file\n", "{}", text(&o.stderr));
+    // The command exits without reading: airlock does not wait for stdin's end.
+    let o = airlock_with_stdin(&e, &["run", "--", "true"], big.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+}
+
+#[test]
+fn flags_tighten_limits_and_kill_messages_name_the_value_and_key() {
+    let e = Env::new();
+    let o = e.airlock(&["run", "--timeout", "1s", "--", "sleep", "5"]);
+    assert_eq!(o.status.code(), Some(124), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("limits.timeout = \"1s\""), "{err}");
+    assert!(err.contains("Hint:"), "{err}");
+
+    let o = e.airlock(&[
+        "run",
+        "--memory",
+        "48MiB",
+        "--",
+        "python3",
+        "-c",
+        "x = bytearray(400 << 20); print(len(x))",
+    ]);
+    assert_eq!(o.status.code(), Some(123), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("limits.memory = \"48MiB\""),
+        "{}",
+        text(&o.stderr)
+    );
+
+    // Looser than the policy: refused before anything runs, naming the key.
+    let o = e.airlock(&["run", "--timeout", "2h", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("[limits] timeout = \"2h\""),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = e.airlock(&["run", "--network", "open", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("network.mode = \"none\""),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = e.airlock(&["run", "--network", "none", "--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+}
+
+#[test]
+fn running_from_the_root_directory_is_refused_with_a_hint() {
+    let e = Env::new();
+    let o = Command::new(AIRLOCK)
+        .args(["run", "--", "true"])
+        .current_dir("/")
+        .env("AIRLOCK_STATE_DIR", e.dir.path().join("state"))
+        .env_remove("AIRLOCK_POLICY")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("the workspace would be /"), "{err}");
+    assert!(
+        err.contains("Hint: cd into the project's directory"),
+        "{err}"
+    );
+}

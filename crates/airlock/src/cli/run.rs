@@ -215,6 +215,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&json_view(&response))?);
     } else {
         report_to_terminal(&response, &policy);
+        let not_found = response.outcome.as_ref().and_then(|o| o.exit_code) == Some(127);
+        if let (true, Some(program)) = (not_found, first_program(&request.command)) {
+            if let Some(hint) = super::run_limits::not_found_hint(program, &policy) {
+                eprintln!("airlock: Hint: {hint}");
+            }
+        }
     }
     Ok(status_of(&response))
 }
@@ -251,6 +257,15 @@ fn take_stdin(file: Option<&std::path::Path>) -> anyhow::Result<bool> {
         return Ok(true);
     }
     Ok(!std::io::stdin().is_terminal())
+}
+
+/// The program a request starts with (the first word of a shell line).
+fn first_program(command: &Command) -> Option<&str> {
+    match command {
+        Command::Argv { argv } => argv.first().map(String::as_str),
+        Command::Shell { command } => command.split_whitespace().next(),
+        Command::Code { .. } => None,
+    }
 }
 
 /// The exit status for a response (see [`exit`]).

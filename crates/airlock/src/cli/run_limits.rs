@@ -181,6 +181,32 @@ pub fn kill_message(reason: KillReason, outcome: &Outcome, policy: &Policy) -> S
     )
 }
 
+/// After exit 127 (command not found): the preset that would bring the program in.
+pub fn not_found_hint(program: &str, policy: &Policy) -> Option<String> {
+    use airlock_policy::Toolchain;
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let toolchain = match name {
+        "cargo" | "rustc" | "rustup" | "rustfmt" | "cargo-clippy" => Toolchain::Rust,
+        "go" | "gofmt" => Toolchain::Go,
+        "node" | "npm" | "npx" => Toolchain::Node,
+        "pytest" | "pip" | "pip3" | "python" => Toolchain::Python,
+        _ => return None,
+    };
+    if policy.toolchains.contains(&toolchain) {
+        return Some(format!(
+            "`{name}` was not found inside although the `{}` preset is on: `airlock policy check` \
+             on the policy file shows what the preset found on this host",
+            toolchain.as_str()
+        ));
+    }
+    Some(format!(
+        "`{name}` was not found inside the sandbox. If it is installed under a home directory \
+         (rustup, nvm, pyenv, a Go SDK), add [toolchains] use = [\"{}\"] to the policy ({})",
+        toolchain.as_str(),
+        where_to_change(policy)
+    ))
+}
+
 /// What to do about a sandbox that could not be built, after the layer's own message.
 pub fn setup_hint(err: &SandboxError) -> String {
     let doctor = "`airlock doctor` checks every layer on this host and names what is missing";
