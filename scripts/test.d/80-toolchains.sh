@@ -69,6 +69,15 @@ check "go: policy init detects the go toolchain" grep -qx 'use = \["go"\]' "$ws/
 al run -- go test ./...
 check "go: go test ./... passes inside" shows "ok  	sample"
 
+# In allowlist mode each preset adds the registries its tools are set up to use,
+# asked of the tools themselves (pip, npm, go env, cargo's index cache).
+printf '[network]\nmode = "allowlist"\nallow = ["files.example.com"]\n[toolchains]\nuse = ["python", "node", "rust", "go"]\n' > "$work/allowlist.toml"
+al policy check "$work/allowlist.toml"
+for t in python node rust go; do
+  check "allowlist: the $t preset adds its registry hosts" \
+    awk -v t="toolchain $t:" '$0 == t { on = 1; next } /^toolchain / { on = 0 } on && $1 == "hosts" && $2 != "nothing" { ok = 1 } END { exit !ok }' "$work/out"
+done
+
 # A program in the workspace: denied with the exact line to add; then allowed.
 al run --apply -- ./fix-things.sh; rc=$?
 check "fix-things.sh: denied (77) by default" test "$rc" = 77

@@ -13,6 +13,7 @@ mod go;
 mod host;
 mod node;
 mod python;
+pub mod registries;
 mod rust;
 
 pub use host::Host;
@@ -31,6 +32,8 @@ pub struct Exposure {
     pub env: Vec<(String, String)>,
     /// Allow rules: each an argv prefix, one word per position.
     pub allow: Vec<Vec<&'static str>>,
+    /// Registry hosts for `network.allow` (allowlist mode only).
+    pub hosts: Vec<String>,
 }
 
 impl Exposure {
@@ -51,12 +54,16 @@ impl Exposure {
 /// What `toolchain` needs on this host, for `policy`.
 pub fn exposure(toolchain: Toolchain, policy: &Policy, host: &Host) -> Exposure {
     let offline = policy.network.mode == NetworkMode::None;
-    match toolchain {
+    let mut e = match toolchain {
         Toolchain::Python => python::exposure(&policy.workspace.root, host),
         Toolchain::Rust => rust::exposure(host, offline),
         Toolchain::Node => node::exposure(&policy.workspace.root, host),
         Toolchain::Go => go::exposure(host, offline),
+    };
+    if policy.network.mode == NetworkMode::Allowlist {
+        e.hosts = registries::hosts(toolchain, host);
     }
+    e
 }
 
 /// Write every preset the policy names into it.
@@ -109,6 +116,13 @@ fn merge(policy: &mut Policy, toolchain: Toolchain, e: Exposure) {
             }
         });
         set.push(("PATH".into(), dirs.join(":")));
+    }
+    for h in e.hosts {
+        // The same check as a host written in the file: never a wildcard.
+        let fine = airlock_policy::load::check_host_pattern(&h, true).is_ok();
+        if fine && !policy.network.allow.contains(&h) {
+            policy.network.allow.push(h);
+        }
     }
     let rules = &mut policy.commands.rules;
     for (i, prefix) in e.allow.into_iter().enumerate() {

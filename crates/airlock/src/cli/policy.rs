@@ -104,6 +104,8 @@ fn init(path: PathBuf) -> anyhow::Result<i32> {
 
 /// What each `[toolchains] use` preset adds on this host.
 fn print_toolchains(policy: &airlock_policy::Policy) {
+    // Ask the tools afresh rather than trust the cache of `airlock run`.
+    std::env::set_var("AIRLOCK_REFRESH_REGISTRIES", "1");
     let host = airlock_core::toolchains::Host::from_process();
     for t in &policy.toolchains {
         let e = airlock_core::toolchains::exposure(*t, policy, &host);
@@ -136,6 +138,9 @@ fn print_toolchains(policy: &airlock_policy::Policy) {
                     .collect()
             )
         );
+        if policy.network.mode == airlock_policy::NetworkMode::Allowlist {
+            println!("  hosts   {}", list(e.hosts));
+        }
     }
 }
 
