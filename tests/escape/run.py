@@ -784,12 +784,16 @@ class Session:
             audit.mkdir(parents=True)
             (audit / "log.jsonl").write_text('{"record": "stand-in for an audit record"}\n')
             before["ws"] = tree_listing(ws)
+        stdin = subprocess.DEVNULL if tty_master is None else None
+        if case.spec.get("stdin_canary"):
+            # airlock's stdin is a host file (a canary, world-writable on purpose)
+            stdin = open(self.canaries[case.spec["stdin_canary"]], "rb")
         t0 = time.monotonic()
         proc = subprocess.Popen(
             cmd,
             cwd=ws,
             env=env,
-            stdin=subprocess.DEVNULL if tty_master is None else None,
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             pass_fds=(self.leak_fd,),
