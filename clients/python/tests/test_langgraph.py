@@ -155,4 +155,4 @@ def test_the_shipped_example_runs_as_its_docstring_says(tmp_path):
             serve.wait(timeout=30)
     assert run.returncode == 0, run.stderr
     assert "sales.csv lists 12 items." in run.stdout, run.stdout
-    assert "deny" in run.stdout and "curl" in run.stdout, run.stdout
+    assert "DENIED by policy: `curl`" in run.stdout, run.stdout

@@ -483,7 +483,16 @@ impl<'p> Judge<'p> {
         if let Some(p) = seg.argv.first() {
             if p.contains('/') && !(p.starts_with('/') && system_program(Path::new(p))) {
                 if let Err(o) = self.boundary.check_program(cwd, p) {
-                    return Some(deny("the program", p, &o.resolved, Access::Read));
+                    let mut found = deny("the program", p, &o.resolved, Access::Read);
+                    let name = crate::rules::program_name(p);
+                    if name.starts_with("python") || name.starts_with("pip") || name == "pytest" {
+                        // A venv made from pyenv's (or another home's) interpreter.
+                        found.reason.push_str(
+                            "; a venv's interpreter under a home directory (pyenv) is shown by \
+                             `[toolchains] use = [\"python\"]`",
+                        );
+                    }
+                    return Some(found);
                 }
             }
         }

@@ -264,7 +264,7 @@ pub fn setup_hint(err: &SandboxError) -> String {
 
 /// `30s`, `1m30s`, `250ms`, the way the policy file writes durations.
 pub fn fmt_ms(ms: u64) -> String {
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let s = ms / 1000;
@@ -280,7 +280,7 @@ pub fn fmt_ms(ms: u64) -> String {
 /// `512MiB`, `64KiB`, `1GiB`, or bytes, the way the policy file writes sizes.
 pub fn fmt_size(bytes: u64) -> String {
     for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }
