@@ -11,12 +11,20 @@
 # cargo keys each workspace crate's artifacts by its source path, so every crate of
 # the clone is compiled from the clone's own files, never taken from this checkout.
 # The install goes to a temporary CARGO_INSTALL_ROOT, not the machine's ~/.cargo/bin.
+# The release profile is built without optimisation here (CARGO_PROFILE_RELEASE_*
+# below): what this part proves (cargo finds the airlock binary, the binary builds
+# and runs a sandbox, its helper re-executes from the install dir) does not depend
+# on the optimiser, and an optimised build of every dependency costs CI minutes.
+# README_OPTIMISED=1 builds exactly as a user's machine does.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export CARGO_TARGET_DIR=$repo/target/readme
+if [ "${README_OPTIMISED:-0}" != 1 ]; then
+  export CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=0
+fi
 pass=0 fail=0
 check() { # name, then a command that must succeed
   local name=$1; shift
