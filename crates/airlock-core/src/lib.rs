@@ -13,6 +13,7 @@ pub mod ledger;
 pub mod spec;
 pub mod state;
 pub mod store;
+pub mod terminal;
 pub mod toolchains;
 
 pub use caller::{Caller, CallerKind};
