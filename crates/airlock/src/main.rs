@@ -65,7 +65,12 @@ fn main() {
     match status {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            eprintln!("airlock: error: {err:#}");
+            // An error may quote agent text (an id, a command, a path).
+            let text = format!("{err:#}");
+            eprintln!(
+                "airlock: error: {}",
+                airlock_core::terminal::escape_text(&text)
+            );
             std::process::exit(2);
         }
     }

@@ -3,6 +3,7 @@
 
 use airlock_core::approvals::{Approval, ApprovalStatus};
 use airlock_core::audit::query::command_text;
+use airlock_core::terminal::{escape_line, escape_text, json_safe};
 use airlock_core::{ApprovalPrompt, Caller, Ledger, LedgerConfig, PromptAnswer};
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -54,7 +55,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 })
                 .collect();
             if json {
-                println!("{}", serde_json::to_string_pretty(&approvals)?);
+                println!("{}", json_safe(&serde_json::to_string_pretty(&approvals)?));
             } else if approvals.is_empty() {
                 println!(
                     "no approvals{}",
@@ -75,8 +76,8 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
                         a.id,
                         a.status.as_str(),
                         a.expires_at,
-                        super::audit::clip(&a.requested_by.to_string(), 24),
-                        super::audit::clip(&command_text(&a.request.command), 80)
+                        super::audit::clip(&escape_line(&a.requested_by.to_string()), 24),
+                        super::audit::clip(&escape_line(&command_text(&a.request.command)), 80)
                     );
                 }
             }
@@ -85,7 +86,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
         Cmd::Show { id, json } => {
             let a = ledger.approval(&id)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&a)?);
+                println!("{}", json_safe(&serde_json::to_string_pretty(&a)?));
             } else {
                 print!("{}", describe(&a));
             }
@@ -108,36 +109,44 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
 }
 
 /// Everything a person needs to decide: the full command, where, under which
-/// policy, why the gate asked, who asked.
+/// policy, why the gate asked, who asked. Agent text is escaped: the person
+/// answering must see exactly what would run, and the terminal must not act on it.
 pub fn describe(a: &Approval) -> String {
+    let e = |s: &str| escape_line(s).into_owned();
     let mut out = String::new();
     out.push_str(&format!("approval   {}\n", a.id));
     out.push_str(&format!("status     {}\n", a.status.as_str()));
     out.push_str(&format!(
         "requested  {} by {}\n",
-        a.created_at, a.requested_by
+        a.created_at,
+        e(&a.requested_by.to_string())
     ));
     out.push_str(&format!("expires    {}\n", a.expires_at));
-    out.push_str(&format!("cwd        {}\n", a.request.cwd.display()));
+    out.push_str(&format!(
+        "cwd        {}\n",
+        e(&a.request.cwd.display().to_string())
+    ));
     out.push_str(&format!(
         "policy     {} (sha256 {})\n",
-        a.policy_source, a.policy_sha256
+        e(&a.policy_source),
+        a.policy_sha256
     ));
     for reason in &a.reasons {
-        out.push_str(&format!("reason     {reason}\n"));
+        out.push_str(&format!("reason     {}\n", e(reason)));
     }
     out.push_str("command:\n");
-    for line in command_text_full(&a.request.command).lines() {
+    for line in escape_text(&command_text_full(&a.request.command)).split('\n') {
         out.push_str(&format!("    {line}\n"));
     }
     if let Some(by) = &a.decided_by {
         out.push_str(&format!(
-            "answered   {} by {by}\n",
-            a.decided_at.as_deref().unwrap_or("?")
+            "answered   {} by {}\n",
+            a.decided_at.as_deref().unwrap_or("?"),
+            e(&by.to_string())
         ));
     }
     if let Some(note) = &a.note {
-        out.push_str(&format!("note       {note}\n"));
+        out.push_str(&format!("note       {}\n", e(note)));
     }
     if let Some(used) = &a.used_by {
         out.push_str(&format!(

@@ -3,6 +3,7 @@
 use airlock_core::audit::query::{command_of, command_text, Filter};
 use airlock_core::audit::record::{Event, TestEvent};
 use airlock_core::audit::{self, Record};
+use airlock_core::terminal::{escape_line, json_safe};
 use airlock_core::{Ledger, LedgerConfig};
 use anyhow::Context;
 use std::io::Write;
@@ -128,7 +129,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 .collect();
             for r in &repairs {
                 let (_, what) = summary(r);
-                println!("{}: {what}", r.id);
+                println!("{}: {}", r.id, escape_line(&what));
             }
             if repairs.is_empty() && !reanchor {
                 println!("nothing to repair");
@@ -203,7 +204,11 @@ fn verify(dir: &std::path::Path, json: bool) -> anyhow::Result<i32> {
                     .as_deref()
                     .map(|id| format!(" (record {id})"))
                     .unwrap_or_default();
-                eprintln!("FAILED: first bad record at {}{record}", failure);
+                eprintln!(
+                    "FAILED: first bad record at {}{}",
+                    escape_line(&failure.to_string()),
+                    escape_line(&record)
+                );
             }
             Ok(1)
         }
@@ -213,11 +218,11 @@ fn verify(dir: &std::path::Path, json: bool) -> anyhow::Result<i32> {
 fn show(dir: &std::path::Path, id: &str) -> anyhow::Result<i32> {
     let records = audit::find(dir, id)?;
     if records.is_empty() {
-        eprintln!("airlock: no audit record matches `{id}`");
+        eprintln!("airlock: no audit record matches `{}`", escape_line(id));
         return Ok(1);
     }
     for record in records {
-        println!("{}", serde_json::to_string_pretty(&record)?);
+        println!("{}", json_safe(&serde_json::to_string_pretty(&record)?));
     }
     Ok(0)
 }
@@ -251,7 +256,7 @@ fn print_records(records: &[Record], json: bool) -> anyhow::Result<()> {
     let mut out = stdout.lock();
     if json {
         for record in records {
-            writeln!(out, "{}", serde_json::to_string(record)?)?;
+            writeln!(out, "{}", json_safe(&serde_json::to_string(record)?))?;
         }
     } else {
         writeln!(
@@ -268,9 +273,9 @@ fn print_records(records: &[Record], json: bool) -> anyhow::Result<()> {
                 record.id,
                 record.time,
                 record.kind(),
-                clip(&who, 22),
-                clip(&what, 36),
-                clip(&command.replace('\n', "⏎"), 80)
+                clip(&escape_line(&who), 22),
+                clip(&escape_line(&what), 36),
+                clip(&escape_line(&command), 80)
             )?;
         }
     }

@@ -86,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     };
     let text = if args.json {
-        serde_json::to_string(&decision)? + "\n"
+        airlock_core::terminal::json_safe(&serde_json::to_string(&decision)?).into_owned() + "\n"
     } else {
         human(&decision)
     };
@@ -101,13 +101,20 @@ fn human(d: &Decision) -> String {
         .as_deref()
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
-    let mut out = format!("{}: {}{rule}\n", d.decision.as_str(), d.reason);
+    use airlock_core::terminal::escape_line;
+    // The reason and the segments quote the command: agent text.
+    let mut out = format!(
+        "{}: {}{}\n",
+        d.decision.as_str(),
+        escape_line(&d.reason),
+        escape_line(&rule)
+    );
     if d.segments.len() > 1 {
         for s in &d.segments {
             out.push_str(&format!(
                 "  {:<17} {}\n",
                 s.decision.as_str(),
-                airlock_policy::shell::words::short(&s.argv.join(" "))
+                escape_line(&airlock_policy::shell::words::short(&s.argv.join(" ")))
             ));
         }
     }

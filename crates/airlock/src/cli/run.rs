@@ -1,11 +1,12 @@
 //! `airlock run`: judge a command, and run it in a disposable sandbox if allowed.
 
 use airlock_core::engine::{RunOptions, RunResponse, RunStatus};
+use airlock_core::terminal::{escape_line, json_safe, StreamFilter};
 use airlock_policy::{Command, Request};
 use airlock_sandbox::native::NativeBackend;
 use airlock_sandbox::{KillReason, OutputSink};
 use anyhow::Context;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 /// Exit statuses of `airlock run` other than the command's own.
@@ -87,6 +88,12 @@ pub struct Args {
     /// Network for this run; never more open than the policy's network.mode.
     #[arg(long, value_enum, value_name = "MODE")]
     network: Option<super::run_limits::NetworkFlag>,
+    /// Write the command's output to a terminal byte for byte. By default, when
+    /// stdout or stderr is a terminal, only text and SGR colours reach it; other
+    /// escape sequences (clipboard writes, screen clears, title changes) and
+    /// control characters are shown escaped. Pipes and files always get the bytes.
+    #[arg(long)]
+    raw_output: bool,
     /// A shell command line (run with bash -c, judged segment by segment).
     #[arg(short = 'c', value_name = "SHELL", conflicts_with = "argv")]
     command: Option<String>,
@@ -95,19 +102,73 @@ pub struct Args {
     argv: Vec<String>,
 }
 
-/// Streams the command's output to this process's stdout and stderr as it comes.
-struct Live;
+/// Streams the command's output to this process's stdout and stderr as it
+/// comes. A stream that goes to a terminal passes through a [`StreamFilter`]
+/// (unless `--raw-output`): a sandboxed program must not drive the person's
+/// terminal (OSC 52 clipboard writes, cursor movement over earlier output).
+struct Live {
+    stdout: Option<StreamFilter>,
+    stderr: Option<StreamFilter>,
+}
+
+impl Live {
+    fn new(raw: bool) -> Live {
+        let filter = |tty: bool| (tty && !raw).then(StreamFilter::new);
+        Live {
+            stdout: filter(std::io::stdout().is_terminal()),
+            stderr: filter(std::io::stderr().is_terminal()),
+        }
+    }
+
+    fn write(out: &mut dyn Write, filter: Option<&mut StreamFilter>, chunk: &[u8], end: bool) {
+        let mut filtered = Vec::new();
+        let bytes = match filter {
+            Some(f) => {
+                f.push(chunk, &mut filtered);
+                if end {
+                    f.finish(&mut filtered);
+                }
+                &filtered[..]
+            }
+            None => chunk,
+        };
+        let _ = out.write_all(bytes);
+        let _ = out.flush();
+    }
+
+    /// Show what a filter still holds (an escape sequence cut off by the end).
+    fn finish(&mut self) {
+        Live::write(
+            &mut std::io::stdout().lock(),
+            self.stdout.as_mut(),
+            b"",
+            true,
+        );
+        Live::write(
+            &mut std::io::stderr().lock(),
+            self.stderr.as_mut(),
+            b"",
+            true,
+        );
+    }
+}
 
 impl OutputSink for Live {
     fn stdout(&mut self, chunk: &[u8]) {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(chunk);
-        let _ = out.flush();
+        Live::write(
+            &mut std::io::stdout().lock(),
+            self.stdout.as_mut(),
+            chunk,
+            false,
+        );
     }
     fn stderr(&mut self, chunk: &[u8]) {
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(chunk);
-        let _ = err.flush();
+        Live::write(
+            &mut std::io::stderr().lock(),
+            self.stderr.as_mut(),
+            chunk,
+            false,
+        );
     }
 }
 
@@ -193,9 +254,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let caller = airlock_core::Caller::cli();
     let mut discard = airlock_sandbox::backend::Discard;
-    let mut live = Live;
+    let mut live = Live::new(args.raw_output);
     let sink: &mut dyn OutputSink = if args.json { &mut discard } else { &mut live };
-    let response = match engine.run(&caller, &policy, &request, options, sink) {
+    let ran = engine.run(&caller, &policy, &request, options, sink);
+    live.finish();
+    let response = match ran {
         Ok(r) => r,
         Err(airlock_core::EngineError::Sandbox(e)) => {
             let hint = super::run_limits::setup_hint(&e);
@@ -205,14 +268,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     serde_json::json!({ "error": "sandbox", "detail": e.to_string(), "hint": hint })
                 );
             } else {
-                eprintln!("airlock: sandbox error: {e}\nHint: {hint}");
+                eprintln!(
+                    "airlock: sandbox error: {}\nHint: {hint}",
+                    escape_line(&e.to_string())
+                );
             }
             return Ok(exit::SANDBOX_ERROR);
         }
         Err(e) => return Err(e.into()),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json_view(&response))?);
+        println!(
+            "{}",
+            json_safe(&serde_json::to_string_pretty(&json_view(&response))?)
+        );
     } else {
         report_to_terminal(&response, &policy);
         let not_found = response.outcome.as_ref().and_then(|o| o.exit_code) == Some(127);
@@ -325,11 +394,15 @@ fn report_to_terminal(r: &RunResponse, policy: &airlock_policy::Policy) {
     match r.status {
         RunStatus::Ran => {}
         RunStatus::Denied => {
-            eprintln!("airlock: denied: {}", r.decision.reason);
+            eprintln!("airlock: denied: {}", escape_line(&r.decision.reason));
             return;
         }
         _ => {
-            eprintln!("airlock: {}: {}", r.status.as_str(), r.message);
+            eprintln!(
+                "airlock: {}: {}",
+                r.status.as_str(),
+                escape_line(&r.message)
+            );
             return;
         }
     }
@@ -353,10 +426,14 @@ fn report_to_terminal(r: &RunResponse, policy: &airlock_policy::Policy) {
                 airlock_sandbox::ChangeKind::Modified => "modified",
                 airlock_sandbox::ChangeKind::Deleted => "deleted",
             };
-            eprintln!("  {kind:8} {}", c.path);
+            eprintln!("  {kind:8} {}", escape_line(&c.path));
         }
     }
     for v in &o.violations {
-        eprintln!("airlock: {}: {}", v.kind, v.detail);
+        eprintln!(
+            "airlock: {}: {}",
+            escape_line(&v.kind),
+            escape_line(&v.detail)
+        );
     }
 }
