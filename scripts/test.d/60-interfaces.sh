@@ -39,7 +39,7 @@ mkdir -p "$work/ws"
 printf 'name,qty\napple,3\n' > "$work/ws/data.csv"
 printf '[workspace]\nroot = "ws"\n[commands]\nallow = ["ls", "cat", "echo", "true", "python3", "head"]\n' > "$work/policy.toml"
 token="schemathesis-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-printf '[[token]]\nname = "schemathesis"\ntoken = "%s"\npolicy = "policy.toml"\nrole = "approver"\n' "$token" > "$work/tokens.toml"
+printf '[[token]]\nname = "schemathesis"\ntoken = "%s"\npolicy = "policy.toml"\nrole = "approver"\ntenants = ["*"]\n' "$token" > "$work/tokens.toml"
 chmod 600 "$work/tokens.toml"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 AIRLOCK_STATE_DIR="$work/state" "$AIRLOCK_BIN" serve --tokens "$work/tokens.toml" \

@@ -18,6 +18,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[3]
 TOKEN_AGENT = "agent-token-0123456789abcdef"
 TOKEN_HUMAN = "human-token-0123456789abcdef"
+TOKEN_OTHER = "other-token-0123456789abcdef"
 
 SALES_CSV = """region,product,qty
 north,apple,3
@@ -63,7 +64,9 @@ class ServerProc:
         tokens = root / "tokens.toml"
         tokens.write_text(
             f'[[token]]\nname = "agent"\ntoken = "{TOKEN_AGENT}"\npolicy = "policy.toml"\n\n'
-            f'[[token]]\nname = "human"\ntoken = "{TOKEN_HUMAN}"\npolicy = "policy.toml"\nrole = "approver"\n')
+            f'[[token]]\nname = "other"\ntoken = "{TOKEN_OTHER}"\npolicy = "policy.toml"\n\n'
+            f'[[token]]\nname = "human"\ntoken = "{TOKEN_HUMAN}"\npolicy = "policy.toml"\nrole = "approver"\n'
+            'tenants = ["agent"]\n')
         tokens.chmod(0o600)
         self.state = root / "state"
         self.socket = str(self.state / "airlock.sock")

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from airlock_client import Airlock, AirlockError, AsyncAirlock, RunResult
-from conftest import TOKEN_AGENT, TOKEN_HUMAN
+from conftest import TOKEN_AGENT, TOKEN_HUMAN, TOKEN_OTHER
 
 
 def clients(server):
@@ -90,6 +90,31 @@ def test_approval_round_trip(server):
     assert again.status == "approval_refused"
     records = human.audit(kind="approval", caller="human")
     assert any(r["approval_id"] == pending.approval_id and r["action"] == "approved" for r in records)
+
+
+def test_tenants_see_and_use_only_their_own(server):
+    """Issue 13, findings 1 and 2: another token cannot use an approval it did not
+    ask for, nor see it; a grant is for one tenant."""
+    agent = Airlock(socket=server.socket, token=TOKEN_AGENT)
+    other = Airlock(socket=server.socket, token=TOKEN_OTHER)
+    human = Airlock(base_url=server.base_url, token=TOKEN_HUMAN)
+    pending = agent.run("touch approved.txt")
+    human.approve(pending.approval_id)
+    assert all(a["id"] != pending.approval_id for a in other.approvals())
+    with pytest.raises(AirlockError) as e:
+        other.approval(pending.approval_id)
+    assert e.value.code == "not_found"
+    stolen = other.run("touch approved.txt", approval_id=pending.approval_id)
+    assert stolen.status == "approval_refused" and stolen.raw["refusal"]["code"] == "other_tenant"
+    assert agent.run("touch approved.txt", approval_id=pending.approval_id).ok
+    grant = human.create_grant({"type": "write", "paths": [str(server.root / "ws")]}, "touch", 60, tenant="agent")
+    assert grant["tenant"] == {"kind": "token", "name": "agent"}
+    assert any(g["id"] == grant["id"] for g in agent.grants())
+    assert all(g["id"] != grant["id"] for g in other.grants())
+    assert all(r.get("tenant", {}).get("name") == "other" for r in other.audit(limit=1000))
+    with pytest.raises(AirlockError) as e:
+        human.create_grant({"type": "write", "paths": ["/srv"]}, "touch", 60, tenant="nobody")
+    assert e.value.code == "forbidden"
 
 
 async def test_async_client(server):

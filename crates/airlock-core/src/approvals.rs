@@ -1,9 +1,9 @@
 //! Pending approvals: a request the gate answered `approval_required` for, waiting
-//! for a person. An approval is tied to the exact command, cwd and policy hash it
-//! was asked for, expires, and runs once.
+//! for a person. An approval is tied to the tenant that asked, the exact command,
+//! cwd and policy hash it was asked for, expires, and runs once.
 
 use crate::audit::record::RequestRecord;
-use crate::Caller;
+use crate::{Caller, TenantId};
 use serde::{Deserialize, Serialize};
 
 /// Default time a person has to answer.
@@ -44,6 +44,10 @@ pub struct Approval {
     /// Why the gate asked, one line per segment that needed approval.
     pub reasons: Vec<String>,
     pub requested_by: Caller,
+    /// The tenant that asked: only it may run under the approval, and only
+    /// approvers configured for it may see and answer it.
+    #[serde(default)]
+    pub tenant: TenantId,
     /// The request that created the approval.
     pub request_id: String,
     pub created_at: String,
@@ -86,6 +90,8 @@ pub enum RefusalCode {
     PolicyChanged,
     /// `--wait-approval` gave up before anyone answered.
     Timeout,
+    /// Another tenant asked for it: an approval is usable only by its own.
+    OtherTenant,
 }
 
 impl RefusalCode {
@@ -100,6 +106,7 @@ impl RefusalCode {
             RefusalCode::CwdChanged => "cwd_changed",
             RefusalCode::PolicyChanged => "policy_changed",
             RefusalCode::Timeout => "timeout",
+            RefusalCode::OtherTenant => "other_tenant",
         }
     }
 
@@ -126,17 +133,25 @@ impl RefusalCode {
             RefusalCode::Timeout => {
                 format!("approval {id} was not answered in time; it stays pending")
             }
+            RefusalCode::OtherTenant => format!(
+                "approval {id} was asked for by another tenant; an approval runs only for the caller that asked for it (ask for your own)"
+            ),
         }
     }
 }
 
-/// Whether `approval` may run `request` under the policy `policy_sha256`, ignoring
-/// expiry (checked by the ledger, which also records it).
+/// Whether `tenant` may run `request` under the policy `policy_sha256` with
+/// `approval`, ignoring expiry (checked by the ledger, which also records it).
+/// The tenant is checked first: another tenant learns nothing of its state.
 pub fn check_use(
     approval: &Approval,
+    tenant: &TenantId,
     request: &RequestRecord,
     policy_sha256: &str,
 ) -> Result<(), RefusalCode> {
+    if approval.tenant != *tenant || tenant.is_unknown() {
+        return Err(RefusalCode::OtherTenant);
+    }
     match approval.status {
         ApprovalStatus::Pending => return Err(RefusalCode::Pending),
         ApprovalStatus::Denied => return Err(RefusalCode::Denied),

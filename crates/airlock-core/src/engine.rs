@@ -214,7 +214,7 @@ impl Engine {
         request: &Request,
     ) -> Result<CheckResponse, EngineError> {
         let request_id = new_request_id();
-        let judged = self.judge(policy, request)?;
+        let judged = self.judge(&caller.tenant(), policy, request)?;
         let record = self.record_decision(
             caller,
             policy,
@@ -241,7 +241,7 @@ impl Engine {
         sink: &mut dyn OutputSink,
     ) -> Result<RunResponse, EngineError> {
         let request_id = new_request_id();
-        let judged = self.judge(policy, request)?;
+        let judged = self.judge(&caller.tenant(), policy, request)?;
         let asked = RequestRecord {
             command: judged.request.command.clone(),
             cwd: judged.request.cwd.clone(),
@@ -468,9 +468,15 @@ impl Engine {
         Ok(response)
     }
 
-    /// Gate the request as asked; if grants cover it, gate it again loosened.
-    /// A caller's own `loosening` is discarded: only grants loosen.
-    fn judge(&self, policy: &Policy, request: &Request) -> Result<Judged, EngineError> {
+    /// Gate the request as asked; if grants of this tenant, made for this
+    /// policy, cover it, gate it again loosened. A caller's own `loosening` is
+    /// discarded: only grants loosen.
+    fn judge(
+        &self,
+        tenant: &crate::TenantId,
+        policy: &Policy,
+        request: &Request,
+    ) -> Result<Judged, EngineError> {
         let mut request = request.clone();
         request.loosening = Loosening::default();
         let first = airlock_policy::decide(policy, &request);
@@ -478,7 +484,7 @@ impl Engine {
             NETWORK_ALLOWLIST_ENFORCED && policy.network.mode == NetworkMode::Allowlist;
         let grants: Vec<Grant> = self
             .ledger
-            .covering_grants(&first)?
+            .covering_grants(tenant, &policy.sha256, &first)?
             .into_iter()
             .filter(|g| network_ok || !matches!(g.boundary, Boundary::Network { .. }))
             .collect();
@@ -626,6 +632,7 @@ impl Engine {
             request_id: request_id.to_string(),
             operation,
             who: caller.clone(),
+            tenant: caller.tenant(),
             request: RequestRecord {
                 command: judged.request.command.clone(),
                 cwd: judged.request.cwd.clone(),
@@ -690,6 +697,7 @@ impl Engine {
         ExecutionEvent {
             request_id: request_id.to_string(),
             who: caller.clone(),
+            tenant: caller.tenant(),
             request: RequestRecord {
                 command: judged.request.command.clone(),
                 cwd: judged.request.cwd.clone(),

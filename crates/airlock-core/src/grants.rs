@@ -1,7 +1,8 @@
-//! Grants: a one-boundary loosening for requests that match a command prefix,
-//! bounded in time (always) and optionally in uses, revocable. Never permanent.
+//! Grants: a one-boundary loosening for one tenant's requests that match a
+//! command prefix under one policy, bounded in time (always) and optionally in
+//! uses, revocable. Never permanent, never global.
 
-use crate::Caller;
+use crate::{Caller, TenantId};
 use airlock_policy::{Decision, Loosening};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -66,6 +67,14 @@ pub struct Revocation {
 pub struct Grant {
     pub id: String,
     pub boundary: Boundary,
+    /// The only tenant whose requests it loosens (a grant from before tenancy
+    /// has the unknown tenant and loosens nothing).
+    #[serde(default)]
+    pub tenant: TenantId,
+    /// The only policy (SHA-256 of its text) under which it loosens: another
+    /// policy, or this one edited, is not what the person granted for.
+    #[serde(default)]
+    pub policy_sha256: String,
     /// Argv prefix, as typed (`pip install`): every simple command of a request
     /// must start with these words for the grant to apply.
     pub for_prefix: String,
@@ -113,12 +122,17 @@ impl Grant {
         }
     }
 
-    /// Whether the grant covers this decision: every judged simple command starts
-    /// with the grant's words. A request the gate could not split into known
-    /// commands is never covered.
-    pub fn covers(&self, decision: &Decision) -> bool {
+    /// Whether the grant covers this tenant's decision under this policy: same
+    /// tenant, same policy text, and every judged simple command starts with the
+    /// grant's words. A request the gate could not split into known commands is
+    /// never covered.
+    pub fn covers(&self, tenant: &TenantId, policy_sha256: &str, decision: &Decision) -> bool {
         let prefix: Vec<&str> = self.for_prefix.split_whitespace().collect();
-        !prefix.is_empty()
+        self.tenant == *tenant
+            && !tenant.is_unknown()
+            && !self.policy_sha256.is_empty()
+            && self.policy_sha256 == policy_sha256
+            && !prefix.is_empty()
             && !decision.segments.is_empty()
             && decision.segments.iter().all(|seg| {
                 seg.argv.len() >= prefix.len() && seg.argv.iter().zip(&prefix).all(|(a, p)| a == p)
@@ -139,6 +153,10 @@ impl Grant {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GrantRequest {
     pub boundary: Boundary,
+    /// Whose requests it loosens.
+    pub tenant: TenantId,
+    /// Under which policy (SHA-256 of the policy text the tenant runs under).
+    pub policy_sha256: String,
     pub for_prefix: String,
     pub ttl: std::time::Duration,
     pub max_uses: Option<u32>,
@@ -169,6 +187,8 @@ pub enum GrantError {
     RelativePath(String),
     #[error("grant {id} is {state}")]
     NotActive { id: String, state: &'static str },
+    #[error("a grant needs the tenant it is for and the SHA-256 of that tenant's policy")]
+    NoScope,
 }
 
 impl GrantRequest {
@@ -181,6 +201,11 @@ impl GrantRequest {
         }
         if self.for_prefix.split_whitespace().next().is_none() {
             return Err(GrantError::EmptyPrefix);
+        }
+        let hex_sha = self.policy_sha256.len() == 64
+            && self.policy_sha256.bytes().all(|b| b.is_ascii_hexdigit());
+        if self.tenant.is_unknown() || !hex_sha {
+            return Err(GrantError::NoScope);
         }
         match &self.boundary {
             Boundary::Network { hosts } => {
@@ -273,6 +298,8 @@ mod tests {
             boundary: Boundary::Write {
                 paths: vec!["/srv/data".into()],
             },
+            tenant: TenantId::token("t"),
+            policy_sha256: "p".repeat(64),
             for_prefix: prefix.into(),
             created_by: Caller::token("t"),
             created_at: String::new(),
@@ -287,10 +314,31 @@ mod tests {
     #[test]
     fn covers_only_when_every_segment_matches() {
         let g = grant("python3 etl.py");
-        assert!(g.covers(&decision(&[&["python3", "etl.py", "--out", "x"]])));
-        assert!(!g.covers(&decision(&[&["python3", "etl.py"], &["rm", "-rf", "/"]])));
-        assert!(!g.covers(&decision(&[&["python3"]])));
-        assert!(!g.covers(&decision(&[])));
+        let (t, p) = (TenantId::token("t"), "p".repeat(64));
+        assert!(g.covers(&t, &p, &decision(&[&["python3", "etl.py", "--out", "x"]])));
+        assert!(!g.covers(
+            &t,
+            &p,
+            &decision(&[&["python3", "etl.py"], &["rm", "-rf", "/"]])
+        ));
+        assert!(!g.covers(&t, &p, &decision(&[&["python3"]])));
+        assert!(!g.covers(&t, &p, &decision(&[])));
+    }
+
+    /// Finding 2: a grant is for one tenant under one policy.
+    #[test]
+    fn covers_only_its_own_tenant_and_policy() {
+        let g = grant("python3");
+        let d = decision(&[&["python3", "x.py"]]);
+        let p = "p".repeat(64);
+        assert!(g.covers(&TenantId::token("t"), &p, &d));
+        assert!(!g.covers(&TenantId::token("other"), &p, &d));
+        assert!(!g.covers(&TenantId::Local { uid: 0 }, &p, &d));
+        assert!(!g.covers(&TenantId::token("t"), &"q".repeat(64), &d));
+        let mut legacy = grant("python3");
+        legacy.tenant = TenantId::UNKNOWN;
+        legacy.policy_sha256 = String::new();
+        assert!(!legacy.covers(&TenantId::UNKNOWN, "", &d));
     }
 
     #[test]
@@ -313,11 +361,19 @@ mod tests {
             boundary: Boundary::Write {
                 paths: vec!["/srv/data".into()],
             },
+            tenant: TenantId::token("t"),
+            policy_sha256: "a".repeat(64),
             for_prefix: "python3 etl.py".into(),
             ttl: std::time::Duration::from_secs(3600),
             max_uses: None,
         };
         assert_eq!(ok.validate(), Ok(()));
+        let mut bad = ok.clone();
+        bad.tenant = TenantId::UNKNOWN;
+        assert_eq!(bad.validate(), Err(GrantError::NoScope));
+        let mut bad = ok.clone();
+        bad.policy_sha256 = "x".into();
+        assert_eq!(bad.validate(), Err(GrantError::NoScope));
         let mut bad = ok.clone();
         bad.ttl = MAX_TTL + std::time::Duration::from_secs(1);
         assert_eq!(bad.validate(), Err(GrantError::BadTtl));

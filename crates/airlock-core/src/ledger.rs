@@ -13,7 +13,7 @@ use crate::clock::{format_rfc3339, now_ms};
 use crate::grants::{Grant, GrantError, GrantRequest, GrantState, Revocation};
 use crate::state::{ensure_private_dir, random_id};
 use crate::store::{JsonStore, StoreError};
-use crate::Caller;
+use crate::{Caller, TenantId};
 use airlock_policy::{Decision, Policy, Verdict};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -193,6 +193,7 @@ impl Ledger {
             policy_source: policy.source.clone(),
             reasons,
             requested_by: who.clone(),
+            tenant: who.tenant(),
             request_id: request_id.to_string(),
             created_at: format_rfc3339(now),
             expires_at: format_rfc3339(expires),
@@ -286,7 +287,7 @@ impl Ledger {
                     action,
                 });
             }
-            if who.kind == crate::CallerKind::Token && *who == approval.requested_by {
+            if who.kind == crate::CallerKind::Token && who.tenant() == approval.tenant {
                 return Err(LedgerError::SelfApproval {
                     id: id.to_string(),
                     name: who.name.clone(),
@@ -307,8 +308,9 @@ impl Ledger {
         })?
     }
 
-    /// Spend an approval on a request: it must be approved, unexpired, unused, and
-    /// for the same command, cwd and policy. Each refusal has its own code.
+    /// Spend an approval on a request: it must be the caller's tenant's, approved,
+    /// unexpired, unused, and for the same command, cwd and policy. Each refusal
+    /// has its own code.
     pub fn use_approval(
         &self,
         id: &str,
@@ -324,8 +326,12 @@ impl Ledger {
             let Some(mut approval) = self.approvals.get::<Approval>(id)? else {
                 return Ok(ApprovalCheck::Refused(RefusalCode::NotFound, None));
             };
+            if approval.tenant != who.tenant() {
+                // Neither expire nor reveal another tenant's approval.
+                return Ok(ApprovalCheck::Refused(RefusalCode::OtherTenant, None));
+            }
             self.expire_if_due(&mut approval)?;
-            if let Err(code) = check_use(&approval, request, policy_sha256) {
+            if let Err(code) = check_use(&approval, &who.tenant(), request, policy_sha256) {
                 return Ok(ApprovalCheck::Refused(code, Some(approval)));
             }
             approval.status = ApprovalStatus::Used;
@@ -347,10 +353,7 @@ impl Ledger {
     fn expire_if_due(&self, approval: &mut Approval) -> Result<(), LedgerError> {
         if approval.is_due(now_ms()) {
             approval.status = ApprovalStatus::Expired;
-            let airlock = Caller {
-                name: "airlock".into(),
-                kind: crate::CallerKind::Cli,
-            };
+            let airlock = Caller::airlock();
             self.audit_approval(ApprovalAction::Expired, approval, &airlock, None, None)?;
             self.approvals.put(&approval.id, approval)?;
         }
@@ -370,6 +373,7 @@ impl Ledger {
             approval_id: approval.id.clone(),
             request_id: request_id.map(str::to_string),
             who: who.clone(),
+            tenant: approval.tenant.clone(),
             request: approval.request.clone(),
             policy_sha256: approval.policy_sha256.clone(),
             reasons: approval.reasons.clone(),
@@ -387,6 +391,8 @@ impl Ledger {
         let grant = Grant {
             id: random_id("gr"),
             boundary: request.boundary,
+            tenant: request.tenant,
+            policy_sha256: request.policy_sha256.to_ascii_lowercase(),
             for_prefix: request
                 .for_prefix
                 .split_whitespace()
@@ -436,13 +442,21 @@ impl Ledger {
         })?
     }
 
-    /// Active grants that cover this decision (nothing is spent).
-    pub fn covering_grants(&self, decision: &Decision) -> Result<Vec<Grant>, LedgerError> {
+    /// Active grants of this tenant, made for this policy, that cover this
+    /// decision (nothing is spent).
+    pub fn covering_grants(
+        &self,
+        tenant: &TenantId,
+        policy_sha256: &str,
+        decision: &Decision,
+    ) -> Result<Vec<Grant>, LedgerError> {
         let now = now_ms();
         Ok(self
             .grants()?
             .into_iter()
-            .filter(|g| g.state(now) == GrantState::Active && g.covers(decision))
+            .filter(|g| {
+                g.state(now) == GrantState::Active && g.covers(tenant, policy_sha256, decision)
+            })
             .collect())
     }
 
@@ -496,6 +510,7 @@ impl Ledger {
             action,
             grant_id: grant.id.clone(),
             who: who.clone(),
+            tenant: grant.tenant.clone(),
             grant: grant.clone(),
             request_id: request_id.map(str::to_string),
         }))?)

@@ -16,7 +16,7 @@ pub mod store;
 pub mod terminal;
 pub mod toolchains;
 
-pub use caller::{Caller, CallerKind};
+pub use caller::{Caller, CallerKind, TenantId};
 pub use engine::{
     ApprovalPrompt, ApprovalRef, CheckResponse, Engine, EngineConfig, EngineError, PromptAnswer,
     Refusal, RunOptions, RunResponse, RunStatus,

@@ -11,7 +11,8 @@ use airlock_core::audit::record::{ApprovalAction, Event, GrantAction};
 use airlock_core::audit::{read_all, verify, Record};
 use airlock_core::grants::{Boundary, GrantRequest};
 use airlock_core::{
-    ApprovalPrompt, Caller, Engine, EngineConfig, LedgerConfig, PromptAnswer, RunOptions, RunStatus,
+    ApprovalPrompt, Caller, Engine, EngineConfig, LedgerConfig, PromptAnswer, RunOptions,
+    RunStatus, TenantId,
 };
 use airlock_policy::{Command, Policy, Request, Verdict};
 use airlock_sandbox::backend::Discard;
@@ -461,6 +462,7 @@ impl ApprovalPrompt for Answer {
         Caller {
             name: "person at tty".into(),
             kind: airlock_core::CallerKind::Cli,
+            uid: Some(4242),
         }
     }
 }
@@ -511,6 +513,8 @@ fn write_grant(f: &Fixture, ttl: Duration, uses: Option<u32>) -> String {
                 boundary: Boundary::Write {
                     paths: vec![f.outside.clone()],
                 },
+                tenant: TenantId::token("agent-1"),
+                policy_sha256: f.policy.sha256.clone(),
                 for_prefix: "cp data.txt".into(),
                 ttl,
                 max_uses: uses,
@@ -613,6 +617,10 @@ fn a_callers_own_loosening_is_ignored() {
 #[test]
 fn a_network_grant_loosens_only_under_an_allowlist_policy() {
     let f = fixture();
+    let allowlist = policy_from(
+        &format!("{POLICY}\n[network]\nmode = \"allowlist\"\nallow = []\n"),
+        &f.workspace,
+    );
     let grant = f
         .engine
         .ledger()
@@ -622,6 +630,8 @@ fn a_network_grant_loosens_only_under_an_allowlist_policy() {
                 boundary: Boundary::Network {
                     hosts: vec!["files.example.com".into()],
                 },
+                tenant: TenantId::token("agent-1"),
+                policy_sha256: allowlist.sha256.clone(),
                 for_prefix: "curl".into(),
                 ttl: Duration::from_secs(600),
                 max_uses: Some(1),
@@ -638,10 +648,6 @@ fn a_network_grant_loosens_only_under_an_allowlist_policy() {
     assert!(airlock_core::grants::check_network_grant_policy(&f.policy).is_err());
     // Allowlist mode: the grant's hosts join the request's loosening, and the
     // decision and its record say so (check only: nothing runs here).
-    let allowlist = policy_from(
-        &format!("{POLICY}\n[network]\nmode = \"allowlist\"\nallow = []\n"),
-        &f.workspace,
-    );
     airlock_core::grants::check_network_grant_policy(&allowlist).unwrap();
     let loosened = f
         .engine
@@ -717,4 +723,135 @@ fn a_full_disk_refuses_the_run() {
         0,
         "nothing may run unlogged"
     );
+}
+
+/// Finding 1: a second token with the same policy presents the first token's
+/// approved approval id. It is refused (`other_tenant`), nothing runs, and the
+/// approval stays usable by the tenant that asked.
+#[test]
+fn an_approval_is_usable_only_by_the_tenant_that_asked() {
+    let f = fixture();
+    let id = f
+        .run("make deploy", RunOptions::default())
+        .approval
+        .unwrap()
+        .id;
+    f.approve(&id);
+    let theft = f
+        .engine
+        .run(
+            &Caller::token("agent-2"),
+            &f.policy,
+            &f.request("make deploy"),
+            RunOptions {
+                approval_id: Some(id.clone()),
+                ..Default::default()
+            },
+            &mut Discard,
+        )
+        .unwrap();
+    assert_eq!(theft.status, RunStatus::ApprovalRefused);
+    assert_eq!(theft.refusal.unwrap().code, RefusalCode::OtherTenant);
+    assert!(
+        theft.approval.is_none(),
+        "nothing about it is shown to agent-2"
+    );
+    assert_eq!(f.runs(), 0);
+    // The local user at the CLI is another tenant too.
+    let cli = f
+        .engine
+        .run(
+            &Caller::cli(),
+            &f.policy,
+            &f.request("make deploy"),
+            RunOptions {
+                approval_id: Some(id.clone()),
+                ..Default::default()
+            },
+            &mut Discard,
+        )
+        .unwrap();
+    assert_eq!(cli.refusal.unwrap().code, RefusalCode::OtherTenant);
+    // The owner still runs it, once.
+    let ran = f.with_approval("make deploy", &id);
+    assert_eq!(ran.status, RunStatus::Ran, "{}", ran.message);
+    assert_eq!(f.runs(), 1);
+    let refused: Vec<_> = f
+        .records()
+        .into_iter()
+        .filter_map(|r| match r.event {
+            Event::Decision(d) if d.disposition == "approval_refused" => {
+                Some((d.tenant, d.approval.unwrap().result))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        vec![
+            (TenantId::token("agent-2"), "other_tenant".to_string()),
+            (Caller::cli().tenant(), "other_tenant".to_string())
+        ]
+    );
+}
+
+/// Finding 2: a grant made for one tenant under one policy loosens nothing for
+/// another tenant, nor under another policy; a CLI user's grant for themself
+/// reaches no API token.
+#[test]
+fn a_grant_loosens_only_its_tenant_under_its_policy() {
+    let f = fixture();
+    let id = write_grant(&f, Duration::from_secs(600), None);
+    let copy = format!("cp data.txt {}/copy.txt", f.outside.display());
+    let other = |caller: &Caller, policy: &Policy| {
+        f.engine
+            .run(
+                caller,
+                policy,
+                &f.request(&copy),
+                RunOptions::default(),
+                &mut Discard,
+            )
+            .unwrap()
+    };
+    assert_eq!(
+        other(&Caller::token("agent-2"), &f.policy).status,
+        RunStatus::Denied
+    );
+    assert_eq!(other(&Caller::cli(), &f.policy).status, RunStatus::Denied);
+    let edited = policy_from(&format!("{POLICY}\n# edited\n"), &f.workspace);
+    assert_eq!(
+        other(&Caller::token("agent-1"), &edited).status,
+        RunStatus::Denied
+    );
+    assert_eq!(f.runs(), 0);
+    assert_eq!(
+        copy_out(&f).status,
+        RunStatus::Ran,
+        "its own tenant and policy"
+    );
+    // The CLI user's own grant stays the CLI user's.
+    let mine = f
+        .engine
+        .ledger()
+        .create_grant(
+            &Caller::cli(),
+            GrantRequest {
+                boundary: Boundary::Write {
+                    paths: vec![f.outside.clone()],
+                },
+                tenant: Caller::cli().tenant(),
+                policy_sha256: f.policy.sha256.clone(),
+                for_prefix: "cp".into(),
+                ttl: Duration::from_secs(600),
+                max_uses: None,
+            },
+        )
+        .unwrap();
+    let agent = other(&Caller::token("agent-2"), &f.policy);
+    assert_eq!(agent.status, RunStatus::Denied);
+    assert!(agent.decision.loosened_by.is_empty());
+    let local = other(&Caller::cli(), &f.policy);
+    assert_eq!(local.decision.loosened_by, vec![mine.id]);
+    let _ = id;
 }

@@ -536,8 +536,52 @@ fn approvals_need_a_person_and_run_once() {
         )
         .await;
         assert_eq!(again.status, 409);
-        // Now it runs, once, for the same command only.
+        // Finding 1: a second token under the same policy presents the approved
+        // id. Refused as another tenant's, nothing runs, and the approval stays
+        // unspent for agent-a.
         let with = format!(r#"{{"command":"touch approved.txt","approval_id":"{id}"}}"#);
+        let stolen = request(
+            Target::Unix(sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_C),
+            Some(&with),
+        )
+        .await
+        .json();
+        assert_eq!(stolen["status"], "approval_refused", "{stolen}");
+        assert_eq!(stolen["refusal"]["code"], "other_tenant", "{stolen}");
+        assert!(
+            stolen["outcome"].is_null() && stolen["approval"].is_null(),
+            "{stolen}"
+        );
+        let peek = request(
+            Target::Unix(sock),
+            "GET",
+            &format!("/v1/approvals/{id}"),
+            Some(TOKEN_C),
+            None,
+        )
+        .await;
+        assert_eq!(peek.status, 404);
+        // GET endpoints never show another tenant's objects: agent-c's audit
+        // view holds its own refused decision and nothing of agent-a's.
+        let seen = request(
+            Target::Unix(sock),
+            "GET",
+            "/v1/audit?limit=1000",
+            Some(TOKEN_C),
+            None,
+        )
+        .await
+        .json();
+        let seen = seen["records"].as_array().unwrap();
+        assert!(!seen.is_empty());
+        assert!(
+            seen.iter().all(|r| r["tenant"]["name"] == "agent-c"),
+            "{seen:?}"
+        );
+        // Now it runs, once, for the same command only.
         let ran = request(
             Target::Unix(sock),
             "POST",
@@ -588,13 +632,28 @@ fn grants_are_for_approvers_only() {
         let body = format!(r#"{{"boundary":{{"type":"write","paths":["{}"]}},"for":"python3 etl.py","ttl_s":600,"uses":1}}"#, extra.display());
         let denied = request(Target::Unix(sock), "POST", "/v1/grants", Some(TOKEN_A), Some(&body)).await;
         assert_eq!(denied.status, 403);
-        let created = request(Target::Unix(sock), "POST", "/v1/grants", Some(TOKEN_HUMAN), Some(&body)).await;
+        // A grant is for one tenant, under that tenant's policy; the approver
+        // must answer for it.
+        let for_a = body.replacen('{', r#"{"tenant":"agent-a","#, 1);
+        let created = request(Target::Unix(sock), "POST", "/v1/grants", Some(TOKEN_HUMAN), Some(&for_a)).await;
         assert_eq!(created.status, 201, "{}", String::from_utf8_lossy(&created.body));
-        let id = created.json()["id"].as_str().unwrap().to_string();
+        let grant = created.json();
+        assert_eq!(grant["tenant"], serde_json::json!({"kind": "token", "name": "agent-a"}));
+        assert_eq!(grant["policy_sha256"].as_str().unwrap().len(), 64);
+        let id = grant["id"].as_str().unwrap().to_string();
+        let for_c = body.replacen('{', r#"{"tenant":"agent-c","#, 1);
+        let outside = request(Target::Unix(sock), "POST", "/v1/grants", Some(TOKEN_HUMAN), Some(&for_c)).await;
+        assert_eq!(outside.status, 403, "human answers for agent-a and agent-b only");
         let list = request(Target::Unix(sock), "GET", "/v1/grants", Some(TOKEN_HUMAN), None).await.json();
         let listed = list["grants"].as_array().unwrap().iter().find(|g| g["id"] == id.as_str()).cloned().unwrap();
         assert_eq!(listed["state"], "active");
-        assert_eq!(request(Target::Unix(sock), "GET", "/v1/grants", Some(TOKEN_A), None).await.status, 403);
+        // Each agent sees its own grants and no other tenant's.
+        let mine = request(Target::Unix(sock), "GET", "/v1/grants", Some(TOKEN_A), None).await.json();
+        assert!(mine["grants"].as_array().unwrap().iter().any(|g| g["id"] == id.as_str()));
+        let theirs = request(Target::Unix(sock), "GET", "/v1/grants", Some(TOKEN_C), None).await.json();
+        assert!(theirs["grants"].as_array().unwrap().is_empty(), "{theirs}");
+        let revoke_other = request(Target::Unix(sock), "DELETE", &format!("/v1/grants/{id}"), Some(TOKEN_C), None).await;
+        assert_eq!(revoke_other.status, 403);
         let revoked = request(Target::Unix(sock), "DELETE", &format!("/v1/grants/{id}"), Some(TOKEN_HUMAN), None).await;
         assert_eq!(revoked.status, 200);
         let twice = request(Target::Unix(sock), "DELETE", &format!("/v1/grants/{id}"), Some(TOKEN_HUMAN), None).await;
@@ -770,4 +829,63 @@ fn refuses_to_serve_a_workspace_that_holds_its_secrets() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is inside the workspace"), "{err}");
     assert!(!dir.path().join("elsewhere-state/airlock.sock").exists());
+}
+
+/// Issue 12: `/v1/check` is bounded like `/v1/run`. One check slot and no queue:
+/// a burst gets 429 with Retry-After for what does not fit, every other check
+/// is answered, and each answered check is exactly one decision record.
+#[test]
+fn checks_past_their_slots_get_429_with_retry_after() {
+    let server = Server::start(&[
+        "--tokens",
+        "tokens.toml",
+        "--check-concurrency",
+        "1",
+        "--check-queue",
+        "0",
+    ]);
+    let (ok, busy) = rt().block_on(async {
+        let mut tasks = Vec::new();
+        for i in 0..40 {
+            let sock = server.socket.clone();
+            tasks.push(tokio::spawn(async move {
+                let body = format!(r#"{{"command":"ls && echo {i} && cat data.csv | head -n 1"}}"#);
+                request(
+                    Target::Unix(&sock),
+                    "POST",
+                    "/v1/check",
+                    Some(TOKEN_A),
+                    Some(&body),
+                )
+                .await
+            }));
+        }
+        let (mut ok, mut busy) = (0, 0);
+        for t in tasks {
+            let r = t.await.unwrap();
+            match r.status {
+                200 => ok += 1,
+                429 => {
+                    assert_eq!(r.json()["code"], "queue_full");
+                    assert_eq!(r.headers.get("retry-after").unwrap(), "1");
+                    busy += 1;
+                }
+                other => panic!("unexpected {other}: {}", String::from_utf8_lossy(&r.body)),
+            }
+        }
+        (ok, busy)
+    });
+    assert!(
+        busy > 0,
+        "40 concurrent checks through one slot: some must be refused"
+    );
+    assert!(ok > 0);
+    let decisions = audit_records(&server.state())
+        .into_iter()
+        .filter(|r| r["kind"] == "decision" && r["operation"] == "check")
+        .count();
+    assert_eq!(
+        decisions, ok,
+        "one record per answered check, none for refused ones"
+    );
 }

@@ -162,10 +162,15 @@ class Airlock(_Base):
     def grants(self) -> List[Dict[str, Any]]:
         return self._call("GET", "/v1/grants")["grants"]
 
-    def create_grant(self, boundary: Dict[str, Any], for_prefix: str, ttl_s: int, uses: Optional[int] = None) -> Dict[str, Any]:
+    def create_grant(self, boundary: Dict[str, Any], for_prefix: str, ttl_s: int, uses: Optional[int] = None,
+                     tenant: Optional[str] = None) -> Dict[str, Any]:
+        """A grant loosens one tenant's requests under that tenant's policy:
+        ``tenant`` is the agent token's name (default: this caller's own)."""
         body: Dict[str, Any] = {"boundary": boundary, "for": for_prefix, "ttl_s": ttl_s}
         if uses is not None:
             body["uses"] = uses
+        if tenant is not None:
+            body["tenant"] = tenant
         return self._call("POST", "/v1/grants", json=body)
 
     def revoke_grant(self, grant_id: str) -> Dict[str, Any]:

@@ -2,7 +2,7 @@
 //! in docs/audit-schema.md; change both together, and bump the version on any
 //! change that a reader of older records would misread.
 
-use crate::Caller;
+use crate::{Caller, TenantId};
 use airlock_policy::{Command, Loosening, SegmentDecision, Step, Verdict};
 use airlock_sandbox::{FileChange, KillReason, Violation};
 use serde::{Deserialize, Serialize};
@@ -35,6 +35,19 @@ impl Record {
             Event::Approval(e) => e.request_id.as_deref(),
             Event::Grant(e) => e.request_id.as_deref(),
             Event::FileWrite(e) => Some(&e.request_id),
+            Event::Repair(_) | Event::Reanchor(_) | Event::Test(_) => None,
+        }
+    }
+
+    /// The tenant the record belongs to; `None` for airlock's own records
+    /// (repair, reanchor, checkpoint, test).
+    pub fn tenant(&self) -> Option<&TenantId> {
+        match &self.event {
+            Event::Decision(e) => Some(&e.tenant),
+            Event::Execution(e) => Some(&e.tenant),
+            Event::Approval(e) => Some(&e.tenant),
+            Event::Grant(e) => Some(&e.tenant),
+            Event::FileWrite(e) => Some(&e.tenant),
             Event::Repair(_) | Event::Reanchor(_) | Event::Test(_) => None,
         }
     }
@@ -88,6 +101,9 @@ pub struct DecisionEvent {
     pub request_id: String,
     pub operation: Operation,
     pub who: Caller,
+    /// Whose request it is (see [`TenantId`]).
+    #[serde(default)]
+    pub tenant: TenantId,
     pub request: RequestRecord,
     pub segments: Vec<SegmentDecision>,
     /// Every rule named by the decision or one of its segments, deduplicated.
@@ -164,6 +180,8 @@ pub struct OutcomeRecord {
 pub struct ExecutionEvent {
     pub request_id: String,
     pub who: Caller,
+    #[serde(default)]
+    pub tenant: TenantId,
     pub request: RequestRecord,
     pub policy_sha256: String,
     pub backend: String,
@@ -212,6 +230,9 @@ pub struct ApprovalEvent {
     /// Who acted: the requester (created), the approver (approved/denied),
     /// `airlock` (expired), the runner (consumed).
     pub who: Caller,
+    /// The tenant the approval belongs to (the one that asked).
+    #[serde(default)]
+    pub tenant: TenantId,
     pub request: RequestRecord,
     pub policy_sha256: String,
     pub reasons: Vec<String>,
@@ -234,6 +255,9 @@ pub struct GrantEvent {
     pub action: GrantAction,
     pub grant_id: String,
     pub who: Caller,
+    /// The tenant the grant loosens requests of.
+    #[serde(default)]
+    pub tenant: TenantId,
     /// The grant as it stands after the action.
     pub grant: crate::grants::Grant,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,6 +272,8 @@ pub struct GrantEvent {
 pub struct FileWriteEvent {
     pub request_id: String,
     pub who: Caller,
+    #[serde(default)]
+    pub tenant: TenantId,
     /// The path as the caller gave it, relative to the workspace root.
     pub path: String,
     pub workspace: PathBuf,

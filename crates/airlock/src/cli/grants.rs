@@ -2,7 +2,8 @@
 //! bounded in time and uses.
 
 use airlock_core::grants::{Boundary, Grant, GrantRequest, GrantState};
-use airlock_core::Caller;
+use airlock_core::terminal::{escape_line, json_safe};
+use airlock_core::{Caller, TenantId};
 use anyhow::Context;
 use std::path::PathBuf;
 
@@ -26,11 +27,19 @@ pub struct GrantArgs {
     /// How long it lasts (`10m`, `1h`; at most 24h). Required: no grant is permanent.
     #[arg(long)]
     ttl: String,
-    /// For a network grant: the policy it is meant for (default: as `airlock run`
-    /// finds it: $AIRLOCK_POLICY, ./airlock.toml, the built-in default). It must
-    /// be in network allowlist mode.
+    /// The policy the grant is for: it loosens only requests judged under this
+    /// exact policy text (default: as `airlock run` finds it: $AIRLOCK_POLICY,
+    /// ./airlock.toml, the built-in default; with --tenant, that token's policy
+    /// from --tokens). A network grant needs a policy in network allowlist mode.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// Whose requests it loosens: an API token's name (default: you, the local
+    /// user). A grant is never global.
+    #[arg(long, value_name = "TOKEN NAME")]
+    tenant: Option<String>,
+    /// The tokens file `airlock serve` uses, to find --tenant's policy.
+    #[arg(long, value_name = "FILE", env = "AIRLOCK_TOKENS")]
+    tokens: Option<PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -57,10 +66,9 @@ pub fn grant(args: GrantArgs) -> anyhow::Result<i32> {
             args.ttl
         )
     })?;
+    let here = std::env::current_dir().context("cannot read the current directory")?;
+    let (tenant, policy) = grant_scope(&args, &here)?;
     let boundary = if !args.network.is_empty() {
-        let here = std::env::current_dir().context("cannot read the current directory")?;
-        let policy_path = args.policy.as_ref().map(|p| here.join(p));
-        let policy = airlock_core::toolchains::resolve(policy_path.as_deref(), &here)?.policy;
         airlock_core::grants::check_network_grant_policy(&policy)?;
         Boundary::Network {
             hosts: args.network,
@@ -76,19 +84,22 @@ pub fn grant(args: GrantArgs) -> anyhow::Result<i32> {
     };
     let request = GrantRequest {
         boundary,
+        tenant,
+        policy_sha256: policy.sha256.clone(),
         for_prefix: args.for_prefix,
         ttl,
         max_uses: args.uses,
     };
     let grant = ledger.create_grant(&Caller::cli(), request)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&grant)?);
+        println!("{}", json_safe(&serde_json::to_string_pretty(&grant)?));
     } else {
         println!(
-            "granted {}: {} for '{}', {} until {}",
+            "granted {} to {}: {} for '{}', {} until {}",
             grant.id,
-            grant.boundary.describe(),
-            grant.for_prefix,
+            escape_line(&grant.tenant.to_string()),
+            escape_line(&grant.boundary.describe()),
+            escape_line(&grant.for_prefix),
             grant
                 .max_uses
                 .map_or("any number of uses".to_string(), |n| format!("{n} use(s)")),
@@ -96,6 +107,41 @@ pub fn grant(args: GrantArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// For whom and under which policy: the local user under the policy `airlock
+/// run` would use here, or a token's tenant under its policy from the tokens file
+/// (`--policy` overrides either).
+fn grant_scope(
+    args: &GrantArgs,
+    here: &std::path::Path,
+) -> anyhow::Result<(TenantId, airlock_policy::Policy)> {
+    let explicit = args.policy.as_ref().map(|p| here.join(p));
+    let Some(name) = &args.tenant else {
+        let policy = airlock_core::toolchains::resolve(explicit.as_deref(), here)?.policy;
+        return Ok((Caller::cli().tenant(), policy));
+    };
+    let id = TenantId::token(name.clone());
+    if let Some(path) = explicit {
+        let policy = airlock_core::toolchains::resolve(Some(&path), here)?.policy;
+        return Ok((id, policy));
+    }
+    let Some(tokens) = &args.tokens else {
+        anyhow::bail!(
+            "--tenant {name}: the grant is scoped to that tenant's policy; give --tokens FILE \
+             (the server's tokens file) or --policy FILE"
+        );
+    };
+    let tenants =
+        crate::serve::tenants::Tenants::load(tokens, &|p| crate::serve::service::load_policy(p))?;
+    let tenant = tenants.find(&id).with_context(|| {
+        format!(
+            "--tenant {name}: no such token in {} (known: {})",
+            tokens.display(),
+            tenants.names().join(", ")
+        )
+    })?;
+    Ok((id, (*tenant.policy).clone()))
 }
 
 pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
@@ -117,7 +163,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
                         v
                     })
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                println!("{}", json_safe(&serde_json::to_string_pretty(&rows)?));
             } else if grants.is_empty() {
                 println!(
                     "no grants{}",
@@ -129,8 +175,8 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
                 );
             } else {
                 println!(
-                    "{:<16} {:<8} {:<25} {:<7} {:<30} FOR",
-                    "ID", "STATE", "EXPIRES", "USES", "BOUNDARY"
+                    "{:<16} {:<8} {:<20} {:<25} {:<7} {:<30} FOR",
+                    "ID", "STATE", "TENANT", "EXPIRES", "USES", "BOUNDARY"
                 );
                 for g in &grants {
                     let uses = match g.max_uses {
@@ -138,13 +184,14 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
                         None => format!("{}", g.uses),
                     };
                     println!(
-                        "{:<16} {:<8} {:<25} {:<7} {:<30} {}",
+                        "{:<16} {:<8} {:<20} {:<25} {:<7} {:<30} {}",
                         g.id,
                         g.state(now).as_str(),
+                        super::audit::clip(&escape_line(&g.tenant.to_string()), 20),
                         g.expires_at,
                         uses,
-                        super::audit::clip(&g.boundary.describe(), 30),
-                        g.for_prefix
+                        super::audit::clip(&escape_line(&g.boundary.describe()), 30),
+                        escape_line(&g.for_prefix)
                     );
                 }
             }

@@ -43,6 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let service = Arc::new(Service::new(
             Arc::new(engine),
             Admission::new(concurrency, 64),
+            Admission::new(crate::cli::serve::default_check_concurrency(), 64),
             RequestLimits::default(),
             languages,
         ));
@@ -50,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             name: "mcp-stdio".into(),
             caller: airlock_core::Caller::cli(),
             policy: Arc::new(policy),
-            can_approve: false,
+            approves: crate::serve::tenants::Scope::Nobody,
         });
         crate::mcp::serve_stdio(service, tenant).await
     })?;

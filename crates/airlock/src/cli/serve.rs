@@ -50,6 +50,13 @@ pub struct Args {
     /// Run requests that may wait for a slot; past that, 429 with Retry-After.
     #[arg(long, default_value_t = 64)]
     pub queue: usize,
+    /// Checks (`/v1/check`, MCP `check_command`) judged at once (default: twice
+    /// the CPUs, at least 4): each costs shell analysis and an fsynced record.
+    #[arg(long)]
+    pub check_concurrency: Option<usize>,
+    /// Checks that may wait for a slot; past that, 429 with Retry-After.
+    #[arg(long, default_value_t = 256)]
+    pub check_queue: usize,
     /// Largest request body, bytes.
     #[arg(long, default_value_t = 1 << 20)]
     pub max_body: usize,
@@ -84,6 +91,10 @@ pub fn languages(list: &[String]) -> anyhow::Result<Vec<Language>> {
         .collect()
 }
 
+pub fn default_check_concurrency() -> usize {
+    (default_concurrency() * 2).max(4)
+}
+
 pub fn default_concurrency() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
@@ -103,6 +114,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         policy: args.policy,
         concurrency: args.concurrency.unwrap_or_else(default_concurrency),
         queue: args.queue,
+        check_concurrency: args
+            .check_concurrency
+            .unwrap_or_else(default_check_concurrency),
+        check_queue: args.check_queue,
         limits: RequestLimits {
             body_bytes: args.max_body,
             command_bytes: args.max_command,

@@ -232,6 +232,7 @@ fn audited_write(
     let mut event = FileWriteEvent {
         request_id: airlock_core::engine::request_id(),
         who: tenant.caller.clone(),
+        tenant: tenant.caller.tenant(),
         path: args.path.clone(),
         workspace: tenant.policy.workspace.root.clone(),
         bytes: args.content.len() as u64,

@@ -38,6 +38,8 @@ pub struct Options {
     pub policy: Option<PathBuf>,
     pub concurrency: usize,
     pub queue: usize,
+    pub check_concurrency: usize,
+    pub check_queue: usize,
     pub limits: service::RequestLimits,
     pub languages: Vec<service::Language>,
     pub shutdown_grace: Duration,
@@ -126,6 +128,7 @@ async fn serve(
     let service = Arc::new(service::Service::new(
         Arc::new(engine),
         admission,
+        admission::Admission::new(options.check_concurrency, options.check_queue),
         options.limits.clone(),
         options.languages.clone(),
     ));

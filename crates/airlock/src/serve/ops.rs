@@ -1,10 +1,12 @@
 //! Operator endpoints: approvals, grants and the audit log, through the
 //! engine's ledger (the same one the CLI uses).
 //!
-//! Who may do what: any caller may list and read its *own* approvals and audit
-//! records; only an `approver` (or the local socket owner) may answer
-//! approvals, manage grants and read everyone's records. An agent answering its
-//! own approval would make approvals meaningless.
+//! Who may do what: every approval, grant and audit record belongs to one
+//! tenant. Any caller lists and reads its *own* approvals, grants and records;
+//! an `approver` also sees, answers and manages those of the tenants it is
+//! configured for (`tenants = [...]` in the tokens file; the local socket owner
+//! answers for everyone), and nobody else's: another tenant's object is "not
+//! found". An agent answering its own approval would make approvals meaningless.
 
 use crate::serve::error::{ApiError, ErrorCode};
 use crate::serve::routes::{ApiJson, ApiQuery, AppState};
@@ -91,7 +93,7 @@ async fn list_approvals(
     let approvals = blocking(move || engine.ledger().approvals().map_err(ledger_error)).await?;
     let approvals: Vec<_> = approvals
         .into_iter()
-        .filter(|a| tenant.can_approve || a.requested_by == tenant.caller)
+        .filter(|a| tenant.sees(Some(&a.tenant)))
         .filter(|a| {
             filter
                 .status
@@ -111,7 +113,7 @@ async fn show_approval(
     let lookup = id.clone();
     let approval =
         blocking(move || engine.ledger().approval(&lookup).map_err(ledger_error)).await?;
-    if !tenant.can_approve && approval.requested_by != tenant.caller {
+    if !tenant.sees(Some(&approval.tenant)) {
         return Err(ApiError::new(
             ErrorCode::NotFound,
             format!("no approval {id}"),
@@ -133,7 +135,7 @@ async fn answer(
     note: Option<String>,
     approve: bool,
 ) -> Result<Response, ApiError> {
-    if !tenant.can_approve {
+    if !tenant.is_approver() {
         return Err(forbidden(if approve {
             "approve requests"
         } else {
@@ -150,6 +152,15 @@ async fn answer(
     let caller = tenant.caller.clone();
     let approval = blocking(move || {
         let ledger = engine.ledger();
+        // Another tenant's approval, outside this approver's scope, does not
+        // exist for it; its own is refused by the ledger (self-approval).
+        let current = ledger.approval(&id).map_err(ledger_error)?;
+        if !tenant.answers_for(&current.tenant) && current.tenant != tenant.id() {
+            return Err(ApiError::new(
+                ErrorCode::NotFound,
+                format!("no approval {id}"),
+            ));
+        }
         let r = if approve {
             ledger.approve(&id, &caller, note)
         } else {
@@ -209,14 +220,12 @@ async fn list_grants(
     State(state): State<AppState>,
     Extension(tenant): Extension<Arc<Tenant>>,
 ) -> Result<Response, ApiError> {
-    if !tenant.can_approve {
-        return Err(forbidden("list grants"));
-    }
     let engine = state.service.engine.clone();
     let grants = blocking(move || engine.ledger().grants().map_err(ledger_error)).await?;
     let now = airlock_core::clock::now_ms();
     let grants: Vec<_> = grants
         .into_iter()
+        .filter(|g| tenant.sees(Some(&g.tenant)))
         .map(|g| {
             let state = g.state(now).as_str();
             let mut v = serde_json::to_value(&g).unwrap_or_default();
@@ -231,6 +240,9 @@ async fn list_grants(
 #[serde(deny_unknown_fields)]
 struct NewGrant {
     boundary: BoundaryInput,
+    /// The token name whose requests it loosens (default: the caller's own
+    /// tenant). It is scoped to that tenant's policy too.
+    tenant: Option<String>,
     /// Argv prefix the grant applies to (`python3 etl.py`).
     #[serde(rename = "for")]
     for_prefix: String,
@@ -274,10 +286,24 @@ async fn create_grant(
     Extension(tenant): Extension<Arc<Tenant>>,
     body: Result<ApiJson<NewGrant>, ApiError>,
 ) -> Result<Response, ApiError> {
-    if !tenant.can_approve {
+    if !tenant.is_approver() {
         return Err(forbidden("create grants"));
     }
     let ApiJson(g) = body?;
+    // For whom, under which policy: the grant is that tenant's alone.
+    let target = match g.tenant.as_deref() {
+        None => tenant.clone(),
+        Some(name) => {
+            let id = airlock_core::TenantId::token(name);
+            let found = state.tenants.find(&id).filter(|_| tenant.answers_for(&id));
+            found.ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::Forbidden,
+                    format!("this approver does not answer for a tenant named {name:?}; grants are made only for the tenants listed in its `tenants`"),
+                )
+            })?
+        }
+    };
     let bad = |m: &str| ApiError::new(ErrorCode::BadRequest, m);
     // Blank as the schema's `\S` sees it (Python's isspace adds U+001C..U+001F).
     if g.for_prefix
@@ -303,6 +329,8 @@ async fn create_grant(
         .transpose()?;
     let request = GrantRequest {
         boundary: g.boundary.into(),
+        tenant: target.id(),
+        policy_sha256: target.policy.sha256.clone(),
         for_prefix: g.for_prefix,
         ttl: std::time::Duration::from_secs(ttl_s),
         max_uses: uses.map(|u| u as u32),
@@ -324,16 +352,22 @@ async fn revoke_grant(
     Extension(tenant): Extension<Arc<Tenant>>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    if !tenant.can_approve {
+    if !tenant.is_approver() {
         return Err(forbidden("revoke grants"));
     }
     let engine = state.service.engine.clone();
     let caller = tenant.caller.clone();
     let grant = blocking(move || {
-        engine
-            .ledger()
-            .revoke_grant(&id, &caller)
-            .map_err(ledger_error)
+        let ledger = engine.ledger();
+        let visible = ledger
+            .grants()
+            .map_err(ledger_error)?
+            .into_iter()
+            .any(|g| g.id == id && (tenant.answers_for(&g.tenant) || g.tenant == tenant.id()));
+        if !visible {
+            return Err(ApiError::new(ErrorCode::NotFound, format!("no grant {id}")));
+        }
+        ledger.revoke_grant(&id, &caller).map_err(ledger_error)
     })
     .await?;
     Ok(Json(grant).into_response())
@@ -361,6 +395,7 @@ fn record_caller(record: &Record) -> Option<&airlock_core::Caller> {
         Event::Execution(e) => Some(&e.who),
         Event::Approval(e) => Some(&e.who),
         Event::Grant(e) => Some(&e.who),
+        Event::FileWrite(e) => Some(&e.who),
         _ => None,
     }
 }
@@ -418,7 +453,7 @@ async fn audit(
     if limit == 0 || limit > 1000 {
         return Err(bad("limit must be between 1 and 1000".into()));
     }
-    if q.caller.is_some() && !tenant.can_approve {
+    if q.caller.is_some() && !tenant.is_approver() {
         return Err(forbidden("read other callers' records"));
     }
     let filter = Filter {
@@ -439,13 +474,12 @@ async fn audit(
         let mine: Vec<Record> = all
             .into_iter()
             .filter(|r| {
-                let who = record_caller(r);
-                if !tenant.can_approve {
-                    return who == Some(&tenant.caller);
-                }
-                wanted_caller
-                    .as_deref()
-                    .is_none_or(|name| who.is_some_and(|c| c.name == name))
+                // Only records of tenants this caller may see; then, for an
+                // approver, optionally one caller's.
+                tenant.sees(r.tenant())
+                    && wanted_caller
+                        .as_deref()
+                        .is_none_or(|name| record_caller(r).is_some_and(|c| c.name == name))
             })
             .collect();
         let skip = mine.len().saturating_sub(limit);

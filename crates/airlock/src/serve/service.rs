@@ -170,7 +170,12 @@ pub struct Admitted {
 
 pub struct Service {
     pub engine: Arc<Engine>,
+    /// Run slots (sandboxes at once) and their queue.
     pub admission: Arc<Admission>,
+    /// Check slots: a decision costs CPU (shell analysis) and an fsynced audit
+    /// record, so checks are bounded too (issue 12), apart from runs so that a
+    /// burst of checks never takes a sandbox's place or the other way round.
+    pub check_admission: Arc<Admission>,
     pub metrics: Metrics,
     pub runs: RunRegistry,
     pub limits: RequestLimits,
@@ -193,12 +198,14 @@ impl Service {
     pub fn new(
         engine: Arc<Engine>,
         admission: Arc<Admission>,
+        check_admission: Arc<Admission>,
         limits: RequestLimits,
         languages: Vec<Language>,
     ) -> Service {
         Service {
             engine,
             admission,
+            check_admission,
             metrics: Metrics::default(),
             runs: RunRegistry::new(4096),
             limits,
@@ -210,6 +217,7 @@ impl Service {
     pub fn begin_shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
         self.admission.close();
+        self.check_admission.close();
     }
 
     pub fn is_shutting_down(&self) -> bool {
@@ -364,12 +372,16 @@ impl Service {
     ) -> Result<CheckResult, ApiError> {
         let started = Instant::now();
         let (request, policy) = self.prepare(&tenant, input)?;
+        let slot = self.admit_to(&self.check_admission, "check").await?;
         let engine = self.engine.clone();
         let caller = tenant.caller.clone();
-        let checked = tokio::task::spawn_blocking(move || engine.check(&caller, &policy, &request))
-            .await
-            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("check task failed: {e}")))?
-            .map_err(engine_error)?;
+        let checked = tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            engine.check(&caller, &policy, &request)
+        })
+        .await
+        .map_err(|e| ApiError::new(ErrorCode::Internal, format!("check task failed: {e}")))?
+        .map_err(engine_error)?;
         self.metrics.inc(
             "airlock_decisions_total",
             "verdict",
@@ -400,7 +412,7 @@ impl Service {
         let started = Instant::now();
         let approval_id = input.approval_id.clone();
         let (request, policy) = self.prepare(&tenant, input)?;
-        let slot = self.admit().await?;
+        let slot = self.admit_to(&self.admission, "run").await?;
         Ok(Admitted {
             tenant,
             request,
@@ -516,24 +528,34 @@ impl Service {
         self.execute(admitted, None, endpoint).await
     }
 
-    async fn admit(&self) -> Result<crate::serve::admission::Slot, ApiError> {
+    /// Take a slot of `admission` (`what`: `run` or `check`), or refuse with
+    /// `queue_full` (429, Retry-After) when its slots and queue are full.
+    async fn admit_to(
+        &self,
+        admission: &Arc<Admission>,
+        what: &'static str,
+    ) -> Result<crate::serve::admission::Slot, ApiError> {
         if self.is_shutting_down() {
             return Err(ApiError::new(
                 ErrorCode::ShuttingDown,
                 "the server is shutting down",
             ));
         }
-        match self.admission.admit().await {
+        match admission.admit().await {
             Ok(slot) => Ok(slot),
             Err(AdmissionRefusal::QueueFull) => {
-                self.metrics
-                    .inc("airlock_rejected_total", "reason", "queue_full");
+                let reason = if what == "run" {
+                    "queue_full"
+                } else {
+                    "check_queue_full"
+                };
+                self.metrics.inc("airlock_rejected_total", "reason", reason);
                 Err(ApiError::new(
                     ErrorCode::QueueFull,
                     format!(
-                        "all {} run slots are busy and {} requests are already queued; retry later",
-                        self.admission.concurrency(),
-                        self.admission.max_queue()
+                        "all {} {what} slots are busy and {} {what} requests are already queued; retry later",
+                        admission.concurrency(),
+                        admission.max_queue()
                     ),
                 )
                 .with_retry_after(1))

@@ -7,10 +7,16 @@
 //! sha256 = "9f86d0…"                # SHA-256 (hex) of the token; or, in a 0600 file:
 //! # token = "a-long-random-secret"
 //! policy = "policies/ci.toml"       # relative to this file; omit for the default policy
-//! role = "agent"                    # or "approver": may approve, deny and grant
+//! role = "agent"                    # or "approver": answers approvals, manages grants
+//!
+//! [[token]]
+//! name = "alice"
+//! token = "…"
+//! role = "approver"
+//! tenants = ["ci-agent"]            # whose approvals, grants and records it handles ("*": all)
 //! ```
 
-use airlock_core::Caller;
+use airlock_core::{Caller, TenantId};
 use airlock_policy::Policy;
 use anyhow::{bail, Context};
 use serde::Deserialize;
@@ -27,10 +33,51 @@ pub struct Tenant {
     /// How the audit log names this caller.
     pub caller: Caller,
     pub policy: Arc<Policy>,
-    /// May approve or deny pending approvals, create or revoke grants and read
-    /// every caller's audit records. Agents never can: an agent that approves its
-    /// own request would make approvals meaningless.
-    pub can_approve: bool,
+    /// Whose approvals this tenant may see and answer, whose grants it may
+    /// manage and whose records it may read, besides its own. Agents: nobody
+    /// (an agent that approves its own request would make approvals meaningless).
+    pub approves: Scope,
+}
+
+/// The tenants an approver answers for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// An agent: its own objects only, and it answers nothing.
+    Nobody,
+    /// These tenants (never itself: a token cannot answer its own approvals).
+    Tenants(Vec<TenantId>),
+    /// Every tenant, and airlock's own records (the local operator, `"*"`).
+    Everyone,
+}
+
+impl Tenant {
+    /// The tenant this caller acts for.
+    pub fn id(&self) -> TenantId {
+        self.caller.tenant()
+    }
+
+    /// May answer approvals and manage grants at all.
+    pub fn is_approver(&self) -> bool {
+        self.approves != Scope::Nobody
+    }
+
+    /// May answer for (and manage grants of) `tenant`.
+    pub fn answers_for(&self, tenant: &TenantId) -> bool {
+        match &self.approves {
+            Scope::Nobody => false,
+            Scope::Everyone => true,
+            Scope::Tenants(list) => list.contains(tenant),
+        }
+    }
+
+    /// May see objects of `tenant` (`None`: airlock's own records, which only
+    /// an approver of everyone sees).
+    pub fn sees(&self, tenant: Option<&TenantId>) -> bool {
+        match tenant {
+            Some(t) => *t == self.id() || self.answers_for(t),
+            None => self.approves == Scope::Everyone,
+        }
+    }
 }
 
 struct TokenEntry {
@@ -61,6 +108,8 @@ struct TokenSpec {
     sha256: Option<String>,
     policy: Option<PathBuf>,
     role: Option<String>,
+    /// For an approver: the token names whose approvals it answers, or `["*"]`.
+    tenants: Option<Vec<String>>,
 }
 
 /// Shortest plain-text token accepted: guessing must not be an option.
@@ -80,7 +129,7 @@ impl Tenants {
                 name: name.into(),
                 caller: Caller::cli(),
                 policy,
-                can_approve: true,
+                approves: Scope::Everyone,
             })),
         }
     }
@@ -102,6 +151,7 @@ impl Tenants {
         let mode = std::fs::metadata(path)?.permissions().mode();
         let base = path.parent().unwrap_or(Path::new("."));
         let mut entries: Vec<TokenEntry> = Vec::new();
+        let all_names: Vec<String> = file.token.iter().map(|t| t.name.clone()).collect();
         for (i, spec) in file.token.into_iter().enumerate() {
             let at = format!("{} token[{i}]", path.display());
             if spec.name.is_empty()
@@ -153,10 +203,22 @@ impl Tenants {
             if entries.iter().any(|e| e.sha256 == sha256) {
                 bail!("{at} ({}): the same token is listed twice", spec.name);
             }
-            let can_approve = match spec.role.as_deref() {
-                None | Some("agent") => false,
-                Some("approver") => true,
-                Some(other) => bail!(
+            let approves = match (spec.role.as_deref(), &spec.tenants) {
+                (None | Some("agent"), None) => Scope::Nobody,
+                (None | Some("agent"), Some(_)) => bail!(
+                    "{at} ({}): `tenants` is for role = \"approver\"; an agent answers for nobody",
+                    spec.name
+                ),
+                (Some("approver"), None) => bail!(
+                    "{at} ({}): an approver needs `tenants = [\"name\", ...]`, the tokens whose \
+                     approvals it answers (known: {}), or `tenants = [\"*\"]` for every tenant",
+                    spec.name,
+                    all_names.join(", ")
+                ),
+                (Some("approver"), Some(list)) => {
+                    approver_scope(&at, &spec.name, list, &all_names)?
+                }
+                (Some(other), _) => bail!(
                     "{at} ({}): role {other:?} is not agent or approver",
                     spec.name
                 ),
@@ -172,7 +234,7 @@ impl Tenants {
                     caller: Caller::token(spec.name.clone()),
                     name: spec.name,
                     policy: Arc::new(policy),
-                    can_approve,
+                    approves,
                 }),
             });
         }
@@ -203,6 +265,11 @@ impl Tenants {
         self.entries.iter().map(|e| e.tenant.name.clone()).collect()
     }
 
+    /// The tenant whose tenant id this is (a token's, or the local one).
+    pub fn find(&self, id: &TenantId) -> Option<Arc<Tenant>> {
+        self.all().into_iter().find(|t| t.id() == *id)
+    }
+
     /// Find the tenant for a presented token. Every entry is compared, in
     /// constant time, so timing does not tell which prefix matched.
     pub fn authenticate(&self, presented: &str) -> Option<Arc<Tenant>> {
@@ -219,6 +286,37 @@ impl Tenants {
         }
         found
     }
+}
+
+fn approver_scope(
+    at: &str,
+    name: &str,
+    list: &[String],
+    all_names: &[String],
+) -> anyhow::Result<Scope> {
+    if list.iter().any(|t| t == "*") {
+        if list.len() > 1 {
+            bail!("{at} ({name}): `tenants = [\"*\"]` stands alone");
+        }
+        return Ok(Scope::Everyone);
+    }
+    if list.is_empty() {
+        bail!("{at} ({name}): `tenants` is empty; an approver answers for at least one tenant");
+    }
+    let mut ids = Vec::new();
+    for t in list {
+        if t == name {
+            bail!("{at} ({name}): an approver cannot answer for itself (a token never answers its own approvals)");
+        }
+        if !all_names.contains(t) {
+            bail!(
+                "{at} ({name}): `tenants` names {t:?}, which is no token in this file (known: {})",
+                all_names.join(", ")
+            );
+        }
+        ids.push(TenantId::token(t.clone()));
+    }
+    Ok(Scope::Tenants(ids))
 }
 
 #[cfg(test)]
@@ -280,11 +378,52 @@ mod tests {
                 "[[token]]\nname = \"a\"\ntoken = \"0123456789abcdef0\"\n[[token]]\nname = \"a\"\ntoken = \"0123456789abcdef1\"\n",
                 "duplicate name",
             ),
+            (
+                "[[token]]\nname = \"h\"\ntoken = \"0123456789abcdef0\"\nrole = \"approver\"\n",
+                "needs `tenants",
+            ),
+            (
+                "[[token]]\nname = \"h\"\ntoken = \"0123456789abcdef0\"\nrole = \"approver\"\ntenants = [\"ghost\"]\n",
+                "no token in this file",
+            ),
+            (
+                "[[token]]\nname = \"h\"\ntoken = \"0123456789abcdef0\"\nrole = \"approver\"\ntenants = [\"h\"]\n",
+                "cannot answer for itself",
+            ),
+            (
+                "[[token]]\nname = \"a\"\ntoken = \"0123456789abcdef0\"\ntenants = [\"*\"]\n",
+                "an agent answers for nobody",
+            ),
         ] {
             std::fs::write(&file, text).unwrap();
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
             let err = Tenants::load(&file, &fake_policy).err().expect(text);
             assert!(format!("{err:#}").contains(expect), "{text:?}: {err:#}");
         }
+    }
+
+    #[test]
+    fn approvers_answer_only_for_their_tenants() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens.toml");
+        std::fs::write(
+            &file,
+            "[[token]]\nname = \"a\"\ntoken = \"aaaaaaaaaaaaaaaa0\"\n\
+             [[token]]\nname = \"b\"\ntoken = \"bbbbbbbbbbbbbbbb0\"\n\
+             [[token]]\nname = \"h\"\ntoken = \"hhhhhhhhhhhhhhhh0\"\nrole = \"approver\"\ntenants = [\"a\"]\n\
+             [[token]]\nname = \"root\"\ntoken = \"rrrrrrrrrrrrrrrr0\"\nrole = \"approver\"\ntenants = [\"*\"]\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let tenants = Tenants::load(&file, &fake_policy).unwrap();
+        let a = tenants.authenticate("aaaaaaaaaaaaaaaa0").unwrap();
+        let h = tenants.authenticate("hhhhhhhhhhhhhhhh0").unwrap();
+        let root = tenants.authenticate("rrrrrrrrrrrrrrrr0").unwrap();
+        let (ta, tb) = (TenantId::token("a"), TenantId::token("b"));
+        assert!(!a.is_approver() && a.sees(Some(&ta)) && !a.sees(Some(&tb)) && !a.sees(None));
+        assert!(h.answers_for(&ta) && !h.answers_for(&tb) && !h.answers_for(&h.id()));
+        assert!(h.sees(Some(&h.id())) && !h.sees(Some(&tb)) && !h.sees(None));
+        assert!(root.answers_for(&tb) && root.sees(None));
+        assert_eq!(tenants.find(&tb).unwrap().name, "b");
     }
 }

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 pub const TOKEN_A: &str = "token-agent-a-0123456789";
 pub const TOKEN_B: &str = "token-agent-b-0123456789";
 pub const TOKEN_HUMAN: &str = "token-human-0123456789ab";
+/// A second agent under agent-a's policy: another tenant all the same.
+pub const TOKEN_C: &str = "token-agent-c-0123456789";
 
 /// agent-a may cat; agent-b may not (multi-tenancy). Touching `approved.txt`
 /// needs a person.
@@ -87,7 +89,8 @@ pub fn layout() -> tempfile::TempDir {
     let tokens = format!(
         "[[token]]\nname = \"agent-a\"\ntoken = \"{TOKEN_A}\"\npolicy = \"policy-a.toml\"\n\n\
          [[token]]\nname = \"agent-b\"\nsha256 = \"{b_hash}\"\npolicy = \"policy-b.toml\"\n\n\
-         [[token]]\nname = \"human\"\ntoken = \"{TOKEN_HUMAN}\"\npolicy = \"policy-a.toml\"\nrole = \"approver\"\n"
+         [[token]]\nname = \"agent-c\"\ntoken = \"{TOKEN_C}\"\npolicy = \"policy-a.toml\"\n\n\
+         [[token]]\nname = \"human\"\ntoken = \"{TOKEN_HUMAN}\"\npolicy = \"policy-a.toml\"\nrole = \"approver\"\ntenants = [\"agent-a\", \"agent-b\"]\n"
     );
     std::fs::write(root.join("tokens.toml"), tokens).unwrap();
     std::fs::set_permissions(
