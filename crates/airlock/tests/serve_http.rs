@@ -889,3 +889,188 @@ fn checks_past_their_slots_get_429_with_retry_after() {
         "one record per answered check, none for refused ones"
     );
 }
+
+/// A TCP connection to `addr` from the loopback source address `from`.
+async fn connect_from(from: &str, addr: &str) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    socket.connect(addr.parse().unwrap()).await.unwrap()
+}
+
+/// What the server sends within `wait`, and whether it closed the connection.
+async fn read_for(stream: &mut tokio::net::TcpStream, wait: Duration) -> (Vec<u8>, bool) {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => return (got, false),
+            Ok(Ok(0)) | Ok(Err(_)) => return (got, true),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn rt_multi() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Finding 3: 200 connections from one peer send a request head a byte at a
+/// time. The per-peer cap holds 150 and answers the other 50 at once with 503
+/// `too_many_connections`; a normal client on another address gets every answer
+/// within 100 ms meanwhile; at the header timeout the server closes all 150.
+/// Without the header timeout they would be held for as long as they dawdle.
+#[test]
+fn slow_clients_are_capped_and_dropped_while_others_are_served() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let _server = Server::start(&[
+        "--tokens",
+        "tokens.toml",
+        "--listen",
+        &addr,
+        "--header-timeout",
+        "2",
+        "--idle-timeout",
+        "30",
+        "--max-connections",
+        "400",
+        "--max-connections-per-peer",
+        "150",
+    ]);
+    rt_multi().block_on(async {
+        use tokio::io::AsyncWriteExt;
+        let started = tokio::time::Instant::now();
+        let mut slow = Vec::new();
+        for _ in 0..200 {
+            let stream = connect_from("127.0.0.3", &addr).await;
+            slow.push(tokio::spawn(async move {
+                let mut stream = stream;
+                let head = b"POST /v1/check HTTP/1.1\r\nhost: localhost\r\nx-slow: ";
+                for (i, byte) in head.iter().cycle().enumerate().take(600) {
+                    if stream.write_all(&[*byte]).await.is_err() {
+                        return (tokio::time::Instant::now(), Vec::new());
+                    }
+                    if i % 4 == 0 {
+                        // The server's answer (a refusal) or its close ends it.
+                        let (got, closed) = read_for(&mut stream, Duration::from_millis(100)).await;
+                        if closed || !got.is_empty() {
+                            return (tokio::time::Instant::now(), got);
+                        }
+                    }
+                }
+                (
+                    tokio::time::Instant::now(),
+                    b"still open after a minute".to_vec(),
+                )
+            }));
+        }
+        // A normal client from another address, while the slow ones are held.
+        let mut worst = Duration::ZERO;
+        for i in 0..20 {
+            let t = std::time::Instant::now();
+            let r = request(Target::Tcp(&addr), "GET", "/healthz", None, None).await;
+            assert_eq!(r.status, 200);
+            if i % 5 == 0 {
+                let body = r#"{"command":"ls"}"#;
+                let c = request(
+                    Target::Tcp(&addr),
+                    "POST",
+                    "/v1/check",
+                    Some(TOKEN_A),
+                    Some(body),
+                )
+                .await;
+                assert_eq!(c.status, 200, "{}", String::from_utf8_lossy(&c.body));
+            }
+            worst = worst.max(t.elapsed());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            worst < Duration::from_millis(100),
+            "slowest answer to the normal client: {worst:?}"
+        );
+        let (mut refused, mut closed) = (0, 0);
+        for task in slow {
+            let (at, got) = task.await.unwrap();
+            let got = String::from_utf8_lossy(&got).into_owned();
+            if got.starts_with("HTTP/1.1 503") {
+                assert!(
+                    got.contains("too_many_connections") && got.contains("retry-after: 1"),
+                    "{got}"
+                );
+                assert!(
+                    at - started < Duration::from_secs(2),
+                    "refused at once, not after a wait"
+                );
+                refused += 1;
+            } else {
+                assert!(
+                    got.is_empty(),
+                    "a held connection is closed without an answer: {got}"
+                );
+                let held = at - started;
+                assert!(
+                    held >= Duration::from_millis(1800) && held < Duration::from_secs(6),
+                    "closed after {held:?}"
+                );
+                closed += 1;
+            }
+        }
+        assert_eq!((refused, closed), (50, 150));
+        let metrics = request(Target::Tcp(&addr), "GET", "/metrics", Some(TOKEN_A), None).await;
+        let text = String::from_utf8_lossy(&metrics.body).into_owned();
+        assert!(text.contains("airlock_connections_refused 50\n"), "{text}");
+    });
+}
+
+/// The idle keep-alive timeout is its own: a kept-alive connection survives a
+/// pause longer than the header timeout, and is closed after the idle one. A
+/// body that does not arrive in time is a 408 and the connection closes.
+#[test]
+fn idle_keepalive_and_body_timeouts() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let _server = Server::start(&[
+        "--tokens",
+        "tokens.toml",
+        "--listen",
+        &addr,
+        "--header-timeout",
+        "1",
+        "--idle-timeout",
+        "3",
+        "--body-timeout",
+        "1",
+    ]);
+    rt_multi().block_on(async {
+        use tokio::io::AsyncWriteExt;
+        let get = b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n";
+        let mut c = connect_from("127.0.0.2", &addr).await;
+        c.write_all(get).await.unwrap();
+        let (got, closed) = read_for(&mut c, Duration::from_millis(500)).await;
+        assert!(got.starts_with(b"HTTP/1.1 200") && !closed, "kept alive");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // Past the header timeout, within the idle one: still served.
+        c.write_all(get).await.unwrap();
+        let t = std::time::Instant::now();
+        let (got, _) = read_for(&mut c, Duration::from_millis(500)).await;
+        assert!(got.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&got));
+        let (_, closed) = read_for(&mut c, Duration::from_secs(6)).await;
+        assert!(closed, "closed when idle");
+        assert!(t.elapsed() >= Duration::from_millis(2500), "idle close after {:?}", t.elapsed());
+
+        let mut b = connect_from("127.0.0.2", &addr).await;
+        let head = format!(
+            "POST /v1/check HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100\r\nauthorization: Bearer {TOKEN_A}\r\n\r\n{{\"command\":"
+        );
+        b.write_all(head.as_bytes()).await.unwrap();
+        let (answer, closed) = read_for(&mut b, Duration::from_secs(5)).await;
+        let answer = String::from_utf8_lossy(&answer).into_owned();
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(answer.contains("request_timeout") && closed, "{answer}");
+    });
+}

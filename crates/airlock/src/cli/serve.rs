@@ -73,6 +73,24 @@ pub struct Args {
     /// Seconds running sandboxes get to finish after SIGTERM before they are killed.
     #[arg(long, default_value_t = 10.0)]
     pub shutdown_grace: f64,
+    /// Seconds a client has from connecting (or from the first byte of its next
+    /// request) to send a complete request head; then the connection is closed.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub header_timeout: f64,
+    /// Seconds a client has to send the whole request body; else 408.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub body_timeout: f64,
+    /// Seconds a kept-alive connection may wait for its next request.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub idle_timeout: f64,
+    /// Connections open at once, all listeners together; past it, 503
+    /// too_many_connections and the connection is closed.
+    #[arg(long, default_value_t = 512)]
+    pub max_connections: usize,
+    /// Connections open at once from one peer (a TCP source address, or a uid
+    /// on the unix socket).
+    #[arg(long, default_value_t = 128)]
+    pub max_connections_per_peer: usize,
     /// Do not serve MCP (streamable HTTP) at /mcp.
     #[arg(long)]
     pub no_mcp: bool,
@@ -105,6 +123,25 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if !(args.shutdown_grace.is_finite() && args.shutdown_grace >= 0.0) {
         anyhow::bail!("--shutdown-grace must be a non-negative number of seconds");
     }
+    let seconds = |name: &str, v: f64| {
+        if v.is_finite() && v > 0.0 && v <= 86_400.0 {
+            Ok(std::time::Duration::from_secs_f64(v))
+        } else {
+            Err(anyhow::anyhow!(
+                "--{name} must be a number of seconds above 0 and at most 86400"
+            ))
+        }
+    };
+    if args.max_connections == 0 || args.max_connections_per_peer == 0 {
+        anyhow::bail!("--max-connections and --max-connections-per-peer must be at least 1");
+    }
+    let conn = crate::serve::conn::ConnConfig {
+        header_timeout: seconds("header-timeout", args.header_timeout)?,
+        body_timeout: seconds("body-timeout", args.body_timeout)?,
+        idle_timeout: seconds("idle-timeout", args.idle_timeout)?,
+        max_connections: args.max_connections,
+        max_per_peer: args.max_connections_per_peer.min(args.max_connections),
+    };
     let options = Options {
         socket: args.socket,
         no_socket: args.no_socket,
@@ -127,6 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         shutdown_grace: std::time::Duration::from_secs_f64(args.shutdown_grace),
         mcp: !args.no_mcp,
         mcp_allowed_origins: args.mcp_allow_origins,
+        conn,
     };
     if let Some(addr) = options.listen {
         crate::serve::listen::check_tcp_address(addr, options.allow_remote)?;

@@ -28,6 +28,10 @@ pub enum ErrorCode {
     SandboxError,
     AuditError,
     Conflict,
+    /// The request body did not arrive within the body read timeout.
+    RequestTimeout,
+    /// Over the cap on open connections (written by the accept loop itself).
+    TooManyConnections,
     Internal,
 }
 
@@ -51,6 +55,8 @@ impl ErrorCode {
             ErrorCode::SandboxError => "sandbox_error",
             ErrorCode::AuditError => "audit_error",
             ErrorCode::Conflict => "conflict",
+            ErrorCode::RequestTimeout => "request_timeout",
+            ErrorCode::TooManyConnections => "too_many_connections",
             ErrorCode::Internal => "internal",
         }
     }
@@ -70,7 +76,10 @@ impl ErrorCode {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             ErrorCode::QueueFull => StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::ShuttingDown | ErrorCode::TooManyConnections => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::SandboxError | ErrorCode::AuditError | ErrorCode::Internal => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }

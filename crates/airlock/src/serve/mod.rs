@@ -8,6 +8,7 @@
 
 pub mod admission;
 pub mod backend;
+pub mod conn;
 pub mod error;
 pub mod listen;
 pub mod metrics;
@@ -45,6 +46,8 @@ pub struct Options {
     pub shutdown_grace: Duration,
     pub mcp: bool,
     pub mcp_allowed_origins: Vec<String>,
+    /// Timeouts and connection caps.
+    pub conn: conn::ConnConfig,
 }
 
 /// Bind the listeners (before any thread exists), then run the server until
@@ -134,9 +137,11 @@ async fn serve(
     ));
     let tenants = Arc::new(tenants);
     let stop = tokio_util_token();
+    let connections = conn::limits::Limits::new(options.conn.clone());
     let state = routes::AppState {
         service: service.clone(),
         tenants: tenants.clone(),
+        connections: connections.clone(),
     };
     let mcp = options.mcp.then(|| {
         crate::mcp::http_router(
@@ -145,7 +150,7 @@ async fn serve(
             stop.child_token(),
         )
     });
-    let app = routes::router(state, mcp);
+    let app = routes::router(state, mcp, options.conn.body_timeout);
 
     let mut servers = Vec::new();
     if let Some(listener) = unix {
@@ -157,13 +162,12 @@ async fn serve(
                 .map(|p| p.display().to_string())
                 .unwrap_or_default()
         );
-        let stop = stop.clone();
-        let app = app.clone();
-        servers.push(tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
-        }));
+        servers.push(tokio::spawn(conn::serve(
+            conn::Listener::Unix(listener),
+            app.clone(),
+            connections.clone(),
+            stop.clone(),
+        )));
     }
     if let Some(listener) = tcp {
         let listener = tokio::net::TcpListener::from_std(listener)?;
@@ -171,18 +175,24 @@ async fn serve(
             "airlock serve: listening on http://{}",
             listener.local_addr()?
         );
-        let stop = stop.clone();
-        let app = app.clone();
-        servers.push(tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
-        }));
+        servers.push(tokio::spawn(conn::serve(
+            conn::Listener::Tcp(listener),
+            app.clone(),
+            connections.clone(),
+            stop.clone(),
+        )));
     }
     eprintln!(
-        "airlock serve: {} run slot(s), queue {}, tenants: {}",
+        "airlock serve: {} run slot(s), queue {}; {} check slot(s), queue {}; at most {} connections ({} per peer), header/body/idle timeouts {:?}/{:?}/{:?}; tenants: {}",
         service.admission.concurrency(),
         service.admission.max_queue(),
+        service.check_admission.concurrency(),
+        service.check_admission.max_queue(),
+        options.conn.max_connections,
+        options.conn.max_per_peer,
+        options.conn.header_timeout,
+        options.conn.body_timeout,
+        options.conn.idle_timeout,
         if tenants.requires_tokens() {
             tenants.names().join(", ")
         } else {

@@ -18,11 +18,21 @@ use std::sync::Arc;
 pub struct AppState {
     pub service: Arc<Service>,
     pub tenants: Arc<Tenants>,
+    /// Open connections and their caps (for `/metrics`).
+    pub connections: Arc<crate::serve::conn::limits::Limits>,
 }
 
 /// The router. `/mcp` is added by the caller (it needs the MCP service).
-pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
+pub fn router(
+    state: AppState,
+    mcp: Option<Router<AppState>>,
+    body_timeout: std::time::Duration,
+) -> Router {
     let body_limit = state.service.limits.body_bytes;
+    let body_read = crate::serve::conn::body::BodyRead {
+        timeout: body_timeout,
+        max_bytes: body_limit,
+    };
     let authed = Router::new()
         .route("/v1/check", post(check))
         .route("/v1/run", post(run))
@@ -45,6 +55,10 @@ pub fn router(state: AppState, mcp: Option<Router<AppState>>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            body_read,
+            crate::serve::conn::body::read_body,
+        ))
         .with_state(state)
 }
 
@@ -368,6 +382,16 @@ async fn metrics(State(state): State<AppState>) -> Response {
             "airlock_queue_limit",
             "Queue places.",
             adm.max_queue() as f64,
+        ),
+        (
+            "airlock_connections_open",
+            "HTTP connections open now (all listeners).",
+            state.connections.open() as f64,
+        ),
+        (
+            "airlock_connections_refused",
+            "Connections refused over the connection caps since the start.",
+            state.connections.refused_total() as f64,
         ),
     ]);
     (
