@@ -231,6 +231,37 @@ impl Engine {
         })
     }
 
+    /// Record a decision made before the gate could read the request (input that
+    /// is not text, say): the refusal is on record like any other check.
+    pub fn record_check(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        request: &Request,
+        decision: Decision,
+    ) -> Result<CheckResponse, EngineError> {
+        let request_id = new_request_id();
+        let judged = Judged {
+            request: request.clone(),
+            decision,
+            grants: vec![],
+        };
+        let record = self.record_decision(
+            caller,
+            policy,
+            &request_id,
+            &judged,
+            Operation::Check,
+            "checked",
+            None,
+        )?;
+        Ok(CheckResponse {
+            request_id,
+            decision: judged.decision,
+            audit_id: record,
+        })
+    }
+
     /// Judge a request and, if allowed (or approved), run it in the sandbox.
     pub fn run(
         &self,

@@ -1,7 +1,8 @@
 //! From a requested target to an open upstream socket, or a logged refusal.
 //!
 //! Order: rules (deny wins, IP literals need an exact entry) → resolve once →
-//! refuse if any resolved address is internal → connect to the resolved address.
+//! refuse if any resolved address is internal or assigned to this host →
+//! connect to the resolved address.
 
 use crate::addr::blocked_range;
 use crate::config::ContextConfig;
@@ -114,6 +115,43 @@ pub async fn open_upstream(
                     ),
                 ));
             }
+        }
+    }
+
+    // Any address on one of this host's interfaces, whatever its range: a public
+    // address of the host reaches its services bound on 0.0.0.0. Read now, so
+    // an address added since the last connection counts.
+    let exempt = |ip: IpAddr| {
+        config
+            .allow_private_for_tests
+            .iter()
+            .any(|t| canonical_ip(*t) == ip)
+    };
+    match crate::host_addrs::read() {
+        Ok(host) => {
+            let host: Vec<IpAddr> = host.into_iter().map(canonical_ip).collect();
+            for ip in &addrs {
+                let ip = canonical_ip(*ip);
+                if host.contains(&ip) && !exempt(ip) {
+                    return Err(refuse(
+                        Decision::Refused,
+                        Reason::ResolvedToHostAddress,
+                        Some(ip.to_string()),
+                        format!(
+                            "{} resolves to {ip}, an address of this host's interfaces",
+                            target.host_string()
+                        ),
+                    ));
+                }
+            }
+        }
+        Err(e) => {
+            return Err(refuse(
+                Decision::Refused,
+                Reason::HostAddressesUnreadable,
+                addrs.first().map(|ip| canonical_ip(*ip).to_string()),
+                format!("cannot read this host's interface addresses to rule them out: {e}"),
+            ))
         }
     }
 

@@ -15,6 +15,7 @@ pub mod client;
 pub mod config;
 pub mod decide;
 pub mod fdio;
+pub mod host_addrs;
 pub mod http;
 pub mod log;
 pub mod pattern;

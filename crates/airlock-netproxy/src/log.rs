@@ -42,6 +42,12 @@ pub enum Reason {
     IpLiteralNotAllowlisted,
     /// The name resolved to a loopback/private/link-local/metadata/... address.
     ResolvedToBlockedAddress,
+    /// The name resolved to an address assigned to one of this host's
+    /// interfaces (whatever its range): the host's own services.
+    ResolvedToHostAddress,
+    /// This host's interface addresses could not be read, so no destination
+    /// could be told apart from them: refused (fail closed).
+    HostAddressesUnreadable,
     /// The TLS ClientHello named another server than the CONNECT authority.
     SniMismatch,
     /// A plain-HTTP request whose Host header names another server than its URL.
@@ -66,6 +72,8 @@ impl Reason {
             Reason::DeniedByPolicy => "denied_by_policy",
             Reason::IpLiteralNotAllowlisted => "ip_literal_not_allowlisted",
             Reason::ResolvedToBlockedAddress => "resolved_to_blocked_address",
+            Reason::ResolvedToHostAddress => "resolved_to_host_address",
+            Reason::HostAddressesUnreadable => "host_addresses_unreadable",
             Reason::SniMismatch => "sni_mismatch",
             Reason::HostHeaderMismatch => "host_header_mismatch",
             Reason::NoTlsClientHello => "no_tls_client_hello",
@@ -84,6 +92,8 @@ impl Reason {
             Reason::DeniedByPolicy => "denied by policy",
             Reason::IpLiteralNotAllowlisted => "IP address not allowlisted",
             Reason::ResolvedToBlockedAddress => "resolves to an internal address",
+            Reason::ResolvedToHostAddress => "resolves to an address of this host",
+            Reason::HostAddressesUnreadable => "this host's addresses could not be read",
             Reason::SniMismatch => "TLS server name differs from CONNECT host",
             Reason::HostHeaderMismatch => "Host header differs from URL",
             Reason::NoTlsClientHello => "tunnel did not start with TLS",

@@ -8,6 +8,7 @@ fn airlock(dir: &Path, args: &[&str]) -> Output {
         .args(args)
         .current_dir(dir)
         .env_remove("AIRLOCK_POLICY")
+        .env("AIRLOCK_STATE_DIR", dir.join(".airlock-state"))
         .output()
         .expect("run airlock")
 }
@@ -293,5 +294,49 @@ fn policy_explain_traces_every_segment() {
     assert!(
         out.lines().last().unwrap().starts_with("decision: deny"),
         "{out}"
+    );
+}
+
+/// Finding 8: a CLI check is on the audit record, like a check through the API.
+#[test]
+fn every_check_writes_a_decision_record() {
+    let ws = workspace();
+    let d = ws.path();
+    assert_eq!(
+        airlock(d, &["check", "-c", "curl http://x"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(
+        airlock(d, &["check", "--", "ls", "-la"]).status.code(),
+        Some(0)
+    );
+    let records = airlock_core::audit::read_all(&d.join(".airlock-state/audit")).unwrap();
+    let checks: Vec<_> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            airlock_core::audit::record::Event::Decision(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(checks.len(), 2, "{records:?}");
+    assert!(checks.iter().all(
+        |e| e.operation == airlock_core::audit::record::Operation::Check
+            && e.disposition == "checked"
+            && e.tenant == airlock_core::Caller::cli().tenant()
+    ));
+    assert_eq!(checks[0].decision, airlock_policy::Verdict::Deny);
+    // No writable log, no answer: exit 2 and a hint.
+    let o = Command::new(env!("CARGO_BIN_EXE_airlock"))
+        .args(["check", "--", "ls"])
+        .current_dir(d)
+        .env_remove("AIRLOCK_POLICY")
+        .env("AIRLOCK_STATE_DIR", d.join("README.md/state"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("could not be recorded"),
+        "{}",
+        stderr(&o)
     );
 }

@@ -1,6 +1,9 @@
-//! `airlock check`: judge a command against the policy without running it.
+//! `airlock check`: judge a command against the policy without running it. The
+//! decision is recorded in the audit log (`operation: "check"`), as every check
+//! through the API is.
 //!
-//! Exit status: 0 allow, 1 deny, 3 approval_required, 2 usage or policy error.
+//! Exit status: 0 allow, 1 deny, 3 approval_required, 2 usage or policy error,
+//! or a log that cannot be written.
 
 use airlock_policy::{gate, Command, Decision, Request, Verdict};
 use std::ffi::OsString;
@@ -51,37 +54,57 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     };
     let policy = loaded.policy;
-    let decision = match (&args.command, args.argv.is_empty()) {
-        (Some(text), _) => gate::decide_shell_bytes(&policy, text.as_encoded_bytes(), &cwd),
+    // What was asked, as a request; text that is not UTF-8 is refused by the
+    // gate's input step and recorded as sent (lossily).
+    let lossy = |s: &OsString| s.to_string_lossy().into_owned();
+    let (request, refusal) = match (&args.command, args.argv.is_empty()) {
+        (Some(text), _) => {
+            let command = Command::Shell {
+                command: lossy(text),
+            };
+            let refusal = text
+                .to_str()
+                .is_none()
+                .then(|| gate::decide_shell_bytes(&policy, text.as_encoded_bytes(), &cwd));
+            (command, refusal)
+        }
         (None, false) => {
-            let mut argv = Vec::with_capacity(args.argv.len());
-            let mut bad = None;
-            for (i, a) in args.argv.iter().enumerate() {
-                match a.to_str() {
-                    Some(s) => argv.push(s.to_string()),
-                    None => {
-                        bad = Some(i);
-                        break;
-                    }
-                }
-            }
-            match bad {
-                Some(i) => gate::reject(
+            let bad = args.argv.iter().position(|a| a.to_str().is_none());
+            let refusal = bad.map(|i| {
+                gate::reject(
                     &policy,
                     format!("argument {i} of the command is not valid UTF-8; send text"),
-                ),
-                None => gate::decide(
-                    &policy,
-                    &Request {
-                        command: Command::Argv { argv },
-                        cwd,
-                        loosening: Default::default(),
-                    },
-                ),
-            }
+                )
+            });
+            let argv = args.argv.iter().map(lossy).collect();
+            (Command::Argv { argv }, refusal)
         }
         (None, true) => {
             eprintln!("airlock check: give a command after `--` or a shell string with -c");
+            return Ok(2);
+        }
+    };
+    let request = Request {
+        command: request,
+        cwd,
+        loosening: Default::default(),
+    };
+    // Every check is on the audit record, as through the API (grants of this
+    // user apply, as they would to `airlock run`). No record, no answer.
+    let recorded = crate::serve::backend::open_engine().and_then(|engine| {
+        let caller = airlock_core::Caller::cli();
+        Ok(match refusal {
+            Some(decision) => engine.record_check(&caller, &policy, &request, decision)?,
+            None => engine.check(&caller, &policy, &request)?,
+        })
+    });
+    let decision: Decision = match recorded {
+        Ok(checked) => checked.decision,
+        Err(e) => {
+            eprintln!(
+                "airlock: error: the check could not be recorded in the audit log, so it is not answered: {}\nHint: set AIRLOCK_STATE_DIR to a writable directory",
+                airlock_core::terminal::escape_line(&format!("{e:#}"))
+            );
             return Ok(2);
         }
     };
