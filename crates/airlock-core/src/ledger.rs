@@ -38,6 +38,15 @@ impl Default for LedgerConfig {
 pub const ENV_APPROVAL_TTL: &str = "AIRLOCK_APPROVAL_TTL";
 pub const ENV_AUDIT_MAX_FILE_BYTES: &str = "AIRLOCK_AUDIT_MAX_FILE_BYTES";
 pub const ENV_AUDIT_OUTPUT_BYTES: &str = "AIRLOCK_AUDIT_OUTPUT_BYTES";
+/// The operator's ed25519 signing key (PKCS#8 PEM, outside the state directory):
+/// with it, checkpoints of the chain's head are signed and exported.
+pub const ENV_AUDIT_SIGNING_KEY: &str = "AIRLOCK_AUDIT_SIGNING_KEY";
+/// How often a checkpoint is due (`60s` by default).
+pub const ENV_AUDIT_CHECKPOINT_INTERVAL: &str = "AIRLOCK_AUDIT_CHECKPOINT_INTERVAL";
+/// A file (outside the state directory) each checkpoint is appended to.
+pub const ENV_AUDIT_CHECKPOINT_FILE: &str = "AIRLOCK_AUDIT_CHECKPOINT_FILE";
+/// A syslog socket each checkpoint is sent to (`1` for `/dev/log`).
+pub const ENV_AUDIT_CHECKPOINT_SYSLOG: &str = "AIRLOCK_AUDIT_CHECKPOINT_SYSLOG";
 
 impl LedgerConfig {
     /// This configuration with any of `AIRLOCK_APPROVAL_TTL` (`15m`),
@@ -83,6 +92,45 @@ impl LedgerConfig {
     }
 }
 
+/// The signing side of the audit anchor, from `AIRLOCK_AUDIT_SIGNING_KEY` and
+/// its companions; `None` when no key is configured.
+pub fn anchor_from_env(
+    state_dir: &Path,
+) -> Result<Option<crate::audit::anchor::Anchor>, LedgerError> {
+    use crate::audit::anchor::{Anchor, Exports, DEFAULT_INTERVAL};
+    let get = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let Some(key) = get(ENV_AUDIT_SIGNING_KEY) else {
+        return Ok(None);
+    };
+    let interval = match std::env::var(ENV_AUDIT_CHECKPOINT_INTERVAL) {
+        Ok(v) if !v.trim().is_empty() => crate::clock::parse_duration(&v)
+            .filter(|d| !d.is_zero())
+            .ok_or(LedgerError::Config {
+                name: ENV_AUDIT_CHECKPOINT_INTERVAL,
+                value: v,
+                expected: "a duration such as 60s or 5m",
+            })?,
+        _ => DEFAULT_INTERVAL,
+    };
+    let syslog = get(ENV_AUDIT_CHECKPOINT_SYSLOG).map(|v| {
+        if v == "1" {
+            PathBuf::from("/dev/log")
+        } else {
+            PathBuf::from(v)
+        }
+    });
+    let exports = Exports {
+        file: get(ENV_AUDIT_CHECKPOINT_FILE).map(PathBuf::from),
+        syslog,
+    };
+    Ok(Some(Anchor::load(
+        Path::new(&key),
+        state_dir,
+        interval,
+        exports,
+    )?))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
     #[error(transparent)]
@@ -93,6 +141,8 @@ pub enum LedgerError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Grant(#[from] GrantError),
+    #[error(transparent)]
+    Anchor(#[from] crate::audit::anchor::AnchorError),
     #[error("{name}={value:?} is not valid: expected {expected}")]
     Config {
         name: &'static str,
@@ -134,8 +184,11 @@ impl Ledger {
     /// Open the ledgers in `state_dir` (created 0700). The environment overrides
     /// of [`LedgerConfig::with_env_overrides`] apply.
     pub fn open(state_dir: &Path, config: LedgerConfig) -> Result<Ledger, LedgerError> {
-        let config = config.with_env_overrides()?;
+        let mut config = config.with_env_overrides()?;
         ensure_private_dir(state_dir)?;
+        if config.audit.anchor.is_none() {
+            config.audit.anchor = anchor_from_env(state_dir)?.map(std::sync::Arc::new);
+        }
         Ok(Ledger {
             root: state_dir.to_path_buf(),
             audit: AuditLog::open(&state_dir.join("audit"), config.audit.clone())?,

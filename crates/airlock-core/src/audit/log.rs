@@ -97,7 +97,14 @@ struct Current {
     ino: u64,
     len: u64,
     head: ChainHead,
+    /// With an anchor: the newest checkpoint it made that this writer knows of
+    /// (its record's seq, and when it was signed, ms).
+    last_checkpoint: Option<(u64, u64)>,
 }
+
+/// How far back from the end a writer looks for the last checkpoint when it
+/// (re)reads the log; none there means one is due.
+const CHECKPOINT_SCAN_BYTES: u64 = 256 * 1024;
 
 pub struct AuditLog {
     dir: PathBuf,
@@ -163,11 +170,81 @@ impl AuditLog {
     }
 
     /// Append one event and return the record as written, after it is on disk.
+    /// With an anchor configured, a checkpoint follows when one is due.
     pub fn append(&self, event: Event) -> Result<Record, AuditError> {
         self.with_lock(|log, current| {
             log.refresh(current, true)?;
-            log.append_locked(current, event)
+            let record = log.append_locked(current, event)?;
+            log.checkpoint_locked(current, false)?;
+            Ok(record)
         })
+    }
+
+    /// Sign the chain's head now (`force`), or only when a checkpoint is due
+    /// (the last is older than the interval and records followed it). `None`:
+    /// no anchor configured, or nothing new to sign.
+    pub fn checkpoint(&self, force: bool) -> Result<Option<Record>, AuditError> {
+        if self.config.anchor.is_none() {
+            return Ok(None);
+        }
+        self.with_lock(|log, current| {
+            log.refresh(current, true)?;
+            log.checkpoint_locked(current, force)
+        })
+    }
+
+    fn checkpoint_locked(
+        &self,
+        current: &mut Option<Current>,
+        force: bool,
+    ) -> Result<Option<Record>, AuditError> {
+        let Some(anchor) = self.config.anchor.clone() else {
+            return Ok(None);
+        };
+        let cur = current.as_mut().expect("refresh() ran under the lock");
+        let now = crate::clock::now_ms();
+        let moved = match cur.last_checkpoint {
+            None => cur.head.seq > 0,
+            Some((seq, _)) => cur.head.seq > seq,
+        };
+        let due = match cur.last_checkpoint {
+            None => true,
+            Some((_, at)) => now.saturating_sub(at) >= anchor.interval.as_millis() as u64,
+        };
+        if !moved || !(force || due) {
+            return Ok(None);
+        }
+        let time = crate::clock::format_rfc3339(now);
+        let event = anchor.sign(cur.head.seq, &cur.head.hash, &time);
+        let record = self.append_locked(current, Event::Checkpoint(event.clone()))?;
+        if let Some(cur) = current.as_mut() {
+            cur.last_checkpoint = Some((record.seq, now));
+        }
+        for problem in anchor.export(&event) {
+            eprintln!(
+                "airlock: audit checkpoint {}: export failed: {problem}",
+                record.id
+            );
+        }
+        Ok(Some(record))
+    }
+
+    /// The newest checkpoint made by this writer's anchor in the last
+    /// [`CHECKPOINT_SCAN_BYTES`] of the newest file.
+    fn scan_last_checkpoint(&self, file: &mut File, len: u64) -> Option<(u64, u64)> {
+        let anchor = self.config.anchor.as_ref()?;
+        let start = len.saturating_sub(CHECKPOINT_SCAN_BYTES);
+        let tail = read_range(file, start, len).ok()?;
+        tail.split(|&b| b == b'\n')
+            .rev()
+            .filter(|line| line.windows(12).any(|w| w == b"\"checkpoint\""))
+            .filter_map(|line| serde_json::from_slice::<Record>(line).ok())
+            .find_map(|r| match r.event {
+                Event::Checkpoint(c) if anchor.made(&c) => {
+                    Some((r.seq, crate::clock::parse_rfc3339(&c.signed_at)?))
+                }
+                _ => None,
+            })
     }
 
     fn with_lock<T>(
@@ -248,12 +325,14 @@ impl AuditLog {
             .metadata()
             .map_err(|e| self.err("reading the audit file", index, e))?
             .ino();
+        let last_checkpoint = self.scan_last_checkpoint(&mut file, len);
         *current = Some(Current {
             index,
             file,
             ino,
             len,
             head,
+            last_checkpoint,
         });
         if let Some(repair) = repair {
             self.append_locked(current, Event::Repair(repair))?;
@@ -360,12 +439,14 @@ impl AuditLog {
                 .map_err(|e| self.err("reading the audit file", index, e))?
                 .ino();
             let head = cur.head.clone();
+            let last_checkpoint = cur.last_checkpoint;
             *cur = Current {
                 index,
                 file,
                 ino,
                 len: 0,
                 head,
+                last_checkpoint,
             };
         }
         let seq = cur.head.seq + 1;

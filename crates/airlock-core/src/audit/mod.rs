@@ -1,6 +1,7 @@
 //! The audit trail: an append-only, hash-chained JSON-lines log in the state
 //! directory (DESIGN.md §6; schema in docs/audit-schema.md).
 
+pub mod anchor;
 pub mod chain;
 pub mod log;
 pub mod query;
@@ -22,6 +23,8 @@ pub struct AuditConfig {
     /// How much of stdout and of stderr (each) an execution record keeps; the
     /// record always carries the SHA-256 and length of the whole stream.
     pub output_bytes: usize,
+    /// The operator's signing key and where checkpoints go (none: no checkpoints).
+    pub anchor: Option<std::sync::Arc<anchor::Anchor>>,
 }
 
 impl Default for AuditConfig {
@@ -29,6 +32,7 @@ impl Default for AuditConfig {
         AuditConfig {
             max_file_bytes: 64 * 1024 * 1024,
             output_bytes: 8 * 1024,
+            anchor: None,
         }
     }
 }

@@ -35,7 +35,7 @@ impl Record {
             Event::Approval(e) => e.request_id.as_deref(),
             Event::Grant(e) => e.request_id.as_deref(),
             Event::FileWrite(e) => Some(&e.request_id),
-            Event::Repair(_) | Event::Reanchor(_) | Event::Test(_) => None,
+            Event::Repair(_) | Event::Reanchor(_) | Event::Checkpoint(_) | Event::Test(_) => None,
         }
     }
 
@@ -48,7 +48,7 @@ impl Record {
             Event::Approval(e) => Some(&e.tenant),
             Event::Grant(e) => Some(&e.tenant),
             Event::FileWrite(e) => Some(&e.tenant),
-            Event::Repair(_) | Event::Reanchor(_) | Event::Test(_) => None,
+            Event::Repair(_) | Event::Reanchor(_) | Event::Checkpoint(_) | Event::Test(_) => None,
         }
     }
 
@@ -61,6 +61,7 @@ impl Record {
             Event::FileWrite(_) => "file_write",
             Event::Repair(_) => "repair",
             Event::Reanchor(_) => "reanchor",
+            Event::Checkpoint(_) => "checkpoint",
             Event::Test(_) => "test",
         }
     }
@@ -76,6 +77,7 @@ pub enum Event {
     FileWrite(FileWriteEvent),
     Repair(RepairEvent),
     Reanchor(ReanchorEvent),
+    Checkpoint(CheckpointEvent),
     Test(TestEvent),
 }
 
@@ -316,6 +318,20 @@ pub struct ReanchorEvent {
     pub previous_anchor: Option<crate::audit::log::HeadAnchor>,
     /// The seq of the last record the log held when it was accepted.
     pub log_last_seq: u64,
+}
+
+/// A signature by the operator's audit key over the chain's head: the seq and
+/// hash of the record right before this one (see `audit::anchor`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointEvent {
+    pub signed_seq: u64,
+    pub signed_hash: String,
+    /// RFC 3339 UTC, signed too.
+    pub signed_at: String,
+    /// First 16 hex digits of the SHA-256 of the public key.
+    pub key_id: String,
+    /// ed25519 signature (hex) over `audit::anchor::payload`.
+    pub signature: String,
 }
 
 /// Written only by the hidden `airlock audit append-test` hook that the crash and

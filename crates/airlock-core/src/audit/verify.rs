@@ -236,3 +236,142 @@ fn claimed_id(line: &[u8]) -> Option<String> {
 fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
+
+/// What `verify --key` adds to a chain that holds together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnchoredReport {
+    pub chain: VerifyReport,
+    /// Checkpoints in the log that verify with the key.
+    pub checkpoints: usize,
+    /// External checkpoints (exported copies) that match the log.
+    pub external: usize,
+    /// The last record a valid checkpoint signed (in the log or outside it).
+    pub anchored_through: u64,
+    /// Records after it: not covered by any signature yet.
+    pub unanchored: u64,
+}
+
+/// The chain as [`verify`] checks it, plus every checkpoint: each one in the
+/// log must be signed by `key` over exactly the record before it, at least one
+/// must exist, and each external checkpoint (copies shipped elsewhere) must
+/// name a record the log still has, with the same hash. A rewrite that the
+/// key holder did not sign fails one of these.
+pub fn verify_anchored(
+    dir: &Path,
+    key: &ed25519_dalek::VerifyingKey,
+    external: &[super::record::CheckpointEvent],
+) -> Result<AnchoredReport, VerifyFailure> {
+    use super::anchor::check_signature;
+    use super::record::Event;
+    let chain = verify(dir)?;
+    let fail = |record_id: Option<String>, problem: String| VerifyFailure {
+        file: dir.to_path_buf(),
+        line: None,
+        record_id,
+        problem,
+    };
+    let records = super::query::read_all(dir).map_err(|e| fail(None, e.to_string()))?;
+    // The hash of record `seq` is the `prev` of the record after it; the last
+    // record's is the walk's.
+    let hash_of = |seq: u64| -> Option<String> {
+        if seq == 0 {
+            return None;
+        }
+        match records.get(seq as usize) {
+            Some(next) => Some(next.prev.clone()),
+            None if seq == chain.records => chain.last.as_ref().map(|(_, h)| h.clone()),
+            None => None,
+        }
+    };
+    let mut checkpoints = 0;
+    let mut anchored_through = 0;
+    for record in &records {
+        let Event::Checkpoint(c) = &record.event else {
+            continue;
+        };
+        if let Err(why) = check_signature(key, c) {
+            return Err(fail(
+                Some(record.id.clone()),
+                format!("checkpoint {}: {why}", record.id),
+            ));
+        }
+        if c.signed_seq + 1 != record.seq || c.signed_hash != record.prev {
+            return Err(fail(
+                Some(record.id.clone()),
+                format!(
+                    "checkpoint {} signed a{} with hash {}, but the record before it is a{} with hash {}: records before it were removed, added or rewritten",
+                    record.id,
+                    c.signed_seq,
+                    short(&c.signed_hash),
+                    record.seq - 1,
+                    short(&record.prev)
+                ),
+            ));
+        }
+        checkpoints += 1;
+        anchored_through = anchored_through.max(c.signed_seq);
+    }
+    let mut matched = 0;
+    for c in external {
+        if let Err(why) = check_signature(key, c) {
+            return Err(fail(
+                None,
+                format!("exported checkpoint of a{}: {why}", c.signed_seq),
+            ));
+        }
+        match hash_of(c.signed_seq) {
+            Some(h) if h == c.signed_hash => {}
+            Some(h) => {
+                return Err(fail(
+                    Some(format!("a{}", c.signed_seq)),
+                    format!(
+                        "record a{} hashes to {}, but an exported checkpoint signed {} for it at {}: the log was rewritten",
+                        c.signed_seq,
+                        short(&h),
+                        short(&c.signed_hash),
+                        c.signed_at
+                    ),
+                ))
+            }
+            None => {
+                return Err(fail(
+                    Some(format!("a{}", c.signed_seq)),
+                    format!(
+                        "the log ends at a{}, but an exported checkpoint signed a{} at {}: records were removed after it",
+                        chain.records, c.signed_seq, c.signed_at
+                    ),
+                ))
+            }
+        }
+        matched += 1;
+        anchored_through = anchored_through.max(c.signed_seq);
+    }
+    if chain.records > 0 && checkpoints == 0 && matched == 0 {
+        return Err(fail(
+            None,
+            "no checkpoint signed by this key: nothing in this log is anchored (a log rewritten from scratch looks like this; so does a log written without AIRLOCK_AUDIT_SIGNING_KEY)".into(),
+        ));
+    }
+    Ok(AnchoredReport {
+        unanchored: chain.records.saturating_sub(anchored_through),
+        chain,
+        checkpoints,
+        external: matched,
+        anchored_through,
+    })
+}
+
+/// Read exported checkpoints: one JSON object per line (what the export file
+/// and `airlock audit checkpoints` hold; a syslog line's JSON part works too).
+pub fn read_checkpoints(text: &str) -> Result<Vec<super::record::CheckpointEvent>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(start) = line.find('{') else {
+            continue;
+        };
+        let c = serde_json::from_str(&line[start..])
+            .map_err(|e| format!("line {}: not a checkpoint: {e}", i + 1))?;
+        out.push(c);
+    }
+    Ok(out)
+}

@@ -50,10 +50,32 @@ pub enum Cmd {
         json: bool,
     },
     /// Check the hash chain across every file; names the first bad record.
+    /// With --key, also every checkpoint signature: a rewrite the key holder
+    /// did not sign fails.
     Verify {
         #[arg(long)]
         json: bool,
+        /// The operator's public key (PEM): checkpoints must verify with it, and
+        /// at least one must exist.
+        #[arg(long, value_name = "PUB")]
+        key: Option<std::path::PathBuf>,
+        /// Exported checkpoints (the export file, or `audit checkpoints` output
+        /// kept elsewhere): each must match the log (needs --key).
+        #[arg(long, value_name = "FILE", requires = "key")]
+        checkpoints: Option<std::path::PathBuf>,
     },
+    /// Make an ed25519 key pair for signing checkpoints: FILE (private, 0600;
+    /// keep it outside the state directory) and FILE.pub (for `verify --key`).
+    Keygen {
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+    },
+    /// Sign a checkpoint of the chain's head now, with the key named by
+    /// AIRLOCK_AUDIT_SIGNING_KEY (for cron, or before shipping the log).
+    Checkpoint,
+    /// Print every checkpoint in the log, one JSON line each (to ship elsewhere
+    /// and give back to `verify --checkpoints`).
+    Checkpoints,
     /// Cut an incomplete last record left by a crashed writer (recording the
     /// repair); with --reanchor, also accept a log that no longer matches its
     /// head anchor, recording that too.
@@ -107,7 +129,47 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
             print_records(&records, json)?;
             Ok(0)
         }
-        Cmd::Verify { json } => verify(&dir, json),
+        Cmd::Verify {
+            json,
+            key: None,
+            checkpoints: _,
+        } => verify(&dir, json),
+        Cmd::Verify {
+            json,
+            key: Some(key),
+            checkpoints,
+        } => verify_with_key(&dir, json, &key, checkpoints.as_deref()),
+        Cmd::Keygen { out } => {
+            let (public, id) = airlock_core::audit::anchor::generate(&out)?;
+            println!(
+                "wrote {} (private, 0600) and {} (public); key id {id}\nKeep the private key outside the state directory and set AIRLOCK_AUDIT_SIGNING_KEY={} for airlock; give {} to `airlock audit verify --key`",
+                out.display(),
+                public.display(),
+                out.display(),
+                public.display()
+            );
+            Ok(0)
+        }
+        Cmd::Checkpoint => {
+            let ledger = Ledger::open(&state_dir, LedgerConfig::default())?;
+            if ledger.audit().config().anchor.is_none() {
+                anyhow::bail!("no signing key: set AIRLOCK_AUDIT_SIGNING_KEY to the private key file (`airlock audit keygen --out FILE` makes one)");
+            }
+            match ledger.audit().checkpoint(true)? {
+                Some(r) => println!("{}: signed the head a{}", r.id, r.seq - 1),
+                None => println!("nothing new to sign: the last record is already a checkpoint"),
+            }
+            Ok(0)
+        }
+        Cmd::Checkpoints => {
+            let mut out = std::io::stdout().lock();
+            for r in audit::read_all(&dir)? {
+                if let Event::Checkpoint(c) = &r.event {
+                    writeln!(out, "{}", json_safe(&serde_json::to_string(c)?))?;
+                }
+            }
+            Ok(0)
+        }
         Cmd::Repair { reanchor } => {
             let before = audit::read_all(&dir)?.last().map_or(0, |r| r.seq);
             let log = if reanchor {
@@ -209,6 +271,65 @@ fn verify(dir: &std::path::Path, json: bool) -> anyhow::Result<i32> {
                     escape_line(&failure.to_string()),
                     escape_line(&record)
                 );
+            }
+            Ok(1)
+        }
+    }
+}
+
+fn verify_with_key(
+    dir: &std::path::Path,
+    json: bool,
+    key: &std::path::Path,
+    checkpoints: Option<&std::path::Path>,
+) -> anyhow::Result<i32> {
+    let public = airlock_core::audit::anchor::load_public_key(key)?;
+    let external = match checkpoints {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--checkpoints {}", path.display()))?;
+            audit::verify::read_checkpoints(&text)
+                .map_err(|e| anyhow::anyhow!("--checkpoints {}: {e}", path.display()))?
+        }
+        None => vec![],
+    };
+    match audit::verify::verify_anchored(dir, &public, &external) {
+        Ok(r) => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"ok": true, "files": r.chain.files, "records": r.chain.records,
+                        "checkpoints": r.checkpoints, "external_checkpoints": r.external,
+                        "anchored_through": r.anchored_through, "unanchored": r.unanchored,
+                        "key_id": airlock_core::audit::anchor::key_id(&public)})
+                );
+            } else {
+                println!(
+                    "ok: {} records in {} file(s), chain intact; {} checkpoint(s) signed by key {}{}; anchored through a{}",
+                    r.chain.records,
+                    r.chain.files,
+                    r.checkpoints,
+                    airlock_core::audit::anchor::key_id(&public),
+                    if r.external > 0 { format!(", {} exported checkpoint(s) match", r.external) } else { String::new() },
+                    r.anchored_through
+                );
+                if r.unanchored > 0 {
+                    println!(
+                        "note: the last {} record(s) come after the last signed checkpoint; nothing can tell them from a rewrite until the next checkpoint (`airlock audit checkpoint`)",
+                        r.unanchored
+                    );
+                }
+            }
+            Ok(0)
+        }
+        Err(failure) => {
+            if json {
+                println!(
+                    "{}",
+                    json_safe(&serde_json::json!({"ok": false, "file": failure.file, "line": failure.line, "record": failure.record_id, "problem": failure.problem}).to_string())
+                );
+            } else {
+                eprintln!("FAILED: {}", escape_line(&failure.to_string()));
             }
             Ok(1)
         }
@@ -334,6 +455,10 @@ fn summary(record: &Record) -> (String, String) {
             format!("repair: cut {} bytes", r.length_before - r.length_after),
         ),
         Event::Reanchor(r) => ("airlock".into(), format!("reanchor at a{}", r.log_last_seq)),
+        Event::Checkpoint(c) => (
+            "airlock".into(),
+            format!("checkpoint of a{} (key {})", c.signed_seq, c.key_id),
+        ),
         Event::Test(t) => (t.writer.clone(), format!("test #{}", t.n)),
     }
 }

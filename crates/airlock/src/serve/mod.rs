@@ -200,6 +200,39 @@ async fn serve(
         }
     );
 
+    // Audit checkpoints on a timer, so that the records of a quiet period are
+    // signed without waiting for the next append.
+    let checkpoints = service
+        .engine
+        .ledger()
+        .audit()
+        .config()
+        .anchor
+        .as_ref()
+        .map(|anchor| {
+            let engine = service.engine.clone();
+            let every = anchor.interval;
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.tick().await;
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tick.tick() => {}
+                    }
+                    let engine = engine.clone();
+                    let done = tokio::task::spawn_blocking(move || {
+                        engine.ledger().audit().checkpoint(false)
+                    })
+                    .await;
+                    if let Ok(Err(e)) = done {
+                        eprintln!("airlock serve: audit checkpoint failed: {e}");
+                    }
+                }
+            })
+        });
+
     let why = shutdown::signalled().await;
     eprintln!("airlock serve: {why}: no longer accepting; draining");
     service.begin_shutdown();
@@ -208,6 +241,16 @@ async fn serve(
     // Connections still open (streams delivering their last line) get a moment.
     for server in servers {
         let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    }
+    // Sign what the last period added before stopping.
+    if let Some(task) = checkpoints {
+        task.abort();
+        let engine = service.engine.clone();
+        match tokio::task::spawn_blocking(move || engine.ledger().audit().checkpoint(true)).await {
+            Ok(Ok(Some(r))) => eprintln!("airlock serve: audit checkpoint {}", r.id),
+            Ok(Err(e)) => eprintln!("airlock serve: final audit checkpoint failed: {e}"),
+            _ => {}
+        }
     }
     eprintln!(
         "airlock serve: stopped ({} sandbox(es) killed at the deadline, {} still running)",

@@ -432,7 +432,7 @@ async fn audit(
                 })?,
         ),
     };
-    const KINDS: [&str; 7] = [
+    const KINDS: [&str; 8] = [
         "decision",
         "execution",
         "approval",
@@ -440,6 +440,7 @@ async fn audit(
         "file_write",
         "repair",
         "reanchor",
+        "checkpoint",
     ];
     if let Some(kind) = q.kind.as_deref() {
         if !KINDS.contains(&kind) {
