@@ -17,6 +17,7 @@ fn execution() -> Event {
     Event::Execution(Box::new(ExecutionEvent {
         request_id: airlock_core::new_request_id(),
         who: Caller::token("bench-agent"),
+        tenant: airlock_core::TenantId::token("bench-agent"),
         request: RequestRecord {
             command: airlock_policy::Command::Shell {
                 command: "pytest -q tests/test_api.py".into(),

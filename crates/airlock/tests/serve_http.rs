@@ -1074,3 +1074,71 @@ fn idle_keepalive_and_body_timeouts() {
         assert!(answer.contains("request_timeout") && closed, "{answer}");
     });
 }
+
+/// The server signs audit checkpoints on its timer and once more at shutdown,
+/// with the operator key from the environment; `audit verify --key` accepts the
+/// result.
+#[test]
+fn serve_signs_audit_checkpoints_on_a_timer_and_at_shutdown() {
+    let dir = layout();
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("audit.pem");
+    let o = std::process::Command::new(bin())
+        .args(["audit", "keygen", "--out", key.to_str().unwrap()])
+        .env("AIRLOCK_STATE_DIR", dir.path().join("state"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let mut server = Server::start_with_env(
+        dir,
+        &["--tokens", "tokens.toml"],
+        &[
+            ("AIRLOCK_AUDIT_SIGNING_KEY", key.as_os_str()),
+            (
+                "AIRLOCK_AUDIT_CHECKPOINT_INTERVAL",
+                std::ffi::OsStr::new("1s"),
+            ),
+        ],
+    );
+    rt().block_on(async {
+        for _ in 0..3 {
+            let r = request(
+                Target::Unix(&server.socket),
+                "POST",
+                "/v1/check",
+                Some(TOKEN_A),
+                Some(r#"{"command":"ls"}"#),
+            )
+            .await;
+            assert_eq!(r.status, 200);
+            tokio::time::sleep(Duration::from_millis(700)).await;
+        }
+    });
+    let (status, err) = server.stop();
+    assert!(status.success(), "{err}");
+    let kinds: Vec<String> = audit_records(&server.state())
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        kinds.iter().filter(|k| *k == "checkpoint").count() >= 2,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("checkpoint"),
+        "the last word is a signature: {kinds:?}"
+    );
+    let o = std::process::Command::new(bin())
+        .args([
+            "audit",
+            "verify",
+            "--key",
+            keys.path().join("audit.pem.pub").to_str().unwrap(),
+        ])
+        .env("AIRLOCK_STATE_DIR", server.state())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("anchored through"));
+}

@@ -116,6 +116,15 @@ impl Server {
     }
 
     pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Server {
+        Server::start_with_env(dir, extra, &[])
+    }
+
+    /// Start in `dir` with extra arguments and environment variables.
+    pub fn start_with_env(
+        dir: tempfile::TempDir,
+        extra: &[&str],
+        envs: &[(&str, &std::ffi::OsStr)],
+    ) -> Server {
         let socket = dir.path().join("state/airlock.sock");
         let stderr_path = dir.path().join("serve.stderr");
         let tcp = extra
@@ -129,6 +138,7 @@ impl Server {
             .env("AIRLOCK_STATE_DIR", dir.path().join("state"))
             .env_remove("AIRLOCK_POLICY")
             .env_remove("AIRLOCK_TOKENS")
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr_path).unwrap())
