@@ -564,6 +564,46 @@ fn approvals_need_a_person_and_run_once() {
         )
         .await;
         assert_eq!(peek.status, 404);
+        // An approver answers only for the tenants it is configured for: human
+        // answers for agent-a and agent-b, not agent-c.
+        let c_pending = request(
+            Target::Unix(sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_C),
+            Some(body),
+        )
+        .await
+        .json();
+        let c_id = c_pending["approval"]["id"].as_str().unwrap().to_string();
+        let not_yours = request(
+            Target::Unix(sock),
+            "POST",
+            &format!("/v1/approvals/{c_id}/approve"),
+            Some(TOKEN_HUMAN),
+            None,
+        )
+        .await;
+        assert_eq!(
+            not_yours.status,
+            404,
+            "{}",
+            String::from_utf8_lossy(&not_yours.body)
+        );
+        let listed = request(
+            Target::Unix(sock),
+            "GET",
+            "/v1/approvals",
+            Some(TOKEN_HUMAN),
+            None,
+        )
+        .await
+        .json();
+        assert!(listed["approvals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["id"] != c_id.as_str()));
         // GET endpoints never show another tenant's objects: agent-c's audit
         // view holds its own refused decision and nothing of agent-a's.
         let seen = request(
