@@ -40,6 +40,9 @@ SKIP = {
     "--listen 127.0.0.1:8787": "needs a tokens file of the reader's (run by 60-interfaces)",
     "--network files.example.com": "needs a policy in network allowlist mode (run by 70-netproxy)",
     "cargo install": "the install step (run by 45-readme)",
+    "audit.pem": "needs the operator's signing key outside the state dir (run by crates/airlock/tests/audit_anchor.rs)",
+    "airlock audit checkpoint": "needs AIRLOCK_AUDIT_SIGNING_KEY (run by crates/airlock/tests/audit_anchor.rs)",
+    "--tokens /etc/airlock": "needs the server's tokens file (tenant grants: crates/airlock/tests/serve_http.rs)",
 }
 
 EXIT_COMMENT = re.compile(r"#\s*exit (\d+)")
