@@ -19,6 +19,7 @@ Tokens file (TOML):
   sha256 = \"<hex sha256 of the token>\"   # or token = \"...\" in a 0600 file
   policy = \"ci.toml\"         # relative to the tokens file; default: --policy chain
   role = \"agent\"             # or \"approver\" (answers approvals, manages grants)
+  tenants = [\"ci-agent\"]     # approvers: the tokens they answer for ([\"*\"]: all)
 
 Non-loopback --listen addresses are refused: this build has no TLS.
 SIGTERM/SIGINT: stop accepting, let running sandboxes finish for
