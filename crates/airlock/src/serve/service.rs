@@ -183,6 +183,21 @@ pub struct Service {
     shutting_down: AtomicBool,
 }
 
+/// `path` with `.` and `..` folded away without touching the filesystem.
+fn lexical_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// Load a tenant's policy: a file, or (for `None`) the usual chain
 /// (`$AIRLOCK_POLICY`, `./airlock.toml`, the built-in default rooted at the cwd).
 pub fn load_policy(path: Option<&Path>) -> anyhow::Result<Policy> {
@@ -317,6 +332,19 @@ impl Service {
             // Whether it is inside the workspace is the gate's question (step 1).
             Some(text) => root.join(PathBuf::from(text)),
         };
+        // A folder of the tenant's own workspace that does not exist is bad
+        // input, said as such (not a sandbox that fails to chdir). Paths that
+        // leave the workspace are not looked at here: the gate refuses them.
+        let lexical = lexical_normal(&cwd);
+        if lexical.starts_with(root) && !lexical.is_dir() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidCwd,
+                format!(
+                    "cwd {:?} is not a folder of the workspace",
+                    input.cwd.as_deref().unwrap_or_default()
+                ),
+            ));
+        }
         let policy = match input.timeout_s {
             None => tenant.policy.clone(),
             Some(t) if !t.is_finite() || t <= 0.0 => {
