@@ -245,15 +245,11 @@ fn bad_input_gets_stable_error_codes_and_runs_nothing() {
             (r#"{"command":"   "}"#.into(), 400, "bad_request"),
             // A folder of the workspace that is not there (schemathesis found
             // this as a 500 from the sandbox's chdir).
-            (
-                r#"{"code":"print(1)","cwd":"'"}"#.into(),
-                400,
-                "invalid_cwd",
-            ),
+            (r#"{"code":"print(1)","cwd":"'"}"#.into(), 404, "not_found"),
             (
                 r#"{"command":"ls","cwd":"no/such/dir"}"#.into(),
-                400,
-                "invalid_cwd",
+                404,
+                "not_found",
             ),
             (
                 r#"{"command":"ls","timeout_s":0}"#.into(),

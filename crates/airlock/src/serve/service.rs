@@ -183,6 +183,25 @@ pub struct Service {
     shutting_down: AtomicBool,
 }
 
+/// A run starts in its cwd: a folder of the tenant's own workspace that does
+/// not exist is `404 not_found`, said at once (not a sandbox that fails to
+/// chdir). Paths that leave the workspace are not looked at here: the gate
+/// refuses them. A check only judges, so it does not need the folder.
+fn cwd_exists(cwd: &Path, root: &Path) -> Result<(), ApiError> {
+    let lexical = lexical_normal(cwd);
+    if lexical.starts_with(root) && !lexical.is_dir() {
+        let shown = lexical.strip_prefix(root).unwrap_or(&lexical);
+        return Err(ApiError::new(
+            ErrorCode::NotFound,
+            format!(
+                "cwd {:?} is not a folder of the workspace",
+                shown.display().to_string()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `path` with `.` and `..` folded away without touching the filesystem.
 fn lexical_normal(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -332,19 +351,6 @@ impl Service {
             // Whether it is inside the workspace is the gate's question (step 1).
             Some(text) => root.join(PathBuf::from(text)),
         };
-        // A folder of the tenant's own workspace that does not exist is bad
-        // input, said as such (not a sandbox that fails to chdir). Paths that
-        // leave the workspace are not looked at here: the gate refuses them.
-        let lexical = lexical_normal(&cwd);
-        if lexical.starts_with(root) && !lexical.is_dir() {
-            return Err(ApiError::new(
-                ErrorCode::InvalidCwd,
-                format!(
-                    "cwd {:?} is not a folder of the workspace",
-                    input.cwd.as_deref().unwrap_or_default()
-                ),
-            ));
-        }
         let policy = match input.timeout_s {
             None => tenant.policy.clone(),
             Some(t) if !t.is_finite() || t <= 0.0 => {
@@ -440,6 +446,7 @@ impl Service {
         let started = Instant::now();
         let approval_id = input.approval_id.clone();
         let (request, policy) = self.prepare(&tenant, input)?;
+        cwd_exists(&request.cwd, &tenant.policy.workspace.root)?;
         let slot = self.admit_to(&self.admission, "run").await?;
         Ok(Admitted {
             tenant,
