@@ -33,7 +33,10 @@ def children(pid):
 
 
 def main() -> int:
-    srv = Server(extra=["--concurrency", "2", "--queue", "50"])
+    # 200 connections at once from one address: above the default per-peer cap
+    # (128), which would answer the rest 503 too_many_connections before the
+    # queue is reached; this burst is about the queue.
+    srv = Server(extra=["--concurrency", "2", "--queue", "50", "--max-connections-per-peer", "256"])
     results = {}
     barrier = threading.Barrier(N)
 
