@@ -22,6 +22,10 @@ workspace, and judges containment by OBSERVED HOST STATE, not by exit codes:
   * the attack itself reports each attempt (BLOCKED/ESCAPED lines), and the
     manifest adds per-case expectations (killed_by, exit status, errno, ...).
 
+`--backend-tier wasm` runs the same corpus on the WebAssembly backend
+(`[sandbox] backend = "wasm"` in every generated policy); a case that cannot
+run there is listed as not applicable, with its reason, in tiers/wasm.toml.
+
 `--backend none` runs the programs directly on the host (with only a safety
 net of a pids/memory cgroup and a deadline, so that bombs cannot hurt the
 machine): it exists to prove that the checks can fail. Most attacks must then
@@ -500,6 +504,8 @@ class Session:
             }
         )
         env.pop("AIRLOCK_POLICY", None)
+        # precompiled wasm modules outlive the session (compiling CPython takes a while)
+        env["AIRLOCK_WASM_CACHE"] = os.environ.get("AIRLOCK_WASM_CACHE", str(REPO / "target/wasm-cache"))
         return env
 
     def _start_sentinel(self) -> subprocess.Popen:
@@ -728,9 +734,12 @@ class Session:
             lines += ["", "[network]", 'mode = "none"', "", "[commands]"]
         lines.append("allow = [" + ", ".join(json.dumps(a) for a in allow) + "]")
         lines += ['on_unknown = "deny"', "", "[limits]"]
+        tier = getattr(self.args, "backend_tier", "native")
         for k, v in limits.items():
             lines.append(f"{k} = {json.dumps(v)}")
         lines += ["", "[env]", 'pass = ["LANG", "TERM"]', ""]
+        if tier != "native":
+            lines += ["[sandbox]", f'backend = "{tier}"', ""]
         return "\n".join(lines)
 
     def argv(self, case: Case, ws: Path) -> list[str]:
@@ -1242,6 +1251,26 @@ def load_manifest() -> tuple[dict, list[Case]]:
     return data.get("defaults", {}), cases
 
 
+def load_tier(name: str, cases: list[Case]) -> dict[str, str]:
+    """Cases that do not apply to a backend tier, with the reason (tiers/NAME.toml)."""
+    if name == "native":
+        return {}
+    with open(HERE / "tiers" / f"{name}.toml", "rb") as f:
+        data = tomllib.load(f)
+    kinds = data.get("kinds", {})
+    named = data.get("not_applicable", {})
+    unknown = sorted(set(named) - {c.name for c in cases})
+    if unknown:
+        raise SystemExit(f"tiers/{name}.toml names cases that do not exist: {unknown}")
+    out = {}
+    for c in cases:
+        if c.name in named:
+            out[c.name] = named[c.name]
+        elif c.kind in kinds:
+            out[c.name] = kinds[c.kind]
+    return out
+
+
 def default_airlock() -> str:
     for p in (REPO / "target/release/airlock", REPO / "target/debug/airlock"):
         if p.exists():
@@ -1256,6 +1285,8 @@ def main() -> int:
                     help="none: run the programs on the host with no sandbox, to prove the checks fail")
     ap.add_argument("--only", action="append", default=[], help="run only cases whose name contains this (repeatable)")
     ap.add_argument("--category", action="append", default=[], help="run only these categories")
+    ap.add_argument("--backend-tier", choices=["native", "wasm"], default="native",
+                    help="the sandbox backend every generated policy names ([sandbox] backend)")
     ap.add_argument("--network", choices=["none", "allowlist"], default="none",
                     help="network.mode of the generated policies (allowlist: egress proxy, issue 6)")
     ap.add_argument("--host-resources", action="store_true",
@@ -1289,6 +1320,7 @@ def main() -> int:
             print(f"airlock binary not found: {args.airlock}", file=sys.stderr)
             print(f"0 passed, {len(cases)} failed")
             return 1
+    not_applicable = load_tier(args.backend_tier, cases) if args.backend == "airlock" else {}
     sess = Session(args)
     report = []
     passed = failed = 0
@@ -1297,6 +1329,11 @@ def main() -> int:
         build_errors = sess.compile_c(cases)
         sess.warm_up()
         for case in cases:
+            if case.name in not_applicable:
+                print(f"n/a  {case.name} [{case.category}] {not_applicable[case.name]}")
+                report.append({"name": case.name, "category": case.category, "passed": None,
+                               "not_applicable": not_applicable[case.name]})
+                continue
             if case.name in build_errors:
                 failed += 1
                 print(f"FAIL {case.name}: does not compile:\n{build_errors[case.name]}")
@@ -1336,10 +1373,14 @@ def main() -> int:
             failed += 1
         sess.close()
     if args.report:
-        Path(args.report).write_text(json.dumps({"backend": args.backend, "passed": passed, "failed": failed,
-                                                 "cases": report}, indent=1))
-    print(f"corpus took {time.monotonic() - t_all:.0f}s with backend {args.backend}")
-    print(f"{passed} passed, {failed} failed")
+        Path(args.report).write_text(json.dumps({"backend": args.backend, "tier": args.backend_tier,
+                                                 "passed": passed, "failed": failed,
+                                                 "not_applicable": len(not_applicable), "cases": report}, indent=1))
+    print(f"corpus took {time.monotonic() - t_all:.0f}s with backend {args.backend} (tier {args.backend_tier})")
+    if not_applicable:
+        print(f"{passed} passed, {failed} failed, {len(not_applicable)} skipped")
+    else:
+        print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
 

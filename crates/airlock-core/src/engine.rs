@@ -443,7 +443,10 @@ impl Engine {
             &mut spec,
             self.ledger.state_dir(),
         ) {
-            Ok(egress) => (egress, self.backend.run(&spec, &mut hashing)),
+            Ok(egress) => (
+                egress,
+                crate::backends::check_then_run(policy, self.backend.as_ref(), &spec, &mut hashing),
+            ),
             Err(e) => (
                 None,
                 Err(SandboxError::Layer {

@@ -4,6 +4,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod backends;
 pub mod caller;
 pub mod clock;
 pub mod egress;

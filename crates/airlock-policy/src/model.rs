@@ -20,6 +20,9 @@ pub struct Policy {
     /// (what each exposes is worked out on the host by `airlock-core`).
     #[serde(default)]
     pub toolchains: Vec<Toolchain>,
+    /// Which isolation backend runs what the gate allows (`[sandbox]`).
+    #[serde(default)]
+    pub sandbox: SandboxPolicy,
     /// SHA-256 (hex) of the policy's source text, or of the built-in default.
     /// Approvals and audit records are tied to it.
     pub sha256: String,
@@ -175,5 +178,44 @@ impl Toolchain {
             Toolchain::Rust => "rust",
             Toolchain::Go => "go",
         }
+    }
+}
+
+/// `[sandbox]`: which backend runs the policy's commands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPolicy {
+    pub backend: SandboxBackend,
+}
+
+/// The backends a policy can name (the sandbox crate's `BackendKind`, which
+/// this pure crate cannot depend on; airlock-core maps one onto the other).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxBackend {
+    #[default]
+    Native,
+    Gvisor,
+    Oci,
+    Docker,
+    Microvm,
+    Wasm,
+}
+
+impl SandboxBackend {
+    pub const ALL: [(&'static str, SandboxBackend); 6] = [
+        ("native", SandboxBackend::Native),
+        ("gvisor", SandboxBackend::Gvisor),
+        ("oci", SandboxBackend::Oci),
+        ("docker", SandboxBackend::Docker),
+        ("microvm", SandboxBackend::Microvm),
+        ("wasm", SandboxBackend::Wasm),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        SandboxBackend::ALL
+            .iter()
+            .find(|(_, b)| *b == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("native")
     }
 }

@@ -5,11 +5,15 @@
 //! `// SAFETY:` line saying why it is sound.
 
 pub mod backend;
+pub mod capability;
 pub mod doctor;
 pub mod native;
 pub mod outcome;
 pub mod spec;
+pub mod tier;
+pub mod wasm;
 
 pub use backend::{Backend, OutputSink, SandboxError};
 pub use outcome::{ChangeKind, FileChange, KillReason, Outcome, Violation};
 pub use spec::{Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceSpec};
+pub use tier::{BackendKind, Tier};

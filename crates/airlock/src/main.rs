@@ -2,6 +2,7 @@
 //! under `cli/` and returns the process exit status.
 
 mod cli;
+mod kube;
 mod mcp;
 mod serve;
 
@@ -49,6 +50,7 @@ enum Cmd {
 fn main() {
     // The sandbox helper is this binary re-executed; it must run before anything else.
     airlock_sandbox::native::maybe_run_helper();
+    airlock_sandbox::wasm::maybe_run_helper();
     let cli = Cli::parse();
     let status = match cli.command {
         Cmd::Check(args) => cli::check::run(args),

@@ -200,6 +200,7 @@ fn fail_closed_policy(root: &Path, why: &str) -> Policy {
             hide: vec![],
         },
         toolchains: vec![],
+        sandbox: SandboxPolicy::default(),
         sha256: sha256_hex(why),
         source: format!("{BUILTIN_ORIGIN} (broken: {why})"),
     }

@@ -12,6 +12,8 @@ use std::path::{Component, Path, PathBuf};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
+mod sandbox;
+
 type SValue<'i> = Spanned<DeValue<'i>>;
 
 const SECTIONS: &[&str] = &[
@@ -23,6 +25,7 @@ const SECTIONS: &[&str] = &[
     "filesystem",
     "toolchains",
     "rule",
+    "sandbox",
 ];
 const WORKSPACE_KEYS: &[&str] = &["root", "mode", "protect", "apply"];
 const NETWORK_KEYS: &[&str] = &["mode", "allow", "deny", "programs", "subcommands"];
@@ -422,6 +425,7 @@ impl<'t> Walker<'t> {
                 hide: vec![],
             },
             toolchains: vec![],
+            sandbox: SandboxPolicy::default(),
             sha256: String::new(),
             source: String::new(),
         };
@@ -466,6 +470,11 @@ impl<'t> Walker<'t> {
                     }
                 }
                 "rule" => self.rules(value, &mut pending_rules, &mut seen),
+                "sandbox" => {
+                    if let Some(t) = self.table(value, "sandbox") {
+                        self.sandbox(t, &mut policy.sandbox);
+                    }
+                }
                 _ => {}
             }
         }

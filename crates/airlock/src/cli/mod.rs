@@ -1,6 +1,8 @@
 pub mod approvals;
 pub mod audit;
+pub mod capability;
 pub mod check;
+pub mod compile;
 pub mod doctor;
 pub mod grants;
 pub mod mcp;

@@ -31,6 +31,30 @@ pub enum Cmd {
         /// Print the explanation as JSON.
         #[arg(long)]
         json: bool,
+        /// Report what this backend enforces (default: the policy's `[sandbox] backend`).
+        #[arg(long, value_name = "NAME")]
+        backend: Option<String>,
+    },
+    /// Compile a policy for another system: `--backend kubernetes` prints the Pod
+    /// and NetworkPolicy (YAML) that run one execution under it.
+    Compile {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// The target: kubernetes.
+        #[arg(long, value_name = "TARGET")]
+        backend: String,
+        /// The execution's name (the Pod's name and the label that ties the
+        /// NetworkPolicy to it).
+        #[arg(long, value_name = "NAME", default_value = "airlock-run")]
+        name: String,
+        /// The container image that holds the tools the commands need.
+        #[arg(long, value_name = "IMAGE", default_value = "debian:bookworm-slim")]
+        image: String,
+        /// The command to run in the Pod (after `--`; default: a shell line from -c).
+        #[arg(short = 'c', value_name = "SHELL STRING")]
+        command: Option<String>,
+        #[arg(last = true, value_name = "PROG ARG")]
+        argv: Vec<String>,
     },
 }
 
@@ -47,7 +71,16 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
             command,
             cwd,
             json,
-        } => explain(&file, command, cwd, json),
+            backend,
+        } => explain(&file, command, cwd, json, backend),
+        Cmd::Compile {
+            file,
+            backend,
+            name,
+            image,
+            command,
+            argv,
+        } => super::compile::run(&file, &backend, &name, &image, command, argv),
     }
 }
 
@@ -175,6 +208,7 @@ fn explain(
     command: String,
     cwd: Option<PathBuf>,
     json: bool,
+    backend: Option<String>,
 ) -> anyhow::Result<i32> {
     let loaded = match airlock_core::toolchains::from_file(file) {
         Ok(l) => l,
@@ -196,8 +230,23 @@ fn explain(
         loosening: Default::default(),
     };
     let ex = gate::explain(&loaded.policy, &request);
+    let asked = match &backend {
+        Some(name) => Some(airlock_core::backends::parse(name)?),
+        None => None,
+    };
+    let (kind, refused) = match airlock_core::backends::choose(&loaded.policy, asked) {
+        Ok(k) => (k, None),
+        Err(e) => (
+            asked.unwrap_or(airlock_sandbox::BackendKind::Native),
+            Some(e.to_string()),
+        ),
+    };
+    let report = airlock_core::backends::report(&loaded.policy, &request, kind);
     if json {
-        println!("{}", serde_json::to_string_pretty(&ex)?);
+        let mut v = serde_json::to_value(&ex)?;
+        v["capabilities"] = serde_json::to_value(&report)?;
+        v["backend_refused"] = serde_json::json!(refused);
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for (i, (seg, trace)) in ex.decision.segments.iter().zip(&ex.traces).enumerate() {
             println!(
@@ -217,6 +266,11 @@ fn explain(
             ex.decision.decision.as_str(),
             ex.decision.reason
         );
+        println!();
+        if let Some(why) = &refused {
+            println!("backend refused: {why}");
+        }
+        super::capability::print(&report);
     }
     Ok(super::check::exit_code(ex.decision.decision))
 }

@@ -65,6 +65,11 @@ pub struct Args {
     /// Copy the overlay workspace's changes back after the run.
     #[arg(long)]
     apply: bool,
+    /// Run on this backend instead of the policy's `[sandbox] backend`: native,
+    /// wasm (gvisor, oci, docker, microvm are not built in this version). Never a
+    /// weaker tier than the policy's; refused when it cannot enforce the policy.
+    #[arg(long, value_name = "NAME")]
+    backend: Option<String>,
     /// Use this approved approval.
     #[arg(long, value_name = "ID")]
     approval: Option<String>,
@@ -207,16 +212,45 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         loosening: Default::default(),
     };
 
+    // The backend: the policy's, or --backend when that is not a weaker tier.
+    let asked = match &args.backend {
+        Some(name) => Some(airlock_core::backends::parse(name)?),
+        None => None,
+    };
+    let kind = match airlock_core::backends::choose(&policy, asked) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("airlock: refused: {e}");
+            return Ok(2);
+        }
+    };
     let state_dir = airlock_core::resolve_state_dir()?;
     airlock_core::state::ensure_private_dir(&state_dir)?;
-    let mut backend = NativeBackend::current_exe()?;
-    backend.runs_dir = state_dir.join("runs");
-    backend.stdin_from_caller = take_stdin(args.stdin.as_deref())?;
-    let engine = airlock_core::Engine::open(airlock_core::EngineConfig::new(
-        state_dir.clone(),
-        Box::new(backend),
-    ))
-    .with_context(|| format!("cannot open the state directory {}", state_dir.display()))?;
+    // The native backend streams the caller's stdin; the factory opens the others.
+    let backend: Box<dyn airlock_sandbox::Backend> = if kind == airlock_sandbox::BackendKind::Native {
+        let mut backend = NativeBackend::current_exe()?;
+        backend.runs_dir = state_dir.join("runs");
+        backend.stdin_from_caller = take_stdin(args.stdin.as_deref())?;
+        Box::new(backend)
+    } else {
+        match airlock_core::backends::open(kind, &state_dir) {
+            Ok(b) => b,
+            Err(e) => {
+                if args.json {
+                    println!(
+                        "{}",
+                        serde_json::json!({ "error": "sandbox", "detail": e.to_string() })
+                    );
+                } else {
+                    eprintln!("airlock: sandbox error: {e}");
+                }
+                return Ok(exit::SANDBOX_ERROR);
+            }
+        }
+    };
+    let engine =
+        airlock_core::Engine::open(airlock_core::EngineConfig::new(state_dir.clone(), backend))
+            .with_context(|| format!("cannot open the state directory {}", state_dir.display()))?;
 
     // Approval waiting and asking (audit helper, issue 4).
     let wait_approval = match &args.wait_approval {
@@ -280,7 +314,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.json {
         println!(
             "{}",
-            json_safe(&serde_json::to_string_pretty(&json_view(&response))?)
+            json_safe(&serde_json::to_string_pretty(&json_view(&response, kind.as_str()))?)
         );
     } else {
         report_to_terminal(&response, &policy);
@@ -364,10 +398,11 @@ pub fn status_of(r: &RunResponse) -> i32 {
     }
 }
 
-fn json_view(r: &RunResponse) -> serde_json::Value {
+fn json_view(r: &RunResponse, backend: &str) -> serde_json::Value {
     let o = r.outcome.as_ref();
     serde_json::json!({
         "request_id": r.request_id,
+        "backend": backend,
         "status": r.status.as_str(),
         "decision": r.decision.decision.as_str(),
         "reason": r.decision.reason,

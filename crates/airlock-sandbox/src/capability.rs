@@ -1,0 +1,316 @@
+//! The capability report: for one backend and one spec, every boundary the
+//! policy sets is either enforced (and how), or missing (and why). A run whose
+//! report has a missing boundary is refused, naming it: nothing degrades
+//! silently when a policy moves to another backend.
+
+use crate::tier::BackendKind;
+use crate::{NetworkSpec, SandboxSpec, WorkspaceMode};
+use serde::Serialize;
+
+/// One boundary a policy sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Boundary {
+    /// What kinds of program the backend can run at all.
+    Programs,
+    /// Nothing of the host visible but what the spec shows.
+    FilesystemView,
+    Workspace,
+    ProtectedPaths,
+    ReadPaths,
+    WritePaths,
+    HidePaths,
+    Network,
+    Timeout,
+    CpuTime,
+    Memory,
+    Pids,
+    Cpus,
+    Output,
+    Tmp,
+    FileSize,
+    OpenFiles,
+    Environment,
+    /// No privilege gain; the host's own credentials never reach the program.
+    Privileges,
+}
+
+impl Boundary {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Boundary::Programs => "programs",
+            Boundary::FilesystemView => "filesystem view",
+            Boundary::Workspace => "workspace",
+            Boundary::ProtectedPaths => "workspace.protect",
+            Boundary::ReadPaths => "filesystem.read",
+            Boundary::WritePaths => "filesystem.write",
+            Boundary::HidePaths => "filesystem.hide",
+            Boundary::Network => "network",
+            Boundary::Timeout => "limits.timeout",
+            Boundary::CpuTime => "limits.cpu_time",
+            Boundary::Memory => "limits.memory",
+            Boundary::Pids => "limits.pids",
+            Boundary::Cpus => "limits.cpus",
+            Boundary::Output => "limits.output",
+            Boundary::Tmp => "limits.tmp",
+            Boundary::FileSize => "limits.file_size",
+            Boundary::OpenFiles => "limits.open_files",
+            Boundary::Environment => "env",
+            Boundary::Privileges => "privileges",
+        }
+    }
+}
+
+/// Whether the backend holds a boundary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status", content = "detail")]
+pub enum Support {
+    /// Enforced, and by what.
+    Enforced(String),
+    /// Not enforceable by this backend, and why (the run is refused).
+    Missing(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Line {
+    pub boundary: Boundary,
+    /// What the spec asks for, in the policy's own words.
+    pub asked: String,
+    #[serde(flatten)]
+    pub support: Support,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CapabilityReport {
+    pub backend: BackendKind,
+    pub tier: &'static str,
+    /// `Err` when the backend cannot run at all here (not built, runtime missing).
+    pub available: Result<String, String>,
+    pub lines: Vec<Line>,
+}
+
+impl CapabilityReport {
+    pub fn missing(&self) -> impl Iterator<Item = &Line> {
+        self.lines
+            .iter()
+            .filter(|l| matches!(l.support, Support::Missing(_)))
+    }
+
+    /// The refusal for a run under this report, if it must be refused: names the
+    /// backend, every boundary it cannot hold, and what would allow the run.
+    pub fn refusal(&self) -> Option<String> {
+        if let Err(why) = &self.available {
+            return Some(format!("backend `{}` cannot run here: {why}", self.backend));
+        }
+        let missing: Vec<String> = self
+            .missing()
+            .map(|l| match &l.support {
+                Support::Missing(why) => format!("{} ({}): {why}", l.boundary.as_str(), l.asked),
+                Support::Enforced(_) => String::new(),
+            })
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "backend `{}` cannot enforce what this policy sets: {}. Hint: change those \
+             settings in the policy, or choose a backend that enforces them \
+             (`[sandbox] backend`, `--backend`; `airlock doctor --backend NAME` shows what each one enforces)",
+            self.backend,
+            missing.join("; ")
+        ))
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// What the spec asks for, boundary by boundary (the same for every backend).
+fn asked(spec: &SandboxSpec) -> Vec<(Boundary, String)> {
+    let l = &spec.limits;
+    let list = |v: &[std::path::PathBuf]| {
+        v.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = vec![
+        (
+            Boundary::Programs,
+            spec.argv
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "(no command)".into()),
+        ),
+        (
+            Boundary::FilesystemView,
+            "the workspace and system directories only".into(),
+        ),
+        (
+            Boundary::Workspace,
+            format!(
+                "{} mode at {}",
+                format!("{:?}", spec.workspace.mode).to_lowercase(),
+                spec.workspace.root.display()
+            ),
+        ),
+    ];
+    if !spec.workspace.protect.is_empty() {
+        out.push((Boundary::ProtectedPaths, list(&spec.workspace.protect)));
+    }
+    if !spec.read_paths.is_empty() {
+        out.push((Boundary::ReadPaths, list(&spec.read_paths)));
+    }
+    if !spec.write_paths.is_empty() {
+        out.push((Boundary::WritePaths, list(&spec.write_paths)));
+    }
+    if !spec.hide_paths.is_empty() {
+        out.push((Boundary::HidePaths, list(&spec.hide_paths)));
+    }
+    out.push((
+        Boundary::Network,
+        match &spec.network {
+            NetworkSpec::None => "none".into(),
+            NetworkSpec::Proxy { .. } => "allowlist (through the egress proxy)".into(),
+            NetworkSpec::Open => "open".into(),
+        },
+    ));
+    out.extend([
+        (Boundary::Timeout, format!("{} ms", l.timeout_ms)),
+        (Boundary::CpuTime, format!("{} ms", l.cpu_time_ms)),
+        (Boundary::Memory, mib(l.memory_bytes)),
+        (Boundary::Pids, l.pids.to_string()),
+        (Boundary::Cpus, l.cpus.to_string()),
+        (Boundary::Output, mib(l.output_bytes)),
+        (Boundary::Tmp, mib(l.tmp_bytes)),
+        (Boundary::FileSize, mib(l.file_size_bytes)),
+        (Boundary::OpenFiles, l.open_files.to_string()),
+        (
+            Boundary::Environment,
+            format!("{} variables, nothing else inherited", spec.env.len()),
+        ),
+        (Boundary::Privileges, "none gained".into()),
+    ]);
+    out
+}
+
+/// The native backend enforces every boundary (each layer is checked by
+/// `airlock doctor`; a layer the host lacks refuses the run when it is built).
+fn native(b: Boundary, spec: &SandboxSpec) -> Support {
+    let how = match b {
+        Boundary::Programs => "any host program, run in the sandbox's namespaces",
+        Boundary::FilesystemView => "mount namespace with a tmpfs root, pivot_root; landlock as a second wall",
+        Boundary::Workspace => match spec.workspace.mode {
+            WorkspaceMode::Overlay => "overlayfs with a per-run upper layer; changes reported, applied on request",
+            WorkspaceMode::Ro => "read-only idmapped bind",
+            WorkspaceMode::Rw => "idmapped bind, protected paths read-only",
+        },
+        Boundary::ProtectedPaths => "read-only mounts, never applied back",
+        Boundary::ReadPaths => "read-only binds",
+        Boundary::WritePaths => "read-write binds",
+        Boundary::HidePaths => "masked with an empty directory or /dev/null",
+        Boundary::Network => match spec.network {
+            NetworkSpec::None => "empty network namespace, AF_UNIX-only seccomp rule",
+            NetworkSpec::Proxy { .. } => "empty network namespace, relay to the egress proxy, netwatch",
+            NetworkSpec::Open => "host network (as the policy says)",
+        },
+        Boundary::Timeout => "wall-clock timer in the helper; the whole tree is killed",
+        Boundary::CpuTime => "RLIMIT_CPU and cgroup CPU accounting",
+        Boundary::Memory => "memory cgroup (OOM kill reported as memory)",
+        Boundary::Pids => "pids cgroup and RLIMIT_NPROC",
+        Boundary::Cpus => "cgroup CPU bandwidth",
+        Boundary::Output => "captured and capped by the caller; killed at the cap",
+        Boundary::Tmp => "size- and inode-capped tmpfs /tmp and /dev/shm",
+        Boundary::FileSize => "RLIMIT_FSIZE",
+        Boundary::OpenFiles => "RLIMIT_NOFILE",
+        Boundary::Environment => "the helper starts with an empty environment; the spec's is the whole environment",
+        Boundary::Privileges => "user namespace (root inside is host uid 100000), no_new_privs, every capability dropped, seccomp",
+    };
+    Support::Enforced(how.to_string())
+}
+
+/// The report for `kind` running `spec`. `available` says whether the backend
+/// can run on this host at all (the backend's own probe).
+pub fn report(
+    kind: BackendKind,
+    spec: &SandboxSpec,
+    available: Result<String, String>,
+) -> CapabilityReport {
+    let available = if kind.built() {
+        available
+    } else {
+        Err(kind.not_built_reason())
+    };
+    let lines = asked(spec)
+        .into_iter()
+        .map(|(boundary, asked)| {
+            let support = match kind {
+                BackendKind::Native => native(boundary, spec),
+                BackendKind::Wasm => crate::wasm::caps::support(boundary, spec),
+                _ => Support::Missing(kind.not_built_reason()),
+            };
+            Line {
+                boundary,
+                asked,
+                support,
+            }
+        })
+        .collect();
+    CapabilityReport {
+        backend: kind,
+        tier: kind.tier().as_str(),
+        available,
+        lines,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn spec() -> SandboxSpec {
+        SandboxSpec {
+            request_id: "t".into(),
+            argv: vec!["python3".into(), "-c".into(), "print(1)".into()],
+            cwd: "/w".into(),
+            env: vec![("PATH".into(), "/usr/bin".into())],
+            workspace: crate::WorkspaceSpec {
+                root: "/w".into(),
+                mode: WorkspaceMode::Overlay,
+                protect: vec![".git/hooks".into()],
+                apply: false,
+            },
+            network: NetworkSpec::None,
+            limits: crate::Limits {
+                timeout_ms: 30_000,
+                cpu_time_ms: 30_000,
+                memory_bytes: 512 << 20,
+                pids: 128,
+                cpus: 1.0,
+                output_bytes: 1 << 20,
+                tmp_bytes: 64 << 20,
+                file_size_bytes: 256 << 20,
+                open_files: 1024,
+            },
+            read_paths: vec![],
+            write_paths: vec![],
+            hide_paths: vec![],
+            stdin: None,
+        }
+    }
+
+    #[test]
+    fn native_enforces_everything_and_unbuilt_backends_refuse() {
+        let s = spec();
+        let r = report(BackendKind::Native, &s, Ok("ok".into()));
+        assert!(r.refusal().is_none(), "{r:?}");
+        let g = report(BackendKind::Gvisor, &s, Ok("ok".into()));
+        let why = g.refusal().unwrap();
+        assert!(why.contains("not built in this version"), "{why}");
+    }
+}

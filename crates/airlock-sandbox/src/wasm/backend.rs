@@ -1,0 +1,296 @@
+//! The caller's side of the wasm backend: pick the module, make sure it is
+//! precompiled, start the helper, stream and cap its output, and turn its
+//! report into an [`Outcome`].
+
+use super::helper::{FD_REPORT, HELPER_ARG};
+use super::program::{classify, Program};
+use super::{cache, runtime, HelperReport, Request};
+use crate::native::sys;
+use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Overrides where precompiled modules are kept.
+pub const CACHE_ENV: &str = "AIRLOCK_WASM_CACHE";
+
+#[derive(Debug, Clone)]
+pub struct WasmBackend {
+    /// The executable that runs the helper when given [`HELPER_ARG`] first.
+    pub helper_exe: PathBuf,
+    /// Where per-run directories live.
+    pub runs_dir: PathBuf,
+    /// The precompiled-module cache.
+    pub cache_dir: PathBuf,
+}
+
+impl WasmBackend {
+    /// The running executable as helper; runs and cache under `state_dir`
+    /// (the cache under `$AIRLOCK_WASM_CACHE` when set).
+    pub fn current_exe(state_dir: &Path) -> Result<WasmBackend, SandboxError> {
+        let exe = std::fs::read_link("/proc/self/exe").map_err(|e| SandboxError::Io {
+            context: "resolving /proc/self/exe".into(),
+            source: e,
+        })?;
+        let cache_dir = std::env::var_os(CACHE_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| state_dir.join("wasm-cache"));
+        Ok(WasmBackend {
+            helper_exe: exe,
+            runs_dir: state_dir.join("runs"),
+            cache_dir,
+        })
+    }
+
+    /// Whether the backend can run here: the runtime is installed and the
+    /// helper can build its view (it needs CAP_SYS_ADMIN for its mounts).
+    pub fn probe() -> Result<String, String> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(
+                "the wasm helper builds its overlay view with mounts, which needs root; \
+                        Hint: run airlock as root, as for the native backend"
+                    .into(),
+            );
+        }
+        let python = runtime::locate_python()?;
+        Ok(format!(
+            "wasmtime {} embedded; CPython WASI runtime at {}",
+            cache::WASMTIME_VERSION,
+            python.display()
+        ))
+    }
+
+    /// The module and the guest's argv for `spec.argv`.
+    fn program(&self, spec: &SandboxSpec) -> Result<(PathBuf, Vec<String>), SandboxError> {
+        match classify(&spec.argv).map_err(SandboxError::Spec)? {
+            Program::Python { args } => {
+                let python = runtime::locate_python().map_err(|e| SandboxError::Layer {
+                    layer: "wasm",
+                    detail: e,
+                })?;
+                let cwasm = cache::ensure(&self.cache_dir, &python, Some(runtime::PYTHON_SHA256))?;
+                let mut argv = vec!["python3".to_string()];
+                argv.extend(args);
+                Ok((cwasm, argv))
+            }
+            Program::Module { path, args } => {
+                let path = spec.cwd.join(path);
+                let root = &spec.workspace.root;
+                let real = std::fs::canonicalize(&path).map_err(|e| {
+                    SandboxError::Spec(format!("WASI module {}: {e}", path.display()))
+                })?;
+                if !real.starts_with(root) {
+                    return Err(SandboxError::Spec(format!(
+                        "WASI module {} lies outside the workspace {}; Hint: put the module in the workspace",
+                        path.display(),
+                        root.display()
+                    )));
+                }
+                let cwasm = cache::ensure(&self.cache_dir, &real, None)?;
+                let mut argv = vec![real.display().to_string()];
+                argv.extend(args);
+                Ok((cwasm, argv))
+            }
+        }
+    }
+}
+
+/// One captured stream, cut at the cap.
+struct Capture {
+    bytes: Vec<u8>,
+    cap: usize,
+    truncated: bool,
+}
+
+impl Capture {
+    fn push<'a>(&mut self, chunk: &'a [u8]) -> &'a [u8] {
+        let room = self.cap.saturating_sub(self.bytes.len());
+        let kept = &chunk[..room.min(chunk.len())];
+        self.truncated |= kept.len() < chunk.len();
+        self.bytes.extend_from_slice(kept);
+        kept
+    }
+
+    fn text(&self) -> String {
+        let mut s = String::from_utf8_lossy(&self.bytes).into_owned();
+        if self.truncated {
+            s.push_str(&format!(
+                "\n[airlock: output truncated at {} bytes]\n",
+                self.cap
+            ));
+        }
+        s
+    }
+}
+
+fn io_err(context: &str) -> impl Fn(std::io::Error) -> SandboxError + '_ {
+    move |source| SandboxError::Io {
+        context: context.to_string(),
+        source,
+    }
+}
+
+impl Backend for WasmBackend {
+    fn name(&self) -> &'static str {
+        "wasm"
+    }
+
+    fn run(&self, spec: &SandboxSpec, sink: &mut dyn OutputSink) -> Result<Outcome, SandboxError> {
+        // Step 1: the module, precompiled (once per wasmtime version).
+        let (cwasm, guest_argv) = self.program(spec)?;
+        let request = Request {
+            spec: spec.clone(),
+            runs_dir: self.runs_dir.clone(),
+            cwasm,
+            guest_argv,
+        };
+        let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
+
+        // Step 2: the helper, with an empty environment and the report on fd 3.
+        let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
+        let src = rep_w.as_raw_fd();
+        let mut cmd = Command::new(&self.helper_exe);
+        cmd.arg(HELPER_ARG)
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: the closure runs between fork and exec and only calls dup2,
+        // which is async-signal-safe; it allocates nothing. The pipe's fds are
+        // far above 3 in practice; dup2 onto itself would keep CLOEXEC, so a
+        // source that is already 3 is moved first.
+        unsafe {
+            cmd.pre_exec(move || {
+                let mut from: RawFd = src;
+                if from == FD_REPORT {
+                    from = sys::cvt(libc::fcntl(from, libc::F_DUPFD_CLOEXEC, 10))?;
+                }
+                sys::cvt(libc::dup2(from, FD_REPORT))?;
+                Ok(())
+            });
+        }
+        let started = Instant::now();
+        let mut child = cmd.spawn().map_err(io_err("spawning the wasm helper"))?;
+        drop(rep_w);
+        if let Some(mut stdin) = child.stdin.take() {
+            if let Err(e) = stdin.write_all(&bytes) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(SandboxError::Helper(format!("sending the spec: {e}")));
+            }
+        }
+        let stdout: OwnedFd = child
+            .stdout
+            .take()
+            .map(OwnedFd::from)
+            .ok_or_else(|| SandboxError::Helper("no stdout pipe".into()))?;
+        let stderr: OwnedFd = child
+            .stderr
+            .take()
+            .map(OwnedFd::from)
+            .ok_or_else(|| SandboxError::Helper("no stderr pipe".into()))?;
+
+        // Step 3: relay output as it comes, capped; collect the report.
+        let cap = usize::try_from(spec.limits.output_bytes).unwrap_or(usize::MAX);
+        let mut out = Capture {
+            bytes: Vec::new(),
+            cap,
+            truncated: false,
+        };
+        let mut err = Capture {
+            bytes: Vec::new(),
+            cap,
+            truncated: false,
+        };
+        let mut report_bytes = Vec::new();
+        let mut open = [true, true, true];
+        let backstop =
+            started + Duration::from_millis(spec.limits.timeout_ms) + Duration::from_secs(60);
+        let mut buf = vec![0u8; 64 * 1024];
+        while open.iter().any(|o| *o) {
+            let fds = [stdout.as_raw_fd(), stderr.as_raw_fd(), rep_r.as_raw_fd()];
+            let live: Vec<RawFd> = fds
+                .iter()
+                .zip(open)
+                .filter(|(_, o)| *o)
+                .map(|(f, _)| *f)
+                .collect();
+            let wait = backstop.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(SandboxError::Helper(
+                    "the wasm helper stopped responding; killed".into(),
+                ));
+            }
+            let revents =
+                sys::poll(&live, wait.as_millis().min(1000) as i32).map_err(io_err("poll"))?;
+            for (fd, rev) in live.iter().zip(revents) {
+                if rev == 0 {
+                    continue;
+                }
+                let idx = fds.iter().position(|f| f == fd).unwrap_or(2);
+                let n = sys::read(*fd, &mut buf).unwrap_or(0);
+                if n == 0 {
+                    open[idx] = false;
+                    continue;
+                }
+                let chunk = &buf[..n];
+                match idx {
+                    0 => {
+                        let kept = out.push(chunk);
+                        if !kept.is_empty() {
+                            sink.stdout(kept);
+                        }
+                    }
+                    1 => {
+                        let kept = err.push(chunk);
+                        if !kept.is_empty() {
+                            sink.stderr(kept);
+                        }
+                    }
+                    _ => report_bytes.extend_from_slice(chunk),
+                }
+            }
+        }
+        let status = child
+            .wait()
+            .map_err(io_err("waiting for the wasm helper"))?;
+        if report_bytes.is_empty() {
+            return Err(SandboxError::Helper(format!(
+                "the wasm helper exited ({status}) without a report"
+            )));
+        }
+        let report: HelperReport = serde_json::from_slice(&report_bytes)
+            .map_err(|e| SandboxError::Helper(format!("unreadable wasm helper report: {e}")))?;
+        if report.failure.is_some() {
+            return Err(report.into_error());
+        }
+        let mut stderr_text = err.text();
+        if let Some(trap) = &report.trap {
+            let note = format!("[airlock: the WebAssembly guest trapped: {trap}]\n");
+            sink.stderr(note.as_bytes());
+            stderr_text.push_str(&note);
+        }
+        Ok(Outcome {
+            exit_code: report.exit_code,
+            signal: report.signal,
+            killed_by: report.killed_by,
+            duration_ms: report.duration_ms,
+            cpu_ms: report.cpu_ms,
+            peak_memory_bytes: report.peak_memory_bytes,
+            stdout: out.text(),
+            stderr: stderr_text,
+            truncated: out.truncated || err.truncated,
+            changes: report.changes,
+            applied: report.applied,
+            violations: report.violations,
+        })
+    }
+}

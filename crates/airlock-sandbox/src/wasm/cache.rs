@@ -1,0 +1,115 @@
+//! Precompiled modules: each module is compiled once per wasmtime version and
+//! kept as a `.cwasm` named by the wasmtime version and the module's SHA-256.
+//!
+//! Loading a `.cwasm` runs its machine code, so the cache must be trusted: it
+//! lives in a directory owned by this user with mode 0700, a file is written
+//! under a temporary name and renamed into place, and a directory or file that
+//! someone else could have written is refused rather than used.
+
+use super::engine;
+use crate::SandboxError;
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The wasmtime version this binary embeds (pinned in Cargo.toml).
+pub const WASMTIME_VERSION: &str = "48.0.8";
+
+fn layer(detail: String) -> SandboxError {
+    SandboxError::Layer {
+        layer: "wasm",
+        detail,
+    }
+}
+
+fn sha256_file(path: &Path) -> Result<String, SandboxError> {
+    let mut f =
+        std::fs::File::open(path).map_err(|e| layer(format!("reading {}: {e}", path.display())))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).map_err(|e| layer(format!("reading {}: {e}", path.display())))?;
+    Ok(hex::encode(h.finalize()))
+}
+
+/// Makes the cache directory (0700) or checks that an existing one is ours.
+fn private_dir(dir: &Path) -> Result<(), SandboxError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| layer(format!("creating the module cache {}: {e}", dir.display())))?;
+    let m = std::fs::symlink_metadata(dir)
+        .map_err(|e| layer(format!("module cache {}: {e}", dir.display())))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !m.is_dir() || m.uid() != me || m.mode() & 0o022 != 0 {
+        return Err(layer(format!(
+            "the module cache {} is not a directory owned by uid {me} and closed to others; \
+             Hint: remove it, or point AIRLOCK_WASM_CACHE at a private directory",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The `.cwasm` for `module`, compiled now if the cache has none. `pinned` is
+/// the SHA-256 the module must have (the CPython runtime), if any.
+pub fn ensure(
+    cache_dir: &Path,
+    module: &Path,
+    pinned: Option<&str>,
+) -> Result<PathBuf, SandboxError> {
+    private_dir(cache_dir)?;
+    let hash = match pinned {
+        // The pinned runtime is large: its hash is checked when it is compiled,
+        // and the cache entry carries the pinned hash in its name.
+        Some(pin) => {
+            let cwasm = cache_dir.join(format!("{pin}-wasmtime-{WASMTIME_VERSION}.cwasm"));
+            if trusted_file(&cwasm) {
+                return Ok(cwasm);
+            }
+            let got = sha256_file(module)?;
+            if got != pin {
+                return Err(layer(format!(
+                    "{} has SHA-256 {got}, not the pinned {pin}: refusing to run it; \
+                     Hint: reinstall it with scripts/setup-wasm-python",
+                    module.display()
+                )));
+            }
+            got
+        }
+        None => sha256_file(module)?,
+    };
+    let cwasm = cache_dir.join(format!("{hash}-wasmtime-{WASMTIME_VERSION}.cwasm"));
+    if trusted_file(&cwasm) {
+        return Ok(cwasm);
+    }
+    let bytes =
+        std::fs::read(module).map_err(|e| layer(format!("reading {}: {e}", module.display())))?;
+    let engine = engine::new()?;
+    let compiled = engine
+        .precompile_module(&bytes)
+        .map_err(|e| layer(format!("compiling {}: {e:#}", module.display())))?;
+    let tmp = cache_dir.join(format!(".{hash}.{}.tmp", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(&compiled).and_then(|_| f.sync_all()))
+        .and_then(|_| std::fs::rename(&tmp, &cwasm));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(layer(format!("writing {}: {e}", cwasm.display())));
+    }
+    Ok(cwasm)
+}
+
+/// A regular file owned by us and writable by nobody else.
+fn trusted_file(p: &Path) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    std::fs::symlink_metadata(p).is_ok_and(|m| {
+        m.is_file() && m.uid() == me && m.permissions().mode() & 0o022 == 0 && m.len() > 0
+    })
+}

@@ -1,0 +1,157 @@
+//! The helper: the airlock binary re-executed with [`HELPER_ARG`], as for the
+//! native backend. It reads the request on stdin, makes private mount,
+//! network, IPC and UTS namespaces, builds the view, forks the guest's process
+//! and waits for it (killing it at the timeout if a host call holds it), then
+//! reads the change report from the overlay's upper layer, applies it when
+//! asked, tears the view down and writes its report on fd 3.
+
+use super::{guest, scratch, GuestResult, HelperReport, Request};
+use crate::native::{sys, workspace};
+use crate::{KillReason, SandboxError, WorkspaceMode};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+/// First argument that makes the airlock binary the wasm helper.
+pub const HELPER_ARG: &str = "__airlock-wasm-helper";
+/// The fd the report is written to.
+pub const FD_REPORT: i32 = 3;
+/// How long past the timeout a guest stuck in a host call is given before SIGKILL.
+const GRACE: Duration = Duration::from_millis(500);
+
+pub fn helper_main() -> ! {
+    let report = match std::io::read_to_string(std::io::stdin()) {
+        Ok(text) => match serde_json::from_str::<Request>(&text) {
+            Ok(req) => run(&req),
+            Err(e) => HelperReport::failed("spec", format!("unreadable request: {e}")),
+        },
+        Err(e) => HelperReport::failed("spec", format!("reading the request: {e}")),
+    };
+    let bytes = serde_json::to_vec(&report).unwrap_or_default();
+    let _ = sys::write_all(FD_REPORT, &bytes);
+    sys::exit_now(0)
+}
+
+fn run(req: &Request) -> HelperReport {
+    // Step 1: namespaces of our own: nothing mounted here is seen outside, and
+    // the guest's process starts with no network at all.
+    if let Err(e) = sys::unshare(
+        libc::CLONE_NEWNS | libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS,
+    ) {
+        return HelperReport::failed("namespaces", format!("unshare: {e}"));
+    }
+    // Step 2: the view.
+    let view = match scratch::build(&req.spec, &req.runs_dir) {
+        Ok(v) => v,
+        Err(e) => return HelperReport::from_error(e),
+    };
+    // Step 3: the guest, in a child process behind its own walls.
+    let started = Instant::now();
+    let result = run_guest(req, &view);
+    let duration_ms = started.elapsed().as_millis() as u64;
+    // Step 4: the change report and apply, from the overlay's upper layer.
+    let spec = &req.spec;
+    let mut report = match result {
+        Ok(g) => HelperReport::ran(g, duration_ms),
+        Err(e) => {
+            scratch::teardown(&view);
+            return HelperReport::from_error(e);
+        }
+    };
+    if let Some(upper) = &view.upper {
+        let changes = workspace::changes(upper, &spec.workspace.root);
+        let apply = spec.workspace.apply || spec.workspace.mode == WorkspaceMode::Rw;
+        if apply && !changes.is_empty() {
+            match workspace::apply(
+                &changes,
+                upper,
+                &spec.workspace.root,
+                &spec.workspace.protect,
+            ) {
+                Ok(v) => {
+                    report.violations.extend(v);
+                    report.applied = true;
+                }
+                Err(e) => report.violations.push(crate::Violation {
+                    kind: "filesystem".into(),
+                    detail: format!("apply failed: {e}"),
+                    data: serde_json::Value::Null,
+                }),
+            }
+        }
+        report.changes = changes
+            .iter()
+            .map(|c| c.public(&spec.workspace.root))
+            .collect();
+    }
+    // Step 5: teardown.
+    scratch::teardown(&view);
+    report
+}
+
+fn run_guest(req: &Request, view: &scratch::View) -> Result<GuestResult, SandboxError> {
+    let (r, w) = sys::pipe().map_err(|e| io("pipe", e))?;
+    let pid = sys::fork().map_err(|e| io("fork", e))?;
+    if pid == 0 {
+        drop(r);
+        let out = match guest::run(req, view) {
+            Ok(g) => Ok(g),
+            Err(e) => Err(HelperReport::from_error(e)),
+        };
+        let bytes = serde_json::to_vec(&out).unwrap_or_default();
+        let _ = sys::write_all(w.as_raw_fd(), &bytes);
+        sys::exit_now(0);
+    }
+    drop(w);
+    // The guest enforces its own limits; this is the backstop for a guest
+    // whose thread is held in a host call (a long sleep, a blocking read).
+    let deadline = Instant::now() + Duration::from_millis(req.spec.limits.timeout_ms) + GRACE;
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut killed = false;
+    loop {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        if wait.is_zero() {
+            sys::kill(pid, libc::SIGKILL);
+            killed = true;
+            break;
+        }
+        let ready = sys::poll(&[r.as_raw_fd()], wait.as_millis().min(1000) as i32)
+            .map_err(|e| io("poll", e))?;
+        if ready[0] == 0 {
+            continue;
+        }
+        match sys::read(r.as_raw_fd(), &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+        }
+    }
+    let (_, status) = sys::waitpid(pid, 0).map_err(|e| io("waitpid", e))?;
+    if killed {
+        return Ok(GuestResult::killed(KillReason::Timeout));
+    }
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        // RLIMIT_CPU behind the watchdog.
+        if sig == libc::SIGXCPU {
+            return Ok(GuestResult::killed(KillReason::CpuTime));
+        }
+        let mut g = GuestResult::killed(KillReason::Timeout);
+        g.killed_by = None;
+        g.signal = Some(sig);
+        return Ok(g);
+    }
+    match serde_json::from_slice::<Result<GuestResult, HelperReport>>(&bytes) {
+        Ok(Ok(g)) => Ok(g),
+        Ok(Err(failed)) => Err(failed.into_error()),
+        Err(e) => Err(SandboxError::Helper(format!(
+            "the guest process gave no result ({e})"
+        ))),
+    }
+}
+
+fn io(what: &str, e: std::io::Error) -> SandboxError {
+    SandboxError::Io {
+        context: what.into(),
+        source: e,
+    }
+}

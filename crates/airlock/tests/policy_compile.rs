@@ -1,0 +1,145 @@
+//! `airlock policy compile --backend kubernetes`, run as the real binary and
+//! compared with golden files (UPDATE_GOLDEN=1 rewrites them).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn airlock(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_airlock"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("AIRLOCK_POLICY")
+        .output()
+        .expect("run airlock")
+}
+
+fn golden(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
+}
+
+const NONE: &str = r#"
+[workspace]
+root = "."
+mode = "overlay"
+[network]
+mode = "none"
+[commands]
+allow = ["python3"]
+[limits]
+timeout = "90s"
+memory = "256MiB"
+cpus = 0.5
+tmp = "32MiB"
+[env]
+set = { PYTHONDONTWRITEBYTECODE = "1" }
+"#;
+
+const ALLOWLIST_RW: &str = r#"
+[workspace]
+root = "."
+mode = "rw"
+[network]
+mode = "allowlist"
+allow = ["pypi.example.org"]
+[commands]
+allow = ["python3"]
+"#;
+
+fn compile(policy: &str, golden_name: &str) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    std::fs::write(dir.path().join("airlock.toml"), policy).expect("write");
+    let out = airlock(
+        dir.path(),
+        &[
+            "policy",
+            "compile",
+            "--backend",
+            "kubernetes",
+            "airlock.toml",
+            "--name",
+            "run-1",
+            "--image",
+            "tools:1",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let path = golden(golden_name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, serde_json::to_string_pretty(&got).unwrap() + "\n").unwrap();
+    }
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("golden file")).unwrap();
+    assert_eq!(got, want, "differs from {}", path.display());
+}
+
+#[test]
+fn network_none_compiles_to_a_gvisor_pod_and_a_deny_all_network_policy() {
+    compile(NONE, "kube-none.json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(golden("kube-none.json")).unwrap()).unwrap();
+    let pod = &v["items"][0];
+    assert_eq!(pod["kind"], "Pod");
+    assert_eq!(pod["spec"]["runtimeClassName"], "gvisor");
+    assert_eq!(pod["spec"]["activeDeadlineSeconds"], 90);
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+    assert_eq!(c["securityContext"]["capabilities"]["drop"][0], "ALL");
+    assert_eq!(c["resources"]["limits"]["memory"], "256Mi");
+    assert_eq!(c["resources"]["limits"]["cpu"], "500m");
+    let np = &v["items"][1];
+    assert_eq!(np["kind"], "NetworkPolicy");
+    assert_eq!(np["spec"]["egress"], serde_json::json!([]));
+    assert_eq!(np["spec"]["ingress"], serde_json::json!([]));
+}
+
+#[test]
+fn allowlist_egress_goes_to_the_proxy_only_and_rw_mounts_the_workspace_writable() {
+    compile(ALLOWLIST_RW, "kube-allowlist-rw.json");
+}
+
+#[test]
+fn a_denied_command_gets_no_pod() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    std::fs::write(dir.path().join("airlock.toml"), NONE).expect("write");
+    let out = airlock(
+        dir.path(),
+        &[
+            "policy",
+            "compile",
+            "--backend",
+            "kubernetes",
+            "airlock.toml",
+            "--",
+            "curl",
+            "x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let out = airlock(
+        dir.path(),
+        &[
+            "policy",
+            "compile",
+            "--backend",
+            "k8s",
+            "airlock.toml",
+            "--",
+            "python3",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
