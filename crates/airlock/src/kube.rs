@@ -46,7 +46,7 @@ pub struct Execution<'a> {
 }
 
 fn quantity(bytes: u64) -> Quantity {
-    if bytes % (1 << 20) == 0 {
+    if bytes.is_multiple_of(1 << 20) {
         Quantity(format!("{}Mi", bytes >> 20))
     } else {
         Quantity(bytes.to_string())

@@ -82,6 +82,13 @@ fn compile(policy: &str, golden_name: &str) {
     let want: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("golden file")).unwrap();
     assert_eq!(got, want, "differs from {}", path.display());
+    // Every field is one the Kubernetes types know: the objects read back as them.
+    let pod: k8s_openapi::api::core::v1::Pod =
+        serde_json::from_value(got["items"][0].clone()).expect("a Pod");
+    assert!(pod.spec.is_some());
+    let np: k8s_openapi::api::networking::v1::NetworkPolicy =
+        serde_json::from_value(got["items"][1].clone()).expect("a NetworkPolicy");
+    assert!(np.spec.is_some());
 }
 
 #[test]

@@ -272,6 +272,10 @@ impl Backend for WasmBackend {
         if report.failure.is_some() {
             return Err(report.into_error());
         }
+        // A guest trapped at the output cap wrote exactly the cap: it was cut.
+        if report.killed_by == Some(crate::KillReason::Output) && !out.truncated && !err.truncated {
+            out.truncated = true;
+        }
         let mut stderr_text = err.text();
         if let Some(trap) = &report.trap {
             let note = format!("[airlock: the WebAssembly guest trapped: {trap}]\n");
