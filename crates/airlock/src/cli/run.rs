@@ -227,7 +227,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let state_dir = airlock_core::resolve_state_dir()?;
     airlock_core::state::ensure_private_dir(&state_dir)?;
     // The native backend streams the caller's stdin; the factory opens the others.
-    let backend: Box<dyn airlock_sandbox::Backend> = if kind == airlock_sandbox::BackendKind::Native {
+    let backend: Box<dyn airlock_sandbox::Backend> = if kind == airlock_sandbox::BackendKind::Native
+    {
         let mut backend = NativeBackend::current_exe()?;
         backend.runs_dir = state_dir.join("runs");
         backend.stdin_from_caller = take_stdin(args.stdin.as_deref())?;
