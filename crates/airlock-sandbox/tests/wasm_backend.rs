@@ -159,7 +159,7 @@ fn a_file_written_in_the_workspace_is_a_reported_change_and_the_host_is_untouche
     let f = fixture();
     // path_open(fd 3 = the workspace preopen, "out.txt", O_CREAT) then write to it.
     let tail = r#"(drop (call $path_open (i32.const 3) (i32.const 0) (i32.const 200) (i32.const 7)
-        (i32.const 1) (i64.const 0x7fffffff) (i64.const 0x7fffffff) (i32.const 0) (i32.const 300)))
+        (i32.const 1) (i64.const 0x1fffffff) (i64.const 0x1fffffff) (i32.const 0) (i32.const 300)))
       (drop (call $fd_write (i32.load (i32.const 300)) (i32.const 0) (i32.const 1) (i32.const 8)))"#;
     write(&f.ws, "touch.wasm", &module("data", 1, 0, tail));
     let o = f
