@@ -291,10 +291,13 @@ fn policy_explain_traces_every_segment() {
         assert!(out.contains(step), "{step} missing:\n{out}");
     }
     assert!(out.contains("outside the workspace"), "{out}");
+    // The decision comes before the backend's capability report.
+    let decision = out.lines().find(|l| l.starts_with("decision: "));
     assert!(
-        out.lines().last().unwrap().starts_with("decision: deny"),
+        decision.is_some_and(|l| l.starts_with("decision: deny")),
         "{out}"
     );
+    assert!(out.contains("backend: native"), "{out}");
 }
 
 /// Finding 8: a CLI check is on the audit record, like a check through the API.

@@ -315,7 +315,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.json {
         println!(
             "{}",
-            json_safe(&serde_json::to_string_pretty(&json_view(&response, kind.as_str()))?)
+            json_safe(&serde_json::to_string_pretty(&json_view(
+                &response,
+                kind.as_str()
+            ))?)
         );
     } else {
         report_to_terminal(&response, &policy);
