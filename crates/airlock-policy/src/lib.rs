@@ -4,6 +4,7 @@
 //! file it is given; deciding only reads the filesystem to resolve symlinks of the
 //! workspace boundary.
 
+pub mod changes;
 pub mod decision;
 pub mod gate;
 pub mod load;
@@ -14,6 +15,7 @@ pub mod request;
 pub mod rules;
 pub mod shell;
 
+pub use changes::{classify, ChangesPolicy, Classification, Disposition};
 pub use decision::{Decision, SegmentDecision, Step, Verdict};
 pub use gate::{decide, explain, Explanation, TraceEntry};
 pub use load::{Loaded, PolicyError, PolicyWarning};

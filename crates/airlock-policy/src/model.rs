@@ -23,6 +23,9 @@ pub struct Policy {
     /// Which isolation backend runs what the gate allows (`[sandbox]`).
     #[serde(default)]
     pub sandbox: SandboxPolicy,
+    /// `[changes]`: what may flow back from a run to the host workspace.
+    #[serde(default)]
+    pub changes: crate::changes::ChangesPolicy,
     /// SHA-256 (hex) of the policy's source text, or of the built-in default.
     /// Approvals and audit records are tied to it.
     pub sha256: String,

@@ -201,6 +201,7 @@ fn fail_closed_policy(root: &Path, why: &str) -> Policy {
         },
         toolchains: vec![],
         sandbox: SandboxPolicy::default(),
+        changes: crate::changes::ChangesPolicy::default(),
         sha256: sha256_hex(why),
         source: format!("{BUILTIN_ORIGIN} (broken: {why})"),
     }

@@ -12,6 +12,7 @@ use std::path::{Component, Path, PathBuf};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
+mod changes;
 mod sandbox;
 
 type SValue<'i> = Spanned<DeValue<'i>>;
@@ -26,6 +27,7 @@ const SECTIONS: &[&str] = &[
     "toolchains",
     "rule",
     "sandbox",
+    "changes",
 ];
 const WORKSPACE_KEYS: &[&str] = &["root", "mode", "protect", "apply"];
 const NETWORK_KEYS: &[&str] = &["mode", "allow", "deny", "programs", "subcommands"];
@@ -426,6 +428,7 @@ impl<'t> Walker<'t> {
             },
             toolchains: vec![],
             sandbox: SandboxPolicy::default(),
+            changes: crate::changes::ChangesPolicy::default(),
             sha256: String::new(),
             source: String::new(),
         };
@@ -473,6 +476,11 @@ impl<'t> Walker<'t> {
                 "sandbox" => {
                     if let Some(t) = self.table(value, "sandbox") {
                         self.sandbox(t, &mut policy.sandbox);
+                    }
+                }
+                "changes" => {
+                    if let Some(t) = self.table(value, "changes") {
+                        self.changes(t, &mut policy.changes);
                     }
                 }
                 _ => {}

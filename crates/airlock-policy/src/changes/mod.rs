@@ -1,0 +1,825 @@
+//! The change-set policy: what may flow back from a run to the host workspace.
+//!
+//! Every change a run leaves (an overlay's upper layer applied by `--apply` or
+//! by `rw` mode, and later the MCP/HTTP file tools) is judged here, one entry at
+//! a time, by [`classify`], a pure function of the entry, the `[changes]`
+//! section and a [`Context`] naming the paths that airlock itself owns. The
+//! answer is a [`Classification`]: a [`Disposition`] with the rule that made it
+//! and a one-line reason that names the path, the rule and what would allow it.
+//!
+//! Order of the rules (first match wins):
+//! 1. airlock's own files (policy, tokens, state directory) and `workspace.protect`: deny;
+//! 2. `[changes] deny`: deny;
+//! 3. a file named like a policy file (`airlock.toml`); FIFOs, sockets, device
+//!    nodes; symlinks whose target leaves the workspace: deny;
+//! 4. `[changes] discard` (caches): discarded, never applied;
+//! 5. `[changes] allow`: allow (overrides 6, never 1-3);
+//! 6. host-executable metadata (git internals outside a safe set, a `.git` at any
+//!    depth, the default approval list, `[changes] approval`): approval required;
+//! 7. everything else: allow, with the mode normalised (set-uid, set-gid and
+//!    sticky bits stripped; no world-writable bit unless the host entry had it).
+
+mod pattern;
+
+pub use pattern::Pattern;
+
+use crate::load::POLICY_FILE_NAME;
+use serde::{Deserialize, Serialize};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+/// Names directly below a `.git` directory that host git only reads as data.
+pub const GIT_SAFE: &[&str] = &[
+    "objects",
+    "refs",
+    "logs",
+    "index",
+    "HEAD",
+    "ORIG_HEAD",
+    "FETCH_HEAD",
+    "COMMIT_EDITMSG",
+    "packed-refs",
+];
+
+/// Files and directories that a tool executes or obeys without the user running
+/// the project's code: approval required by default, at any depth unless anchored.
+pub const DEFAULT_APPROVAL: &[&str] = &[
+    ".gitmodules",
+    ".envrc",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".zlogout",
+    ".kshrc",
+    ".cshrc",
+    ".tcshrc",
+    ".inputrc",
+    ".vscode/",
+    ".idea/",
+    ".devcontainer/",
+    "**/.github/workflows/",
+    ".mcp.json",
+    ".claude/",
+    ".codex/",
+    ".cursor/",
+    // Hook managers: host git runs these once core.hooksPath or pre-commit points at them.
+    ".husky/",
+    ".githooks/",
+    ".pre-commit-config.yaml",
+];
+
+/// Caches that are dropped from the change set rather than applied or reported.
+pub const DEFAULT_DISCARD: &[&str] = &[
+    "__pycache__/",
+    ".pytest_cache/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+];
+
+/// `[changes]` as loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangesPolicy {
+    /// Patterns added to [`DEFAULT_APPROVAL`].
+    pub approval: Vec<String>,
+    /// Patterns allowed even though the defaults or `approval` hold them for a person.
+    pub allow: Vec<String>,
+    /// Patterns never applied.
+    pub deny: Vec<String>,
+    /// Patterns dropped silently (counted); replaces [`DEFAULT_DISCARD`] when set.
+    pub discard: Vec<String>,
+    /// Most files (entries) one apply may write; `None`: the overlay's inode cap.
+    pub max_files: Option<u64>,
+    /// Most bytes of file data one apply may write; `None`: the overlay's size cap.
+    pub max_bytes: Option<u64>,
+}
+
+impl Default for ChangesPolicy {
+    fn default() -> Self {
+        ChangesPolicy {
+            approval: Vec::new(),
+            allow: Vec::new(),
+            deny: Vec::new(),
+            discard: DEFAULT_DISCARD.iter().map(|s| s.to_string()).collect(),
+            max_files: None,
+            max_bytes: None,
+        }
+    }
+}
+
+/// What happened to a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// The type of the changed entry (for a deletion: of what was deleted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryType {
+    File,
+    Dir,
+    Symlink,
+    Fifo,
+    Socket,
+    CharDevice,
+    BlockDevice,
+}
+
+impl EntryType {
+    /// From `st_mode`'s type bits.
+    pub fn from_mode(mode: u32) -> EntryType {
+        match mode & 0o170000 {
+            0o040000 => EntryType::Dir,
+            0o120000 => EntryType::Symlink,
+            0o010000 => EntryType::Fifo,
+            0o140000 => EntryType::Socket,
+            0o020000 => EntryType::CharDevice,
+            0o060000 => EntryType::BlockDevice,
+            _ => EntryType::File,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryType::File => "file",
+            EntryType::Dir => "dir",
+            EntryType::Symlink => "symlink",
+            EntryType::Fifo => "fifo",
+            EntryType::Socket => "socket",
+            EntryType::CharDevice => "char_device",
+            EntryType::BlockDevice => "block_device",
+        }
+    }
+}
+
+/// One change, as the classifier sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    /// Relative to the workspace root, without `..` (anything else is denied).
+    pub rel: &'a Path,
+    pub kind: ChangeKind,
+    pub file_type: EntryType,
+    /// Permission bits (with set-id and sticky bits) of the new entry.
+    pub mode: u32,
+    /// Permission bits of the host entry it replaces, if there is one.
+    pub host_mode: Option<u32>,
+    /// For a symlink: its target, as stored.
+    pub symlink_target: Option<&'a Path>,
+}
+
+/// What the caller knows that the policy text does not.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// Absolute workspace root (absolute symlink targets are judged against it).
+    pub root: PathBuf,
+    /// Paths (relative to root) that airlock owns: the active policy file, the
+    /// tokens file, the state directory. Never written, in any mode.
+    pub airlock_owned: Vec<PathBuf>,
+    /// `workspace.protect`, relative to root.
+    pub protect: Vec<PathBuf>,
+}
+
+impl Context {
+    /// A context for `root`, with the airlock-owned absolute `paths` that lie
+    /// inside it made relative (those outside cannot be reached by a change).
+    pub fn new(root: &Path, owned: &[PathBuf], protect: &[PathBuf]) -> Context {
+        Context {
+            root: root.to_path_buf(),
+            airlock_owned: owned
+                .iter()
+                .filter_map(|p| {
+                    if p.is_absolute() {
+                        p.strip_prefix(root).ok().map(Path::to_path_buf)
+                    } else {
+                        Some(p.clone())
+                    }
+                })
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect(),
+            protect: protect.to_vec(),
+        }
+    }
+}
+
+/// The answer for one change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    Allow,
+    ApprovalRequired,
+    Deny,
+    /// Dropped (a cache): neither applied nor listed one by one.
+    Discard,
+}
+
+impl Disposition {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Disposition::Allow => "allow",
+            Disposition::ApprovalRequired => "approval_required",
+            Disposition::Deny => "deny",
+            Disposition::Discard => "discard",
+        }
+    }
+}
+
+/// A disposition with its rule and reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Classification {
+    pub disposition: Disposition,
+    /// Which rule decided: `changes.deny[2]`, `builtin.git_metadata`, ….
+    pub rule: String,
+    /// One line naming the path, the rule and what would allow it (empty for allow).
+    pub reason: String,
+    /// For an allowed added or modified entry: the permission bits to apply.
+    pub mode: Option<u32>,
+}
+
+/// A path as printable, lossless text: UTF-8 stays as it is except `\`, which
+/// doubles, and control characters (C0, DEL, C1, and the bidi/line separators),
+/// which become `\n`, `\t`, `\xNN` or `\u{…}`; bytes that are not UTF-8 become
+/// `\xNN`. Two different paths never print the same, and nothing printed can
+/// start a new line or move the cursor.
+pub fn escape_path(p: &Path) -> String {
+    escape_bytes(p.as_os_str().as_bytes())
+}
+
+/// [`escape_path`] on raw bytes.
+pub fn escape_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for ch in chunk.valid().chars() {
+            match ch {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                    out.push_str(&format!("\\x{:02x}", c as u32))
+                }
+                c if (0x80..0xa0).contains(&(c as u32))
+                    || matches!(c as u32, 0x200e | 0x200f | 0x2028 | 0x2029)
+                    || (0x202a..=0x202e).contains(&(c as u32))
+                    || (0x2066..=0x2069).contains(&(c as u32)) =>
+                {
+                    out.push_str(&format!("\\u{{{:x}}}", c as u32))
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+fn deny(rule: impl Into<String>, reason: String) -> Classification {
+    Classification {
+        disposition: Disposition::Deny,
+        rule: rule.into(),
+        reason,
+        mode: None,
+    }
+}
+
+fn approval(rule: impl Into<String>, reason: String) -> Classification {
+    Classification {
+        disposition: Disposition::ApprovalRequired,
+        rule: rule.into(),
+        reason,
+        mode: None,
+    }
+}
+
+/// `rel` is `p` or lies below it; or (when the change replaces or removes `rel`)
+/// `rel` is an ancestor of `p`, so the change would take `p` with it.
+fn touches(rel: &Path, p: &Path, kind: ChangeKind) -> bool {
+    rel.starts_with(p) || (kind != ChangeKind::Added && p.starts_with(rel))
+}
+
+/// The `[changes]` lists compiled once, with the context: judge many entries
+/// with [`Rules::classify`].
+#[derive(Debug, Clone)]
+pub struct Rules {
+    ctx: Context,
+    deny: Vec<(String, Pattern)>,
+    discard: Vec<(String, Pattern)>,
+    allow: Vec<(String, Pattern)>,
+    approval: Vec<(String, Pattern)>,
+}
+
+fn compile<'a>(prefix: &str, list: impl Iterator<Item = &'a str>) -> Vec<(String, Pattern)> {
+    // The loader refuses bad patterns; one that slips through (a policy built by
+    // hand) matches nothing rather than failing the whole apply.
+    list.enumerate()
+        .filter_map(|(i, p)| {
+            Pattern::new(p)
+                .ok()
+                .map(|pat| (format!("{prefix}[{i}]"), pat))
+        })
+        .collect()
+}
+
+impl Rules {
+    pub fn new(policy: &ChangesPolicy, ctx: Context) -> Rules {
+        let mut approval = compile("builtin.approval", DEFAULT_APPROVAL.iter().copied());
+        approval.extend(compile(
+            "changes.approval",
+            policy.approval.iter().map(String::as_str),
+        ));
+        Rules {
+            ctx,
+            deny: compile("changes.deny", policy.deny.iter().map(String::as_str)),
+            discard: compile("changes.discard", policy.discard.iter().map(String::as_str)),
+            allow: compile("changes.allow", policy.allow.iter().map(String::as_str)),
+            approval,
+        }
+    }
+
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Judges one change. Pure: reads nothing but its arguments.
+    pub fn classify(&self, entry: &Entry<'_>) -> Classification {
+        let ctx = &self.ctx;
+        let rel = entry.rel;
+        let shown = escape_path(rel);
+        if rel.as_os_str().is_empty()
+            || rel.components().any(|c| !matches!(c, Component::Normal(_)))
+        {
+            return deny(
+                "builtin.path",
+                format!("`{shown}` is not a plain path inside the workspace; nothing allows it"),
+            );
+        }
+        // 1. airlock's own files, then workspace.protect.
+        for owned in &ctx.airlock_owned {
+            if touches(rel, owned, entry.kind) {
+                return deny(
+                    "builtin.airlock_owned",
+                    format!(
+                        "`{shown}` would change `{}`, which airlock owns (policy, tokens or state); a run may never write it, edit it on the host instead",
+                        escape_path(owned)
+                    ),
+                );
+            }
+        }
+        for (i, p) in ctx.protect.iter().enumerate() {
+            if touches(rel, p, entry.kind) {
+                return deny(
+                    format!("workspace.protect[{i}]"),
+                    format!(
+                        "`{shown}` would change the protected path `{}` (workspace.protect); remove it from `protect` to allow",
+                        escape_path(p)
+                    ),
+                );
+            }
+        }
+        // A policy file by the name airlock looks for (`airlock.toml` in the
+        // working directory) would rule the next run, even where none exists yet.
+        if rel.file_name().map(|n| n.as_bytes()) == Some(POLICY_FILE_NAME.as_bytes()) {
+            return deny(
+                "builtin.policy_file",
+                format!("`{shown}` is named like a policy file ({POLICY_FILE_NAME}), which the next run would obey; a run may never write one, edit it on the host instead"),
+            );
+        }
+        // 2. [changes] deny.
+        if let Some((rule, p)) = self.deny.iter().find(|(_, p)| p.matches(rel)) {
+            return deny(
+                rule.clone(),
+                format!(
+                    "`{shown}` matches `{}` in [changes] deny; remove it from that list to allow",
+                    p.as_str()
+                ),
+            );
+        }
+        // 3. What the entry is.
+        if entry.kind != ChangeKind::Deleted {
+            match entry.file_type {
+                EntryType::Fifo
+                | EntryType::Socket
+                | EntryType::CharDevice
+                | EntryType::BlockDevice => {
+                    return deny(
+                        "builtin.special_file",
+                        format!(
+                            "`{shown}` is a {}; special files are never copied to the host (nothing allows it)",
+                            entry.file_type.as_str()
+                        ),
+                    );
+                }
+                EntryType::Symlink => {
+                    let target = entry.symlink_target.unwrap_or(Path::new(""));
+                    if !target_inside(rel, target, &ctx.root) {
+                        return deny(
+                            "builtin.symlink_out",
+                            format!(
+                                "`{shown}` is a symlink to `{}`, which resolves outside the workspace; nothing allows it, copy the file instead",
+                                escape_path(target)
+                            ),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        // 4. Discard.
+        if let Some((rule, p)) = self.discard.iter().find(|(_, p)| p.matches(rel)) {
+            return Classification {
+                disposition: Disposition::Discard,
+                rule: rule.clone(),
+                reason: format!(
+                    "`{shown}` matches `{}` in [changes] discard (a cache)",
+                    p.as_str()
+                ),
+                mode: None,
+            };
+        }
+        let set_id = entry.kind != ChangeKind::Deleted
+            && entry.file_type != EntryType::Symlink
+            && entry.mode & 0o7000 != 0;
+        let allowed = Classification {
+            disposition: Disposition::Allow,
+            rule: if set_id {
+                "builtin.mode".into()
+            } else {
+                String::new()
+            },
+            reason: if set_id {
+                format!(
+                    "`{shown}` had mode {:04o}: set-uid, set-gid and sticky bits are stripped on the way to the host",
+                    entry.mode & 0o7777
+                )
+            } else {
+                String::new()
+            },
+            mode: (entry.kind != ChangeKind::Deleted && entry.file_type != EntryType::Symlink)
+                .then(|| normal_mode(entry)),
+        };
+        // 5. [changes] allow.
+        if let Some((rule, _)) = self.allow.iter().find(|(_, p)| p.matches(rel)) {
+            return Classification {
+                rule: rule.clone(),
+                ..allowed
+            };
+        }
+        // 6. Host-executable metadata.
+        if let Some(why) = git_metadata(rel) {
+            return approval(
+                "builtin.git_metadata",
+                format!(
+                    "`{shown}` {why}, which host git reads and may execute (hooks, core.fsmonitor, gitdir); a person must approve it, or add a pattern for it to [changes] allow"
+                ),
+            );
+        }
+        if let Some((rule, p)) = self.approval.iter().find(|(_, p)| p.matches(rel)) {
+            return approval(
+                rule.clone(),
+                format!(
+                    "`{shown}` matches `{}` ({rule}): a file that a tool on the host executes or obeys; a person must approve it, or add a pattern for it to [changes] allow",
+                    p.as_str()
+                ),
+            );
+        }
+        allowed
+    }
+}
+
+/// Judges one change against `policy` in `ctx` (compiles the lists each call:
+/// for many entries build [`Rules`] once). Pure.
+pub fn classify(entry: &Entry<'_>, policy: &ChangesPolicy, ctx: &Context) -> Classification {
+    Rules::new(policy, ctx.clone()).classify(entry)
+}
+
+/// Why `rel` is git metadata that needs a person, if it is.
+fn git_metadata(rel: &Path) -> Option<String> {
+    let comps: Vec<&[u8]> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.as_bytes()),
+            _ => None,
+        })
+        .collect();
+    for (i, c) in comps.iter().enumerate() {
+        if *c != b".git" {
+            continue;
+        }
+        match comps.get(i + 1) {
+            None => return Some(
+                "is a `.git` file or directory (a gitfile `gitdir:` or a repository, at any depth)"
+                    .into(),
+            ),
+            Some(next) if GIT_SAFE.iter().any(|s| s.as_bytes() == *next) => {}
+            Some(next) => {
+                return Some(format!(
+                    "is under `.git/{}` (only {} are data)",
+                    escape_bytes(next),
+                    GIT_SAFE.join(", ")
+                ))
+            }
+        }
+    }
+    None
+}
+
+/// True when the symlink at `rel` with `target` resolves, lexically, inside the
+/// workspace. Absolute targets must lie under `root`; `..` may not climb above it.
+pub fn target_inside(rel: &Path, target: &Path, root: &Path) -> bool {
+    if target.as_os_str().is_empty() {
+        return false;
+    }
+    let (start, rest): (Vec<&[u8]>, &Path) = if target.is_absolute() {
+        match target.strip_prefix(root) {
+            Ok(rest) if root.is_absolute() && root != Path::new("/") => (Vec::new(), rest),
+            _ => return false,
+        }
+    } else {
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        (
+            parent
+                .components()
+                .filter_map(|c| match c {
+                    Component::Normal(n) => Some(n.as_bytes()),
+                    _ => None,
+                })
+                .collect(),
+            target,
+        )
+    };
+    let mut stack = start;
+    for c in rest.components() {
+        match c {
+            Component::Normal(n) => stack.push(n.as_bytes()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if stack.pop().is_none() {
+                    return false;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return false,
+        }
+    }
+    true
+}
+
+/// The permission bits an allowed entry gets on the host.
+fn normal_mode(entry: &Entry<'_>) -> u32 {
+    let mut mode = entry.mode & 0o777;
+    let host_world_writable = entry.host_mode.is_some_and(|m| m & 0o002 != 0);
+    if !host_world_writable {
+        mode &= !0o002;
+    }
+    mode
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    fn ctx() -> Context {
+        Context::new(
+            Path::new("/w"),
+            &[
+                PathBuf::from("/w/airlock.toml"),
+                PathBuf::from("/w/.airlock-state"),
+                PathBuf::from("/elsewhere/tokens"),
+            ],
+            &[PathBuf::from(".git/hooks"), PathBuf::from(".git/config")],
+        )
+    }
+
+    fn entry(rel: &str, kind: ChangeKind, t: EntryType) -> Entry<'_> {
+        Entry {
+            rel: Path::new(rel),
+            kind,
+            file_type: t,
+            mode: 0o644,
+            host_mode: None,
+            symlink_target: None,
+        }
+    }
+
+    fn judge(rel: &str) -> Disposition {
+        classify(
+            &entry(rel, ChangeKind::Added, EntryType::File),
+            &ChangesPolicy::default(),
+            &ctx(),
+        )
+        .disposition
+    }
+
+    #[test]
+    fn ordinary_files_are_allowed() {
+        assert_eq!(judge("src/main.py"), Disposition::Allow);
+        assert_eq!(judge("README.md"), Disposition::Allow);
+        assert_eq!(judge("a/.gitignore"), Disposition::Allow);
+    }
+
+    #[test]
+    fn git_metadata_needs_a_person_except_the_safe_set() {
+        for p in [
+            ".git/objects/ab/cdef",
+            ".git/refs/heads/main",
+            ".git/logs/HEAD",
+            ".git/index",
+            ".git/HEAD",
+            ".git/ORIG_HEAD",
+            ".git/FETCH_HEAD",
+            ".git/COMMIT_EDITMSG",
+            ".git/packed-refs",
+            "sub/.git/objects/x",
+        ] {
+            assert_eq!(judge(p), Disposition::Allow, "{p}");
+        }
+        for p in [
+            ".git/commondir",
+            ".git/info/attributes",
+            ".git/modules/lib/config",
+            ".git/worktrees/w/gitdir",
+            ".git/description",
+            ".git",
+            "sub/.git",
+            "a/b/c/.git",
+            "sub/.git/config",
+            ".git/objects/x/.git/config",
+            ".gitmodules",
+            "sub/.envrc",
+            ".bashrc",
+            "home/.profile",
+            ".vscode/settings.json",
+            ".idea/workspace.xml",
+            ".devcontainer/devcontainer.json",
+            ".github/workflows/ci.yml",
+            "pkg/.github/workflows/ci.yml",
+            ".mcp.json",
+            ".claude/settings.json",
+            ".codex/config.toml",
+            ".cursor/mcp.json",
+            ".husky/pre-commit",
+        ] {
+            assert_eq!(judge(p), Disposition::ApprovalRequired, "{p}");
+        }
+        // Protected paths stay denied, as before.
+        assert_eq!(judge(".git/config"), Disposition::Deny);
+        assert_eq!(judge(".git/hooks/pre-commit"), Disposition::Deny);
+    }
+
+    #[test]
+    fn airlock_owned_paths_are_always_denied_even_when_allowed() {
+        let policy = ChangesPolicy {
+            allow: vec!["**".into(), "airlock.toml".into()],
+            ..ChangesPolicy::default()
+        };
+        for (p, kind) in [
+            ("airlock.toml", ChangeKind::Modified),
+            ("airlock.toml", ChangeKind::Deleted),
+            (".airlock-state/tokens", ChangeKind::Added),
+        ] {
+            let c = classify(&entry(p, kind, EntryType::File), &policy, &ctx());
+            assert_eq!(c.disposition, Disposition::Deny, "{p}");
+            assert_eq!(c.rule, "builtin.airlock_owned");
+            assert!(c.reason.contains(p), "{}", c.reason);
+        }
+        // Deleting the directory holding the policy file would delete it too.
+        let c = classify(
+            &entry("sub", ChangeKind::Deleted, EntryType::Dir),
+            &policy,
+            &Context::new(
+                Path::new("/w"),
+                &[PathBuf::from("/w/sub/airlock.toml")],
+                &[],
+            ),
+        );
+        assert_eq!(c.disposition, Disposition::Deny);
+    }
+
+    #[test]
+    fn special_files_symlinks_out_and_set_id_are_denied() {
+        let p = ChangesPolicy::default();
+        for t in [
+            EntryType::Fifo,
+            EntryType::Socket,
+            EntryType::CharDevice,
+            EntryType::BlockDevice,
+        ] {
+            let c = classify(&entry("x", ChangeKind::Added, t), &p, &ctx());
+            assert_eq!(c.disposition, Disposition::Deny);
+        }
+        // Deleting a FIFO that was on the host is fine.
+        let c = classify(
+            &entry("x", ChangeKind::Deleted, EntryType::Fifo),
+            &p,
+            &ctx(),
+        );
+        assert_eq!(c.disposition, Disposition::Allow);
+        for (rel, target, ok) in [
+            ("src/a", "/root/.bashrc", false),
+            ("src/a", "/", false),
+            ("src/a", "/etc/shadow", false),
+            ("src/a", "../../x", false),
+            ("src/a", "../x", true),
+            ("src/a", "b/../../c", true),
+            ("src/a", "/w/src/b", true),
+            ("src/a", "/wx/b", false),
+            ("src/a", "", false),
+        ] {
+            let mut e = entry(rel, ChangeKind::Added, EntryType::Symlink);
+            e.symlink_target = Some(Path::new(target));
+            let c = classify(&e, &p, &ctx());
+            let want = if ok {
+                Disposition::Allow
+            } else {
+                Disposition::Deny
+            };
+            assert_eq!(c.disposition, want, "{rel} -> {target}: {}", c.reason);
+        }
+        let mut e = entry("bin/x", ChangeKind::Added, EntryType::File);
+        e.mode = 0o4755;
+        let c = classify(&e, &p, &ctx());
+        assert_eq!((c.disposition, c.mode), (Disposition::Allow, Some(0o755)));
+        assert!(c.reason.contains("4755"), "{}", c.reason);
+        e.mode = 0o2755;
+        assert_eq!(classify(&e, &p, &ctx()).mode, Some(0o755));
+        assert_eq!(judge("sub/airlock.toml"), Disposition::Deny);
+    }
+
+    #[test]
+    fn modes_are_normalised() {
+        let p = ChangesPolicy::default();
+        let mut e = entry("f", ChangeKind::Added, EntryType::File);
+        e.mode = 0o666;
+        assert_eq!(classify(&e, &p, &ctx()).mode, Some(0o664));
+        e.host_mode = Some(0o666);
+        assert_eq!(classify(&e, &p, &ctx()).mode, Some(0o666));
+        let mut d = entry("d", ChangeKind::Added, EntryType::Dir);
+        d.mode = 0o3777;
+        assert_eq!(classify(&d, &p, &ctx()).mode, Some(0o775));
+    }
+
+    #[test]
+    fn policy_lists_extend_and_override_the_defaults() {
+        let p = ChangesPolicy {
+            approval: vec!["Makefile".into()],
+            allow: vec![".vscode/settings.json".into()],
+            deny: vec!["secrets/".into()],
+            discard: vec!["*.log".into()],
+            ..ChangesPolicy::default()
+        };
+        let j = |rel: &str| {
+            classify(&entry(rel, ChangeKind::Added, EntryType::File), &p, &ctx()).disposition
+        };
+        assert_eq!(j("Makefile"), Disposition::ApprovalRequired);
+        assert_eq!(j(".vscode/settings.json"), Disposition::Allow);
+        assert_eq!(j(".vscode/tasks.json"), Disposition::ApprovalRequired);
+        assert_eq!(j("secrets/k"), Disposition::Deny);
+        assert_eq!(j("a/b.log"), Disposition::Discard);
+        // `discard` replaced the default list.
+        assert_eq!(j("__pycache__/x.pyc"), Disposition::Allow);
+        assert_eq!(judge("a/__pycache__/x.pyc"), Disposition::Discard);
+        assert_eq!(judge(".pytest_cache/v"), Disposition::Discard);
+    }
+
+    #[test]
+    fn reasons_name_the_path_the_rule_and_the_way_out() {
+        let c = classify(
+            &entry(".git/commondir", ChangeKind::Added, EntryType::File),
+            &ChangesPolicy::default(),
+            &ctx(),
+        );
+        assert_eq!(c.rule, "builtin.git_metadata");
+        assert!(c.reason.contains(".git/commondir"), "{}", c.reason);
+        assert!(c.reason.contains("[changes] allow"), "{}", c.reason);
+    }
+
+    #[test]
+    fn escaping_is_lossless_and_inert() {
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(escape_bytes(b"a\nb"), "a\\nb");
+        assert_eq!(escape_bytes(b"\x1b[2J"), "\\x1b[2J");
+        assert_eq!(escape_bytes(b"\xff"), "\\xff");
+        assert_eq!(escape_bytes(b"\\xff"), "\\\\xff");
+        assert_ne!(escape_bytes(b"\xff"), escape_bytes(b"\xfe"));
+        assert_eq!(escape_bytes("é\u{202e}".as_bytes()), "é\\u{202e}");
+        let p = Path::new(OsStr::from_bytes(b"x/\xc3"));
+        assert_eq!(escape_path(p), "x/\\xc3");
+    }
+
+    #[test]
+    fn odd_paths_are_denied_not_panicked_on() {
+        for p in ["", "/abs", "../up", "a/../b"] {
+            assert_eq!(judge(p), Disposition::Deny, "{p:?}");
+        }
+    }
+}

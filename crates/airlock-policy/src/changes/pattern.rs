@@ -1,0 +1,168 @@
+//! Path patterns of the `[changes]` lists, with gitignore-like meaning:
+//!
+//! * a pattern without `/` (a trailing `/` aside) matches a path component at
+//!   any depth: `__pycache__` matches `a/b/__pycache__/x.pyc`;
+//! * a pattern with `/` is anchored at the workspace root; a leading `/` is
+//!   allowed and means the same; `**` stands for any number of components;
+//! * `*` and `?` match within one component;
+//! * a pattern that matches a directory matches everything below it.
+//!
+//! Matching works on bytes, so names that are not UTF-8 are matched exactly.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path};
+
+/// A checked pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    text: String,
+    anchored: bool,
+    parts: Vec<Vec<u8>>,
+}
+
+impl Pattern {
+    /// Parses a pattern; the error says what is wrong, for the policy loader.
+    pub fn new(text: &str) -> Result<Pattern, String> {
+        if text.is_empty() {
+            return Err("an empty pattern matches nothing".into());
+        }
+        if text.contains('\0') {
+            return Err("a pattern cannot contain a NUL byte".into());
+        }
+        let trimmed = text.trim_end_matches('/');
+        let body = trimmed.strip_prefix('/').unwrap_or(trimmed);
+        if body.is_empty() {
+            return Err("a pattern must name something below the workspace root".into());
+        }
+        let parts: Vec<Vec<u8>> = body.split('/').map(|p| p.as_bytes().to_vec()).collect();
+        if parts
+            .iter()
+            .any(|p| p.is_empty() || p == b"." || p == b"..")
+        {
+            return Err("a pattern cannot contain empty, `.` or `..` components".into());
+        }
+        let anchored = body.contains('/') || trimmed.starts_with('/');
+        Ok(Pattern {
+            text: text.to_string(),
+            anchored,
+            parts,
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// True when `rel` (relative to the workspace root) or one of its ancestors matches.
+    pub fn matches(&self, rel: &Path) -> bool {
+        let comps: Vec<&[u8]> = rel
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.as_bytes()),
+                _ => None,
+            })
+            .collect();
+        if self.anchored {
+            prefix_match(&self.parts, &comps)
+        } else {
+            (0..comps.len()).any(|i| prefix_match(&self.parts, &comps[i..]))
+        }
+    }
+}
+
+/// True when `pat` matches `comps[..k]` for some k >= 1.
+fn prefix_match(pat: &[Vec<u8>], comps: &[&[u8]]) -> bool {
+    let Some((first, rest)) = pat.split_first() else {
+        return true;
+    };
+    if first.as_slice() == b"**" {
+        // Zero or more components.
+        return (0..=comps.len()).any(|i| {
+            let tail = &comps[i..];
+            if rest.is_empty() {
+                // `a/**` matches everything below `a`, not `a` itself.
+                !tail.is_empty() || i > 0
+            } else {
+                prefix_match(rest, tail)
+            }
+        });
+    }
+    match comps.split_first() {
+        Some((c, tail)) if glob(first, c) => prefix_match(rest, tail),
+        _ => false,
+    }
+}
+
+/// `*` and `?` within one component, on bytes.
+pub(crate) fn glob(pat: &[u8], name: &[u8]) -> bool {
+    let (mut p, mut n) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while n < name.len() {
+        if p < pat.len() && (pat[p] == b'?' || pat[p] == name[n]) {
+            p += 1;
+            n += 1;
+        } else if p < pat.len() && pat[p] == b'*' {
+            star = Some(p);
+            mark = n;
+            p += 1;
+        } else if let Some(s) = star {
+            p = s + 1;
+            mark += 1;
+            n = mark;
+        } else {
+            return false;
+        }
+    }
+    while p < pat.len() && pat[p] == b'*' {
+        p += 1;
+    }
+    p == pat.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    fn m(p: &str, path: &str) -> bool {
+        Pattern::new(p).unwrap().matches(Path::new(path))
+    }
+
+    #[test]
+    fn unanchored_names_match_at_any_depth_and_below() {
+        assert!(m("__pycache__", "__pycache__"));
+        assert!(m("__pycache__/", "a/b/__pycache__/x.pyc"));
+        assert!(m(".envrc", "sub/.envrc"));
+        assert!(!m(".envrc", "sub/.envrc2"));
+        assert!(m("*.pyc", "a/b.pyc"));
+    }
+
+    #[test]
+    fn anchored_patterns_start_at_the_root() {
+        assert!(m(".github/workflows/", ".github/workflows/ci.yml"));
+        assert!(!m(".github/workflows/", "sub/.github/workflows/ci.yml"));
+        assert!(m("**/.github/workflows", "sub/.github/workflows/ci.yml"));
+        assert!(m("**/.github/workflows", ".github/workflows/ci.yml"));
+        assert!(!m(".github/workflows/", ".github/dependabot.yml"));
+        assert!(m("/build", "build/x"));
+        assert!(!m("/build", "a/build/x"));
+        assert!(m("a/**", "a/b"));
+        assert!(!m("a/**", "a"));
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_match_exactly() {
+        use std::os::unix::ffi::OsStrExt;
+        let p = Pattern::new("*.txt").unwrap();
+        assert!(p.matches(Path::new(OsStr::from_bytes(b"\xff\xfe.txt"))));
+        assert!(!p.matches(Path::new(OsStr::from_bytes(b"\xff\xfe.txu"))));
+    }
+
+    #[test]
+    fn bad_patterns_are_refused() {
+        for p in ["", "/", "a/../b", "./a", "a//b", "a\0b"] {
+            assert!(Pattern::new(p).is_err(), "{p:?}");
+        }
+    }
+}
