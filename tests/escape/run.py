@@ -26,6 +26,16 @@ workspace, and judges containment by OBSERVED HOST STATE, not by exit codes:
 (`[sandbox] backend = "wasm"` in every generated policy); a case that cannot
 run there is listed as not applicable, with its reason, in tiers/wasm.toml.
 
+Run as an ordinary user (not root), the corpus checks airlock's rootless
+mode (docs/sandbox.md, "Running unprivileged"). The generated policies then
+say `[limits] enforcement = "best_effort"` when the user has no cgroup to
+manage (a cgroup v1 host), since every case sets memory and cpus. The cases
+listed in tiers/rootless.toml need a cgroup for what they assert (a memory
+or pids kill reported as such): for each, the runner first checks that
+`airlock run` refuses the case's policy as written (exit 125, naming
+`limits.enforcement`), then runs it with best effort and judges containment
+without the cgroup-only expectations (killed_by, peak memory).
+
 `--backend none` runs the programs directly on the host (with only a safety
 net of a pids/memory cgroup and a deadline, so that bombs cannot hurt the
 machine): it exists to prove that the checks can fail. Most attacks must then
@@ -737,6 +747,8 @@ class Session:
         tier = getattr(self.args, "backend_tier", "native")
         for k, v in limits.items():
             lines.append(f"{k} = {json.dumps(v)}")
+        if ROOTLESS_BEST_EFFORT and not case.spec.get("_strict_limits") and "enforcement" not in limits:
+            lines.append('enforcement = "best_effort"')
         lines += ["", "[env]", 'pass = ["LANG", "TERM"]', ""]
         if tier != "native":
             lines += ["[sandbox]", f'backend = "{tier}"', ""]
@@ -1271,6 +1283,65 @@ def load_tier(name: str, cases: list[Case], all_cases: list[Case]) -> dict[str, 
     return out
 
 
+# Rootless (an ordinary user) without a cgroup this user may manage: the
+# generated policies accept rlimits in place of a cgroup (set in main()).
+ROOTLESS_BEST_EFFORT = False
+# What only a cgroup can show, dropped from a rootless case's expectations.
+CGROUP_ONLY_KEYS = ("killed_by", "peak_memory_under")
+
+
+def rootless_has_cgroup() -> bool:
+    """A delegated cgroup v2 subtree with memory, pids and cpu, writable by this user."""
+    try:
+        own = next(l[3:] for l in Path("/proc/self/cgroup").read_text().splitlines() if l.startswith("0::"))
+    except (OSError, StopIteration):
+        return False
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        pre, _, post = line.partition(" - ")
+        if post.split()[:1] != ["cgroup2"]:
+            continue
+        cur = Path(pre.split()[4])
+        for comp in Path(own.strip().lstrip("/")).parts:
+            cur = cur / comp
+            try:
+                ctl = (cur / "cgroup.controllers").read_text().split()
+            except OSError:
+                continue
+            if {"memory", "pids", "cpu"} <= set(ctl) and all(
+                    os.access(x, os.W_OK) for x in (cur, cur / "cgroup.procs", cur / "cgroup.subtree_control")):
+                return True
+    return False
+
+
+def load_rootless(cases: list[Case], all_cases: list[Case]) -> dict[str, str]:
+    """tiers/rootless.toml: cases whose assertions need a cgroup, with the reason."""
+    with open(HERE / "tiers" / "rootless.toml", "rb") as f:
+        named = tomllib.load(f).get("needs_cgroup", {})
+    unknown = sorted(set(named) - {c.name for c in all_cases})
+    if unknown:
+        raise SystemExit(f"tiers/rootless.toml names cases that do not exist: {unknown}")
+    return {c.name: named[c.name] for c in cases if c.name in named}
+
+
+def check_refused(sess: "Session", case: Case, defaults: dict) -> list[str]:
+    """The case's policy as written (no best effort) must be refused before anything runs."""
+    ws = sess.prepare_ws(case)
+    strict = Case(case.name, case.file, case.category, case.expect, case.what,
+                  dict(case.spec, _strict_limits=True))
+    policy = sess.root / f"policy-{case.name}-strict.toml"
+    policy.write_text(sess.policy_text(strict, ws, defaults))
+    cmd = [str(sess.airlock), "run", "--policy", str(policy), "--cwd", str(ws), "--json", "--"] + sess.argv(case, ws)
+    p = subprocess.run(cmd, cwd=ws, env=sess.env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    sess.cleanup_case(ws, False)
+    out = p.stdout.decode(errors="replace")
+    f = []
+    if p.returncode != 125:
+        f.append(f"rootless without a cgroup: expected a refusal (exit 125), got exit {p.returncode}: {out[-300:]!r}")
+    elif "enforcement" not in out or "ATTACK-START" in out:
+        f.append(f"the refusal does not name limits.enforcement, or the program ran: {out[-300:]!r}")
+    return f
+
+
 def default_airlock() -> str:
     for p in (REPO / "target/release/airlock", REPO / "target/debug/airlock"):
         if p.exists():
@@ -1297,7 +1368,15 @@ def main() -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="print each case's output on failure")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     args = ap.parse_args()
-    if os.geteuid() != 0:
+    global ROOTLESS_BEST_EFFORT
+    rootless = os.geteuid() != 0 and args.backend == "airlock" and args.backend_tier == "native"
+    if rootless:
+        ROOTLESS_BEST_EFFORT = not rootless_has_cgroup()
+        print(f"rootless mode (uid {os.geteuid()}): "
+              + ("no cgroup for this user: policies say enforcement = \"best_effort\"; "
+                 "tiers/rootless.toml lists the cases checked for refusal first" if ROOTLESS_BEST_EFFORT
+                 else "a delegated cgroup v2 subtree holds the limits"))
+    elif os.geteuid() != 0:
         print("the escape corpus runs as root (it needs cgroups, listeners and host checks)", file=sys.stderr)
     defaults, cases = load_manifest()
     all_cases = list(cases)
@@ -1322,6 +1401,7 @@ def main() -> int:
             print(f"0 passed, {len(cases)} failed")
             return 1
     not_applicable = load_tier(args.backend_tier, cases, all_cases) if args.backend == "airlock" else {}
+    needs_cgroup = load_rootless(cases, all_cases) if ROOTLESS_BEST_EFFORT else {}
     sess = Session(args)
     report = []
     passed = failed = 0
@@ -1340,10 +1420,17 @@ def main() -> int:
                 print(f"FAIL {case.name}: does not compile:\n{build_errors[case.name]}")
                 report.append({"name": case.name, "passed": False, "failures": ["does not compile"]})
                 continue
+            refused: list[str] = []
+            if case.name in needs_cgroup:
+                refused = check_refused(sess, case, defaults)
+                print(f"     rootless: {'REFUSAL MISSING' if refused else 'refused as written'}; "
+                      f"then run with best effort: {needs_cgroup[case.name]}")
+                case = Case(case.name, case.file, case.category, case.expect, case.what,
+                            {k: v for k, v in case.spec.items() if k not in CGROUP_ONLY_KEYS})
             ws = sess.prepare_ws(case)
             before = sess.snapshot(ws)
             res = sess.execute(case, ws, defaults, before)
-            failures = sess.judge(case, ws, before, res)
+            failures = refused + sess.judge(case, ws, before, res)
             out = res.outcome or {}
             summary = f"{res.wall:5.2f}s exit={out.get('exit_code')} sig={out.get('signal')} killed_by={out.get('killed_by')}"
             if failures:

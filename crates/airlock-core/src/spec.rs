@@ -182,6 +182,14 @@ pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSp
         write_paths,
         hide_paths: policy.filesystem.hide.clone(),
         stdin: None,
+        limit_enforcement: match l.enforcement {
+            airlock_policy::model::LimitEnforcement::Cgroup => {
+                airlock_sandbox::spec::LimitEnforcement::Cgroup
+            }
+            airlock_policy::model::LimitEnforcement::BestEffort => {
+                airlock_sandbox::spec::LimitEnforcement::BestEffort
+            }
+        },
     }
 }
 

@@ -135,6 +135,24 @@ pub struct Limits {
     pub file_size: Bytes,
     /// RLIMIT_NOFILE.
     pub open_files: u32,
+    /// What may enforce the memory, CPU and process limits. `cgroup` (the
+    /// default) refuses a run on a host where no cgroup is available to this
+    /// user (rootless mode without a delegated cgroup v2 subtree);
+    /// `best_effort` accepts rlimits instead, each named in the capability report.
+    #[serde(default)]
+    pub enforcement: LimitEnforcement,
+}
+
+/// `[limits] enforcement`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitEnforcement {
+    /// Limits are enforced by a cgroup, or the run is refused.
+    #[default]
+    Cgroup,
+    /// Without a usable cgroup, per-process rlimits and the wall-clock timeout
+    /// stand in, as `airlock doctor` and the capability report say.
+    BestEffort,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -69,6 +69,9 @@ pub enum Support {
     Enforced(String),
     /// Not enforceable by this backend, and why (the run is refused).
     Missing(String),
+    /// Only approximated, and how; allowed because the policy accepts it
+    /// (`[limits] enforcement = "best_effort"`).
+    BestEffort(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -87,6 +90,10 @@ pub struct CapabilityReport {
     /// `Err` when the backend cannot run at all here (not built, runtime missing).
     pub available: Result<String, String>,
     pub lines: Vec<Line>,
+    /// What would let a refused run go ahead, when it is more specific than
+    /// the general hint (rootless limits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl CapabilityReport {
@@ -106,11 +113,18 @@ impl CapabilityReport {
             .missing()
             .map(|l| match &l.support {
                 Support::Missing(why) => format!("{} ({}): {why}", l.boundary.as_str(), l.asked),
-                Support::Enforced(_) => String::new(),
+                Support::Enforced(_) | Support::BestEffort(_) => String::new(),
             })
             .collect();
         if missing.is_empty() {
             return None;
+        }
+        if let Some(hint) = &self.hint {
+            return Some(format!(
+                "backend `{}` cannot enforce what this policy sets: {}. Hint: {hint}",
+                self.backend,
+                missing.join("; ")
+            ));
         }
         Some(format!(
             "backend `{}` cannot enforce what this policy sets: {}. Hint: change those \
@@ -199,9 +213,93 @@ fn asked(spec: &SandboxSpec) -> Vec<(Boundary, String)> {
     out
 }
 
-/// The native backend enforces every boundary (each layer is checked by
-/// `airlock doctor`; a layer the host lacks refuses the run when it is built).
-fn native(b: Boundary, spec: &SandboxSpec) -> Support {
+/// How the native backend can hold the memory, CPU and process limits here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NativeLimits {
+    /// As root: the host's cgroups (v1 or v2).
+    RootCgroup,
+    /// Rootless, with a cgroup v2 subtree delegated to this user.
+    Delegated(std::path::PathBuf),
+    /// Rootless without a cgroup this user may manage.
+    RlimitsOnly,
+}
+
+impl NativeLimits {
+    /// Probes this process's situation (cheap: no cgroup is created).
+    pub fn detect() -> NativeLimits {
+        if !crate::native::rootless::is_rootless() {
+            NativeLimits::RootCgroup
+        } else {
+            match crate::native::rootless::delegated_v2() {
+                Some(d) => NativeLimits::Delegated(d),
+                None => NativeLimits::RlimitsOnly,
+            }
+        }
+    }
+}
+
+/// The hint of a run refused in rootless mode for want of a cgroup.
+pub const ROOTLESS_LIMITS_HINT: &str = "airlock runs unprivileged here and this user has no \
+     cgroup to manage (cgroup v1 needs root; no delegated cgroup v2 subtree was found). Either \
+     accept per-process rlimits for these limits with `[limits] enforcement = \"best_effort\"` \
+     in the policy, or run airlock as root, or start it in a delegated cgroup v2 subtree \
+     (systemd: `systemd-run --user --scope -p Delegate=yes airlock ...`; see docs/sandbox.md, \
+     \"Running unprivileged\")";
+
+/// The rootless stand-in for a limit a cgroup would hold, if any.
+fn rootless_limit(b: Boundary, limits: &NativeLimits, spec: &SandboxSpec) -> Option<Support> {
+    if *limits != NativeLimits::RlimitsOnly {
+        return None;
+    }
+    let best_effort = spec.limit_enforcement == crate::spec::LimitEnforcement::BestEffort;
+    let (stand_in, missing) = match b {
+        Boundary::Memory => (
+            "RLIMIT_DATA per process (allocations past it fail with ENOMEM; a tree of N processes may use N times it; not reported as a memory kill)",
+            "needs a memory cgroup, and this user has none",
+        ),
+        Boundary::Cpus => (
+            "not enforced: no CPU bandwidth control without a cgroup (the wall-clock timeout and RLIMIT_CPU still bound the run)",
+            "needs a cpu cgroup, and this user has none",
+        ),
+        Boundary::CpuTime => (
+            "RLIMIT_CPU per process and the wall-clock timeout (no tree-wide CPU accounting)",
+            "tree-wide CPU time needs a cgroup, and this user has none",
+        ),
+        _ => return None,
+    };
+    Some(if best_effort {
+        Support::BestEffort(format!(
+            "best effort (limits.enforcement = \"best_effort\"): {stand_in}"
+        ))
+    } else {
+        Support::Missing(missing.to_string())
+    })
+}
+
+/// The native backend enforces every boundary as root (each layer is checked
+/// by `airlock doctor`; a layer the host lacks refuses the run when it is
+/// built). Rootless, the limits a cgroup holds depend on `limits`.
+fn native(b: Boundary, spec: &SandboxSpec, limits: &NativeLimits) -> Support {
+    if let Some(s) = rootless_limit(b, limits, spec) {
+        return s;
+    }
+    let rootless = *limits != NativeLimits::RootCgroup;
+    if rootless {
+        let how = match b {
+            Boundary::Workspace => Some(match spec.workspace.mode {
+                WorkspaceMode::Overlay => "overlayfs (userxattr) in the run's user namespace with a per-run upper layer; changes reported, applied on request",
+                WorkspaceMode::Ro => "read-only bind (files keep the caller's ownership)",
+                WorkspaceMode::Rw => "bind, protected paths read-only (files keep the caller's ownership)",
+            }),
+            Boundary::Pids => Some("RLIMIT_NPROC, counted in the run's own user namespace (fork fails with EAGAIN past it), and the pids cgroup where delegated"),
+            Boundary::Privileges => Some("rootless: user namespace (root inside is the caller, who holds no capability on the host), no_new_privs, every capability dropped, seccomp; the caller's supplementary groups stay (an unprivileged user namespace cannot drop them)"),
+            Boundary::Memory | Boundary::Cpus | Boundary::CpuTime => Some("the delegated cgroup v2 subtree"),
+            _ => None,
+        };
+        if let Some(how) = how {
+            return Support::Enforced(how.to_string());
+        }
+    }
     let how = match b {
         Boundary::Programs => "any host program, run in the sandbox's namespaces",
         Boundary::FilesystemView => "mount namespace with a tmpfs root, pivot_root; landlock as a second wall",
@@ -246,11 +344,16 @@ pub fn report(
     } else {
         Err(kind.not_built_reason())
     };
-    let lines = asked(spec)
+    let native_limits = if kind == BackendKind::Native {
+        NativeLimits::detect()
+    } else {
+        NativeLimits::RootCgroup
+    };
+    let lines: Vec<Line> = asked(spec)
         .into_iter()
         .map(|(boundary, asked)| {
             let support = match kind {
-                BackendKind::Native => native(boundary, spec),
+                BackendKind::Native => native(boundary, spec, &native_limits),
                 BackendKind::Wasm => crate::wasm::caps::support(boundary, spec),
                 _ => Support::Missing(kind.not_built_reason()),
             };
@@ -261,11 +364,17 @@ pub fn report(
             }
         })
         .collect();
+    let hint = (native_limits == NativeLimits::RlimitsOnly
+        && lines
+            .iter()
+            .any(|l| matches!(l.support, Support::Missing(_))))
+    .then(|| ROOTLESS_LIMITS_HINT.to_string());
     CapabilityReport {
         backend: kind,
         tier: kind.tier().as_str(),
         available,
         lines,
+        hint,
     }
 }
 
@@ -301,6 +410,7 @@ mod tests {
             write_paths: vec![],
             hide_paths: vec![],
             stdin: None,
+            limit_enforcement: Default::default(),
         }
     }
 

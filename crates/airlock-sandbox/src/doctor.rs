@@ -2,6 +2,7 @@
 //! real (not inferred from version numbers), and a final end-to-end run of a
 //! sandbox with every layer of the default policy.
 
+use crate::capability::NativeLimits;
 use crate::native::{self, cgroup::CgroupHost, NativeBackend};
 use crate::{Backend, Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceSpec};
 use serde::Serialize;
@@ -56,14 +57,16 @@ fn kernel() -> Result<String, String> {
     ))
 }
 
-fn root() -> Result<String, String> {
+fn mode() -> Result<String, String> {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     if euid == 0 {
-        Ok("running as root: mounts are built with full privilege, then dropped".into())
+        Ok("root: mounts are built with full privilege, then dropped; sandbox root is host uid 100000".into())
     } else {
-        Err(format!(
-            "euid {euid}: the native backend builds the sandbox as root (idmapped mounts need CAP_SYS_ADMIN)"
+        Ok(format!(
+            "rootless (euid {euid}): a user namespace maps uid {euid} to root inside; the sandbox is \
+             built there and the command runs in a nested one, with no capability on the host; \
+             files keep uid {euid}'s ownership"
         ))
     }
 }
@@ -73,13 +76,104 @@ fn user_namespaces() -> Result<String, String> {
         .map_err(|e| format!("/proc/sys/user/max_user_namespaces: {e}"))?;
     let max: u64 = max.trim().parse().unwrap_or(0);
     if max == 0 {
-        return Err("user.max_user_namespaces is 0".into());
+        return Err(
+            "user.max_user_namespaces is 0 (fix: sysctl -w user.max_user_namespaces=15000)".into(),
+        );
+    }
+    if native::rootless::is_rootless() {
+        // SAFETY: geteuid/getegid have no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        native::namespaces::user_ns_to(0, 0, uid, gid).map_err(|e| {
+            let blocking: Vec<String> = native::rootless::userns_sysctls()
+                .into_iter()
+                .filter(|s| s.blocks)
+                .map(|s| format!("{} (fix: {})", s.name, s.fix))
+                .collect();
+            if blocking.is_empty() {
+                e.to_string()
+            } else {
+                format!("{e}; restricted by {}", blocking.join(", "))
+            }
+        })?;
+        return Ok(format!(
+            "created one mapping root to uid {uid}, unprivileged (max_user_namespaces {max})"
+        ));
     }
     native::namespaces::user_ns(0, 0).map_err(|e| e.to_string())?;
     Ok(format!(
         "created one mapping root to host uid {} (max_user_namespaces {max})",
         native::namespaces::SANDBOX_HOST_UID
     ))
+}
+
+/// One line per sysctl that gates unprivileged user namespaces. Rootless mode
+/// needs each of them open; as root they do not matter (warnings only).
+fn sysctl_checks() -> Vec<LayerCheck> {
+    let rootless = native::rootless::is_rootless();
+    native::rootless::userns_sysctls()
+        .into_iter()
+        .map(|s| {
+            let detail = match (&s.value, s.blocks) {
+                (None, _) => format!("{}: not in this kernel (no such restriction)", s.name),
+                (Some(v), false) => {
+                    format!("{} = {v}: unprivileged user namespaces allowed", s.name)
+                }
+                (Some(v), true) => format!(
+                    "{} = {v}: blocks unprivileged user namespaces{}; fix: {}",
+                    s.name,
+                    if rootless {
+                        ""
+                    } else {
+                        " (root mode does not need them)"
+                    },
+                    s.fix
+                ),
+            };
+            LayerCheck {
+                layer: "userns_sysctl",
+                ok: !s.blocks,
+                required: rootless,
+                detail,
+            }
+        })
+        .collect()
+}
+
+/// Which limits are enforced by what, in this mode.
+fn limits_check(limits: &NativeLimits) -> LayerCheck {
+    let (ok, detail) = match limits {
+        NativeLimits::RootCgroup => (
+            true,
+            "memory, pids, cpus and cpu_time by the run's cgroup; cpu_time also by RLIMIT_CPU; \
+             file_size, open_files by rlimits; timeout by the helper's clock; tmp by tmpfs caps"
+                .to_string(),
+        ),
+        NativeLimits::Delegated(d) => (
+            true,
+            format!(
+                "memory, pids, cpus and cpu_time by the delegated cgroup v2 subtree {} (pids also by \
+                 RLIMIT_NPROC in the run's user namespace); file_size, open_files by rlimits; timeout \
+                 by the helper's clock; tmp by tmpfs caps",
+                d.display()
+            ),
+        ),
+        NativeLimits::RlimitsOnly => (
+            false,
+            "rootless without a cgroup: enforced: pids (RLIMIT_NPROC counted in the run's own user \
+             namespace), timeout (helper's clock), file_size, open_files (rlimits), tmp and the overlay \
+             (tmpfs caps), output (caller); best effort only: memory (RLIMIT_DATA per process), \
+             cpu_time (RLIMIT_CPU per process); unavailable: cpus (no CPU bandwidth control). A policy \
+             setting memory, cpus or cpu_time is refused unless it says [limits] enforcement = \
+             \"best_effort\" (the built-in default sets them)"
+                .to_string(),
+        ),
+    };
+    LayerCheck {
+        layer: "limits",
+        ok,
+        required: false,
+        detail,
+    }
 }
 
 fn idmapped_mounts() -> Result<String, String> {
@@ -136,8 +230,22 @@ fn landlock() -> Result<String, String> {
     }
 }
 
-fn cgroups() -> Result<String, String> {
-    let host = CgroupHost::detect().map_err(|e| e.to_string())?;
+fn cgroups(limits: &NativeLimits) -> Result<String, String> {
+    let host = match limits {
+        NativeLimits::RootCgroup => CgroupHost::detect().map_err(|e| e.to_string())?,
+        NativeLimits::Delegated(d) => CgroupHost::v2_at(d),
+        NativeLimits::RlimitsOnly => {
+            return Err(format!(
+                "no cgroup this user may manage: {} (cgroup v1 needs root; no delegated cgroup v2 \
+                 subtree with memory, pids and cpu). Fix: run as root, or start airlock in a delegated \
+                 subtree (systemd-run --user --scope -p Delegate=yes airlock ...), or accept rlimits \
+                 with [limits] enforcement = \"best_effort\"",
+                CgroupHost::detect()
+                    .map(|h| format!("{:?} host", h.version()))
+                    .unwrap_or_else(|e| e.to_string())
+            ))
+        }
+    };
     host.self_test().map_err(|e| e.to_string())?;
     let list: Vec<String> = host
         .hierarchies()
@@ -151,7 +259,7 @@ fn cgroups() -> Result<String, String> {
     ))
 }
 
-fn end_to_end(helper: &Path, runs: &Path) -> Result<String, String> {
+fn end_to_end(helper: &Path, runs: &Path, limits: &NativeLimits) -> Result<String, String> {
     let ws = std::env::temp_dir().join(format!("airlock-doctor-{}", std::process::id()));
     std::fs::create_dir_all(&ws).map_err(|e| format!("{}: {e}", ws.display()))?;
     let spec = SandboxSpec {
@@ -185,6 +293,13 @@ fn end_to_end(helper: &Path, runs: &Path) -> Result<String, String> {
         write_paths: vec![],
         hide_paths: vec![],
         stdin: None,
+        // Rootless without a cgroup, the probe still proves every other layer;
+        // the `cgroup` and `limits` lines say what that mode lacks.
+        limit_enforcement: if *limits == NativeLimits::RlimitsOnly {
+            crate::spec::LimitEnforcement::BestEffort
+        } else {
+            crate::spec::LimitEnforcement::Cgroup
+        },
     };
     let backend = NativeBackend::new(helper.to_path_buf(), runs.to_path_buf());
     let started = std::time::Instant::now();
@@ -204,7 +319,9 @@ fn end_to_end(helper: &Path, runs: &Path) -> Result<String, String> {
 /// Probes every layer. `helper` is the executable that serves as the sandbox
 /// helper (the airlock binary); `runs` the runs directory.
 pub fn run(helper: &Path, runs: &Path) -> Vec<LayerCheck> {
-    let e2e = end_to_end(helper, runs);
+    let limits = NativeLimits::detect();
+    let rootless = limits != NativeLimits::RootCgroup;
+    let e2e = end_to_end(helper, runs, &limits);
     // The other namespaces, pivot_root and the mount view have no cheaper
     // honest probe than building a sandbox: they share the end-to-end verdict.
     let namespaces = match &e2e {
@@ -213,18 +330,30 @@ pub fn run(helper: &Path, runs: &Path) -> Vec<LayerCheck> {
         ),
         Err(e) => Err(format!("the end-to-end run failed: {e}")),
     };
-    vec![
+    let idmapped = if rootless {
+        Ok("not needed in rootless mode (files keep the caller's ownership)".into())
+    } else {
+        idmapped_mounts()
+    };
+    let mut checks = vec![
         check("kernel", false, kernel()),
-        check("privileges", true, root()),
+        check("mode", true, mode()),
         check("user_namespace", true, user_namespaces()),
+    ];
+    checks.extend(sysctl_checks());
+    checks.extend([
         check("namespaces", true, namespaces),
-        check("idmapped_mounts", true, idmapped_mounts()),
+        check("idmapped_mounts", !rootless, idmapped),
         check("filesystems", true, filesystems()),
         check("seccomp", true, seccomp()),
         check("landlock", true, landlock()),
-        check("cgroup", true, cgroups()),
+        // Rootless, a missing cgroup is refused per policy (the `limits` line
+        // says which limits then need `enforcement = "best_effort"`).
+        check("cgroup", !rootless, cgroups(&limits)),
+        limits_check(&limits),
         check("end_to_end", true, e2e),
-    ]
+    ]);
+    checks
 }
 
 /// True when the default policy can be enforced on this host.

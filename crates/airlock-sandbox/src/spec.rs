@@ -29,6 +29,21 @@ pub struct SandboxSpec {
     /// Bytes fed to the command's stdin; `None` means `/dev/null`.
     #[serde(default)]
     pub stdin: Option<Vec<u8>>,
+    /// What may stand in for a cgroup (the policy's `[limits] enforcement`).
+    #[serde(default)]
+    pub limit_enforcement: LimitEnforcement,
+}
+
+/// Whether the memory, CPU and process limits need a cgroup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitEnforcement {
+    /// A cgroup enforces them, or the run is refused.
+    #[default]
+    Cgroup,
+    /// Without a cgroup this user may manage (rootless mode on cgroup v1, or
+    /// v2 without delegation), rlimits and the wall-clock timeout stand in.
+    BestEffort,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -77,6 +77,7 @@ fn spec(f: &Fixture, script: &str) -> SandboxSpec {
         write_paths: vec![],
         hide_paths: vec![],
         stdin: None,
+        limit_enforcement: Default::default(),
     }
 }
 

@@ -63,6 +63,7 @@ fn spec(ws: &Path, module: &str) -> SandboxSpec {
         write_paths: vec![],
         hide_paths: vec![],
         stdin: None,
+        limit_enforcement: Default::default(),
     }
 }
 

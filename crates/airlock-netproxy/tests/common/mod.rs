@@ -369,6 +369,7 @@ pub fn proxy_sandbox_spec(
         write_paths: vec![],
         hide_paths: vec![],
         stdin: None,
+        limit_enforcement: Default::default(),
     }
 }
 

@@ -48,6 +48,7 @@ const LIMITS_KEYS: &[&str] = &[
     "tmp",
     "file_size",
     "open_files",
+    "enforcement",
 ];
 const ENV_KEYS: &[&str] = &["pass", "set"];
 const FILESYSTEM_KEYS: &[&str] = &["read", "write", "hide"];
@@ -69,6 +70,7 @@ pub fn default_limits() -> Limits {
         tmp: 64 << 20,
         file_size: 256 << 20,
         open_files: 1024,
+        enforcement: LimitEnforcement::Cgroup,
     }
 }
 
@@ -775,6 +777,18 @@ impl<'t> Walker<'t> {
                 "open_files" => {
                     if let Some(n) = self.integer(v, &what, 16, 1_048_576) {
                         out.open_files = n as u32;
+                    }
+                }
+                "enforcement" => {
+                    if let Some(e) = self.enum_value(
+                        v,
+                        "limits.enforcement",
+                        &[
+                            ("cgroup", LimitEnforcement::Cgroup),
+                            ("best_effort", LimitEnforcement::BestEffort),
+                        ],
+                    ) {
+                        out.enforcement = e;
                     }
                 }
                 "cpus" => {

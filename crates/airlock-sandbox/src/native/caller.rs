@@ -149,9 +149,19 @@ impl Backend for NativeBackend {
         drop(rep_w);
         drop(ctl_r);
 
+        let runtime_dir = super::rootless::is_rootless().then(|| {
+            let fallback = self.runs_dir.parent().unwrap_or(&self.runs_dir).join("run");
+            super::rootless::runtime_dir(
+                std::env::var_os("XDG_RUNTIME_DIR")
+                    .map(PathBuf::from)
+                    .as_deref(),
+                &fallback,
+            )
+        });
         let request = HelperRequest {
             spec: spec.clone(),
             runs_dir: self.runs_dir.clone(),
+            runtime_dir,
         };
         let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
         // The helper reads the whole request before anything else.

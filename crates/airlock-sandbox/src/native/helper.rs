@@ -14,9 +14,10 @@ use super::cgroup_glue::RunCgroup;
 use super::init::{self, InitPlan};
 use super::protocol::{self, HelperReport, HelperRequest, InitMsg, LayerFailure};
 use super::rundir::{self, RunDir};
-use super::{namespaces, seccomp, sys, workspace};
+use super::{namespaces, rootless, seccomp, sys, workspace};
 use crate::{KillReason, NetworkSpec, SandboxError, WorkspaceMode};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::DirBuilderExt;
 use std::time::{Duration, Instant};
 
 /// Entry point of the helper process. Never returns.
@@ -159,9 +160,28 @@ fn run(
 ) -> Result<(), SandboxError> {
     validate(request)?;
     let spec = &request.spec;
+    let rootless = rootless::is_rootless();
+    if rootless {
+        let base = request
+            .runtime_dir
+            .clone()
+            .unwrap_or_else(|| request.runs_dir.join("..").join("run"));
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&base)
+            .map_err(|e| io_layer(rundir::LAYER, &base.display().to_string(), e))?;
+        rundir::set_mount_base(base.join("mnt"));
+    }
     rundir::clean_stale(&request.runs_dir, |_| {});
     let run_dir = RunDir::create(&request.runs_dir, &spec.request_id)?;
-    let result = run_in(request, &run_dir, control, t0, report);
+    if rootless {
+        rootless::enter_own_user_ns()?;
+        report.notes.push(
+            "rootless mode: the caller's uid is root inside a user namespace of its own".into(),
+        );
+    }
+    let result = run_in(request, &run_dir, control, t0, report, rootless);
     if let Err(e) = run_dir.remove() {
         report.notes.push(format!(
             "could not remove run dir {}: {e}",
@@ -180,6 +200,7 @@ fn run_in(
     control: OwnedFd,
     t0: Instant,
     report: &mut HelperReport,
+    rootless: bool,
 ) -> Result<(), SandboxError> {
     let spec = &request.spec;
     let rule = match spec.network {
@@ -195,7 +216,14 @@ fn run_in(
     mark(report, "request read, run dir locked");
     let program = seccomp::compile(rule)?;
     mark(report, "seccomp compiled");
-    let sandbox_ns = namespaces::user_ns(0, 0)?;
+    // Rootless: the helper's own namespace already maps 0 to the caller, and
+    // the sandbox's maps 0 to that 0, so files keep the caller's ownership and
+    // nothing is idmapped.
+    let sandbox_ns = if rootless {
+        namespaces::user_ns_to(0, 0, 0, 0)?
+    } else {
+        namespaces::user_ns(0, 0)?
+    };
     let mut idmaps: Vec<(u32, OwnedFd)> = Vec::new();
     let proxy_socket = match &spec.network {
         NetworkSpec::Proxy { socket } => Some(socket),
@@ -204,6 +232,7 @@ fn run_in(
     for p in std::iter::once(&spec.workspace.root)
         .chain(&spec.write_paths)
         .chain(proxy_socket)
+        .filter(|_| !rootless)
     {
         if let Some((uid, gid)) = super::mounts::owner(p) {
             if !idmaps.iter().any(|(u, _)| *u == uid) {
@@ -222,11 +251,18 @@ fn run_in(
     }
     mark(report, "user namespaces made");
     let upper_fs = match spec.workspace.mode {
-        WorkspaceMode::Overlay => Some(upper_layer_fs(&spec.limits)?),
+        WorkspaceMode::Overlay => Some(upper_layer_fs(&spec.limits, rootless)?),
         _ => None,
     };
-    give_stdio_pipes_to_sandbox_root();
-    let cgroup = RunCgroup::create(&spec.request_id, &spec.limits)?;
+    if !rootless {
+        // Rootless: the pipes already belong to the caller, who is sandbox root.
+        give_stdio_pipes_to_sandbox_root();
+    }
+    let cgroup = if rootless {
+        rootless_cgroup(spec, report)?
+    } else {
+        RunCgroup::create(&spec.request_id, &spec.limits)?
+    };
     mark(report, "cgroup created");
     let (go_r, go_w) = sys::pipe().map_err(|e| io_layer("helper", "pipe", e))?;
     let (msg_r, msg_w) = sys::pipe().map_err(|e| io_layer("helper", "pipe", e))?;
@@ -238,9 +274,11 @@ fn run_in(
         seccomp: &program,
         upper_fs: upper_fs.as_ref(),
         rlimits: super::rlimits::RlimitSpec::from_limits(&spec.limits),
+        stand_ins: super::rlimits::StandIns::for_run(&spec.limits, rootless, cgroup.is_none()),
         landlock: init::landlock_rules(spec),
         go: go_r.as_raw_fd(),
         report: msg_w.as_raw_fd(),
+        rootless,
     };
     let flags = namespaces::init_clone_flags(!matches!(spec.network, NetworkSpec::Open));
     let init_pid = match sys::clone_process(flags) {
@@ -282,7 +320,12 @@ fn run_in(
     let _ = sys::waitpid(init_pid, 0);
     mark(report, "init reaped");
     cgroup.kill_all();
-    let stats = cgroup.stats();
+    let mut stats = cgroup.stats();
+    if cgroup.is_none() {
+        // Without a cgroup: the CPU time of init and everything it reaped
+        // (init waits for every process of the sandbox).
+        stats.cpu_ms = children_cpu_ms();
+    }
     if let Err(e) = cgroup.destroy() {
         report.notes.push(format!("cgroup teardown: {e}"));
     }
@@ -362,11 +405,58 @@ fn run_in(
     Ok(())
 }
 
+/// Rootless mode's cgroup: a delegated cgroup v2 subtree if this user has one,
+/// else none, which the policy must accept (`[limits] enforcement =
+/// "best_effort"`); otherwise the run is refused here too (the capability
+/// check refuses it first, this holds for any other caller of the backend).
+fn rootless_cgroup(
+    spec: &crate::SandboxSpec,
+    report: &mut HelperReport,
+) -> Result<RunCgroup, SandboxError> {
+    if let Some(dir) = rootless::delegated_v2() {
+        let host = super::cgroup::CgroupHost::v2_at(&dir);
+        let cg = RunCgroup::create_on(&host, &spec.request_id, &spec.limits)?;
+        report.notes.push(format!(
+            "rootless mode: limits enforced by the delegated cgroup v2 subtree {}",
+            dir.display()
+        ));
+        return Ok(cg);
+    }
+    if spec.limit_enforcement != crate::spec::LimitEnforcement::BestEffort {
+        return Err(SandboxError::Layer {
+            layer: "cgroup",
+            detail: format!(
+                "limits.memory, limits.cpus and limits.cpu_time cannot be enforced without a cgroup. {}",
+                crate::capability::ROOTLESS_LIMITS_HINT
+            ),
+        });
+    }
+    report.notes.push(
+        "rootless mode without a cgroup: memory, cpus and cpu_time are best effort (per-process \
+         RLIMIT_DATA and RLIMIT_CPU, wall-clock timeout), as limits.enforcement = \"best_effort\" accepts"
+            .into(),
+    );
+    Ok(RunCgroup::none())
+}
+
+/// CPU time, in ms, of this process's waited-for children and their waited-for
+/// descendants.
+fn children_cpu_ms() -> u64 {
+    // SAFETY: ru is plain data that getrusage fills.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a live rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return 0;
+    }
+    let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+    ms(ru.ru_utime) + ms(ru.ru_stime)
+}
+
 /// A detached tmpfs with `upper/` (owned by sandbox root) and `work/`. Its pages
 /// are charged to the run's memory cgroup; capping it at three quarters of the
 /// memory limit makes a command that fills the workspace see ENOSPC (which it
 /// can report) before the OOM killer would stop it.
-fn upper_layer_fs(limits: &crate::Limits) -> Result<OwnedFd, SandboxError> {
+fn upper_layer_fs(limits: &crate::Limits, rootless: bool) -> Result<OwnedFd, SandboxError> {
     let size = (limits.memory_bytes / 4 * 3).max(1 << 20).to_string();
     let inodes = super::mounts::inode_cap(limits.memory_bytes);
     let fs = sys::new_fs(
@@ -379,12 +469,15 @@ fn upper_layer_fs(limits: &crate::Limits) -> Result<OwnedFd, SandboxError> {
     let upper = base.join("upper");
     std::fs::create_dir(&upper).map_err(|e| io_layer("workspace", "upper dir", e))?;
     std::fs::create_dir(base.join("work")).map_err(|e| io_layer("workspace", "work dir", e))?;
-    std::os::unix::fs::chown(
-        &upper,
-        Some(namespaces::SANDBOX_HOST_UID),
-        Some(namespaces::SANDBOX_HOST_GID),
-    )
-    .map_err(|e| io_layer("workspace", "chown upper dir", e))?;
+    if !rootless {
+        // Rootless: the helper made it as its root, which is sandbox root too.
+        std::os::unix::fs::chown(
+            &upper,
+            Some(namespaces::SANDBOX_HOST_UID),
+            Some(namespaces::SANDBOX_HOST_GID),
+        )
+        .map_err(|e| io_layer("workspace", "chown upper dir", e))?;
+    }
     Ok(fs)
 }
 

@@ -42,11 +42,16 @@ pub struct InitPlan<'a> {
     /// The detached tmpfs for the overlay's upper layer (overlay mode).
     pub upper_fs: Option<&'a OwnedFd>,
     pub rlimits: RlimitSpec,
+    /// Rootless mode: rlimits that stand in for the cgroup.
+    pub stand_ins: rlimits::StandIns,
     pub landlock: FsRules,
     /// Helper -> init: one byte once init is in its cgroup; EOF if the helper died.
     pub go: RawFd,
     /// Init -> helper messages.
     pub report: RawFd,
+    /// Rootless mode (see [`super::rootless`]): init is root of the helper's
+    /// user namespace, not of the host.
+    pub rootless: bool,
 }
 
 fn send(fd: RawFd, msg: &InitMsg) {
@@ -117,6 +122,7 @@ fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
         group: "root:x:0:\nnogroup:x:65534:\n".into(),
         isolated_network: isolated,
         upper_fs: plan.upper_fs,
+        rootless: plan.rootless,
     };
     // The view is built while the helper moves init into its cgroup (a v1
     // memory cgroup move waits for an RCU grace period); nothing forks before
@@ -128,7 +134,7 @@ fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
     }
     sys::unshare(libc::CLONE_NEWCGROUP)
         .map_err(|e| layer("namespaces", "unshare(CLONE_NEWCGROUP)", e))?;
-    namespaces::enter_user_ns(plan.sandbox_userns)?;
+    namespaces::enter_user_ns(plan.sandbox_userns, !plan.rootless)?;
     // Credentials changed: the kernel cleared the parent-death signal.
     sys::set_pdeathsig(libc::SIGKILL).map_err(|e| layer("namespaces", "PR_SET_PDEATHSIG", e))?;
     if let Ok(r) = sys::poll(&[plan.go], 0) {
@@ -172,6 +178,9 @@ fn exec_command(plan: &InitPlan, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
         report(layer("session", "setsid", std::io::Error::last_os_error()));
     }
     if let Err(e) = rlimits::apply(&plan.rlimits) {
+        report(e);
+    }
+    if let Err(e) = rlimits::apply_stand_ins(&plan.stand_ins) {
         report(e);
     }
     let spec = plan.spec;

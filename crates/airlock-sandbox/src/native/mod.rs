@@ -24,6 +24,7 @@ pub mod netwatch;
 pub mod protocol;
 pub mod relay;
 pub mod rlimits;
+pub mod rootless;
 pub mod rundir;
 pub mod seccomp;
 pub mod setid;

@@ -112,6 +112,9 @@ pub struct ViewPlan<'a> {
     pub upper_fs: Option<&'a OwnedFd>,
     /// Network namespace in force (otherwise the host's resolv.conf and hosts are used).
     pub isolated_network: bool,
+    /// Rootless mode: the overlay keeps its marks in `user.*` xattrs (`userxattr`),
+    /// since `trusted.*` needs host privilege.
+    pub rootless: bool,
 }
 
 /// Builds the view and pivots into it. Runs in the sandbox's init, as real root,
@@ -506,19 +509,23 @@ fn build_workspace(plan: &ViewPlan, r: RawFd, tree: OwnedFd) -> Result<(), Sandb
             let work = upper_mp.join("work");
             let s = |p: &Path| p.to_string_lossy().into_owned();
             let (lower_s, upper_s, work_s) = (s(&lower), s(&upper), s(&work));
-            let ovl = sys::new_fs(
-                c"overlay",
-                &[
-                    ("lowerdir", &lower_s),
-                    ("upperdir", &upper_s),
-                    ("workdir", &work_s),
-                    ("redirect_dir", "off"),
-                    ("metacopy", "off"),
-                    ("index", "off"),
-                ],
-                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-            )
-            .map_err(|e| fail(L, "overlay mount", e))?;
+            let mut options: Vec<(&str, &str)> = vec![
+                ("lowerdir", &lower_s),
+                ("upperdir", &upper_s),
+                ("workdir", &work_s),
+                // `userxattr` refuses to follow redirects ("off" still follows).
+                (
+                    "redirect_dir",
+                    if plan.rootless { "nofollow" } else { "off" },
+                ),
+                ("metacopy", "off"),
+                ("index", "off"),
+            ];
+            if plan.rootless {
+                options.push(("userxattr", ""));
+            }
+            let ovl = sys::new_fs(c"overlay", &options, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+                .map_err(|e| fail(L, "overlay mount", e))?;
             sys::attach_tree(&ovl, &at).map_err(|e| fail(L, "attach overlay", e))?;
         }
     }

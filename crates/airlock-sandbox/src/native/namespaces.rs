@@ -48,6 +48,19 @@ pub fn init_clone_flags(isolate_network: bool) -> libc::c_int {
 /// writes the maps (it is privileged in the parent namespace, so no `setgroups`
 /// dance is needed), keeps an fd to the namespace and lets the child exit.
 pub fn user_ns(inside_uid: u32, inside_gid: u32) -> Result<OwnedFd, SandboxError> {
+    user_ns_to(inside_uid, inside_gid, SANDBOX_HOST_UID, SANDBOX_HOST_GID)
+}
+
+/// A user namespace, held by fd, mapping `inside_uid`/`inside_gid` to
+/// `outside_uid`/`outside_gid` of the caller's own user namespace. In rootless
+/// mode the helper's namespace maps 0 to the caller, and the sandbox's is made
+/// with `user_ns_to(0, 0, 0, 0)`: root inside is the caller outside.
+pub fn user_ns_to(
+    inside_uid: u32,
+    inside_gid: u32,
+    outside_uid: u32,
+    outside_gid: u32,
+) -> Result<OwnedFd, SandboxError> {
     let (hold_r, hold_w) = sys::pipe().map_err(|e| layer("pipe", e))?;
     let pid =
         sys::clone_process(libc::CLONE_NEWUSER).map_err(|e| layer("clone(CLONE_NEWUSER)", e))?;
@@ -60,14 +73,21 @@ pub fn user_ns(inside_uid: u32, inside_gid: u32) -> Result<OwnedFd, SandboxError
     drop(hold_r);
     let result = (|| {
         let proc = Path::new("/proc").join(pid.to_string());
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            // An unprivileged writer may map only its own gid, and only once
+            // setgroups is denied in the new namespace.
+            std::fs::write(proc.join("setgroups"), "deny")
+                .map_err(|e| layer("write setgroups", e))?;
+        }
         std::fs::write(
             proc.join("uid_map"),
-            format!("{inside_uid} {SANDBOX_HOST_UID} 1\n"),
+            format!("{inside_uid} {outside_uid} 1\n"),
         )
         .map_err(|e| layer("write uid_map", e))?;
         std::fs::write(
             proc.join("gid_map"),
-            format!("{inside_gid} {SANDBOX_HOST_GID} 1\n"),
+            format!("{inside_gid} {outside_gid} 1\n"),
         )
         .map_err(|e| layer("write gid_map", e))?;
         sys::open(&proc.join("ns/user"), libc::O_RDONLY, 0).map_err(|e| layer("open ns/user", e))
@@ -79,11 +99,15 @@ pub fn user_ns(inside_uid: u32, inside_gid: u32) -> Result<OwnedFd, SandboxError
 
 /// Joins the sandbox user namespace and becomes its root (host uid
 /// [`SANDBOX_HOST_UID`]). Supplementary groups are dropped first, while that is
-/// still allowed. After this the process has capabilities only inside a
+/// still allowed (rootless mode: never, since an unprivileged user namespace
+/// denies `setgroups`; `drop_groups` is then false). After this the process has capabilities only inside a
 /// namespace that owns nothing else of the sandbox.
-pub fn enter_user_ns(ns: &OwnedFd) -> Result<(), SandboxError> {
-    // SAFETY: setgroups with a zero count reads no memory.
-    sys::cvt(unsafe { libc::setgroups(0, std::ptr::null()) }).map_err(|e| layer("setgroups", e))?;
+pub fn enter_user_ns(ns: &OwnedFd, drop_groups: bool) -> Result<(), SandboxError> {
+    if drop_groups {
+        // SAFETY: setgroups with a zero count reads no memory.
+        sys::cvt(unsafe { libc::setgroups(0, std::ptr::null()) })
+            .map_err(|e| layer("setgroups", e))?;
+    }
     sys::setns(ns.as_raw_fd(), libc::CLONE_NEWUSER).map_err(|e| layer("setns(user)", e))?;
     // SAFETY: setresgid takes integers only.
     sys::cvt(unsafe { libc::setresgid(0, 0, 0) }).map_err(|e| layer("setresgid(0)", e))?;

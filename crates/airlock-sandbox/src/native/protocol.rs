@@ -25,6 +25,11 @@ pub struct HelperRequest {
     pub spec: SandboxSpec,
     /// Directory holding one subdirectory per run (upper layers, lock files).
     pub runs_dir: PathBuf,
+    /// Rootless mode only: the caller's private runtime directory for airlock
+    /// (`$XDG_RUNTIME_DIR/airlock`, else beside the runs directory), which
+    /// holds the shared mount points instead of `/run/airlock/mnt`.
+    #[serde(default)]
+    pub runtime_dir: Option<PathBuf>,
 }
 
 /// A layer that failed, by name, with the kernel's words.

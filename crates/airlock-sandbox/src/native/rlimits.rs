@@ -70,6 +70,59 @@ impl RlimitSpec {
     }
 }
 
+/// Rlimits that stand in for a cgroup in rootless mode (see
+/// [`super::rootless`]).
+///
+/// * `RLIMIT_NPROC`: in rootless mode every run has a user namespace of its
+///   own, and the kernel (5.14 and later) counts a user's processes per user
+///   namespace, checking the innermost count against the rlimit: `pids + 1`
+///   (init) is then a per-run process and thread limit, whether or not a cgroup
+///   exists. Sandbox root holds no capability, so it is not exempt.
+/// * `RLIMIT_DATA`: only without a cgroup, and only as best effort accepted by
+///   the policy: per process, not per tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StandIns {
+    pub nproc: Option<u64>,
+    pub data_bytes: Option<u64>,
+}
+
+impl StandIns {
+    pub fn for_run(limits: &crate::Limits, rootless: bool, no_cgroup: bool) -> StandIns {
+        if !rootless {
+            return StandIns::default();
+        }
+        StandIns {
+            nproc: Some(u64::from(limits.pids) + 1),
+            data_bytes: no_cgroup.then_some(limits.memory_bytes),
+        }
+    }
+}
+
+/// Sets the stand-ins (soft and hard).
+pub fn apply_stand_ins(s: &StandIns) -> Result<(), SandboxError> {
+    for (resource, value, name) in [
+        (libc::RLIMIT_NPROC, s.nproc, "RLIMIT_NPROC"),
+        (libc::RLIMIT_DATA, s.data_bytes, "RLIMIT_DATA"),
+    ] {
+        let Some(v) = value else { continue };
+        let limit = libc::rlimit {
+            rlim_cur: v,
+            rlim_max: v,
+        };
+        // SAFETY: setrlimit reads one rlimit struct that lives on this stack frame.
+        if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+            return Err(SandboxError::Layer {
+                layer: LAYER,
+                detail: format!(
+                    "setrlimit({name}, {v}): {}",
+                    std::io::Error::last_os_error()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Sets every limit of `spec` (soft and hard, so the command cannot raise them).
 pub fn apply(spec: &RlimitSpec) -> Result<(), SandboxError> {
     if spec.cpu_secs == 0 || spec.open_files == 0 {

@@ -48,13 +48,30 @@ pub fn valid_run_name(name: &str) -> bool {
 /// period per directory, measured at several ms each).
 const MOUNT_POINTS: [&str; 3] = ["root", "lower", "upper"];
 
-/// Where the shared mount points live: `/run/airlock/mnt` (a tmpfs on any
-/// systemd-era host, outside every workspace and state directory).
+/// Where the shared mount points live as root: `/run/airlock/mnt` (a tmpfs on
+/// any systemd-era host, outside every workspace and state directory).
 const MOUNT_BASE: &str = "/run/airlock/mnt";
+
+/// The mount base in force in this helper: [`MOUNT_BASE`], or in rootless mode
+/// the caller's runtime directory's `mnt` (set once, before the run directory
+/// is created).
+static MOUNT_BASE_IN_FORCE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Sets where this helper's shared mount points live (rootless mode).
+pub fn set_mount_base(base: PathBuf) {
+    let _ = MOUNT_BASE_IN_FORCE.set(base);
+}
+
+fn mount_base() -> &'static Path {
+    MOUNT_BASE_IN_FORCE
+        .get()
+        .map(PathBuf::as_path)
+        .unwrap_or(Path::new(MOUNT_BASE))
+}
 
 /// The mount point `which` ("root", "lower" or "upper").
 pub fn mount_point(_run_dir: &Path, which: &str) -> PathBuf {
-    Path::new(MOUNT_BASE).join(which)
+    mount_base().join(which)
 }
 
 pub struct RunDir {
@@ -101,12 +118,13 @@ impl RunDir {
             )
         })
         .map_err(|e| fail("link lock file", e))?;
+        let base = mount_base();
         for name in MOUNT_POINTS {
             fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
-                .create(Path::new(MOUNT_BASE).join(name))
-                .map_err(|e| fail(format!("{MOUNT_BASE}/{name}"), e))?;
+                .create(base.join(name))
+                .map_err(|e| fail(base.join(name).display(), e))?;
         }
         Ok(RunDir { path, _lock: lock })
     }

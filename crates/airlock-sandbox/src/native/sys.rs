@@ -213,6 +213,7 @@ pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
 pub const MOUNT_ATTR_NODEV: u64 = 0x4;
 pub const MOUNT_ATTR_NOEXEC: u64 = 0x8;
 pub const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+pub const FSCONFIG_SET_FLAG: libc::c_uint = 0;
 pub const FSCONFIG_SET_STRING: libc::c_uint = 1;
 pub const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
 
@@ -329,17 +330,16 @@ pub fn new_fs(fstype: &CStr, options: &[(&str, &str)], attrs: u64) -> io::Result
     for (key, value) in options {
         let k = CString::new(*key)?;
         let v = CString::new(*value)?;
-        // SAFETY: fs is open; k and v are live C strings.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_fsconfig,
-                fs.as_raw_fd(),
-                FSCONFIG_SET_STRING,
-                k.as_ptr(),
-                v.as_ptr(),
-                0,
-            )
+        // An empty value is a flag option (`userxattr`), which takes no value.
+        let (cmd, vp) = if value.is_empty() {
+            (FSCONFIG_SET_FLAG, std::ptr::null())
+        } else {
+            (FSCONFIG_SET_STRING, v.as_ptr())
         };
+        // SAFETY: fs is open; k is a live C string and vp is either a live C
+        // string or NULL (for a flag).
+        let r =
+            unsafe { libc::syscall(libc::SYS_fsconfig, fs.as_raw_fd(), cmd, k.as_ptr(), vp, 0) };
         if r < 0 {
             let e = io::Error::last_os_error();
             return Err(io::Error::new(

@@ -55,17 +55,23 @@ fn is_opaque(path: &Path) -> bool {
     let Ok(c) = sys::cpath(path) else {
         return false;
     };
-    let mut buf = [0u8; 4];
-    // SAFETY: c and buf are live; lgetxattr writes at most buf.len() bytes.
-    let n = unsafe {
-        libc::lgetxattr(
-            c.as_ptr(),
-            c"trusted.overlay.opaque".as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    n >= 1 && buf[0] == b'y'
+    // Root mode's overlay keeps its marks in trusted.*, rootless mode's
+    // (mounted with `userxattr`) in user.*.
+    [c"trusted.overlay.opaque", c"user.overlay.opaque"]
+        .iter()
+        .any(|name| {
+            let mut buf = [0u8; 4];
+            // SAFETY: c, name and buf are live; lgetxattr writes at most buf.len() bytes.
+            let n = unsafe {
+                libc::lgetxattr(
+                    c.as_ptr(),
+                    name.as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
+            };
+            n >= 1 && buf[0] == b'y'
+        })
 }
 
 fn same_content(a: &Path, b: &Path, ma: &fs::Metadata, mb: &fs::Metadata) -> bool {

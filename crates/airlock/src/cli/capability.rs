@@ -12,6 +12,7 @@ pub fn print(r: &CapabilityReport) {
         let (mark, detail) = match &l.support {
             Support::Enforced(how) => ("enforced", how),
             Support::Missing(why) => ("MISSING ", why),
+            Support::BestEffort(how) => ("best-eff", how),
         };
         println!(
             "  {mark}  {:<18} {:<28} {detail}",

@@ -73,7 +73,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             };
             println!("{mark}  {:<16} {}", c.layer, c.detail);
         }
-        if layers_ok {
+        let limits_ok = checks.iter().all(|c| c.layer != "limits" || c.ok);
+        if layers_ok && !limits_ok {
+            println!(
+                "every layer can be built on this host, but not every limit: a policy that sets \
+                 limits.memory, limits.cpus or limits.cpu_time (the default does) is refused unless \
+                 it says [limits] enforcement = \"best_effort\" (see the `limits` line)"
+            );
+        } else if layers_ok {
             println!("every layer of the default policy can be enforced on this host");
         } else {
             println!("the default policy cannot be enforced here: `airlock run` will refuse, naming the layer");

@@ -402,11 +402,26 @@ pub fn status_of(r: &RunResponse) -> i32 {
     }
 }
 
+/// The native backend's mode (`root` or `rootless`) and what holds its limits.
+fn sandbox_mode(backend: &str) -> serde_json::Value {
+    if backend != "native" {
+        return serde_json::Value::Null;
+    }
+    use airlock_sandbox::capability::NativeLimits;
+    let (mode, limits) = match NativeLimits::detect() {
+        NativeLimits::RootCgroup => ("root", "cgroup".to_string()),
+        NativeLimits::Delegated(d) => ("rootless", format!("delegated cgroup v2 {}", d.display())),
+        NativeLimits::RlimitsOnly => ("rootless", "rlimits (best effort)".to_string()),
+    };
+    serde_json::json!({ "mode": mode, "limits": limits })
+}
+
 fn json_view(r: &RunResponse, backend: &str) -> serde_json::Value {
     let o = r.outcome.as_ref();
     serde_json::json!({
         "request_id": r.request_id,
         "backend": backend,
+        "sandbox_mode": sandbox_mode(backend),
         "status": r.status.as_str(),
         "decision": r.decision.decision.as_str(),
         "reason": r.decision.reason,

@@ -210,7 +210,7 @@ pub fn not_found_hint(program: &str, policy: &Policy) -> Option<String> {
 /// What to do about a sandbox that could not be built, after the layer's own message.
 pub fn setup_hint(err: &SandboxError) -> String {
     let doctor = "`airlock doctor` checks every layer on this host and names what is missing";
-    let (layer, detail) = match err {
+    let (layer, _detail) = match err {
         SandboxError::Layer { layer, detail } => (*layer, detail.as_str()),
         SandboxError::Spec(_) => return "the sandbox spec was refused before anything was built; this is a bug in airlock if the policy loaded cleanly: please report it".into(),
         SandboxError::Helper(_) | SandboxError::Io { .. } => {
@@ -218,15 +218,14 @@ pub fn setup_hint(err: &SandboxError) -> String {
         }
     };
     let not_root = !rustix::process::geteuid().is_root();
-    let denied = detail.contains("Permission denied") || detail.contains("Operation not permitted");
-    if not_root && denied {
-        return format!(
-            "the native sandbox builds its mounts and cgroups as root, and this is uid {}: run \
-             airlock as root (e.g. `sudo airlock run ...`); {doctor}",
-            rustix::process::geteuid().as_raw()
-        );
-    }
     match layer {
+        "cgroup" if not_root => airlock_sandbox::capability::ROOTLESS_LIMITS_HINT.to_string(),
+        "user_namespace" | "namespaces" if not_root => format!(
+            "airlock runs unprivileged here (rootless mode), which needs unprivileged user \
+             namespaces: `sysctl user.max_user_namespaces` above 0, and where they exist \
+             kernel.unprivileged_userns_clone = 1 and kernel.apparmor_restrict_unprivileged_userns \
+             = 0 (or an AppArmor profile for airlock with `userns,`); or run airlock as root; {doctor}"
+        ),
         "cgroup" => format!(
             "airlock puts each run in its own memory, pids and cpu cgroup: the controllers must be \
              mounted (cgroup v1 under /sys/fs/cgroup/<controller>, or cgroup v2) and writable by \
@@ -252,8 +251,9 @@ pub fn setup_hint(err: &SandboxError) -> String {
         ),
         "state_dir" => format!(
             "airlock keeps per-run directories under its state directory \
-             ($AIRLOCK_STATE_DIR, default /var/lib/airlock for root): it must be a local, \
-             writable directory; {doctor}"
+             ($AIRLOCK_STATE_DIR, default /var/lib/airlock for root, $XDG_STATE_HOME/airlock or \
+             ~/.local/state/airlock otherwise) and, unprivileged, its mount points under \
+             $XDG_RUNTIME_DIR/airlock: both must be local, writable directories; {doctor}"
         ),
         "exec" => "the program could not be started inside the sandbox: is it installed under \
                    /usr, /bin or the workspace, and on the sandbox's PATH?"

@@ -1,0 +1,253 @@
+//! Rootless mode: the native backend run by an ordinary user.
+//!
+//! Chosen automatically when the caller is not root. The helper first enters a
+//! user namespace of its own that maps the caller's uid and gid (and nothing
+//! else) to root, together with a private mount namespace. There it holds every
+//! capability over namespaces it owns, and builds the same sandbox as in root
+//! mode: tmpfs root and `pivot_root`, overlayfs workspace, fresh `/proc`, PID,
+//! network, IPC and UTS namespaces. The command then runs in a second, nested
+//! user namespace (root inside = the caller outside), so it holds no capability
+//! over any namespace of the sandbox, and every mount it inherits is locked.
+//! No subordinate ids and no idmapped mounts are needed: files keep the
+//! caller's ownership.
+//!
+//! What differs from root mode is listed in docs/sandbox.md, "Running
+//! unprivileged": limits without a writable cgroup are rlimits (refused unless
+//! the policy says `[limits] enforcement = "best_effort"`), the caller's
+//! supplementary groups cannot be dropped (`setgroups` is denied in an
+//! unprivileged user namespace), and the run directories live under
+//! `$XDG_RUNTIME_DIR`.
+
+use super::sys;
+use crate::SandboxError;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+pub const LAYER: &str = "user_namespace";
+
+/// True when this process is not root on the host: the native backend then
+/// runs in rootless mode.
+pub fn is_rootless() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() != 0 }
+}
+
+fn fail(what: impl std::fmt::Display, e: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Layer {
+        layer: LAYER,
+        detail: format!("{what}: {e}"),
+    }
+}
+
+/// Moves the calling (single-threaded) process into a new user namespace that
+/// maps its own uid and gid to 0, and a new mount namespace owned by it.
+/// Returns the host uid and gid that root inside stands for.
+pub fn enter_own_user_ns() -> Result<(u32, u32), SandboxError> {
+    // SAFETY: getuid/getgid have no preconditions.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS).map_err(|e| {
+        fail(
+            "unshare(CLONE_NEWUSER | CLONE_NEWNS)",
+            format!("{e}{}", userns_hint()),
+        )
+    })?;
+    // An unprivileged process may map only its own ids, and gid_map only once
+    // setgroups is denied.
+    std::fs::write("/proc/self/setgroups", "deny")
+        .map_err(|e| fail("write /proc/self/setgroups", e))?;
+    std::fs::write("/proc/self/uid_map", format!("0 {uid} 1\n"))
+        .map_err(|e| fail("write uid_map", e))?;
+    std::fs::write("/proc/self/gid_map", format!("0 {gid} 1\n"))
+        .map_err(|e| fail("write gid_map", e))?;
+    // Nothing mounted here may propagate back to the host's namespace.
+    sys::mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )
+    .map_err(|e| fail("make / private", e))?;
+    Ok((uid, gid))
+}
+
+/// A hint naming the sysctl that blocks unprivileged user namespaces, if one does.
+fn userns_hint() -> String {
+    let blocking: Vec<String> = userns_sysctls()
+        .into_iter()
+        .filter(|s| s.blocks)
+        .map(|s| format!("{} (fix: {})", s.name, s.fix))
+        .collect();
+    if blocking.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (unprivileged user namespaces are restricted by {})",
+            blocking.join(", ")
+        )
+    }
+}
+
+/// One kernel setting that gates unprivileged user namespaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsernsSysctl {
+    /// The sysctl name, e.g. `user.max_user_namespaces`.
+    pub name: &'static str,
+    /// The value read, or `None` when this kernel has no such setting.
+    pub value: Option<String>,
+    /// True when the value stops an ordinary user from creating a user namespace.
+    pub blocks: bool,
+    /// The command that lifts the restriction.
+    pub fix: &'static str,
+}
+
+/// The sysctls that gate unprivileged user namespaces, read from `/proc/sys`.
+pub fn userns_sysctls() -> Vec<UsernsSysctl> {
+    userns_sysctls_in(Path::new("/proc/sys"))
+}
+
+pub fn userns_sysctls_in(proc_sys: &Path) -> Vec<UsernsSysctl> {
+    let read = |rel: &str| {
+        std::fs::read_to_string(proc_sys.join(rel))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let clone = read("kernel/unprivileged_userns_clone");
+    let max = read("user/max_user_namespaces");
+    let apparmor = read("kernel/apparmor_restrict_unprivileged_userns");
+    vec![
+        UsernsSysctl {
+            name: "kernel.unprivileged_userns_clone",
+            blocks: clone.as_deref() == Some("0"),
+            value: clone,
+            fix: "sysctl -w kernel.unprivileged_userns_clone=1 (Debian/Ubuntu kernels; persist in /etc/sysctl.d/)",
+        },
+        UsernsSysctl {
+            name: "user.max_user_namespaces",
+            blocks: max.as_deref() == Some("0"),
+            value: max,
+            fix: "sysctl -w user.max_user_namespaces=15000 (persist in /etc/sysctl.d/)",
+        },
+        UsernsSysctl {
+            name: "kernel.apparmor_restrict_unprivileged_userns",
+            blocks: apparmor.as_deref() == Some("1"),
+            value: apparmor,
+            fix: "give airlock an AppArmor profile with `userns,` (e.g. /etc/apparmor.d/airlock: \
+                  `abi <abi/4.0>, include <tunables/global> profile airlock /usr/local/bin/airlock \
+                  flags=(unconfined) { userns, }`, then `apparmor_parser -r` it), or \
+                  sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+        },
+    ]
+}
+
+/// Where rootless runs put their shared mount points: `$XDG_RUNTIME_DIR/airlock`
+/// when that directory exists and belongs to the caller, else `fallback` (a
+/// directory beside the runs directory, under the caller's state directory).
+pub fn runtime_dir(xdg_runtime_dir: Option<&Path>, fallback: &Path) -> PathBuf {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    match xdg_runtime_dir {
+        Some(d)
+            if d.is_absolute()
+                && std::fs::symlink_metadata(d)
+                    .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0) =>
+        {
+            d.join("airlock")
+        }
+        _ => fallback.to_path_buf(),
+    }
+}
+
+/// A cgroup v2 subtree this user may manage (systemd user delegation, or a
+/// subtree an administrator `chown`ed): the highest ancestor of this process's
+/// own cgroup, below the cgroup2 mount `mount`, whose `cgroup.procs`,
+/// `cgroup.subtree_control` and directory are writable by the caller and which
+/// offers the memory, pids and cpu controllers. `own` is this process's
+/// cgroup path as `/proc/self/cgroup` gives it (`0::/user.slice/...`).
+pub fn delegated_v2_in(mount: &Path, own: &str) -> Option<PathBuf> {
+    let rel = own.trim().trim_start_matches('/');
+    let mut candidates = Vec::new();
+    let mut cur = mount.to_path_buf();
+    for comp in Path::new(rel).components() {
+        cur.push(comp);
+        candidates.push(cur.clone());
+    }
+    let writable = |p: &Path| {
+        sys::cpath(p)
+            .ok()
+            // SAFETY: c is a live C string.
+            .is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0)
+    };
+    candidates.into_iter().find(|dir| {
+        let controllers =
+            std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
+        let have: Vec<&str> = controllers.split_whitespace().collect();
+        ["memory", "pids", "cpu"].iter().all(|c| have.contains(c))
+            && writable(dir)
+            && writable(&dir.join("cgroup.procs"))
+            && writable(&dir.join("cgroup.subtree_control"))
+    })
+}
+
+/// The delegated cgroup v2 subtree of this host and user, if there is one.
+pub fn delegated_v2() -> Option<PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            let fstype = post.split_whitespace().next()?;
+            let mp = pre.split_whitespace().nth(4)?;
+            (fstype == "cgroup2").then(|| PathBuf::from(mp.replace("\\040", " ")))
+        })
+        .find_map(|mp| delegated_v2_in(&mp, &path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysctls_say_which_one_blocks_and_how_to_fix_it() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("kernel")).unwrap();
+        std::fs::create_dir_all(d.path().join("user")).unwrap();
+        std::fs::write(d.path().join("user/max_user_namespaces"), "1000\n").unwrap();
+        std::fs::write(
+            d.path()
+                .join("kernel/apparmor_restrict_unprivileged_userns"),
+            "1\n",
+        )
+        .unwrap();
+        let s = userns_sysctls_in(d.path());
+        assert_eq!(s[0].value, None);
+        assert!(!s[0].blocks);
+        assert!(!s[1].blocks);
+        assert!(s[2].blocks);
+        assert!(s[2].fix.contains("userns"));
+        std::fs::write(d.path().join("user/max_user_namespaces"), "0\n").unwrap();
+        assert!(userns_sysctls_in(d.path())[1].blocks);
+    }
+
+    #[test]
+    fn a_delegated_subtree_needs_controllers_and_write_access() {
+        let d = tempfile::tempdir().unwrap();
+        let svc = d
+            .path()
+            .join("user.slice/user-1000.slice/user@1000.service");
+        let app = svc.join("app.slice/x.scope");
+        std::fs::create_dir_all(&app).unwrap();
+        let own = "/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope";
+        // Nothing shaped like a cgroup: no subtree.
+        assert_eq!(delegated_v2_in(d.path(), own), None);
+        for f in ["cgroup.procs", "cgroup.subtree_control"] {
+            std::fs::write(svc.join(f), "").unwrap();
+        }
+        std::fs::write(svc.join("cgroup.controllers"), "cpu io memory pids\n").unwrap();
+        assert_eq!(delegated_v2_in(d.path(), own), Some(svc.clone()));
+        std::fs::write(svc.join("cgroup.controllers"), "cpu io pids\n").unwrap();
+        assert_eq!(delegated_v2_in(d.path(), own), None);
+    }
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Rootless mode (docs/sandbox.md, "Running unprivileged"): airlock run by ordinary
+# users created here (airlock-u1, airlock-u2; created if missing, so the part is
+# idempotent). As airlock-u1: `airlock doctor`, `airlock run -- echo hi`, overlay
+# changes and --apply (files keep the user's ownership), network none, --json's
+# sandbox_mode, the escape corpus (cases that need a cgroup are listed in
+# tests/escape/tiers/rootless.toml: refused as written, then contained with best
+# effort); and u1's runs cannot see or signal u2's runs, nor read u2's state.
+# Needs root (to create the users) and unprivileged user namespaces.
+#   ROOTLESS_ESCAPE=0   skip the escape corpus (the rest takes seconds)
+#   ESCAPE_ARGS="--only net_"   extra runner flags
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+[ "$(id -u)" = 0 ] || { echo "47-rootless: run as root (it creates the test users)"; exit 1; }
+command -v gcc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null; }
+cargo build -q --locked -p airlock || exit 1
+for u in airlock-u1 airlock-u2; do
+  id "$u" >/dev/null 2>&1 || useradd -m -s /bin/bash "$u" || exit 1
+done
+# The binary and the corpus where both users can read and execute them (the
+# checkout may sit under /root, which is 0700).
+share=$(mktemp -d /var/tmp/airlock-rootless.XXXXXX)
+chmod 0755 "$share"
+rt1=$(mktemp -d /tmp/airlock-rootless-rt1.XXXXXX)
+chown airlock-u1: "$rt1" && chmod 0700 "$rt1"
+bg_pids=()
+cleanup() {
+  for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$share" "$rt1"
+  for u in airlock-u1 airlock-u2; do rm -rf "/home/$u/ws" "/home/$u/ws2"; done
+}
+trap cleanup EXIT
+mkdir -p "$share/bin" "$share/tests"
+cp target/debug/airlock "$share/bin/airlock"
+cp -r tests/escape "$share/tests/escape"
+chmod -R a+rX "$share"
+bin=$share/bin/airlock
+
+pass=0 fail=0
+check() { # name, then a command that must succeed
+  local name=$1; shift
+  if "$@"; then pass=$((pass + 1)); echo "ok   $name"; else fail=$((fail + 1)); echo "FAIL $name"; fi
+}
+# as USER CMD...: a clean login-like environment, no XDG_RUNTIME_DIR unless given.
+as() {
+  local u=$1; shift
+  runuser -u "$u" -- env -i HOME="/home/$u" USER="$u" LANG=C.UTF-8 \
+    PATH=/usr/local/bin:/usr/bin:/bin ${XDG:+XDG_RUNTIME_DIR=$XDG} "$@"
+}
+u1_uid=$(id -u airlock-u1)
+
+# -- doctor
+doc=$(cd / && as airlock-u1 "$bin" doctor 2>&1); rc=$?
+echo "$doc" | sed 's/^/     doctor: /'
+check "doctor as u1: exit 0 (every required layer ok)" test "$rc" = 0
+check "doctor: reports rootless mode" grep -q "mode .*rootless (euid $u1_uid)" <<<"$doc"
+check "doctor: one line per userns sysctl" test "$(grep -c userns_sysctl <<<"$doc")" = 3
+check "doctor: says which limits are enforced by what" grep -q "limits .*enforced" <<<"$doc"
+has_cgroup=0
+grep -q "^ok  *cgroup" <<<"$doc" && has_cgroup=1
+
+# -- a workspace of u1's own
+as airlock-u1 sh -c 'rm -rf ~/ws && mkdir ~/ws && echo old > ~/ws/old.txt && echo keep > ~/ws/keep.txt'
+ws1=/home/airlock-u1/ws
+run1() { (cd "$ws1" && as airlock-u1 "$bin" run "$@"); }
+
+if [ $has_cgroup = 0 ]; then
+  out=$(run1 -- echo hi 2>&1); rc=$?
+  check "run as u1, default policy, no cgroup: refused (125) naming limits.enforcement" \
+    sh -c "[ $rc = 125 ] && grep -q 'enforcement = \"best_effort\"' <<'EOF'
+$out
+EOF"
+  printf '[limits]\nenforcement = "best_effort"\n' > "$ws1/airlock.toml"
+  chown airlock-u1: "$ws1/airlock.toml"
+fi
+out=$(run1 -- echo hi 2>&1)
+check "run as u1: echo hi" test "$out" = "hi"
+out=$(XDG=$rt1 run1 -- echo hi 2>&1)
+check "run as u1 with XDG_RUNTIME_DIR: echo hi" test "$out" = "hi"
+check "mount points under \$XDG_RUNTIME_DIR/airlock" test -d "$rt1/airlock/mnt/root"
+json=$(run1 --json -- id -u)
+check "--json: sandbox_mode.mode = rootless, root inside" python3 -c '
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["sandbox_mode"]["mode"] == "rootless", j["sandbox_mode"]
+assert j["stdout"] == "0\n", j["stdout"]' "$json"
+
+# -- overlay workspace, changes, apply
+json=$(run1 --json -- sh -c 'echo new > new.txt; rm old.txt; echo changed > keep.txt')
+check "overlay: changes reported, host untouched" python3 -c '
+import json, sys, os
+j = json.loads(sys.argv[1])
+kinds = sorted((c["path"], c["kind"]) for c in j["changes"])
+assert ("new.txt", "added") in kinds and ("old.txt", "deleted") in kinds and ("keep.txt", "modified") in kinds, kinds
+assert not os.path.exists(sys.argv[2] + "/new.txt") and os.path.exists(sys.argv[2] + "/old.txt")' "$json" "$ws1"
+run1 --apply -- sh -c 'echo new > new.txt; rm old.txt; mkdir -p d && echo deep > d/f' >/dev/null 2>&1
+check "--apply: the changes reach the host" sh -c "[ -f $ws1/new.txt ] && [ ! -e $ws1/old.txt ] && [ \"\$(cat $ws1/d/f)\" = deep ]"
+check "--apply: files keep u1's ownership" test "$(stat -c %u "$ws1/new.txt" "$ws1/d/f" "$ws1/d" | sort -u)" = "$u1_uid"
+run1 -- sh -c 'rm -rf d && mkdir d && echo other > d/g' >/dev/null 2>&1
+check "overlay: an opaque (re-created) dir works unprivileged" sh -c "[ -f $ws1/d/f ]"
+
+# -- network none
+out=$(run1 -- python3 -c '
+import socket
+try:
+    socket.create_connection(("127.0.0.1", 22), timeout=2); print("CONNECTED")
+except OSError as e:
+    print("blocked", e.errno)
+print(open("/proc/net/dev").read().count(":"))' 2>&1)
+check "network none: no inet socket, only loopback" sh -c "grep -q '^blocked' <<'EOF'
+$out
+EOF
+[ \"\$(tail -1 <<'EOF'
+$out
+EOF
+)\" = 1 ]"
+out=$(run1 -- sh -c 'cat /etc/shadow; ls /home; cat /proc/1/environ' 2>&1)
+check "no host secrets or other homes visible" sh -c "! grep -q 'root:' <<'EOF'
+$out
+EOF"
+
+# -- u1 and u2 are kept apart
+as airlock-u2 sh -c 'rm -rf ~/ws2 && mkdir ~/ws2 && printf "[limits]\nenforcement = \"best_effort\"\ntimeout = \"60s\"\n" > ~/ws2/airlock.toml'
+token=u2token$$
+(cd /home/airlock-u2/ws2 && exec runuser -u airlock-u2 -- env -i HOME=/home/airlock-u2 PATH=/usr/bin:/bin "$bin" run -- sh -c "echo $token > /tmp/t; exec sleep 40" >/dev/null 2>&1) &
+bg_pids+=($!)
+for _ in $(seq 50); do pgrep -u airlock-u2 -x sleep >/dev/null && break; sleep 0.2; done
+u2_sleep=$(pgrep -u airlock-u2 -x sleep | head -1)
+check "u2's run is up" test -n "$u2_sleep"
+out=$(run1 -- sh -c "ls /proc | grep -c '^[0-9]'; cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^sleep\$'; cat /tmp/t 2>&1; kill -0 $u2_sleep 2>/dev/null && echo SIGNALLED" 2>&1)
+echo "$out" | sed 's/^/     u1 sandbox: /'
+check "u1's sandbox sees only its own processes and none of u2's" python3 -c '
+import sys
+lines = sys.argv[1].splitlines()
+assert int(lines[0]) <= 6 and lines[1] == "0", lines
+assert sys.argv[2] not in sys.argv[1] and "SIGNALLED" not in sys.argv[1], lines' "$out" "$token"
+check "u1 cannot signal u2's sandboxed process from the host" sh -c "! runuser -u airlock-u1 -- kill -0 $u2_sleep 2>/dev/null"
+check "u1 cannot read u2's state directory" sh -c "! runuser -u airlock-u1 -- ls /home/airlock-u2/.local/state/airlock >/dev/null 2>&1"
+check "u2's state directory is private (0700)" test "$(stat -c %a /home/airlock-u2/.local/state/airlock)" = 700
+check "u2's run is still running" kill -0 "$u2_sleep"
+kill "${bg_pids[@]}" 2>/dev/null; wait 2>/dev/null; bg_pids=()
+check "no run directories left behind (u1)" test -z "$(ls -A /home/airlock-u1/.local/state/airlock/runs 2>/dev/null)"
+
+# -- the escape corpus, as u1
+if [ "${ROOTLESS_ESCAPE:-1}" = 1 ]; then
+  mkdir -p target/escape
+  # shellcheck disable=SC2086
+  (cd "$share" && as airlock-u1 python3 tests/escape/run.py --airlock "$bin" \
+      --report "$share/rootless-report.json" ${ESCAPE_ARGS:-}) 2>&1 | tee target/escape/rootless.txt | tail -40
+  check "escape corpus as u1" grep -q ' passed, 0 failed' <(tail -1 target/escape/rootless.txt)
+  cp "$share/rootless-report.json" target/escape/rootless-report.json 2>/dev/null
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
