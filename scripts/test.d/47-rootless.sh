@@ -171,9 +171,9 @@ if [ "${ROOTLESS_ESCAPE:-1}" = 1 ]; then
   mkdir -p target/escape
   # shellcheck disable=SC2086
   (cd "$share" && as airlock-u1 python3 tests/escape/run.py --airlock "$bin" \
-      --report "$share/rootless-report.json" ${ESCAPE_ARGS:-}) 2>&1 | tee target/escape/rootless.txt | tail -40
+      --report /home/airlock-u1/rootless-report.json ${ESCAPE_ARGS:-}) 2>&1 | tee target/escape/rootless.txt | tail -40
   check "escape corpus as u1" grep -q ' passed, 0 failed' <(tail -1 target/escape/rootless.txt)
-  cp "$share/rootless-report.json" target/escape/rootless-report.json 2>/dev/null
+  mv /home/airlock-u1/rootless-report.json target/escape/rootless-report.json 2>/dev/null
 fi
 
 echo "$pass passed, $fail failed"

@@ -580,6 +580,8 @@ class Session:
             "MARKER": self.marker,
             "WS": str(ws),
             "HOST_MODE": "1" if self.backend == "none" else "0",
+            # the runner's uid: non-zero in rootless mode, where root inside is the caller
+            "CALLER_UID": os.getuid(),
             "TCP_PORT": self.listeners.tcp4,
             "TCP6_PORT": self.listeners.tcp6,
             "UDP_PORT": self.listeners.udp4,
