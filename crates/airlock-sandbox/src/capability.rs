@@ -339,15 +339,25 @@ pub fn report(
     spec: &SandboxSpec,
     available: Result<String, String>,
 ) -> CapabilityReport {
-    let available = if kind.built() {
-        available
-    } else {
-        Err(kind.not_built_reason())
-    };
     let native_limits = if kind == BackendKind::Native {
         NativeLimits::detect()
     } else {
         NativeLimits::RootCgroup
+    };
+    report_with(kind, spec, available, native_limits)
+}
+
+/// [`report`] for a given native limits situation (tests, doctor).
+pub fn report_with(
+    kind: BackendKind,
+    spec: &SandboxSpec,
+    available: Result<String, String>,
+    native_limits: NativeLimits,
+) -> CapabilityReport {
+    let available = if kind.built() {
+        available
+    } else {
+        Err(kind.not_built_reason())
     };
     let lines: Vec<Line> = asked(spec)
         .into_iter()
@@ -422,5 +432,54 @@ mod tests {
         let g = report(BackendKind::Gvisor, &s, Ok("ok".into()));
         let why = g.refusal().unwrap();
         assert!(why.contains("not built in this version"), "{why}");
+    }
+
+    #[test]
+    fn rootless_without_a_cgroup_refuses_naming_the_setting_unless_best_effort() {
+        let mut s = spec();
+        let r = report_with(
+            BackendKind::Native,
+            &s,
+            Ok("ok".into()),
+            NativeLimits::RlimitsOnly,
+        );
+        let why = r.refusal().expect("refused");
+        for needle in [
+            "limits.memory",
+            "limits.cpus",
+            "limits.cpu_time",
+            "enforcement = \"best_effort\"",
+        ] {
+            assert!(why.contains(needle), "{needle}: {why}");
+        }
+        // pids, the timeout and the rest hold without a cgroup.
+        assert!(!why.contains("limits.pids"), "{why}");
+        s.limit_enforcement = crate::spec::LimitEnforcement::BestEffort;
+        let r = report_with(
+            BackendKind::Native,
+            &s,
+            Ok("ok".into()),
+            NativeLimits::RlimitsOnly,
+        );
+        assert!(r.refusal().is_none(), "{r:?}");
+        let memory = r
+            .lines
+            .iter()
+            .find(|l| l.boundary == Boundary::Memory)
+            .unwrap();
+        assert!(
+            matches!(&memory.support, Support::BestEffort(how) if how.contains("RLIMIT_DATA")),
+            "{memory:?}"
+        );
+        // A delegated cgroup v2 subtree holds them: nothing to accept.
+        let mut s = spec();
+        s.limit_enforcement = crate::spec::LimitEnforcement::Cgroup;
+        let r = report_with(
+            BackendKind::Native,
+            &s,
+            Ok("ok".into()),
+            NativeLimits::Delegated("/sys/fs/cgroup/user.slice/user@1000.service".into()),
+        );
+        assert!(r.refusal().is_none(), "{r:?}");
     }
 }
