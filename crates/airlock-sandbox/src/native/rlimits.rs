@@ -15,6 +15,10 @@
 //! budget) and would include the helper; root inside the user namespace is also
 //! exempt from it while it still holds `CAP_SYS_RESOURCE`/`CAP_SYS_ADMIN`. The
 //! pids cgroup (`pids.max`) is the per-sandbox limit on processes and threads.
+//! Rootless mode is different (see [`StandIns`]): each run's root is counted in
+//! a user namespace of its own, so `RLIMIT_NPROC` there is per run (measured: two
+//! concurrent rootless runs with `limits.pids = 128` each forked 127 children
+//! before EAGAIN).
 //!
 //! [`apply`] is async-signal-safe on its success path.
 

@@ -232,6 +232,22 @@ mod tests {
     }
 
     #[test]
+    fn the_runtime_dir_is_used_only_when_it_is_private_and_ours() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let fallback = Path::new("/state/run");
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(
+            runtime_dir(Some(d.path()), fallback),
+            d.path().join("airlock")
+        );
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(runtime_dir(Some(d.path()), fallback), fallback);
+        assert_eq!(runtime_dir(None, fallback), fallback);
+        assert_eq!(runtime_dir(Some(Path::new("relative")), fallback), fallback);
+    }
+
+    #[test]
     fn a_delegated_subtree_needs_controllers_and_write_access() {
         let d = tempfile::tempdir().unwrap();
         let svc = d
