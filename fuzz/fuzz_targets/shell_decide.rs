@@ -25,10 +25,10 @@ fuzz_target!(|data: &[u8]| {
         }
         // A line the plain reader takes is analysed as brush-parser would.
         if airlock_policy::shell::reads_plain(text) {
-            let ctx = airlock_policy::shell::Context {
-                cwd: cwd.to_path_buf(),
-                home: "/nonexistent-fuzz-root".into(),
-            };
+            let ctx = airlock_policy::shell::Context::new(
+                cwd.to_path_buf(),
+                "/nonexistent-fuzz-root".into(),
+            );
             assert_eq!(
                 airlock_policy::shell::analyze(text, &ctx),
                 airlock_policy::shell::analyze_with_parser_only(text, &ctx),

@@ -281,6 +281,7 @@ mod tests {
                 .iter()
                 .map(|argv| SegmentDecision {
                     argv: argv.iter().map(|s| s.to_string()).collect(),
+                    normalized: vec![],
                     decision: Verdict::Deny,
                     reason: String::new(),
                     rule: None,

@@ -42,6 +42,11 @@ pub enum Step {
 pub struct SegmentDecision {
     /// The argv after quote removal and wrapper unwrapping, as judged.
     pub argv: Vec<String>,
+    /// The argv in the normalised form the rules and the knowledge base
+    /// matched (`rm -Rf x` is `rm -r -f x`; `--rec` is `--recursive`; an
+    /// option's value follows it). Empty when it equals `argv`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub normalized: Vec<String>,
     pub decision: Verdict,
     pub reason: String,
     pub rule: Option<String>,

@@ -9,6 +9,7 @@
 //!
 //! The strictest segment decides.
 
+use crate::knowledge::{Action, Kb};
 use crate::network::{host_matches, named_hosts, touches_network_shaped};
 use crate::paths::{system_program, Boundary};
 use crate::rules::{prefix_matches, ArgvShape, RuleIndex};
@@ -103,6 +104,7 @@ fn run(policy: &Policy, request: &Request, trace: bool) -> Explanation {
     let ctx = Context {
         cwd: request.cwd.clone(),
         home,
+        knowledge: policy.knowledge.0.clone(),
     };
     let max = policy.commands.max_command_bytes;
     let analysis = match &request.command {
@@ -306,10 +308,58 @@ fn display_argv(argv: &[String]) -> String {
 }
 
 impl<'p> Judge<'p> {
+    fn kb(&self) -> Kb<'p> {
+        Kb::new(&self.policy.knowledge.0)
+    }
+
+    /// What the knowledge base found, over what the rules decided: a finding
+    /// stricter than the rule's verdict decides, naming the option and the entry.
+    fn knowledge_findings(&self, seg: &Segment, found: Found, notes: &mut Notes<'_>) -> Found {
+        let on_unknown = self.policy.commands.on_unknown;
+        let mut best = found;
+        for f in &seg.findings {
+            let verdict = match f.action {
+                Action::Judge => continue,
+                Action::ApprovalRequired => Verdict::ApprovalRequired,
+                Action::Deny => Verdict::Deny,
+                Action::OnUnknown => on_unknown,
+            };
+            notes.add(Step::Approval, verdict.as_str(), || {
+                format!("knowledge base: {}", f.sentence())
+            });
+            if verdict > best.verdict {
+                let what = match f.action {
+                    Action::ApprovalRequired => "; a human must approve it".to_string(),
+                    Action::OnUnknown => format!(
+                        "; what the gate cannot judge gets `{}`",
+                        on_unknown.as_str()
+                    ),
+                    _ => String::new(),
+                };
+                best = Found {
+                    verdict,
+                    step: if verdict == Verdict::ApprovalRequired {
+                        Step::Approval
+                    } else {
+                        Step::Allowlist
+                    },
+                    reason: format!("{}{what}", f.sentence()),
+                    rule: Some(format!("knowledge:{}", f.entry)),
+                };
+            }
+        }
+        best
+    }
+
     fn segment(&self, seg: &Segment, trace: Option<&mut Vec<TraceEntry>>) -> SegmentDecision {
         let found = self.steps(seg, &mut Notes(trace));
         SegmentDecision {
             argv: seg.argv.clone(),
+            normalized: if seg.normalized.len() > 1 && seg.normalized != seg.argv {
+                seg.normalized.clone()
+            } else {
+                Vec::new()
+            },
             decision: found.verdict,
             reason: found.reason,
             rule: found.rule,
@@ -321,7 +371,7 @@ impl<'p> Judge<'p> {
         let policy = self.policy;
         let on_unknown = policy.commands.on_unknown;
         // Split once: the network step and the rules both read it.
-        let shape = ArgvShape::new(&seg.argv);
+        let shape = ArgvShape::with(&seg.argv, self.kb());
         let program = shape.as_ref().map_or("", |s| s.program);
 
         // Step 0: can it be known?
@@ -437,6 +487,7 @@ impl<'p> Judge<'p> {
                 rule: None,
             },
         };
+        let found = self.knowledge_findings(seg, found, notes);
         match found.step {
             Step::Approval => notes.add(Step::Approval, found.verdict.as_str(), || {
                 found.reason.clone()
@@ -529,7 +580,10 @@ impl<'p> Judge<'p> {
         let already: Vec<&str> = seg.paths.iter().map(|p| p.text.as_str()).collect();
         let pattern = grep_pattern(program, &seg.argv);
         for (i, arg) in seg.argv.iter().enumerate().skip(1) {
-            if seg.unknown_args.iter().any(|(shown, _)| shown == arg) || pattern == Some(i) {
+            if seg.unknown_args.iter().any(|(shown, _)| shown == arg)
+                || pattern == Some(i)
+                || seg.data_args.contains(&i)
+            {
                 continue;
             }
             for candidate in path_candidates(arg) {
@@ -653,7 +707,7 @@ impl<'p> Judge<'p> {
             consider(shape, true);
         }
         for w in &seg.wrappers {
-            if let Some(shape) = ArgvShape::new(w) {
+            if let Some(shape) = ArgvShape::with(w, self.kb()) {
                 consider(&shape, false);
             }
         }

@@ -7,6 +7,7 @@
 pub mod changes;
 pub mod decision;
 pub mod gate;
+pub mod knowledge;
 pub mod load;
 pub mod model;
 pub mod network;

@@ -26,6 +26,10 @@ pub struct Policy {
     /// `[changes]`: what may flow back from a run to the host workspace.
     #[serde(default)]
     pub changes: crate::changes::ChangesPolicy,
+    /// `[knowledge]`: the policy's additions to the program knowledge base
+    /// (`programs.toml`); its entries win over built-in ones of the same name.
+    #[serde(default)]
+    pub knowledge: crate::knowledge::Extension,
     /// SHA-256 (hex) of the policy's source text, or of the built-in default.
     /// Approvals and audit records are tied to it.
     pub sha256: String,

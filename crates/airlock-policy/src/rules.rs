@@ -5,26 +5,36 @@
 //! Positions whose alternatives are all options (`-rf`, `--hard`) are matched
 //! against the options present anywhere in the command, however they are spelled
 //! (`rm -r -f`, `rm -fr`, `rm --recursive --force`); the other positions are
-//! matched, in order, against the command's positional words. The program
+//! matched, in order, against the command's positional words. Both sides are
+//! normalised with the program knowledge base first (`-R` of rm is `-r`,
+//! `--rec` is `--recursive`, `-f/etc/x` is `-f` with a value). The program
 //! (position 0) is compared by name: `/usr/bin/git` is `git`.
 //!
 //! Known programs whose global options take a value before the subcommand
 //! (`git -C dir push`, `cargo +nightly install`) have those values skipped, so
 //! that `git push` cannot be dodged by `git -C . push`.
 
-/// A command's argv, split into what prefix matching needs.
+use crate::knowledge::{normalize, Kb, Normalized, ProgramEntry, Word};
+
+/// A command's argv, split into what prefix matching needs, from its
+/// normalised form ([`crate::knowledge::normalize`]).
 #[derive(Debug, Clone)]
 pub struct ArgvShape<'a> {
     /// The program's name: argv[0] up to its last `/`.
     pub program: &'a str,
     /// argv[0] exactly as written.
     pub program_as_written: &'a str,
-    /// Words that are not options, in order (argv[0] excluded).
+    /// Words that are not options nor option values, in order (argv[0] excluded).
     pub positionals: Vec<&'a str>,
-    /// Letters of every short-option cluster (`-rf` gives r and f).
+    /// Every short option's letter, after synonyms (`-Rf` of rm gives r and f),
+    /// and the letter a long option means (`--recursive` gives r).
     pub short_letters: Vec<char>,
-    /// Long options without their `=value` part.
+    /// Long options under their full names (`--har` of git reset is `--hard`),
+    /// without their values.
     pub long_options: Vec<&'a str>,
+    /// The knowledge base's entries for the program and its subcommand.
+    pub entry: Option<&'a ProgramEntry>,
+    pub sub_entry: Option<&'a ProgramEntry>,
 }
 
 /// The name of a program given as a path (`/usr/bin/curl` → `curl`).
@@ -35,124 +45,43 @@ pub fn program_name(word: &str) -> &str {
     }
 }
 
-/// Global options (before the subcommand) that take a separate value, per program.
-fn value_options(program: &str) -> &'static [&'static str] {
-    match program {
-        "git" => &[
-            "-C",
-            "-c",
-            "--git-dir",
-            "--work-tree",
-            "--namespace",
-            "--config-env",
-            "--super-prefix",
-            "--exec-path",
-        ],
-        "cargo" => &["-Z", "--color", "--config", "-C", "--manifest-path"],
-        "npm" | "pnpm" | "yarn" | "npx" => &[
-            "--prefix",
-            "-C",
-            "--workspace",
-            "-w",
-            "--loglevel",
-            "--registry",
-            "--cache",
-            "--cwd",
-            "--dir",
-        ],
-        "pip" | "pip3" => &[
-            "--proxy",
-            "--cache-dir",
-            "--log",
-            "--timeout",
-            "--retries",
-            "--cert",
-        ],
-        "docker" | "podman" => &[
-            "-H",
-            "--host",
-            "--context",
-            "-c",
-            "--config",
-            "--log-level",
-            "-l",
-        ],
-        "apt" | "apt-get" => &[
-            "-o",
-            "-c",
-            "-t",
-            "--option",
-            "--config-file",
-            "--target-release",
-        ],
-        "go" => &["-C"],
-        "python" | "python3" => &["-W", "-X", "-c", "-m"],
-        _ => &[],
-    }
-}
-
-/// Long option spellings that mean a short letter, so that `--recursive` counts as `-r`.
-fn long_alias(program: &str, long: &str) -> Option<char> {
-    match (program, long) {
-        ("rm" | "cp" | "chmod" | "chown" | "grep", "--recursive") => Some('r'),
-        ("rm" | "cp" | "mv" | "ln", "--force") => Some('f'),
-        ("git", "--force") => Some('f'),
-        ("git", "--hard") => None,
-        _ => None,
-    }
-}
-
 impl<'a> ArgvShape<'a> {
+    /// With the built-in knowledge base only.
     pub fn new(argv: &'a [String]) -> Option<Self> {
+        Self::with(argv, Kb::builtin_only())
+    }
+
+    pub fn with(argv: &'a [String], kb: Kb<'a>) -> Option<Self> {
         let first = argv.first()?;
-        let program = program_name(first);
-        let value_opts = value_options(program);
+        Some(Self::from_normalized(first, &normalize(argv, kb)))
+    }
+
+    pub fn from_normalized(first: &'a str, n: &Normalized<'a>) -> Self {
         let mut shape = ArgvShape {
-            program,
+            program: n.program,
             program_as_written: first,
             positionals: Vec::new(),
             short_letters: Vec::new(),
             long_options: Vec::new(),
+            entry: n.entry,
+            sub_entry: n.sub_entry,
         };
-        let mut after_dashdash = false;
-        let mut skip_next = false;
-        for word in &argv[1..] {
-            let w = word.as_str();
-            if skip_next {
-                skip_next = false;
-                continue;
-            }
-            if after_dashdash {
-                shape.positionals.push(w);
-                continue;
-            }
-            if w == "--" {
-                after_dashdash = true;
-                continue;
-            }
-            let before_subcommand = shape.positionals.is_empty();
-            if let Some(long) = w.strip_prefix("--") {
-                let name_len = long.find('=').unwrap_or(long.len());
-                let name = &w[..2 + name_len];
-                if before_subcommand && value_opts.contains(&name) && !long.contains('=') {
-                    skip_next = true;
+        for w in &n.words {
+            match w {
+                Word::Short { letter, .. } => shape.short_letters.push(*letter),
+                Word::Long { key, short, .. } => {
+                    if let Some(c) = short {
+                        shape.short_letters.push(*c);
+                    }
+                    shape.long_options.push(*key);
                 }
-                if let Some(c) = long_alias(program, name) {
-                    shape.short_letters.push(c);
+                Word::Arg { text, index, .. } if *index != usize::MAX => {
+                    shape.positionals.push(*text)
                 }
-                shape.long_options.push(name);
-            } else if w.len() > 1 && w.starts_with('-') {
-                if before_subcommand && value_opts.contains(&w) {
-                    skip_next = true;
-                }
-                shape.short_letters.extend(w[1..].chars());
-            } else if before_subcommand && program == "cargo" && w.starts_with('+') {
-                // `cargo +nightly install`: a toolchain selector, not the subcommand.
-            } else {
-                shape.positionals.push(w);
+                _ => {}
             }
         }
-        Some(shape)
+        shape
     }
 }
 
@@ -196,13 +125,35 @@ fn program_matches(rule_program: &str, shape: &ArgvShape<'_>) -> bool {
 }
 
 fn option_present(option: &str, shape: &ArgvShape<'_>) -> bool {
-    if option.starts_with("--") {
-        shape.long_options.contains(&option)
-    } else {
-        option[1..]
-            .chars()
-            .all(|c| shape.short_letters.contains(&c))
+    let entries = [shape.sub_entry, shape.entry];
+    if let Some(name) = option.strip_prefix("--") {
+        // A rule's long option means what the command's does: `--recursive`
+        // of rm is `-r`, and an abbreviation in a rule is expanded too.
+        for e in entries.iter().flatten() {
+            if let Some(o) = e.long_option(name) {
+                return match o.short {
+                    Some(c) => shape.short_letters.contains(&c),
+                    None => shape.long_options.contains(&o.key.as_str()),
+                };
+            }
+        }
+        return shape.long_options.contains(&option);
     }
+    if shape.long_options.contains(&option) {
+        // A single-dash word (`find -delete`).
+        return true;
+    }
+    let canonical = |c: char| {
+        entries
+            .iter()
+            .flatten()
+            .map(|e| e.canonical_short(c))
+            .find(|&k| k != c)
+            .unwrap_or(c)
+    };
+    option[1..]
+        .chars()
+        .all(|c| shape.short_letters.contains(&canonical(c)))
 }
 
 /// The rules whose program position can match a program, looked up by name

@@ -20,6 +20,8 @@ struct Fixture {
     lenient: Policy,
     allowlist_net: Policy,
     wide: Policy,
+    /// The tight policy of issue 12.
+    tight: Policy,
 }
 
 fn fixture() -> Fixture {
@@ -64,7 +66,11 @@ fn fixture() -> Fixture {
     let wide = extra(
         "[commands]\nallow = [\"ls\", \"cat\", \"cp\", \"grep\"]\n[filesystem]\nread = [\"/usr/share\"]\nwrite = [\"/var/tmp/airlock-out\"]\n",
     );
+    let tight = extra(
+        "[commands]\nallow = [\"ls\", \"cat\", \"grep\", \"git status\", \"python3\"]\napproval = [\"rm -rf\", \"chmod\", \"git reset --hard\"]\ndeny = [\"curl\", \"wget\"]\n",
+    );
     Fixture {
+        tight,
         _dir: dir,
         root,
         default,
@@ -87,6 +93,7 @@ fn policy<'a>(f: &'a Fixture, name: &str) -> &'a Policy {
         "lenient" => &f.lenient,
         "allownet" => &f.allowlist_net,
         "wide" => &f.wide,
+        "tight" => &f.tight,
         other => panic!("no policy {other}"),
     }
 }
@@ -220,7 +227,9 @@ const CASES: &[(&str, &str, &str, Verdict)] = &[
     ("ls ~", ".", "default", A),
     ("timeout 10 pytest -q", ".", "default", A),
     ("nice -n 5 make", ".", "default", A),
-    ("env FOO=1 python3 src/main.py", ".", "default", A),
+    ("env LANG=C python3 src/main.py", ".", "default", A),
+    // An unknown variable set for a program gets on_unknown (issue 12).
+    ("env FOO=1 python3 src/main.py", ".", "default", D),
     ("command ls", ".", "default", A),
     ("command -v curl", ".", "default", A),
     ("xargs -n1 echo < README.md", ".", "default", A),
@@ -741,4 +750,587 @@ fn a_grant_loosens_the_boundary_for_one_request() {
     let d = decide(&f.default, &req);
     assert_eq!(d.decision, A, "{}", d.reason);
     assert_eq!(d.loosened_by, vec!["g1".to_string()]);
+}
+
+/// Issue 12: option spellings, options that run programs, delete or write,
+/// configuration through the environment, attached values. (command, policy,
+/// expected, what the reason must name). Every class has allowed controls.
+/// `tight` is the issue's policy: allow ls, cat, grep, `git status`, python3;
+/// approval `rm -rf`, chmod, `git reset --hard`; deny curl, wget.
+const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
+    // ---- option spellings: short clusters, separated flags, long options, abbreviations ----
+    ("rm -Rf x", "default", Q, "rm -rf"),
+    ("rm -R -f x", "default", Q, "rm -rf"),
+    ("rm -dRf x", "default", Q, "rm -rf"),
+    ("rm --rec --for x", "default", Q, "rm -rf"),
+    ("rm --recursive --force x", "default", Q, "rm -rf"),
+    ("rm --recu --forc x", "default", Q, "rm -rf"),
+    ("rm -r --force x", "default", Q, "rm -rf"),
+    ("rm --force -R x", "default", Q, "rm -rf"),
+    ("rm -fR x", "default", Q, "rm -rf"),
+    ("rm -f -R x", "default", Q, "rm -rf"),
+    ("rm -Rfv x", "default", Q, "rm -rf"),
+    ("/bin/rm -Rf x", "default", Q, "rm -rf"),
+    ("rm x -R -f", "default", Q, "rm -rf"),
+    ("rm -r build", "default", A, ""),
+    ("rm -R build", "default", A, ""),
+    ("rm --recursive build", "default", A, ""),
+    ("rm -f build/x.o", "default", A, ""),
+    ("rm -- -rf", "default", A, ""),
+    ("rm build/-rf", "default", A, ""),
+    ("rm -Rf x", "tight", Q, "rm -rf"),
+    ("rm --rec --for x", "tight", Q, "rm -rf"),
+    ("rm -dRf x", "tight", Q, "rm -rf"),
+    ("rm -r build", "lenient", A, ""),
+    ("rm -Rf build", "lenient", Q, "rm -rf"),
+    ("rm -R -f build", "lenient", Q, "rm -rf"),
+    ("rm --rec --for build", "lenient", Q, "rm -rf"),
+    ("chmod --recursive 777 .", "default", Q, "chmod -R"),
+    ("chmod -R 777 .", "default", Q, "chmod -R"),
+    ("chmod --rec 755 src", "default", Q, "chmod -R"),
+    ("chmod -vR 755 src", "default", Q, "chmod -R"),
+    ("chmod 644 README.md", "default", A, ""),
+    ("chmod +x src/main.py", "default", A, ""),
+    ("chmod --recursive 777 .", "tight", Q, "chmod"),
+    ("git reset --har", "default", Q, "git reset --hard"),
+    ("git reset --ha HEAD", "default", Q, "git reset --hard"),
+    ("git reset --hard HEAD~1", "default", Q, "git reset --hard"),
+    ("git -C . reset --hard", "default", Q, "git reset --hard"),
+    (
+        "git --no-pager reset --har",
+        "default",
+        Q,
+        "git reset --hard",
+    ),
+    ("git reset --soft HEAD~1", "default", A, ""),
+    ("git reset HEAD", "default", A, ""),
+    ("git reset --keep HEAD~1", "default", A, ""),
+    ("git reset --har", "tight", Q, "git reset --hard"),
+    ("git status --porc", "tight", A, ""),
+    ("git status", "tight", A, ""),
+    ("ls -la", "tight", A, ""),
+    ("cat README.md", "tight", A, ""),
+    ("grep -rn TODO src", "tight", A, ""),
+    ("python3 src/main.py", "tight", A, ""),
+    ("curl http://x", "tight", D, ""),
+    // ---- find ----
+    ("find . -delete", "default", Q, "find -delete"),
+    (
+        "find src -name '*.pyc' -delete",
+        "default",
+        Q,
+        "find -delete",
+    ),
+    ("find . -type f -delete", "default", Q, "-delete"),
+    ("timeout 5 find . -delete", "default", Q, "find -delete"),
+    ("find . -exec rm -rf {} +", "default", Q, "rm -rf"),
+    ("find . -exec curl x \\;", "default", D, "curl"),
+    ("find . -execdir sh -c 'curl x' \\;", "default", D, "curl"),
+    ("find . -fprint /etc/x", "default", D, "/etc/x"),
+    ("find . -newer /etc/shadow", "default", D, "/etc/shadow"),
+    ("find . -name '*.py'", "default", A, ""),
+    (
+        "find . -name '*.py' -exec grep -l import {} +",
+        "default",
+        A,
+        "",
+    ),
+    ("find . -fprint out.txt", "default", A, ""),
+    ("find . -ok rm {} \\;", "default", A, ""),
+    ("find . -maxdepth 2 -type d", "default", A, ""),
+    // ---- tar ----
+    (
+        "tar --checkpoint=1 --checkpoint-action=exec=id -cf out.tar src",
+        "default",
+        Q,
+        "--checkpoint-action",
+    ),
+    (
+        "tar -cf out.tar --checkpoint-action=exec='touch pwned' src",
+        "default",
+        Q,
+        "tar --checkpoint-action",
+    ),
+    (
+        "tar --checkpoint-act=exec=id -cf o.tar src",
+        "default",
+        Q,
+        "--checkpoint-action",
+    ),
+    (
+        "tar --to-command=cat -xf a.tar",
+        "default",
+        Q,
+        "tar --to-command",
+    ),
+    (
+        "tar --to-command='curl -d @- x' -xf a.tar",
+        "default",
+        D,
+        "curl",
+    ),
+    ("tar -I 'sh -c id' -cf o.tar src", "default", Q, "tar -I"),
+    (
+        "tar --use-compress-program=./evil -cf o.tar src",
+        "default",
+        D,
+        "./evil",
+    ),
+    (
+        "tar --use-compress-program=gzip -cf o.tar src",
+        "default",
+        Q,
+        "tar -I",
+    ),
+    (
+        "tar --use-comp=./evil -cf o.tar src",
+        "default",
+        D,
+        "./evil",
+    ),
+    ("tar --use-comp=xz -cf o.tar src", "default", Q, "tar -I"),
+    ("tar -Ixz -cf o.tar src", "default", Q, "tar -I"),
+    ("tar -xPf a.tar", "default", Q, "tar -P"),
+    ("tar -F ./x.sh -cf a.tar src", "default", D, "./x.sh"),
+    ("tar -F true -cf a.tar src", "default", Q, "tar -F"),
+    ("tar -xf a.tar -C /etc", "default", D, "/etc"),
+    ("tar -cf /etc/x.tar src", "default", D, "/etc/x.tar"),
+    (
+        "tar --checkpoint-action=exec=id -cf o.tar src",
+        "tight",
+        D,
+        "",
+    ),
+    (
+        "tar --checkpoint-action=echo -cf o.tar src",
+        "default",
+        A,
+        "",
+    ),
+    ("tar -czf out.tgz src", "default", A, ""),
+    ("tar czf out.tgz src", "default", A, ""),
+    ("tar -xzf out.tgz", "default", A, ""),
+    ("tar -tzf out.tgz", "default", A, ""),
+    ("tar -xf out.tar -C build", "default", A, ""),
+    // ---- sed ----
+    ("sed 'e id' README.md", "default", Q, "sed argument 1"),
+    ("sed '1e id' README.md", "default", Q, "`e` command"),
+    ("sed 's/x/id/e' README.md", "default", Q, "`e` flag"),
+    (
+        "sed -n 's/a/b/w out.txt' README.md",
+        "default",
+        Q,
+        "`w` flag",
+    ),
+    ("sed 'w /etc/x' README.md", "default", D, "/etc/x"),
+    (
+        "sed -e 's/a/b/' -e '1e id' README.md",
+        "default",
+        Q,
+        "sed -e",
+    ),
+    ("sed --expression='e id' README.md", "default", Q, "sed -e"),
+    ("sed --expr='e id' README.md", "default", Q, "sed -e"),
+    ("sed -f script.sed README.md", "default", Q, "sed -f"),
+    (
+        "sed -f /dev/stdin README.md",
+        "default",
+        D,
+        "standard input",
+    ),
+    ("sed 'r /etc/passwd' README.md", "default", D, "/etc/passwd"),
+    ("sed --sandbox 's/a/b/' README.md", "default", A, ""),
+    ("sed 's/a/b/g' README.md", "default", A, ""),
+    ("sed -n '1,10p' README.md", "default", A, ""),
+    ("sed -i.bak 's/a/b/' README.md", "default", A, ""),
+    ("sed -E 's/(a|b)/c/' README.md", "default", A, ""),
+    ("sed '/^#/d;s/ *$//' README.md", "default", A, ""),
+    // ---- awk ----
+    ("awk 'BEGIN{system(\"id\")}'", "default", Q, "system()"),
+    ("awk '{print | \"sh\"}' README.md", "default", Q, "`|`"),
+    (
+        "awk 'BEGIN { \"id\" | getline x }'",
+        "default",
+        Q,
+        "awk argument 1",
+    ),
+    (
+        "awk '{print > \"/tmp/x\"}' README.md",
+        "default",
+        Q,
+        "print >",
+    ),
+    ("gawk -f prog.awk README.md", "default", Q, "awk -f"),
+    ("gawk -l ./ext.so 'BEGIN{}'", "default", Q, "awk -l"),
+    ("awk '/a|b/ {print $1}' README.md", "default", A, ""),
+    ("awk -F: '{print $1}' README.md", "default", A, ""),
+    ("awk -v x=1 '{print x}' README.md", "default", A, ""),
+    ("awk 'NR==1 || NR==2' README.md", "default", A, ""),
+    // ---- sort ----
+    ("sort --compress-program=sh README.md", "default", D, "sh"),
+    (
+        "sort --compress-program=gzip README.md",
+        "default",
+        Q,
+        "sort --compress-program",
+    ),
+    ("sort --compress-prog=./x README.md", "default", D, "./x"),
+    (
+        "sort --compress-prog=xz README.md",
+        "default",
+        Q,
+        "--compress-program",
+    ),
+    ("sort -o /etc/x README.md", "default", D, "/etc/x"),
+    ("sort -o/etc/x README.md", "default", D, "/etc/x"),
+    ("sort -T /etc README.md", "default", D, "/etc"),
+    ("sort -o out.txt README.md", "default", A, ""),
+    ("sort -rn README.md", "default", A, ""),
+    ("sort -k2 -t, README.md", "default", A, ""),
+    // ---- zip and unzip ----
+    (
+        "zip -T -TT 'sh -c id' out.zip README.md",
+        "default",
+        Q,
+        "zip -TT",
+    ),
+    (
+        "zip --unzip-command=id out.zip README.md",
+        "default",
+        Q,
+        "zip --unzip-command",
+    ),
+    ("zip -m out.zip README.md", "default", Q, "zip -m"),
+    ("unzip a.zip -d /etc", "default", D, "/etc"),
+    ("unzip -: a.zip", "default", Q, "unzip -:"),
+    ("zip -r out.zip src", "default", A, ""),
+    ("unzip -o a.zip", "default", A, ""),
+    ("unzip a.zip -d build", "default", A, ""),
+    // ---- make ----
+    ("make -f /dev/stdin", "default", D, "standard input"),
+    ("make -f - all", "default", D, "standard input"),
+    ("make --eval='x:;id' x", "default", Q, "make --eval"),
+    ("make SHELL=./evil test", "default", Q, "make argument 1"),
+    ("make -e test", "default", Q, "make -e"),
+    ("make -f Makefile test", "default", A, ""),
+    ("make -C src", "default", A, ""),
+    ("make -j4 test", "default", A, ""),
+    // ---- cargo ----
+    (
+        "cargo build --config build.rustc-wrapper=./evil",
+        "default",
+        Q,
+        "cargo --config",
+    ),
+    (
+        "cargo --config 'build.rustc-wrapper=\"./evil\"' build",
+        "default",
+        Q,
+        "cargo --config",
+    ),
+    (
+        "cargo build --config=target.x86_64-unknown-linux-gnu.runner=./evil",
+        "default",
+        Q,
+        "--config",
+    ),
+    ("cargo -Zunstable-options build", "default", Q, "cargo -Z"),
+    (
+        "cargo build --manifest-path /etc/Cargo.toml",
+        "default",
+        D,
+        "/etc/Cargo.toml",
+    ),
+    ("cargo build --release", "default", A, ""),
+    ("cargo test --workspace", "default", A, ""),
+    ("cargo +nightly build", "default", A, ""),
+    // ---- git ----
+    ("git --git-dir=.git status", "default", Q, "git --git-dir"),
+    (
+        "git --git-dir=/tmp/x --work-tree=. status",
+        "default",
+        Q,
+        "git --git-dir",
+    ),
+    ("git --git-d=.git status", "default", Q, "git --git-dir"),
+    (
+        "git --work-tree=/tmp status",
+        "default",
+        Q,
+        "git --work-tree",
+    ),
+    ("git --exec-path=/tmp status", "default", D, ""),
+    ("git rebase -x 'curl x' main", "default", D, "curl"),
+    (
+        "git rebase --exec='make test' main",
+        "default",
+        Q,
+        "git rebase -x",
+    ),
+    ("git rebase --exe=id main", "default", Q, "git rebase -x"),
+    ("git rebase -i main", "default", Q, "git rebase -i"),
+    ("git config --get user.name", "default", A, ""),
+    ("git rebase main", "default", A, ""),
+    ("git -C src status", "default", A, ""),
+    ("git --git-dir=.git status", "tight", Q, "git --git-dir"),
+    ("git --work-tree=/tmp status", "tight", Q, "git --work-tree"),
+    ("git -C src status", "tight", A, ""),
+    // ---- python -m pip, attached values ----
+    ("python3 -mpip install x", "default", D, "pip install"),
+    ("python3 -Im pip install x", "default", D, "pip install"),
+    ("python3 -m pip install x", "default", D, "pip install"),
+    ("python3 -mpip install x", "tight", D, ""),
+    ("python3 -Im pip install x", "tight", D, ""),
+    ("python3 -m http.server", "default", D, "http.server"),
+    ("python3 -m pip list", "default", A, ""),
+    ("python3 -mpip list", "default", A, ""),
+    ("python3 -m pytest -q", "default", A, ""),
+    ("python3 -Ic 'print(1)'", "default", A, ""),
+    ("python3 -c 'import sys' -m pip", "default", A, ""),
+    ("grep -f/etc/shadow README.md", "default", D, "/etc/shadow"),
+    ("grep -f /etc/shadow README.md", "default", D, "/etc/shadow"),
+    (
+        "grep --file=/etc/shadow README.md",
+        "default",
+        D,
+        "/etc/shadow",
+    ),
+    (
+        "grep --fil=/etc/shadow README.md",
+        "default",
+        D,
+        "/etc/shadow",
+    ),
+    ("grep -rf/etc/shadow src", "default", D, "/etc/shadow"),
+    ("grep -f/etc/shadow README.md", "tight", D, "/etc/shadow"),
+    ("grep -e foo README.md", "default", A, ""),
+    ("grep -f README.md src/main.py", "default", A, ""),
+    ("grep -f/etc/shadow README.md", "tight", D, ""),
+    // ---- pagers, wrappers, xargs, npm ----
+    ("less -k keys README.md", "default", Q, "less -k"),
+    ("less README.md", "default", A, ""),
+    ("busybox rm -rf x", "default", Q, "rm -rf"),
+    (
+        "nice git --git-dir=.git status",
+        "default",
+        Q,
+        "git --git-dir",
+    ),
+    ("nohup find . -delete", "default", Q, "find -delete"),
+    ("stdbuf -oL find . -delete", "default", Q, "find -delete"),
+    ("setsid ls", "default", A, ""),
+    ("ls | xargs rm -Rf", "default", Q, "rm -rf"),
+    ("xargs -a /etc/passwd echo", "default", D, "/etc/passwd"),
+    (
+        "npm test --script-shell=./evil",
+        "default",
+        Q,
+        "--script-shell",
+    ),
+    (
+        "npm run build --node-options='--require ./x.js'",
+        "default",
+        Q,
+        "--node-options",
+    ),
+    ("npm test", "default", A, ""),
+    ("npm run lint", "default", A, ""),
+    // ---- environment assignments ----
+    ("GIT_DIR=/tmp/x git status", "default", Q, "env GIT_DIR"),
+    ("GIT_DIR=.git git status", "default", Q, "env GIT_DIR"),
+    (
+        "GIT_WORK_TREE=. git status",
+        "default",
+        Q,
+        "env GIT_WORK_TREE",
+    ),
+    ("HOME=/tmp/h git status", "default", Q, "env HOME"),
+    (
+        "XDG_CONFIG_HOME=/tmp/c git status",
+        "default",
+        Q,
+        "env XDG_CONFIG_HOME",
+    ),
+    (
+        "GIT_CONFIG_GLOBAL=/tmp/g git status",
+        "default",
+        D,
+        "env GIT_CONFIG_GLOBAL",
+    ),
+    (
+        "GIT_CONFIG_COUNT=1 git status",
+        "default",
+        D,
+        "env GIT_CONFIG_COUNT",
+    ),
+    ("LD_PRELOAD=./x.so ls", "default", D, "env LD_PRELOAD"),
+    ("LD_LIBRARY_PATH=. ls", "default", D, "env LD_LIBRARY_PATH"),
+    ("PATH=.:/usr/bin ls", "default", D, "env PATH"),
+    (
+        "PYTHONPATH=src python3 -m pytest",
+        "default",
+        Q,
+        "env PYTHONPATH",
+    ),
+    (
+        "NODE_OPTIONS='--require ./x.js' node app.js",
+        "default",
+        Q,
+        "env NODE_OPTIONS",
+    ),
+    (
+        "RUSTC_WRAPPER=./evil cargo build",
+        "default",
+        Q,
+        "env RUSTC_WRAPPER",
+    ),
+    (
+        "CARGO_BUILD_RUSTC_WRAPPER=./evil cargo build",
+        "default",
+        Q,
+        "env CARGO_BUILD_RUSTC_WRAPPER",
+    ),
+    (
+        "CARGO_TARGET_DIR=build cargo build",
+        "default",
+        Q,
+        "env CARGO_TARGET_DIR",
+    ),
+    ("CC=./evil make", "default", Q, "env CC"),
+    ("PAGER='sh -c id' git log", "default", Q, "env PAGER"),
+    ("FOO=1 ls", "default", D, "env FOO"),
+    ("FOO=1 ls", "lenient", Q, "env FOO"),
+    (
+        "export GIT_DIR=.git; git status",
+        "default",
+        Q,
+        "env GIT_DIR",
+    ),
+    ("HOME=/tmp/x; git status", "default", Q, "env HOME"),
+    ("env GIT_DIR=.git git status", "default", Q, "env GIT_DIR"),
+    (
+        "env XDG_CONFIG_HOME=/tmp git status",
+        "default",
+        Q,
+        "env XDG_CONFIG_HOME",
+    ),
+    ("LANG=C sort README.md", "default", A, ""),
+    ("LC_ALL=C grep -r x src", "default", A, ""),
+    ("TZ=UTC date", "default", A, ""),
+    ("RUST_BACKTRACE=1 cargo test", "default", A, ""),
+    ("NO_COLOR=1 ls", "default", A, ""),
+    ("CI=1 make test", "default", A, ""),
+    (
+        "PYTHONDONTWRITEBYTECODE=1 python3 src/main.py",
+        "default",
+        A,
+        "",
+    ),
+    ("GIT_AUTHOR_NAME=x git commit -m y", "default", A, ""),
+    ("X=src; ls $X", "default", A, ""),
+    ("GIT_DIR=.git git status", "tight", Q, "env GIT_DIR"),
+    ("HOME=/tmp/h git status", "tight", Q, "env HOME"),
+    (
+        "XDG_CONFIG_HOME=/tmp/c git status",
+        "tight",
+        Q,
+        "env XDG_CONFIG_HOME",
+    ),
+    ("LANG=C ls", "tight", A, ""),
+    ("FOO=1 ls", "tight", D, "env FOO"),
+];
+
+#[test]
+fn knowledge_table() {
+    let f = fixture();
+    assert!(
+        KNOWLEDGE_CASES.len() >= 150,
+        "issue 12 asks for at least 150 cases; {}",
+        KNOWLEDGE_CASES.len()
+    );
+    let mut failures = Vec::new();
+    for (cmd, pol, expected, names) in KNOWLEDGE_CASES {
+        let d = judge(&f, cmd, ".", pol);
+        if d.decision != *expected {
+            failures.push(format!(
+                "{cmd:?} ({pol}): expected {}, got {}: {} [{:?}]",
+                expected.as_str(),
+                d.decision.as_str(),
+                d.reason,
+                d.rule
+            ));
+        } else if !d.reason.contains(names) {
+            failures.push(format!(
+                "{cmd:?} ({pol}): the reason should name `{names}`: {} [{:?}]",
+                d.reason, d.rule
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases wrong:\n{}",
+        failures.len(),
+        KNOWLEDGE_CASES.len(),
+        failures.join("\n")
+    );
+}
+
+/// A finding of the knowledge base names the option and the entry, and the
+/// decision's rule says it came from the knowledge base.
+#[test]
+fn knowledge_findings_name_the_option_and_the_entry() {
+    let f = fixture();
+    let d = judge(
+        &f,
+        "tar --checkpoint=1 --checkpoint-action=exec=id -cf out.tar src",
+        ".",
+        "default",
+    );
+    assert_eq!(d.decision, Q);
+    assert_eq!(d.rule.as_deref(), Some("knowledge:tar --checkpoint-action"));
+    assert!(
+        d.reason.contains("--checkpoint-action=exec=id"),
+        "{}",
+        d.reason
+    );
+    assert!(
+        d.reason.contains("<built-in knowledge base>:"),
+        "{}",
+        d.reason
+    );
+    // The segment shows the normalised form.
+    let d = judge(&f, "rm -Rf --rec x", ".", "default");
+    assert_eq!(
+        d.segments[0].normalized,
+        ["rm", "-r", "-f", "--recursive", "x"]
+    );
+    let d = judge(&f, "grep -f/etc/shadow README.md", ".", "default");
+    assert_eq!(
+        d.segments[0].normalized,
+        ["grep", "-f /etc/shadow", "README.md"]
+    );
+    // Unchanged argv: nothing extra to show.
+    let d = judge(&f, "ls -l", ".", "default");
+    assert!(d.segments[0].normalized.is_empty());
+}
+
+#[test]
+fn a_policy_extends_the_knowledge_base() {
+    let f = fixture();
+    let text = format!(
+        "{}\n[commands]\nallow = [\"mytool\", \"ls\"]\n\n[[knowledge.program]]\nnames = [\"mytool\"]\nabbreviations = true\nlong = [\"hook=\", \"verbose\"]\n\n[[knowledge.program.effect]]\noption = \"--hook\"\nkind = \"exec\"\naction = \"approval_required\"\ninner = \"shell\"\nreason = \"runs a hook command\"\n\n[[knowledge.env]]\nnames = [\"MYTOOL_*\"]\nkind = \"config\"\naction = \"judge\"\n",
+        base_for_variants()
+    );
+    let p = load::from_str(&text, "ext.toml", &f.root)
+        .expect("loads")
+        .policy;
+    let req = |c: &str| Request::shell(c, &f.root);
+    assert_eq!(decide(&p, &req("mytool --verbose")).decision, A);
+    let d = decide(&p, &req("mytool --ho=ls"));
+    assert_eq!(d.decision, Q, "{}", d.reason);
+    assert!(d.reason.contains("runs a hook command"), "{}", d.reason);
+    assert!(d.reason.contains("ext.toml:"), "{}", d.reason);
+    assert_eq!(decide(&p, &req("mytool --hook='curl x'")).decision, D);
+    assert_eq!(decide(&p, &req("MYTOOL_MODE=x mytool")).decision, A);
+    assert_eq!(decide(&p, &req("OTHER=x mytool")).decision, D);
 }

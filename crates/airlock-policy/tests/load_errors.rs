@@ -330,3 +330,64 @@ fn the_default_policy_text_is_what_builtin_default_uses() {
     assert!(p.env.pass.contains(&"LC_*".to_string()));
     assert!(p.env.set.iter().any(|(k, _)| k == "PATH"));
 }
+
+/// `[knowledge]`: the program knowledge base's tables, in a policy, get the
+/// same located errors and suggestions as the rest of the file.
+#[test]
+fn knowledge_tables_are_checked() {
+    let (l, c, m) = one("[[knowledge.program]]\nnames = [\"t\"]\nabreviations = true\n");
+    assert_eq!((l, c), (3, 1));
+    assert_eq!(
+        m,
+        "unknown key `abreviations` in [program]; did you mean `abbreviations`?"
+    );
+
+    let (l, _, m) = one(
+        "[[knowledge.program]]\nnames = [\"t\"]\nlong = [\"hook=\"]\n[[knowledge.program.effect]]\noption = \"--hok\"\nkind = \"exec\"\naction = \"deny\"\nreason = \"r\"\n",
+    );
+    assert_eq!(l, 5);
+    assert!(
+        m.contains("`--hok` is not an option of `t`") && m.contains("did you mean `--hook`?"),
+        "{m}"
+    );
+
+    let (l, _, m) = one(
+        "[[knowledge.program]]\nnames = [\"t\"]\n[[knowledge.program.effect]]\nalways = true\nkind = \"exec\"\naction = \"aproval_required\"\nreason = \"r\"\n",
+    );
+    assert_eq!(l, 6);
+    assert!(m.contains("did you mean \"approval_required\"?"), "{m}");
+
+    let (_, _, m) = one(
+        "[[knowledge.program]]\nnames = [\"t\"]\n[[knowledge.program.effect]]\nalways = true\nkind = \"exec\"\naction = \"deny\"\n",
+    );
+    assert!(m.contains("needs a `reason`"), "{m}");
+
+    let (l, _, m) =
+        one("[[knowledge.env]]\nnames = [\"9X\"]\nkind = \"exec\"\naction = \"judge\"\n");
+    assert_eq!(l, 2);
+    assert!(m.contains("`9X` is not a variable name"), "{m}");
+
+    let (_, _, m) = one("[[knowledge.program]]\nnames = [\"t\"]\nlong = [\"--x\"]\n");
+    assert!(m.contains("a long option is written"), "{m}");
+}
+
+/// The built-in knowledge base loads, and a broken one is reported with its place.
+#[test]
+fn the_builtin_knowledge_base_loads_and_errors_are_located() {
+    let kb = load::knowledge_from_str(
+        airlock_policy::knowledge::PROGRAMS_TOML,
+        airlock_policy::knowledge::BUILTIN_KNOWLEDGE_ORIGIN,
+    )
+    .unwrap_or_else(|e| panic!("programs.toml must load: {e}"));
+    assert!(kb.programs.len() > 40, "{}", kb.programs.len());
+    assert_eq!(kb.version, 1);
+    let err = load::knowledge_from_str("version = 1\n[[program]]\nnmes = [\"x\"]\n", "kb.toml")
+        .expect_err("a typo is an error");
+    let text = err.to_string();
+    assert!(
+        text.contains("kb.toml:3:1") && text.contains("did you mean `names`?"),
+        "{text}"
+    );
+    let err = load::knowledge_from_str("version = 7\n", "kb.toml").expect_err("newer format");
+    assert!(err.to_string().contains("kb.toml:1:11"), "{err}");
+}

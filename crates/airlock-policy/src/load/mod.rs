@@ -6,7 +6,7 @@ mod walk;
 
 pub use units::{parse_duration, parse_size};
 pub(crate) use walk::is_normal_absolute;
-pub use walk::{absolute_lexical, check_host_pattern, display_prefix};
+pub use walk::{absolute_lexical, check_host_pattern, display_prefix, knowledge_from_str};
 
 use crate::Policy;
 use sha2::{Digest, Sha256};
@@ -202,6 +202,7 @@ fn fail_closed_policy(root: &Path, why: &str) -> Policy {
         toolchains: vec![],
         sandbox: SandboxPolicy::default(),
         changes: crate::changes::ChangesPolicy::default(),
+        knowledge: Default::default(),
         sha256: sha256_hex(why),
         source: format!("{BUILTIN_ORIGIN} (broken: {why})"),
     }

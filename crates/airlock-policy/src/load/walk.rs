@@ -13,6 +13,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 mod changes;
+mod knowledge;
 mod sandbox;
 
 type SValue<'i> = Spanned<DeValue<'i>>;
@@ -28,6 +29,7 @@ const SECTIONS: &[&str] = &[
     "rule",
     "sandbox",
     "changes",
+    "knowledge",
 ];
 const WORKSPACE_KEYS: &[&str] = &["root", "mode", "protect", "apply"];
 const NETWORK_KEYS: &[&str] = &["mode", "allow", "deny", "programs", "subcommands"];
@@ -81,6 +83,28 @@ pub fn load_text_with_base(
     base_dir: &Path,
 ) -> Result<Loaded, PolicyError> {
     load(text, origin, base_dir, None)
+}
+
+/// Parse a knowledge base file (the built-in `programs.toml`).
+pub fn knowledge_from_str(
+    text: &str,
+    origin: &str,
+) -> Result<crate::knowledge::Knowledge, PolicyError> {
+    let mut w = Walker::new(text, origin);
+    let doc = match DeTable::parse(text) {
+        Ok(doc) => doc,
+        Err(err) => {
+            let at = err.span().map(|s| s.start).unwrap_or(0);
+            let message = err.message().trim().to_string();
+            w.error(at..at, format!("not valid TOML: {message}"));
+            return Err(w.into_error());
+        }
+    };
+    let kb = w.knowledge(doc.get_ref(), "");
+    if !w.errors.is_empty() {
+        return Err(w.into_error());
+    }
+    Ok(kb)
 }
 
 /// Load text; `root_override` replaces `workspace.root` (the built-in default is
@@ -431,6 +455,7 @@ impl<'t> Walker<'t> {
             toolchains: vec![],
             sandbox: SandboxPolicy::default(),
             changes: crate::changes::ChangesPolicy::default(),
+            knowledge: Default::default(),
             sha256: String::new(),
             source: String::new(),
         };
@@ -483,6 +508,12 @@ impl<'t> Walker<'t> {
                 "changes" => {
                     if let Some(t) = self.table(value, "changes") {
                         self.changes(t, &mut policy.changes);
+                    }
+                }
+                "knowledge" => {
+                    if let Some(t) = self.table(value, "knowledge") {
+                        let kb = self.knowledge(t, "knowledge");
+                        policy.knowledge = crate::knowledge::Extension(std::sync::Arc::new(kb));
                     }
                 }
                 _ => {}

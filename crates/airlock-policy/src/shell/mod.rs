@@ -13,9 +13,11 @@ mod plain;
 mod unwrap;
 pub mod words;
 
+use crate::knowledge::{self, Finding, InnerRun, Kb, Knowledge};
 use brush_parser::ast;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use words::{expand, short, Expansion, Vars};
 
 /// Deepest nesting of shells-in-shells (`sh -c`) and function calls analysed.
@@ -29,6 +31,10 @@ pub const MAX_SEGMENTS: usize = 4096;
 /// function bodies are judged at every call, so a short string could otherwise
 /// make the gate judge millions (found by fuzzing: 700 bytes took 0.4 s).
 pub const MAX_WORDS: usize = 16384;
+
+/// At most this many commands run by one program's options (`tar -I a -I b …`)
+/// are judged; more is unknown (each is a segment of its own).
+pub const MAX_INNER_RUNS: usize = 16;
 
 /// How a path is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +111,13 @@ pub struct Segment {
     pub function_call: bool,
     /// The words after the program are data, not paths (`echo`, `printf`, `test`…).
     pub data_only: bool,
+    /// What the program knowledge base says about its options, arguments and
+    /// environment assignments.
+    pub findings: Vec<Finding>,
+    /// The argv in normalised form (options split, abbreviations expanded).
+    pub normalized: Vec<String>,
+    /// argv indices the knowledge base says are scripts, not paths (`sed 's/a/b/'`).
+    pub data_args: Vec<usize>,
 }
 
 impl Segment {
@@ -119,6 +132,9 @@ impl Segment {
             net_redirects: Vec::new(),
             function_call: false,
             data_only: false,
+            findings: Vec::new(),
+            normalized: Vec::new(),
+            data_args: Vec::new(),
         }
     }
 }
@@ -137,6 +153,18 @@ pub struct Context {
     pub cwd: PathBuf,
     /// What `~` and `$HOME` mean inside the sandbox.
     pub home: String,
+    /// The policy's additions to the program knowledge base (empty: the built-in one alone).
+    pub knowledge: Arc<Knowledge>,
+}
+
+impl Context {
+    pub fn new(cwd: PathBuf, home: String) -> Self {
+        Context {
+            cwd,
+            home,
+            knowledge: Arc::default(),
+        }
+    }
 }
 
 /// Analyse a bash string.
@@ -159,6 +187,7 @@ fn analyze_inner(text: &str, ctx: &Context) -> Analysis {
 
 fn analyze_with(text: &str, ctx: &Context, plain_fast_path: bool) -> Analysis {
     let mut a = Analyzer {
+        kb: ctx.knowledge.clone(),
         home: ctx.home.clone(),
         plain_fast_path,
         segments: Vec::new(),
@@ -201,6 +230,7 @@ pub fn analyze_argv(argv: &[String], ctx: &Context) -> Analysis {
 
 fn analyze_argv_inner(argv: &[String], ctx: &Context) -> Analysis {
     let mut a = Analyzer {
+        kb: ctx.knowledge.clone(),
         home: ctx.home.clone(),
         plain_fast_path: true,
         segments: Vec::new(),
@@ -225,10 +255,7 @@ fn analyze_argv_inner(argv: &[String], ctx: &Context) -> Analysis {
 
 /// The argvs of the simple commands in an example string (rule examples).
 pub fn example_argvs(text: &str) -> Result<Vec<Vec<String>>, String> {
-    let ctx = Context {
-        cwd: PathBuf::from("/"),
-        home: "/".into(),
-    };
+    let ctx = Context::new(PathBuf::from("/"), "/".into());
     let analysis = analyze(text, &ctx);
     if let Some(why) = analysis.unknown {
         return Err(why);
@@ -279,6 +306,7 @@ impl State {
 }
 
 struct Analyzer {
+    kb: Arc<Knowledge>,
     home: String,
     /// Read plain lines (see [`plain`]) without brush-parser.
     /// Only the differential test turns it off, to compare the two paths.
@@ -362,53 +390,6 @@ fn git_config_injection(argv: &[String]) -> bool {
         }
     }
     false
-}
-
-/// Variables whose value changes which program runs or what it loads.
-fn dangerous_variable(name: &str) -> bool {
-    matches!(
-        name,
-        "PATH"
-            | "LD_PRELOAD"
-            | "LD_LIBRARY_PATH"
-            | "LD_AUDIT"
-            | "BASH_ENV"
-            | "ENV"
-            | "CDPATH"
-            | "IFS"
-            | "PROMPT_COMMAND"
-            | "PS4"
-            | "SHELLOPTS"
-            | "BASHOPTS"
-            | "GIT_SSH"
-            | "GIT_SSH_COMMAND"
-            | "GIT_EXTERNAL_DIFF"
-            | "GIT_PAGER"
-            | "GIT_EDITOR"
-            | "GIT_ASKPASS"
-            | "GIT_PROXY_COMMAND"
-            | "GIT_EXEC_PATH"
-            | "GIT_CONFIG"
-            | "GIT_CONFIG_GLOBAL"
-            | "GIT_CONFIG_PARAMETERS"
-            | "SSH_ASKPASS"
-            | "PAGER"
-            | "EDITOR"
-            | "VISUAL"
-            | "PYTHONSTARTUP"
-            | "PYTHONPATH"
-            | "PYTHONHOME"
-            | "NODE_OPTIONS"
-            | "NODE_PATH"
-            | "PERL5OPT"
-            | "PERL5LIB"
-            | "RUBYOPT"
-            | "RUSTC_WRAPPER"
-            | "RUSTC"
-            | "CARGO_BUILD_RUSTC_WRAPPER"
-            | "MAKEFLAGS"
-    ) || name.starts_with("BASH_FUNC_")
-        || name.starts_with("GIT_CONFIG_")
 }
 
 fn is_var_name(s: &str) -> bool {
@@ -967,6 +948,7 @@ impl Analyzer {
                 self.note_assignment(name, value, &mut seg, st, true);
             }
             if !seg.paths.is_empty()
+                || !seg.findings.is_empty()
                 || seg.unknown.is_some()
                 || !seg.net_redirects.is_empty()
                 || seg.argv.is_empty()
@@ -1120,10 +1102,14 @@ impl Analyzer {
         st: &mut State,
         persists: bool,
     ) {
-        if dangerous_variable(name) {
-            seg.unknown.get_or_insert(format!(
-                "setting `{name}` changes which programs run or what they load"
-            ));
+        let kb = Kb::new(&self.kb);
+        if !persists {
+            // `VAR=x cmd`: judged by the knowledge base; unknown names get on_unknown.
+            seg.findings.extend(knowledge::env_finding(kb, name, raw));
+        } else if knowledge::env_known_risky(kb, name) {
+            // A plain assignment matters when the name is one programs read
+            // (HOME, PATH and the like are exported already).
+            seg.findings.extend(knowledge::env_finding(kb, name, raw));
         }
         let value = if raw == "(" {
             Expansion::Unknown {
@@ -1167,6 +1153,82 @@ impl Analyzer {
         }
     }
 
+    /// Normalise the argv and apply the knowledge base: its findings and
+    /// paths go on the segment; the commands its options run are judged as
+    /// segments of their own, inside this one as a wrapper.
+    fn knowledge(
+        &mut self,
+        seg: &mut Segment,
+        st: &mut State,
+        depth: usize,
+        nest: usize,
+        unwraps: usize,
+    ) {
+        let kb_arc = self.kb.clone();
+        let kb = Kb::new(&kb_arc);
+        let argv = std::mem::take(&mut seg.argv);
+        let applied = {
+            let norm = knowledge::normalize(&argv, kb);
+            seg.normalized = norm.shown(&argv[0]);
+            knowledge::apply(&argv, &norm)
+        };
+        seg.argv = argv;
+        seg.data_args = applied.data_args.clone();
+        if applied == knowledge::Applied::default() {
+            return;
+        }
+        let template = seg.clone();
+        if applied.inner.len() > MAX_INNER_RUNS {
+            seg.unknown.get_or_insert(format!(
+                "more than {MAX_INNER_RUNS} options of `{}` run other commands",
+                seg.argv[0]
+            ));
+            return;
+        }
+        for run in applied.inner {
+            match run {
+                InnerRun::Argv { wrapper, argv } => {
+                    let mut s = template.clone();
+                    s.wrappers.push(wrapper);
+                    s.argv = argv;
+                    s.normalized = Vec::new();
+                    self.invocation(s, st, depth, nest, unwraps + 1);
+                }
+                InnerRun::Shell { wrapper, code } => {
+                    let mut s = template.clone();
+                    s.wrappers.push(wrapper.clone());
+                    let mut inner_state = State {
+                        cwd: s.cwd.clone(),
+                        vars: Vars::default(),
+                        oldpwd: None,
+                    };
+                    let before = self.segments.len();
+                    if let Some(why) = self.shell_text(&code, &mut inner_state, depth + 1) {
+                        s.argv = wrapper;
+                        s.unknown = Some(why);
+                        self.push(s);
+                        continue;
+                    }
+                    let chain = s.wrappers.clone();
+                    for inner in &mut self.segments[before..] {
+                        let mut w = chain.clone();
+                        w.append(&mut inner.wrappers);
+                        inner.wrappers = w;
+                    }
+                }
+            }
+        }
+        seg.findings.extend(applied.findings);
+        for (text, access, role) in applied.paths {
+            let _ = role;
+            seg.paths.push(PathUse {
+                text,
+                access,
+                role: "option value",
+            });
+        }
+    }
+
     /// One program invocation: unwrap wrappers, handle builtins that change the
     /// shell's state, and record the segment.
     fn invocation(
@@ -1189,6 +1251,7 @@ impl Analyzer {
             self.push(seg);
             return;
         }
+        self.knowledge(&mut seg, st, depth, nest, unwraps);
         match unwrap::unwrap(&seg.argv) {
             unwrap::Unwrap::NotWrapper => {}
             unwrap::Unwrap::Unknown(why) => {
@@ -1209,11 +1272,11 @@ impl Analyzer {
                     });
                 }
                 for (name, value) in &inner.env {
-                    if dangerous_variable(name) {
-                        inner_seg.unknown.get_or_insert(format!(
-                            "setting `{name}` changes which programs run or what they load"
-                        ));
-                    }
+                    inner_seg.findings.extend(knowledge::env_finding(
+                        Kb::new(&self.kb),
+                        name,
+                        value,
+                    ));
                     if value.starts_with('/') || value.starts_with("..") {
                         inner_seg.paths.push(PathUse {
                             text: value.clone(),
@@ -1276,6 +1339,7 @@ impl Analyzer {
                     if s.unknown.is_none() {
                         s.unknown = seg.unknown.clone();
                     }
+                    s.findings.extend(seg.findings.iter().cloned());
                 }
                 if self.segments.len() == before {
                     seg.argv = wrapper;
@@ -1337,10 +1401,12 @@ impl Analyzer {
                     if let Some((name, value)) = a.split_once('=') {
                         let name = name.trim_end_matches('+');
                         if is_var_name(name) {
-                            if dangerous_variable(name) {
-                                seg.unknown.get_or_insert(format!(
-                                    "setting `{name}` changes which programs run or what they load"
-                                ));
+                            let kb = Kb::new(&self.kb);
+                            if program == "export" || seg.argv.iter().any(|a| a == "-x") {
+                                // Exported: every later program sees it.
+                                seg.findings.extend(knowledge::env_finding(kb, name, value));
+                            } else if knowledge::env_known_risky(kb, name) {
+                                seg.findings.extend(knowledge::env_finding(kb, name, value));
                             }
                             if value.contains("$(") || value.contains('`') {
                                 seg.unknown.get_or_insert(format!("`{name}` would hold command-substitution text, which arithmetic or prompt expansion can run"));
@@ -1431,13 +1497,7 @@ mod tests {
     use super::*;
 
     fn argvs(text: &str) -> Vec<Vec<String>> {
-        let a = analyze(
-            text,
-            &Context {
-                cwd: "/w".into(),
-                home: "/w".into(),
-            },
-        );
+        let a = analyze(text, &Context::new("/w".into(), "/w".into()));
         assert!(a.unknown.is_none(), "{:?}", a.unknown);
         a.segments.into_iter().map(|s| s.argv).collect()
     }
@@ -1594,10 +1654,7 @@ mod tests {
         const JOINS: &[&str] = &[
             " && ", " || ", "; ", " | ", "&&", "||", ";", "|", " & ", " |& ", " ;; ", "\n",
         ];
-        let ctx = Context {
-            cwd: "/w/sub".into(),
-            home: "/w".into(),
-        };
+        let ctx = Context::new("/w/sub".into(), "/w".into());
         let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let (mut words_read, mut lines_read) = (0, 0);
         for _ in 0..30_000 {
@@ -1641,10 +1698,7 @@ mod tests {
     /// `guarded` turned into `on_unknown`).
     #[test]
     fn a_wrapper_option_without_its_value_is_judged_not_a_panic() {
-        let ctx = Context {
-            cwd: "/w".into(),
-            home: "/w".into(),
-        };
+        let ctx = Context::new("/w".into(), "/w".into());
         for text in ["stdbuf -o", "nice -n", "timeout -s", "exec -a"] {
             // Unguarded on purpose: a panic fails this test.
             let a = analyze_with(text, &ctx, false);

@@ -89,7 +89,7 @@ pub fn unwrap(argv: &[String]) -> Unwrap {
             }
             inner(&argv[..i], &argv[i..])
         }
-        "builtin" | "nohup" => {
+        "builtin" | "nohup" | "setsid" => {
             let i = skip_options(argv, 1, &[]);
             inner(&argv[..i], &argv[i..])
         }

@@ -254,6 +254,12 @@ fn explain(
                 i + 1,
                 airlock_policy::shell::words::short(&seg.argv.join(" "))
             );
+            if !seg.normalized.is_empty() {
+                println!(
+                    "  normalised: {}",
+                    airlock_policy::shell::words::short(&seg.normalized.join(" "))
+                );
+            }
             for t in trace {
                 println!("  {:<10} {:<17} {}", step_name(t.step), t.outcome, t.detail);
             }

@@ -1,0 +1,603 @@
+//! The program knowledge base: what programs do with their options, as data.
+//!
+//! `programs.toml` (versioned, compiled in) says, per program and subcommand,
+//! how its options are spelled (short letters that take a value, long options
+//! and their unique-prefix abbreviations, synonyms) and which options or
+//! arguments execute another program, delete, write or read a path, reach the
+//! network or change where configuration comes from, and what the gate does
+//! with each: judge the inner command, check a value as a path, or give
+//! `approval_required`, `deny` or `on_unknown`. It also says which environment
+//! variables, set before a program, change what it does. A policy extends it
+//! with `[[knowledge.program]]` and `[[knowledge.env]]` tables of the same shape;
+//! the policy's entries win over the built-in ones of the same name.
+//!
+//! Every segment's argv is normalised once ([`normalize`]): short clusters split
+//! (`-Rf` is `-R -f`, and `-R` is `-r` for rm), attached values split off
+//! (`-f/etc/shadow`, `-mpip`), `--long=value` split, unique prefixes of long
+//! options expanded where the program accepts them (`--rec` is `--recursive`),
+//! and `--` ends the options. Rules match that form, and effects are found in
+//! it, in one pass over the words.
+
+mod effects;
+mod normalize;
+pub mod scripts;
+
+pub use effects::{apply, Applied, InnerRun};
+pub use normalize::{normalize, Normalized, Word};
+
+use crate::shell::Access;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+/// The built-in knowledge base's text.
+pub const PROGRAMS_TOML: &str = include_str!("programs.toml");
+/// Its name in messages.
+pub const BUILTIN_KNOWLEDGE_ORIGIN: &str = "<built-in knowledge base>";
+/// The version of the knowledge base's format this build reads.
+pub const FORMAT_VERSION: i64 = 1;
+
+/// What a program's option or argument does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Runs another program or code.
+    Exec,
+    Delete,
+    Write,
+    Read,
+    Network,
+    /// Changes where configuration (and so behaviour) comes from.
+    Config,
+    /// Runs code given inline to an interpreter (`python -c`).
+    Code,
+}
+
+impl Kind {
+    pub const ALL: [(&'static str, Kind); 7] = [
+        ("exec", Kind::Exec),
+        ("delete", Kind::Delete),
+        ("write", Kind::Write),
+        ("read", Kind::Read),
+        ("network", Kind::Network),
+        ("config", Kind::Config),
+        ("code", Kind::Code),
+    ];
+    pub fn as_str(self) -> &'static str {
+        Kind::ALL
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("exec", |(n, _)| n)
+    }
+}
+
+/// What the gate does when an effect is present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing beyond the other fields (`inner`, `path`): the inner command or the
+    /// path is judged on its own. Also documents what is allowed on purpose.
+    Judge,
+    ApprovalRequired,
+    Deny,
+    /// The policy's `on_unknown`.
+    OnUnknown,
+}
+
+impl Action {
+    pub const ALL: [(&'static str, Action); 4] = [
+        ("judge", Action::Judge),
+        ("approval_required", Action::ApprovalRequired),
+        ("deny", Action::Deny),
+        ("on_unknown", Action::OnUnknown),
+    ];
+}
+
+/// How an effect's inner command is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InnerCommand {
+    None,
+    /// The option's value is shell text (`tar --to-command`, `git rebase --exec`).
+    Shell,
+    /// The option's value, split at white space, is an argv (`rsync -e 'ssh -p 2'`).
+    Words,
+    /// The value and every word after it (`python -m pip install x`).
+    ValueAndRest,
+}
+
+impl InnerCommand {
+    pub const ALL: [(&'static str, InnerCommand); 4] = [
+        ("none", InnerCommand::None),
+        ("shell", InnerCommand::Shell),
+        ("words", InnerCommand::Words),
+        ("value_and_rest", InnerCommand::ValueAndRest),
+    ];
+}
+
+/// A script language whose text the gate reads for commands that run or write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Script {
+    Sed,
+    Awk,
+}
+
+impl Script {
+    pub const ALL: [(&'static str, Script); 2] = [("sed", Script::Sed), ("awk", Script::Awk)];
+}
+
+/// What triggers an effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trigger {
+    /// An option, by canonical key (`-x` or `--name`).
+    Option(String),
+    /// The n-th positional argument after the program (and its subcommand).
+    Argument(usize),
+    /// The program (or subcommand) itself, with at least this many positionals.
+    Always { min_args: usize },
+}
+
+/// One thing a program may do, and what the gate does about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Effect {
+    pub trigger: Trigger,
+    /// Only when the value starts with one of these (`*` suffix) or equals one.
+    pub when: Vec<String>,
+    /// Only when each of these options is also present (canonical keys).
+    pub requires: Vec<String>,
+    /// Not when any of these options is present (`sed --sandbox`).
+    pub unless: Vec<String>,
+    pub kind: Kind,
+    pub action: Action,
+    /// Check the value as a path with this access.
+    pub path: Option<Access>,
+    pub inner: InnerCommand,
+    /// Read the value as a script of this language.
+    pub script: Option<Script>,
+    pub reason: String,
+}
+
+/// Whether an option takes a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takes {
+    No,
+    /// Attached (`--opt=v`, `-ov`) or the next word.
+    Required,
+    /// Only attached (`sed -i.bak`, `--in-place=.bak`).
+    Optional,
+    /// Every word up to `;` or `+` (`find -exec`).
+    Command,
+}
+
+/// A long option (or a whole-word single-dash option, `find -name`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LongOption {
+    /// Without the leading `--`; a single-dash whole word keeps its `-` (`-exec`).
+    pub name: String,
+    /// `--name`, or `-name` for a single-dash word.
+    pub key: String,
+    pub takes: Takes,
+    /// The short letter it means (`--recursive` is `-r`).
+    pub short: Option<char>,
+}
+
+/// What the knowledge base knows of one program, or of one of its subcommands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgramEntry {
+    pub names: Vec<String>,
+    pub subcommand: Option<String>,
+    /// Accepts unique prefixes of its long options (GNU getopt_long, git).
+    pub abbreviations: bool,
+    /// Its first positional argument is a subcommand with its own entry.
+    pub subcommands: bool,
+    /// The program's own options are also read after the subcommand (cargo).
+    pub globals_anywhere: bool,
+    /// Option processing stops at the first positional (`env`, `timeout`, `ssh`).
+    pub options_first: bool,
+    /// `tar czf x`: a first word without a dash is a cluster of short options.
+    pub old_style: bool,
+    /// Short letters that take a value (attached or the next word).
+    pub short_values: Vec<char>,
+    /// Short letters that take a value only when attached.
+    pub short_optional: Vec<char>,
+    /// After these options (and their values) every word is an argument (`python -c`).
+    pub stop_after: Vec<String>,
+    /// Short letters that mean another (`R` = `r` for rm).
+    pub synonyms: Vec<(char, char)>,
+    /// `--name` options; those whose name starts with `-` are single-dash words (`-name`).
+    pub long: Vec<LongOption>,
+    pub effects: Vec<Effect>,
+    pub about: String,
+    /// Where it was defined (`<built-in knowledge base>:12` or the policy file's place).
+    pub origin: String,
+}
+
+impl ProgramEntry {
+    /// `tar`, or `git rebase`.
+    pub fn title(&self) -> String {
+        let name = self.names.first().map_or("", String::as_str);
+        match &self.subcommand {
+            Some(s) => format!("{name} {s}"),
+            None => name.to_string(),
+        }
+    }
+
+    pub fn canonical_short(&self, c: char) -> char {
+        self.synonyms
+            .iter()
+            .find(|(from, _)| *from == c)
+            .map_or(c, |(_, to)| *to)
+    }
+
+    /// A `--long` option by exact name, or by unique prefix where the program
+    /// accepts abbreviations. An ambiguous prefix is kept as written (the
+    /// program refuses it).
+    pub fn long_option(&self, name: &str) -> Option<&LongOption> {
+        let double = || self.long.iter().filter(|o| !o.name.starts_with('-'));
+        if let Some(o) = double().find(|o| o.name == name) {
+            return Some(o);
+        }
+        let mut found = None;
+        for o in double() {
+            if self.abbreviations && !name.is_empty() && o.name.starts_with(name) {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(o);
+            }
+        }
+        found
+    }
+}
+
+/// What setting an environment variable before a program does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvEntry {
+    /// Exact names, or prefixes ending in `*` (`GIT_*`).
+    pub names: Vec<String>,
+    pub kind: Kind,
+    pub action: Action,
+    pub reason: String,
+    pub origin: String,
+}
+
+/// A knowledge base: the built-in one, or a policy's extension.
+#[derive(Debug, Clone, Default)]
+pub struct Knowledge {
+    pub version: i64,
+    pub programs: Vec<ProgramEntry>,
+    pub env: Vec<EnvEntry>,
+    /// (program name, subcommand) → index in `programs`; the last definition wins.
+    index: HashMap<(String, Option<String>), usize>,
+    /// Exact env names → index; prefixes are scanned (few).
+    env_exact: HashMap<String, usize>,
+}
+
+impl PartialEq for Knowledge {
+    fn eq(&self, other: &Self) -> bool {
+        self.version == other.version && self.programs == other.programs && self.env == other.env
+    }
+}
+
+impl Knowledge {
+    pub fn new(version: i64, programs: Vec<ProgramEntry>, env: Vec<EnvEntry>) -> Self {
+        let mut index = HashMap::new();
+        for (i, p) in programs.iter().enumerate() {
+            for n in &p.names {
+                index.insert((n.clone(), p.subcommand.clone()), i);
+            }
+        }
+        let mut env_exact = HashMap::new();
+        for (i, e) in env.iter().enumerate() {
+            for n in &e.names {
+                if !n.ends_with('*') {
+                    env_exact.insert(n.clone(), i);
+                }
+            }
+        }
+        Knowledge {
+            version,
+            programs,
+            env,
+            index,
+            env_exact,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.programs.is_empty() && self.env.is_empty()
+    }
+
+    fn program(&self, name: &str, sub: Option<&str>) -> Option<&ProgramEntry> {
+        // Looked up without allocating: a (String, Option<String>) key is built
+        // only for programs that have entries under that name.
+        self.index
+            .get(&(name.to_string(), sub.map(str::to_string)))
+            .map(|&i| &self.programs[i])
+    }
+
+    fn env_entry(&self, name: &str) -> Option<&EnvEntry> {
+        if let Some(&i) = self.env_exact.get(name) {
+            return Some(&self.env[i]);
+        }
+        // The longest matching prefix.
+        self.env
+            .iter()
+            .flat_map(|e| e.names.iter().map(move |n| (n, e)))
+            .filter_map(|(n, e)| {
+                let p = n.strip_suffix('*')?;
+                name.starts_with(p).then_some((p.len(), e))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, e)| e)
+    }
+}
+
+/// The built-in knowledge base, parsed once.
+pub fn builtin() -> &'static Knowledge {
+    static KB: OnceLock<Knowledge> = OnceLock::new();
+    // Tested to load (a unit test and tests/load_errors.rs); should an edit
+    // break it, the base is empty (the rules still apply) rather than a panic.
+    KB.get_or_init(|| {
+        crate::load::knowledge_from_str(PROGRAMS_TOML, BUILTIN_KNOWLEDGE_ORIGIN).unwrap_or_default()
+    })
+}
+
+/// The knowledge the gate consults: a policy's extension over the built-in base.
+#[derive(Debug, Clone, Copy)]
+pub struct Kb<'k> {
+    pub extension: &'k Knowledge,
+    pub builtin: &'k Knowledge,
+}
+
+impl<'k> Kb<'k> {
+    pub fn new(extension: &'k Knowledge) -> Self {
+        Kb {
+            extension,
+            builtin: builtin(),
+        }
+    }
+
+    /// The built-in knowledge base alone.
+    pub fn builtin_only() -> Kb<'static> {
+        static EMPTY: OnceLock<Knowledge> = OnceLock::new();
+        Kb {
+            extension: EMPTY.get_or_init(Knowledge::default),
+            builtin: builtin(),
+        }
+    }
+
+    pub fn program(&self, name: &str, sub: Option<&str>) -> Option<&'k ProgramEntry> {
+        if !self.extension.programs.is_empty() {
+            if let Some(p) = self.extension.program(name, sub) {
+                return Some(p);
+            }
+        }
+        self.builtin.program(name, sub)
+    }
+
+    pub fn env(&self, name: &str) -> Option<&'k EnvEntry> {
+        if !self.extension.env.is_empty() {
+            if let Some(e) = self.extension.env_entry(name) {
+                return Some(e);
+            }
+        }
+        self.builtin.env_entry(name)
+    }
+}
+
+/// A policy's extension of the knowledge base, shared cheaply between requests.
+/// It serialises as nothing: the policy's text (hashed in `sha256`) holds it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extension(pub Arc<Knowledge>);
+
+impl serde::Serialize for Extension {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_unit()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Extension {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d)?;
+        Ok(Extension::default())
+    }
+}
+
+/// What the gate does about a segment because of the knowledge base.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub action: Action,
+    /// `tar --checkpoint-action`, `env HOME`: the entry and what triggered it.
+    pub entry: String,
+    /// Where the entry is defined.
+    pub origin: String,
+    /// The option or assignment as written.
+    pub shown: String,
+    pub kind: Kind,
+    pub reason: String,
+}
+
+impl Finding {
+    /// A sentence for a model: what was found, why, and which entry said so.
+    pub fn sentence(&self) -> String {
+        format!(
+            "`{}` {} (knowledge base: `{}`, {})",
+            crate::shell::words::short(&self.shown),
+            self.reason,
+            self.entry,
+            self.origin
+        )
+    }
+}
+
+/// The finding for an environment assignment `name=value` set for a program.
+pub fn env_finding(kb: Kb<'_>, name: &str, value: &str) -> Option<Finding> {
+    let shown = format!("{name}={value}");
+    match kb.env(name) {
+        Some(e) if e.action == Action::Judge => None,
+        Some(e) => Some(Finding {
+            action: e.action,
+            entry: format!("env {name}"),
+            origin: e.origin.clone(),
+            shown,
+            kind: e.kind,
+            reason: e.reason.clone(),
+        }),
+        None => Some(Finding {
+            action: Action::OnUnknown,
+            entry: format!("env {name}"),
+            origin: "not in the knowledge base".into(),
+            shown,
+            kind: Kind::Config,
+            reason: "sets a variable the knowledge base does not know; what it changes cannot be judged (add it to [[knowledge.env]] to say)".into(),
+        }),
+    }
+}
+
+/// Whether a known variable changes what programs do (for plain `X=v`
+/// assignments, which only matter if the name is already exported).
+pub fn env_known_risky(kb: Kb<'_>, name: &str) -> bool {
+    kb.env(name).is_some_and(|e| e.action != Action::Judge)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn shown(s: &str) -> Vec<String> {
+        let a = argv(s);
+        normalize(&a, Kb::builtin_only()).shown(&a[0])
+    }
+
+    #[test]
+    fn the_builtin_base_loads() {
+        crate::load::knowledge_from_str(PROGRAMS_TOML, BUILTIN_KNOWLEDGE_ORIGIN)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(builtin().programs.len() > 40);
+        assert!(Kb::builtin_only().program("git", Some("reset")).is_some());
+    }
+
+    #[test]
+    fn spellings_normalise() {
+        assert_eq!(shown("rm -Rf x"), ["rm", "-r", "-f", "x"]);
+        assert_eq!(
+            shown("rm --rec --for x"),
+            ["rm", "--recursive", "--force", "x"]
+        );
+        assert_eq!(shown("rm -- -rf"), ["rm", "--", "-rf"]);
+        assert_eq!(shown("git reset --har"), ["git", "reset", "--hard"]);
+        assert_eq!(
+            shown("git -C src --git-d=.git status"),
+            ["git", "-C src", "--git-dir=.git", "status"]
+        );
+        assert_eq!(
+            shown("grep -f/etc/shadow x"),
+            ["grep", "-f /etc/shadow", "x"]
+        );
+        assert_eq!(
+            shown("python3 -Im pip install x"),
+            ["python3", "-I", "-m pip", "install", "x"]
+        );
+        assert_eq!(shown("python3 -mpip"), ["python3", "-m pip"]);
+        assert_eq!(
+            shown("tar czf o.tgz src"),
+            ["tar", "-c", "-z", "-f o.tgz", "src"]
+        );
+        assert_eq!(
+            shown("sed -i.bak s/a/b/ f"),
+            ["sed", "-i .bak", "s/a/b/", "f"]
+        );
+        assert_eq!(
+            shown("find . -exec rm {} ; -delete"),
+            ["find", ".", "-exec", "-delete"]
+        );
+        // Ambiguous prefixes stay as written (grep --fil: --file or --files-…).
+        assert_eq!(shown("grep --fil=x y"), ["grep", "--fil=x", "y"]);
+        // Programs without an entry: clusters split, nothing else guessed.
+        assert_eq!(
+            shown("frob -abc --long=v w"),
+            ["frob", "-a", "-b", "-c", "--long=v", "w"]
+        );
+    }
+
+    #[test]
+    fn effects_are_found() {
+        let a = argv("tar --checkpoint-act=exec=id -cf o.tar src");
+        let n = normalize(&a, Kb::builtin_only());
+        let applied = apply(&a, &n);
+        assert_eq!(applied.findings.len(), 1);
+        assert_eq!(applied.findings[0].entry, "tar --checkpoint-action");
+        assert_eq!(applied.findings[0].action, Action::ApprovalRequired);
+        assert!(applied
+            .paths
+            .iter()
+            .any(|(p, a, _)| p == "o.tar" && *a == Access::Write));
+        let a = argv("python3 -Im pip install x");
+        let n = normalize(&a, Kb::builtin_only());
+        assert_eq!(
+            apply(&a, &n).inner,
+            [InnerRun::Argv {
+                wrapper: vec!["python3".into(), "-m pip".into()],
+                argv: argv("pip install x"),
+            }]
+        );
+    }
+
+    #[test]
+    fn environment_entries() {
+        let kb = Kb::builtin_only();
+        assert!(env_finding(kb, "LANG", "C").is_none());
+        assert!(env_finding(kb, "LC_ALL", "C").is_none());
+        assert_eq!(
+            env_finding(kb, "GIT_DIR", "x").unwrap().action,
+            Action::ApprovalRequired
+        );
+        assert_eq!(
+            env_finding(kb, "GIT_CONFIG_GLOBAL", "x").unwrap().action,
+            Action::OnUnknown
+        );
+        assert_eq!(
+            env_finding(kb, "HOME", "/x").unwrap().action,
+            Action::ApprovalRequired
+        );
+        assert_eq!(
+            env_finding(kb, "LD_PRELOAD", "x").unwrap().action,
+            Action::OnUnknown
+        );
+        assert_eq!(
+            env_finding(kb, "ZZZ_UNKNOWN", "x").unwrap().action,
+            Action::OnUnknown
+        );
+        assert!(env_known_risky(kb, "PATH"));
+        assert!(!env_known_risky(kb, "X"));
+    }
+
+    /// Normalising is one pass: a 64 KiB argv of options costs about 64 times
+    /// a 1 KiB one, not 4096 times.
+    #[test]
+    fn normalising_is_linear() {
+        let time = |n: usize| {
+            let mut a = vec!["tar".to_string()];
+            for i in 0..n {
+                a.push(if i % 2 == 0 {
+                    "-Rf".into()
+                } else {
+                    "--checkpoint-act=echo".into()
+                });
+            }
+            let t = std::time::Instant::now();
+            for _ in 0..3 {
+                let norm = normalize(&a, Kb::builtin_only());
+                std::hint::black_box(apply(&a, &norm));
+            }
+            t.elapsed()
+        };
+        let small = time(100);
+        let big = time(6400);
+        assert!(
+            big < small * 64 * 8,
+            "64x the words took {big:?} against {small:?}"
+        );
+    }
+}

@@ -1,0 +1,341 @@
+//! Reading sed scripts and awk programs for what runs a command or writes a
+//! file. One pass each, linear in the text; what cannot be read is reported as
+//! an effect (the caller's action applies), never ignored.
+
+use super::{Kind, Script};
+use crate::shell::Access;
+
+/// Something a script does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Hit {
+    /// A file it reads or writes by name (`w out.txt`, `r /etc/passwd`).
+    Path(String, Access),
+    /// Something the knowledge base's action applies to, with what showed it.
+    Effect(Kind, String),
+}
+
+pub fn scan(lang: Script, text: &str) -> Vec<Hit> {
+    match lang {
+        Script::Sed => sed(text),
+        Script::Awk => awk(text),
+    }
+}
+
+/// GNU sed: the `e` command and `s///e` run commands; `w`/`W` and `s///w` write
+/// files; `r`/`R` read them.
+pub fn sed(text: &str) -> Vec<Hit> {
+    let b = text.as_bytes();
+    let mut hits = Vec::new();
+    let mut i = 0;
+    // The rest of the line from `i`, trimmed: a file name.
+    let line_from = |i: usize| -> (String, usize) {
+        let mut j = i;
+        while j < b.len() && b[j] != b'\n' {
+            j += 1;
+        }
+        (text[i..j].trim().to_string(), j)
+    };
+    // Past a delimited part (`/re/`); returns the index after the closing delimiter.
+    let delimited = |mut i: usize, d: u8| -> Option<usize> {
+        while i < b.len() {
+            if b[i] == b'\\' {
+                i += 2;
+                continue;
+            }
+            if b[i] == d {
+                return Some(i + 1);
+            }
+            i += 1;
+        }
+        None
+    };
+    let unreadable = |hits: &mut Vec<Hit>, why: &str| {
+        hits.push(Hit::Effect(
+            Kind::Exec,
+            format!("the script could not be read ({why})"),
+        ));
+    };
+    while i < b.len() {
+        let c = b[i];
+        // Separators, blanks, braces, negation.
+        if c.is_ascii_whitespace() || c == b';' || c == b'{' || c == b'}' || c == b'!' {
+            i += 1;
+            continue;
+        }
+        if c == b'#' {
+            i = line_from(i).1;
+            continue;
+        }
+        // Addresses: numbers, `$`, `/re/`, `\cREc`, `,`, `~`, `+`.
+        if c.is_ascii_digit() || c == b'$' || c == b',' || c == b'~' || c == b'+' {
+            i += 1;
+            continue;
+        }
+        if c == b'/' || c == b'\\' {
+            let (d, start) = if c == b'\\' {
+                match b.get(i + 1) {
+                    Some(&d) => (d, i + 2),
+                    None => break,
+                }
+            } else {
+                (b'/', i + 1)
+            };
+            match delimited(start, d) {
+                Some(j) => {
+                    i = j;
+                    // Address flags `I` and `M`.
+                    while i < b.len() && (b[i] == b'I' || b[i] == b'M') {
+                        i += 1;
+                    }
+                }
+                None => {
+                    unreadable(&mut hits, "an address is not closed");
+                    break;
+                }
+            }
+            continue;
+        }
+        i += 1;
+        match c {
+            b'e' => {
+                let (cmd, j) = line_from(i);
+                let what = if cmd.is_empty() {
+                    "the `e` command runs the pattern space as a command".to_string()
+                } else {
+                    format!("the `e` command runs `{cmd}`")
+                };
+                hits.push(Hit::Effect(Kind::Exec, what));
+                i = j;
+            }
+            b'w' | b'W' | b'r' | b'R' => {
+                let (file, j) = line_from(i);
+                if c == b'w' || c == b'W' {
+                    hits.push(Hit::Effect(
+                        Kind::Write,
+                        format!("the `{}` command writes to `{file}`", c as char),
+                    ));
+                    if !file.starts_with("/dev/std") {
+                        hits.push(Hit::Path(file, Access::Write));
+                    }
+                } else if !file.is_empty() {
+                    hits.push(Hit::Path(file, Access::Read));
+                }
+                i = j;
+            }
+            b's' | b'y' => {
+                let Some(&d) = b.get(i) else {
+                    unreadable(&mut hits, "`s` without a delimiter");
+                    break;
+                };
+                if d == b'\n' || d == b'\\' {
+                    unreadable(&mut hits, "an unusual `s` delimiter");
+                    break;
+                }
+                let Some(j) = delimited(i + 1, d).and_then(|j| delimited(j, d)) else {
+                    unreadable(&mut hits, "an `s` or `y` command is not closed");
+                    break;
+                };
+                i = j;
+                if c == b'y' {
+                    continue;
+                }
+                // Flags, up to a separator; `w FILE` takes the rest of the line.
+                while i < b.len() && !matches!(b[i], b';' | b'\n' | b'}') {
+                    match b[i] {
+                        b'e' => hits.push(Hit::Effect(
+                            Kind::Exec,
+                            "the `e` flag of `s` runs the result as a command".into(),
+                        )),
+                        b'w' => {
+                            let (file, j) = line_from(i + 1);
+                            hits.push(Hit::Effect(
+                                Kind::Write,
+                                format!("the `w` flag of `s` writes to `{file}`"),
+                            ));
+                            if !file.starts_with("/dev/std") {
+                                hits.push(Hit::Path(file, Access::Write));
+                            }
+                            i = j;
+                            break;
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            // Text commands: the rest of the line is text (`a foo`, `i\`).
+            b'a' | b'i' | b'c' => {
+                let (_, j) = line_from(i);
+                i = j;
+            }
+            // Labels and commands that take a label or number to the separator.
+            b':' | b'b' | b't' | b'T' | b'l' | b'L' | b'q' | b'Q' | b'v' => {
+                while i < b.len() && !matches!(b[i], b';' | b'\n') {
+                    i += 1;
+                }
+            }
+            b'p' | b'P' | b'd' | b'D' | b'n' | b'N' | b'h' | b'H' | b'g' | b'G' | b'x' | b'='
+            | b'z' | b'F' => {}
+            other => {
+                unreadable(
+                    &mut hits,
+                    &format!("`{}` is not a sed command", other as char),
+                );
+                break;
+            }
+        }
+    }
+    hits
+}
+
+/// awk: `system(…)`, a pipe to or from a command (`print | "cmd"`, `"cmd" |
+/// getline`) and output redirection in a print statement (`print > "f"`).
+/// Strings, regular expressions and comments are skipped; `||` is logical.
+pub fn awk(text: &str) -> Vec<Hit> {
+    let b = text.as_bytes();
+    let mut hits = Vec::new();
+    let mut i = 0;
+    // The last significant byte: a `/` after an operand divides, else it opens a regex.
+    let mut last: u8 = b'(';
+    let mut in_print = false;
+    let mut word_start: Option<usize> = None;
+    let flush_word =
+        |start: Option<usize>, end: usize, in_print: &mut bool, hits: &mut Vec<Hit>| {
+            if let Some(s) = start {
+                let w = &text[s..end];
+                if w == "print" || w == "printf" {
+                    *in_print = true;
+                }
+                if w == "system" {
+                    hits.push(Hit::Effect(Kind::Exec, "`system()` runs a command".into()));
+                }
+                if w == "@load" || w == "@include" {
+                    hits.push(Hit::Effect(
+                        Kind::Exec,
+                        format!("`{w}` loads code the gate cannot see"),
+                    ));
+                }
+            }
+        };
+    while i < b.len() {
+        let c = b[i];
+        let is_word = c.is_ascii_alphanumeric() || c == b'_' || c == b'@';
+        if is_word {
+            if word_start.is_none() {
+                word_start = Some(i);
+            }
+            i += 1;
+            last = b'a';
+            continue;
+        }
+        flush_word(word_start.take(), i, &mut in_print, &mut hits);
+        match c {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                last = b'a';
+                continue;
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if !matches!(last, b'a' | b')' | b']' | b'$') => {
+                i += 1;
+                while i < b.len() && b[i] != b'/' && b[i] != b'\n' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                last = b'a';
+                continue;
+            }
+            b'|' => {
+                if b.get(i + 1) == Some(&b'|') {
+                    i += 2;
+                    last = b'|';
+                    continue;
+                }
+                hits.push(Hit::Effect(
+                    Kind::Exec,
+                    "`|` pipes to or from a command".into(),
+                ));
+            }
+            b'>' if in_print => {
+                hits.push(Hit::Effect(
+                    Kind::Write,
+                    "`print >` writes to a file named at run time".into(),
+                ));
+            }
+            b';' | b'\n' | b'{' | b'}' => in_print = false,
+            _ => {}
+        }
+        if !c.is_ascii_whitespace() {
+            last = c;
+        }
+        i += 1;
+    }
+    flush_word(word_start.take(), b.len(), &mut in_print, &mut hits);
+    hits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(h: &[Hit]) -> Vec<Kind> {
+        h.iter()
+            .filter_map(|h| match h {
+                Hit::Effect(k, _) => Some(*k),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sed_scripts() {
+        for ok in [
+            "s/a/b/g",
+            "1,10p",
+            "/^#/d",
+            "s|x|y|2",
+            "$!N;s/\\n/ /",
+            "y/abc/xyz/",
+            "/start/,/end/{s/a/b/;p}",
+            "a hello",
+            ":a;N;ba",
+            "s/e/w/g",
+        ] {
+            assert!(kinds(&sed(ok)).is_empty(), "{ok}: {:?}", sed(ok));
+        }
+        assert_eq!(kinds(&sed("1e id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("s/x/id/e")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("w /tmp/out")), [Kind::Write]);
+        assert_eq!(kinds(&sed("s/a/b/w out.txt")), [Kind::Write]);
+        assert!(sed("w out.txt").contains(&Hit::Path("out.txt".into(), Access::Write)));
+        assert!(sed("r /etc/shadow").contains(&Hit::Path("/etc/shadow".into(), Access::Read)));
+        assert_eq!(kinds(&sed("s/a")), [Kind::Exec]);
+    }
+
+    #[test]
+    fn awk_programs() {
+        for ok in [
+            "{print $1}",
+            "/a|b/ {print}",
+            "$1 > 5 {n++} END {print n}",
+            "NR==1 || NR==2",
+            "{ x = a / b / c }",
+            "BEGIN { print \"a | b\" }",
+        ] {
+            assert!(kinds(&awk(ok)).is_empty(), "{ok}: {:?}", awk(ok));
+        }
+        assert_eq!(kinds(&awk("BEGIN{system(\"id\")}")), [Kind::Exec]);
+        assert_eq!(kinds(&awk("{print | \"sh\"}")), [Kind::Exec]);
+        assert_eq!(kinds(&awk("BEGIN{\"id\" | getline x}")), [Kind::Exec]);
+        assert_eq!(kinds(&awk("{print > \"/tmp/x\"}")), [Kind::Write]);
+    }
+}
