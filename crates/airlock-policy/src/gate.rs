@@ -9,7 +9,7 @@
 //!
 //! The strictest segment decides.
 
-use crate::knowledge::{Action, Kb};
+use crate::knowledge::{Action, Finding, Kb};
 use crate::network::{host_matches, named_hosts, touches_network_shaped};
 use crate::paths::{system_program, Boundary};
 use crate::rules::{prefix_matches, ArgvShape, RuleIndex};
@@ -317,7 +317,8 @@ impl<'p> Judge<'p> {
     fn knowledge_findings(&self, seg: &Segment, found: Found, notes: &mut Notes<'_>) -> Found {
         let on_unknown = self.policy.commands.on_unknown;
         let mut best = found;
-        for f in &seg.findings {
+        let config = self.config_file_write(seg);
+        for f in seg.findings.iter().chain(&config) {
             let verdict = match f.action {
                 Action::Judge => continue,
                 Action::ApprovalRequired => Verdict::ApprovalRequired,
@@ -349,6 +350,34 @@ impl<'p> Judge<'p> {
             }
         }
         best
+    }
+
+    /// A write to a file that configures programs (`> ~/.gitconfig`), named
+    /// in the knowledge base's `config_files`.
+    fn config_file_write(&self, seg: &Segment) -> Option<Finding> {
+        let kb = self.kb();
+        let found = |text: &str| kb.config_file(text).map(|p| (text.to_string(), p));
+        let mut hit = seg
+            .paths
+            .iter()
+            .filter(|u| u.access == Access::Write)
+            .find_map(|u| found(&u.text));
+        if hit.is_none() && !seg.data_only && !seg.function_call && seg.argv.len() > 1 {
+            let program = crate::rules::program_name(&seg.argv[0]);
+            let access = arg_access(program, &seg.argv);
+            hit = (1..seg.argv.len())
+                .filter(|&i| access(i) == Access::Write && !seg.data_args.contains(&i))
+                .find_map(|i| found(&seg.argv[i]));
+        }
+        let (text, pattern) = hit?;
+        Some(Finding {
+            action: Action::ApprovalRequired,
+            entry: format!("config_files {pattern}"),
+            origin: crate::knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
+            shown: text,
+            kind: crate::knowledge::Kind::Config,
+            reason: "is a file that configures programs (it can make git, a shell or a package manager run commands); writing it".into(),
+        })
     }
 
     fn segment(&self, seg: &Segment, trace: Option<&mut Vec<TraceEntry>>) -> SegmentDecision {

@@ -1238,6 +1238,36 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ),
     ("LANG=C ls", "tight", A, ""),
     ("FOO=1 ls", "tight", D, "env FOO"),
+    // ---- configuration through files in the sandbox's HOME ----
+    (
+        "printf '[core]\\n\\tfsmonitor = x' > /tmp/.gitconfig; git status",
+        "default",
+        Q,
+        "config_files .gitconfig",
+    ),
+    (
+        "printf '[core]\\n\\tfsmonitor = x' > /tmp/.gitconfig; git status",
+        "tight",
+        D,
+        "",
+    ),
+    ("echo x >> ~/.bashrc", "default", Q, "config_files .bashrc"),
+    (
+        "cp README.md ~/.gitconfig",
+        "default",
+        Q,
+        "config_files .gitconfig",
+    ),
+    (
+        "echo x > /tmp/h/.config/git/config",
+        "default",
+        Q,
+        ".config/git/config",
+    ),
+    ("tee ~/.npmrc < README.md", "default", Q, ".npmrc"),
+    ("printf x > /tmp/notes.txt", "default", A, ""),
+    ("cat ~/.gitconfig", "default", A, ""),
+    ("echo x > build/gitconfig.txt", "default", A, ""),
 ];
 
 #[test]

@@ -11,7 +11,7 @@ use crate::shell::Access;
 use std::ops::Range;
 use toml::de::{DeTable, DeValue};
 
-pub(super) const KNOWLEDGE_KEYS: &[&str] = &["version", "program", "env"];
+pub(super) const KNOWLEDGE_KEYS: &[&str] = &["version", "program", "env", "config_files"];
 const PROGRAM_KEYS: &[&str] = &[
     "names",
     "subcommand",
@@ -41,6 +41,7 @@ impl Walker<'_> {
         let mut version = FORMAT_VERSION;
         let mut programs = Vec::new();
         let mut env = Vec::new();
+        let mut config_files = Vec::new();
         for (key, v) in self.entries(t, section, KNOWLEDGE_KEYS) {
             match key {
                 "version" => {
@@ -62,10 +63,21 @@ impl Walker<'_> {
                         }
                     }
                 }
+                "config_files" => {
+                    for (f, sp) in self.strings(v, key) {
+                        if f.is_empty() || f.starts_with('/') || f.ends_with('/') {
+                            self.error(sp, format!("a config file is a file name or a path relative to a home directory (\".gitconfig\", \".config/git/config\"), found \"{f}\""));
+                        } else {
+                            config_files.push(f);
+                        }
+                    }
+                }
                 _ => {}
             }
         }
-        Knowledge::new(version, programs, env)
+        let mut kb = Knowledge::new(version, programs, env);
+        kb.config_files = config_files;
+        kb
     }
 
     fn tables<'a, 'i>(
