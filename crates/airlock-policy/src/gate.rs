@@ -326,7 +326,7 @@ impl<'p> Judge<'p> {
                 Action::OnUnknown => on_unknown,
             };
             notes.add(Step::Approval, verdict.as_str(), || {
-                format!("knowledge base: {}", f.sentence())
+                format!("finding: {}", f.sentence())
             });
             if verdict > best.verdict {
                 let what = match f.action {

@@ -1339,6 +1339,18 @@ fn knowledge_findings_name_the_option_and_the_entry() {
         d.segments[0].normalized,
         ["grep", "-f /etc/shadow", "README.md"]
     );
+    // `explain` shows the entry that decided, as a line of step 3.
+    let e = airlock_policy::explain(
+        &f.default,
+        &Request::shell("GIT_DIR=.git git status", &f.root),
+    );
+    assert!(
+        e.traces[0]
+            .iter()
+            .any(|t| t.detail.starts_with("finding: ") && t.detail.contains("`env GIT_DIR`")),
+        "{:?}",
+        e.traces
+    );
     // Unchanged argv: nothing extra to show.
     let d = judge(&f, "ls -l", ".", "default");
     assert!(d.segments[0].normalized.is_empty());
