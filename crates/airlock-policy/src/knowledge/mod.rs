@@ -267,8 +267,9 @@ pub struct Knowledge {
     /// programs: writing one needs approval (`~/.gitconfig` can set
     /// core.fsmonitor, and the sandbox's HOME is where git looks).
     pub config_files: Vec<String>,
-    /// (program name, subcommand) → index in `programs`; the last definition wins.
-    index: HashMap<(String, Option<String>), usize>,
+    /// Program name → (subcommand, index in `programs`); the last definition
+    /// wins. Looked up by `&str`, without allocating.
+    index: HashMap<String, Vec<(Option<String>, usize)>>,
     /// Exact env names → index; prefixes are scanned (few).
     env_exact: HashMap<String, usize>,
 }
@@ -284,10 +285,12 @@ impl PartialEq for Knowledge {
 
 impl Knowledge {
     pub fn new(version: i64, programs: Vec<ProgramEntry>, env: Vec<EnvEntry>) -> Self {
-        let mut index = HashMap::new();
+        let mut index: HashMap<String, Vec<(Option<String>, usize)>> = HashMap::new();
         for (i, p) in programs.iter().enumerate() {
             for n in &p.names {
-                index.insert((n.clone(), p.subcommand.clone()), i);
+                let subs = index.entry(n.clone()).or_default();
+                subs.retain(|(s, _)| *s != p.subcommand);
+                subs.push((p.subcommand.clone(), i));
             }
         }
         let mut env_exact = HashMap::new();
@@ -313,11 +316,11 @@ impl Knowledge {
     }
 
     fn program(&self, name: &str, sub: Option<&str>) -> Option<&ProgramEntry> {
-        // Looked up without allocating: a (String, Option<String>) key is built
-        // only for programs that have entries under that name.
         self.index
-            .get(&(name.to_string(), sub.map(str::to_string)))
-            .map(|&i| &self.programs[i])
+            .get(name)?
+            .iter()
+            .find(|(s, _)| s.as_deref() == sub)
+            .map(|&(_, i)| &self.programs[i])
     }
 
     fn env_entry(&self, name: &str) -> Option<&EnvEntry> {
