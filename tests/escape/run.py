@@ -680,7 +680,7 @@ class Session:
             shutil.copy2(self.build / Path(case.file).stem, ws / Path(case.file).stem)
         else:
             shutil.copy2(src, ws / src.name)
-        for lib in ("escape_lib.py", "escape_lib.sh"):
+        for lib in ("escape_lib.py", "escape_lib.sh") + (("mcp_driver.py",) if case.spec.get("driver") else ()):
             shutil.copy2(LIB / lib, ws / lib)
         (ws / "targets.env").write_text(self.targets(ws))
         (ws / "readme.txt").write_text(f"workspace-token-{self.marker}\n")
@@ -704,6 +704,13 @@ class Session:
         for p in [ws] + list(ws.rglob("*")):
             if not p.is_symlink():
                 os.chmod(p, 0o755 if p.is_dir() or os.access(p, os.X_OK) else 0o644)
+        if case.spec.get("driver"):
+            # a host-side driver lays out its workspace itself, before the host
+            # state is recorded (git repositories, hidden files, FIFOs, ...)
+            r = subprocess.run([sys.executable, str(ws / src.name), "--setup"], cwd=ws, env=self.env,
+                               capture_output=True, timeout=60)
+            if r.returncode != 0:
+                raise RuntimeError(f"driver setup failed: {r.stderr.decode('utf-8', 'replace')[-400:]}")
         return ws
 
     def _start_peer(self, case: Case, defaults: dict):
@@ -768,7 +775,11 @@ class Session:
         argv = self.argv(case, ws)
         limits = dict(defaults.get("limits", {}))
         limits.update(case.spec.get("limits", {}))
-        if self.backend == "airlock":
+        driver = bool(case.spec.get("driver"))
+        if driver and self.backend == "airlock":
+            # a host-side driver: it starts airlock (mcp, approvals) itself
+            cmd = [sys.executable, str(ws / Path(case.file).name)]
+        elif self.backend == "airlock":
             policy = self.root / f"policy-{case.name}.toml"
             policy.write_text(self.policy_text(case, ws, defaults))
             json_flag = ["--json"] if case.spec.get("json", True) else []
@@ -907,7 +918,7 @@ class Session:
                            "signal": -code if code is not None and code < 0 else None,
                            "killed_by": None, "stdout": text, "stderr": res.raw_stderr.decode("utf-8", "replace"),
                            "changes": [], "decision": None}
-        elif self.backend == "airlock":
+        elif self.backend == "airlock" and not driver:
             res.stdout_total = totals["out"]
             if not killed_midrun and res.runner_killed is None:
                 try:

@@ -50,6 +50,11 @@ pub struct Approval {
     pub tenant: TenantId,
     /// The request that created the approval.
     pub request_id: String,
+    /// What the workspace files the command runs (its program, its script)
+    /// held when the approval was asked for: a run under the approval refuses
+    /// if any of them changed since.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<crate::content::ContentPin>,
     pub created_at: String,
     pub expires_at: String,
     pub expires_at_ms: u64,
@@ -92,6 +97,9 @@ pub enum RefusalCode {
     Timeout,
     /// Another tenant asked for it: an approval is usable only by its own.
     OtherTenant,
+    /// A file the command runs (its program or script) changed since the
+    /// approval was asked for.
+    ContentChanged,
 }
 
 impl RefusalCode {
@@ -107,6 +115,7 @@ impl RefusalCode {
             RefusalCode::PolicyChanged => "policy_changed",
             RefusalCode::Timeout => "timeout",
             RefusalCode::OtherTenant => "other_tenant",
+            RefusalCode::ContentChanged => "content_changed",
         }
     }
 
@@ -136,7 +145,32 @@ impl RefusalCode {
             RefusalCode::OtherTenant => format!(
                 "approval {id} was asked for by another tenant; an approval runs only for the caller that asked for it (ask for your own)"
             ),
+            RefusalCode::ContentChanged => format!(
+                "a file the command runs changed since approval {id} was given; ask again"
+            ),
         }
+    }
+
+    /// The message, naming the changed file when the code is `ContentChanged`.
+    pub fn message_for(
+        self,
+        id: &str,
+        approval: Option<&Approval>,
+        now: &[crate::content::ContentPin],
+    ) -> String {
+        if self == RefusalCode::ContentChanged {
+            if let Some(pin) = approval.and_then(|a| crate::content::first_change(&a.content, now))
+            {
+                let name = approval
+                    .and_then(|a| pin.path.strip_prefix(a.request.cwd.as_path()).ok())
+                    .unwrap_or(&pin.path);
+                return format!(
+                    "{} changed since it was approved (approval {id} covers the content it had then); ask again",
+                    name.display()
+                );
+            }
+        }
+        self.message(id)
     }
 }
 
@@ -148,6 +182,7 @@ pub fn check_use(
     tenant: &TenantId,
     request: &RequestRecord,
     policy_sha256: &str,
+    content: &[crate::content::ContentPin],
 ) -> Result<(), RefusalCode> {
     if approval.tenant != *tenant || tenant.is_unknown() {
         return Err(RefusalCode::OtherTenant);
@@ -167,6 +202,9 @@ pub fn check_use(
     }
     if approval.policy_sha256 != policy_sha256 {
         return Err(RefusalCode::PolicyChanged);
+    }
+    if crate::content::first_change(&approval.content, content).is_some() {
+        return Err(RefusalCode::ContentChanged);
     }
     Ok(())
 }

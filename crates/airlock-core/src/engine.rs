@@ -318,12 +318,17 @@ impl Engine {
             Verdict::Allow => None,
             Verdict::ApprovalRequired => {
                 if let Some(id) = options.approval_id.as_deref() {
+                    // What the files the command runs hold now, against what
+                    // they held when the approval was asked for.
+                    let content =
+                        crate::content::pins(policy, &judged.request.cwd, &judged.decision);
                     match self.ledger.use_approval(
                         id,
                         caller,
                         &request_id,
                         &asked,
                         &policy.sha256,
+                        &content,
                     )? {
                         ApprovalCheck::Accepted(approval) => Some(approval),
                         ApprovalCheck::Refused(code, approval) => {
@@ -344,7 +349,7 @@ impl Engine {
                             )?);
                             let refusal = Refusal {
                                 code,
-                                message: code.message(id),
+                                message: code.message_for(id, approval.as_ref(), &content),
                             };
                             let message = refusal.message.clone();
                             return Ok(respond(
@@ -381,8 +386,17 @@ impl Engine {
                         asked.clone(),
                         policy,
                         &judged.decision,
+                        crate::content::pins(policy, &judged.request.cwd, &judged.decision),
                     )?;
-                    match self.settle(caller, &request_id, &asked, policy, pending, &mut options)? {
+                    match self.settle(
+                        caller,
+                        &request_id,
+                        &asked,
+                        policy,
+                        &judged.decision,
+                        pending,
+                        &mut options,
+                    )? {
                         Ok(approval) => Some(approval),
                         Err((status, approval, refusal)) => {
                             let message = match (&refusal, status) {
@@ -553,6 +567,7 @@ impl Engine {
         request_id: &str,
         asked: &RequestRecord,
         policy: &Policy,
+        decision: &Decision,
         pending: Approval,
         options: &mut RunOptions<'_>,
     ) -> Result<Result<Approval, (RunStatus, Approval, Option<Refusal>)>, EngineError> {
@@ -590,15 +605,20 @@ impl Engine {
         };
         match answered.status {
             ApprovalStatus::Approved => {
-                match self
-                    .ledger
-                    .use_approval(&id, caller, request_id, asked, &policy.sha256)?
-                {
+                let content = crate::content::pins(policy, &asked.cwd, decision);
+                match self.ledger.use_approval(
+                    &id,
+                    caller,
+                    request_id,
+                    asked,
+                    &policy.sha256,
+                    &content,
+                )? {
                     ApprovalCheck::Accepted(approval) => Ok(Ok(approval)),
                     ApprovalCheck::Refused(code, approval) => {
                         let refusal = Refusal {
                             code,
-                            message: code.message(&id),
+                            message: code.message_for(&id, approval.as_ref(), &content),
                         };
                         Ok(Err((
                             RunStatus::ApprovalRefused,

@@ -226,6 +226,7 @@ impl Ledger {
         request: RequestRecord,
         policy: &Policy,
         decision: &Decision,
+        content: Vec<crate::content::ContentPin>,
     ) -> Result<Approval, LedgerError> {
         let now = now_ms();
         let expires = now + self.config.approval_ttl.as_millis() as u64;
@@ -248,6 +249,7 @@ impl Ledger {
             requested_by: who.clone(),
             tenant: who.tenant(),
             request_id: request_id.to_string(),
+            content,
             created_at: format_rfc3339(now),
             expires_at: format_rfc3339(expires),
             expires_at_ms: expires,
@@ -371,6 +373,7 @@ impl Ledger {
         request_id: &str,
         request: &RequestRecord,
         policy_sha256: &str,
+        content: &[crate::content::ContentPin],
     ) -> Result<ApprovalCheck, LedgerError> {
         if self.approvals.check_id(id).is_err() {
             return Ok(ApprovalCheck::Refused(RefusalCode::NotFound, None));
@@ -384,7 +387,8 @@ impl Ledger {
                 return Ok(ApprovalCheck::Refused(RefusalCode::OtherTenant, None));
             }
             self.expire_if_due(&mut approval)?;
-            if let Err(code) = check_use(&approval, &who.tenant(), request, policy_sha256) {
+            if let Err(code) = check_use(&approval, &who.tenant(), request, policy_sha256, content)
+            {
                 return Ok(ApprovalCheck::Refused(code, Some(approval)));
             }
             approval.status = ApprovalStatus::Used;

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod backends;
 pub mod caller;
 pub mod clock;
+pub mod content;
 pub mod egress;
 pub mod engine;
 pub mod grants;

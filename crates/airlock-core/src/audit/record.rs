@@ -35,6 +35,7 @@ impl Record {
             Event::Approval(e) => e.request_id.as_deref(),
             Event::Grant(e) => e.request_id.as_deref(),
             Event::FileWrite(e) => Some(&e.request_id),
+            Event::FileRead(e) => Some(&e.request_id),
             Event::Repair(_) | Event::Reanchor(_) | Event::Checkpoint(_) | Event::Test(_) => None,
         }
     }
@@ -48,6 +49,7 @@ impl Record {
             Event::Approval(e) => Some(&e.tenant),
             Event::Grant(e) => Some(&e.tenant),
             Event::FileWrite(e) => Some(&e.tenant),
+            Event::FileRead(e) => Some(&e.tenant),
             Event::Repair(_) | Event::Reanchor(_) | Event::Checkpoint(_) | Event::Test(_) => None,
         }
     }
@@ -59,6 +61,7 @@ impl Record {
             Event::Approval(_) => "approval",
             Event::Grant(_) => "grant",
             Event::FileWrite(_) => "file_write",
+            Event::FileRead(_) => "file_read",
             Event::Repair(_) => "repair",
             Event::Reanchor(_) => "reanchor",
             Event::Checkpoint(_) => "checkpoint",
@@ -75,6 +78,7 @@ pub enum Event {
     Approval(ApprovalEvent),
     Grant(GrantEvent),
     FileWrite(FileWriteEvent),
+    FileRead(FileReadEvent),
     Repair(RepairEvent),
     Reanchor(ReanchorEvent),
     Checkpoint(CheckpointEvent),
@@ -289,6 +293,37 @@ pub struct FileWriteEvent {
     pub result: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+}
+
+/// A file or folder a caller read itself (the MCP `read_file` and `list_files`
+/// tools), not through a sandboxed command: one record, written with its
+/// result before the content is handed back (if it cannot be written, nothing
+/// is returned).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileReadEvent {
+    pub request_id: String,
+    pub who: Caller,
+    #[serde(default)]
+    pub tenant: TenantId,
+    /// `read_file` or `list_files`.
+    pub tool: String,
+    /// The path as the caller gave it, relative to the workspace root.
+    pub path: String,
+    pub workspace: PathBuf,
+    /// `read`, `listed`, or the refusal code (`hidden`, `outside_workspace`,
+    /// `not_a_file`, ...).
+    pub result: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Bytes returned (`read_file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// SHA-256 of the bytes returned (`read_file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Entries returned (`list_files`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -450,6 +450,10 @@ fn summary(record: &Record) -> (String, String) {
                 format!("write_file {} ({} bytes): {stage}", f.path, f.bytes),
             )
         }
+        Event::FileRead(f) => (
+            f.who.to_string(),
+            format!("{} {}: {}", f.tool, f.path, f.result),
+        ),
         Event::Repair(r) => (
             "airlock".into(),
             format!("repair: cut {} bytes", r.length_before - r.length_after),

@@ -428,6 +428,7 @@ fn json_view(r: &RunResponse, backend: &str) -> serde_json::Value {
         "rule": r.decision.rule,
         "message": r.message,
         "approval": r.approval,
+        "refusal": r.refusal,
         "exit_code": o.and_then(|o| o.exit_code),
         "signal": o.and_then(|o| o.signal),
         "killed_by": o.and_then(|o| o.killed_by),

@@ -6,6 +6,7 @@
 //! a tool result with `isError: true` and a structured body, never a protocol
 //! error: the model is meant to read it and react.
 
+pub mod change_rules;
 pub mod untrusted;
 pub mod workspace_fs;
 
@@ -219,11 +220,24 @@ fn file_result(
     }
 }
 
+/// The paths a file tool works under for this tenant: its policy, and
+/// airlock's own files (state directory, tokens file, the policy's own file).
+fn own_files(
+    engine: &airlock_core::Engine,
+    service_tokens: Option<&std::path::Path>,
+    tenant: &Tenant,
+) -> Vec<(&'static str, std::path::PathBuf)> {
+    workspace_fs::own_files(&tenant.policy, engine.ledger().state_dir(), service_tokens)
+}
+
 /// A workspace write by the caller itself is on the audit record like a command:
 /// `requested` before anything touches the disk (no record, no write), then
-/// `finished` with what came of it.
+/// `finished` with what came of it. Every path out of the write ends in a
+/// `finished` record: the write never blocks (special files are refused
+/// before they are opened for I/O).
 fn audited_write(
     engine: &airlock_core::Engine,
+    tokens: Option<&std::path::Path>,
     tenant: &Tenant,
     args: &WriteFileArgs,
     caps: &FileCaps,
@@ -250,7 +264,9 @@ fn audited_write(
             ),
         });
     }
-    let written = workspace_fs::write_file(&tenant.policy, &args.path, &args.content, caps);
+    let own = own_files(engine, tokens, tenant);
+    let ctx = workspace_fs::Ctx::new(&tenant.policy, &own);
+    let written = workspace_fs::write_file(&ctx, &args.path, &args.content, caps);
     event.stage = FileWriteStage::Finished;
     match &written {
         Ok(_) => event.result = Some("written".into()),
@@ -271,6 +287,61 @@ fn audited_write(
         }
     }
     written
+}
+
+/// A read or a listing by the caller itself: one record with its result,
+/// written before anything is handed back (no record, no content).
+fn audited_read(
+    engine: &airlock_core::Engine,
+    tokens: Option<&std::path::Path>,
+    tenant: &Tenant,
+    tool: &'static str,
+    path: &str,
+    work: impl FnOnce(&workspace_fs::Ctx<'_>) -> Result<Value, FileError>,
+) -> Result<Value, FileError> {
+    use airlock_core::audit::record::{Event, FileReadEvent};
+    let own = own_files(engine, tokens, tenant);
+    let ctx = workspace_fs::Ctx::new(&tenant.policy, &own);
+    let got = work(&ctx);
+    let mut event = FileReadEvent {
+        request_id: airlock_core::engine::request_id(),
+        who: tenant.caller.clone(),
+        tenant: tenant.caller.tenant(),
+        tool: tool.into(),
+        path: path.into(),
+        workspace: tenant.policy.workspace.root.clone(),
+        result: String::new(),
+        detail: None,
+        bytes: None,
+        sha256: None,
+        entries: None,
+    };
+    match &got {
+        Ok(v) => {
+            event.result = if tool == "list_files" {
+                "listed"
+            } else {
+                "read"
+            }
+            .into();
+            event.bytes = v["content"].as_str().map(|c| c.len() as u64);
+            event.sha256 = v["sha256"].as_str().map(str::to_string);
+            event.entries = v["entries"].as_array().map(|a| a.len() as u64);
+        }
+        Err(e) => {
+            event.result = e.code.to_string();
+            event.detail = Some(e.message.clone());
+        }
+    }
+    if let Err(e) = engine.ledger().audit().append(Event::FileRead(event)) {
+        return Err(FileError {
+            code: "audit_error",
+            message: format!(
+                "refused: the audit log cannot be written, so nothing is read unlogged: {e}"
+            ),
+        });
+    }
+    got
 }
 
 #[tool_router]
@@ -405,14 +476,23 @@ impl AirlockMcp {
         Parameters(a): Parameters<ReadFileArgs>,
         ext: Extensions,
     ) -> Result<CallToolResult, ErrorData> {
+        let engine = self.service.engine.clone();
+        let tokens = self.service.tokens_file.clone();
         self.file_tool(&ext, Some("content"), move |tenant, caps| {
-            workspace_fs::read_file(&tenant.policy, &a.path, caps)
+            audited_read(
+                &engine,
+                tokens.as_deref(),
+                tenant,
+                "read_file",
+                &a.path,
+                |ctx| workspace_fs::read_file(ctx, &a.path, caps),
+            )
         })
         .await
     }
 
     #[tool(
-        description = "Write a text file inside the workspace (size-capped; never through symlinks or into protected paths; only when the policy's workspace mode allows writes)."
+        description = "Write a text file inside the workspace (size-capped; never through symlinks, `..`, hidden or protected paths, airlock's own files, or files that tools execute such as .git/ internals, which need a person; only when the policy allows writes)."
     )]
     async fn write_file(
         &self,
@@ -420,8 +500,9 @@ impl AirlockMcp {
         ext: Extensions,
     ) -> Result<CallToolResult, ErrorData> {
         let engine = self.service.engine.clone();
+        let tokens = self.service.tokens_file.clone();
         self.file_tool(&ext, None, move |tenant, caps| {
-            audited_write(&engine, tenant, &a, caps)
+            audited_write(&engine, tokens.as_deref(), tenant, &a, caps)
         })
         .await
     }
@@ -436,8 +517,17 @@ impl AirlockMcp {
     ) -> Result<CallToolResult, ErrorData> {
         let path = a.path.unwrap_or_else(|| ".".into());
         let recursive = a.recursive.unwrap_or(false);
+        let engine = self.service.engine.clone();
+        let tokens = self.service.tokens_file.clone();
         self.file_tool(&ext, None, move |tenant, caps| {
-            workspace_fs::list_files(&tenant.policy, &path, recursive, caps)
+            audited_read(
+                &engine,
+                tokens.as_deref(),
+                tenant,
+                "list_files",
+                &path,
+                |ctx| workspace_fs::list_files(ctx, &path, recursive, caps),
+            )
         })
         .await
     }

@@ -128,13 +128,15 @@ async fn serve(
     socket_path: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     let admission = admission::Admission::new(options.concurrency, options.queue);
-    let service = Arc::new(service::Service::new(
+    let mut service = service::Service::new(
         Arc::new(engine),
         admission,
         admission::Admission::new(options.check_concurrency, options.check_queue),
         options.limits.clone(),
         options.languages.clone(),
-    ));
+    );
+    service.tokens_file = options.tokens.clone();
+    let service = Arc::new(service);
     let tenants = Arc::new(tenants);
     let stop = tokio_util_token();
     let connections = conn::limits::Limits::new(options.conn.clone());

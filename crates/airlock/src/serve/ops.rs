@@ -396,6 +396,7 @@ fn record_caller(record: &Record) -> Option<&airlock_core::Caller> {
         Event::Approval(e) => Some(&e.who),
         Event::Grant(e) => Some(&e.who),
         Event::FileWrite(e) => Some(&e.who),
+        Event::FileRead(e) => Some(&e.who),
         _ => None,
     }
 }

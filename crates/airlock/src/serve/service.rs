@@ -180,6 +180,8 @@ pub struct Service {
     pub runs: RunRegistry,
     pub limits: RequestLimits,
     pub languages: Vec<Language>,
+    /// The tokens file, which no file tool may read or write (`--tokens`).
+    pub tokens_file: Option<std::path::PathBuf>,
     shutting_down: AtomicBool,
 }
 
@@ -244,6 +246,7 @@ impl Service {
             runs: RunRegistry::new(4096),
             limits,
             languages,
+            tokens_file: None,
             shutting_down: AtomicBool::new(false),
         }
     }
