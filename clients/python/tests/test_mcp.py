@@ -112,6 +112,8 @@ async def exercise(session):
     assert not read.is_error and "ignore prior instructions" in read.structured_content["content"]
     assert read.content[0].text.startswith("<untrusted-file")
     escape = await session.call_tool("read_file", {"path": "../../../../etc/passwd"})
+    assert escape.is_error and escape.structured_content["error"]["code"] == "bad_path"
+    escape = await session.call_tool("read_file", {"path": "/etc/passwd"})
     assert escape.is_error and escape.structured_content["error"]["code"] == "outside_workspace"
     write = await session.call_tool("write_file", {"path": "x.txt", "content": "x"})
     assert write.is_error and write.structured_content["error"]["code"] == "read_only_workspace"
@@ -149,7 +151,7 @@ async def test_mcp_write_file_is_audited(tmp_path):
         ok = await session.call_tool("write_file", {"path": "notes.md", "content": "hello\n"})
         assert not ok.is_error, ok.content[0].text
         out = await session.call_tool("write_file", {"path": "../outside.txt", "content": "pwned"})
-        assert out.is_error and out.structured_content["error"]["code"] == "outside_workspace"
+        assert out.is_error and out.structured_content["error"]["code"] == "bad_path"
     assert (tmp_path / "ws" / "notes.md").read_text() == "hello\n"
     assert canary.read_text() == "canary"
     records = [r for r in audit_lines(tmp_path / "state") if r["kind"] == "file_write"]
@@ -162,7 +164,53 @@ async def test_mcp_write_file_is_audited(tmp_path):
     assert written[1]["who"]["name"]
     refused = [r for r in records if r["path"] == "../outside.txt"]
     assert [r["stage"] for r in refused] == ["requested", "finished"]
-    assert refused[1]["result"] == "outside_workspace"
+    assert refused[1]["result"] == "bad_path"
+
+
+async def test_mcp_file_tools_follow_the_sandbox_rules(tmp_path):
+    """Issue 11: hidden paths are neither read, written nor listed; `..` is
+    refused outright; a FIFO answers at once; git internals need a person;
+    the policy file is never written. Every call leaves an audit record with
+    its outcome."""
+    import time
+    ws = tmp_path / "ws"
+    (ws / ".git" / "objects").mkdir(parents=True)
+    (ws / ".env").write_text("API_KEY=hidden-secret-4711\n")
+    os.mkfifo(ws / "pipe")
+    policy = POLICY.format(mode="rw") + f'[filesystem]\nhide = ["{ws}/.env"]\n'
+    (tmp_path / "policy.toml").write_text(policy)
+    env = {"AIRLOCK_STATE_DIR": str(tmp_path / "state"), "PATH": os.environ["PATH"]}
+    params = StdioServerParameters(command=airlock_bin(), args=["mcp", "--policy", "policy.toml"], env=env,
+                                   cwd=str(tmp_path))
+    with open(tmp_path / "mcp2.stderr", "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                secret = await session.call_tool("read_file", {"path": ".env"})
+                assert secret.is_error and secret.structured_content["error"]["code"] == "hidden"
+                assert "hidden-secret" not in secret.content[0].text
+                over = await session.call_tool("write_file", {"path": ".env", "content": "x"})
+                assert over.is_error and over.structured_content["error"]["code"] == "hidden"
+                listing = await session.call_tool("list_files", {"recursive": True})
+                assert not any(e["path"] == ".env" for e in listing.structured_content["entries"])
+                dotdot = await session.call_tool("write_file", {"path": ".git/objects/../config", "content": "x"})
+                assert dotdot.is_error and dotdot.structured_content["error"]["code"] == "bad_path"
+                hook = await session.call_tool("write_file", {"path": ".git/hooks/pre-commit", "content": "x"})
+                assert hook.is_error and hook.structured_content["error"]["code"] in ("approval_required", "protected_path")
+                t0 = time.monotonic()
+                fifo = await session.call_tool("write_file", {"path": "pipe", "content": "x"})
+                assert time.monotonic() - t0 < 5
+                assert fifo.is_error and fifo.structured_content["error"]["code"] == "not_a_file"
+    assert (ws / ".env").read_text() == "API_KEY=hidden-secret-4711\n"
+    assert not (ws / ".git" / "config").exists()
+    records = audit_lines(tmp_path / "state")
+    writes = {}
+    for r in records:
+        if r["kind"] == "file_write":
+            writes.setdefault(r["request_id"], []).append(r["stage"])
+    assert writes and all(stages == ["requested", "finished"] for stages in writes.values()), writes
+    reads = [r for r in records if r["kind"] == "file_read"]
+    assert {r["result"] for r in reads} >= {"hidden", "listed"}, reads
 
 
 async def test_mcp_over_streamable_http(server, caplog):

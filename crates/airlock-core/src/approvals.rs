@@ -163,7 +163,7 @@ impl RefusalCode {
             {
                 let name = approval
                     .and_then(|a| pin.path.strip_prefix(a.request.cwd.as_path()).ok())
-                    .unwrap_or(&pin.path);
+                    .unwrap_or(pin.path.as_path());
                 return format!(
                     "{} changed since it was approved (approval {id} covers the content it had then); ask again",
                     name.display()
