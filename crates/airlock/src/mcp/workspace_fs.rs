@@ -194,6 +194,14 @@ pub fn relative_path(root: &Path, requested: &str) -> Result<PathBuf, FileError>
     })
 }
 
+fn sha256_bytes(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// What a tool is about to do with a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -392,10 +400,18 @@ fn beneath(
     mode: Mode,
     shown: &str,
 ) -> Result<OwnedFd, FileError> {
+    // RESOLVE_NO_SYMLINKS refuses a symlink anywhere (ELOOP). O_NOFOLLOW is
+    // added for files only: with O_PATH it hands back the link itself, which
+    // fstat then names; with O_DIRECTORY it would turn ELOOP into ENOTDIR.
+    let nofollow = if flags.contains(OFlags::DIRECTORY) {
+        OFlags::empty()
+    } else {
+        OFlags::NOFOLLOW
+    };
     rustix::fs::openat2(
         dir,
         rel,
-        flags | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        flags | OFlags::CLOEXEC | nofollow,
         mode,
         ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
     )
@@ -448,7 +464,7 @@ pub fn read_file(ctx: &Ctx<'_>, path: &str, caps: &FileCaps) -> Result<Value, Fi
         "path": rel.display().to_string(),
         "size": size,
         "truncated": truncated,
-        "sha256": airlock_policy::load::sha256_hex(&buf),
+        "sha256": sha256_bytes(&buf),
         "content": String::from_utf8_lossy(&buf),
     }))
 }
@@ -724,7 +740,7 @@ mod tests {
             read_file(&Ctx::new(&policy, &[]), "sub", &caps)
                 .unwrap_err()
                 .code,
-            "not_a_file"
+            "is_directory"
         );
     }
 
