@@ -6,7 +6,6 @@
 //! a tool result with `isError: true` and a structured body, never a protocol
 //! error: the model is meant to read it and react.
 
-pub mod change_rules;
 pub mod untrusted;
 pub mod workspace_fs;
 

@@ -19,10 +19,10 @@
 //! * writes need a writable workspace (`rw`, or overlay with `apply = "auto"`)
 //!   or a `filesystem.write` entry, and are refused under `filesystem.read`
 //!   entries and `workspace.protect`;
-//! * host-executable metadata ([`super::change_rules`]) is refused as
-//!   `approval_required`, naming the rule.
+//! * the change-set policy (`airlock_policy::classify`, the same rules as
+//!   `--apply` and `rw`): host-executable metadata is refused as
+//!   `approval_required`, naming the rule; what it denies is `change_denied`.
 
-use super::change_rules;
 use airlock_policy::{Policy, WorkspaceMode};
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, Stat};
 use serde_json::{json, Value};
@@ -304,16 +304,45 @@ pub fn check_path(ctx: &Ctx<'_>, rel: &Path, access: Access, shown: &str) -> Res
             ),
         ));
     }
-    if let Some(rule) = change_rules::host_executable(rel) {
-        return Err(err(
+    change_verdict(ctx, rel, &abs, shown)
+}
+
+/// The change-set policy's verdict on writing `rel` (the same classifier that
+/// judges `--apply` and `rw` changes: one rule set for every way back).
+fn change_verdict(ctx: &Ctx<'_>, rel: &Path, abs: &Path, shown: &str) -> Result<(), FileError> {
+    use airlock_policy::changes::{ChangeKind, Context, Entry, EntryType};
+    use airlock_policy::Disposition;
+    let policy = ctx.policy;
+    let host = rustix::fs::lstat(abs).ok();
+    let owned: Vec<PathBuf> = ctx.own.iter().map(|(_, p)| p.clone()).collect();
+    let context = Context::new(&policy.workspace.root, &owned, &policy.workspace.protect);
+    let entry = Entry {
+        rel,
+        kind: if host.is_some() {
+            ChangeKind::Modified
+        } else {
+            ChangeKind::Added
+        },
+        file_type: EntryType::File,
+        mode: 0o644,
+        host_mode: host.map(|st| st.st_mode & 0o7777),
+        symlink_target: None,
+    };
+    let verdict = airlock_policy::classify(&entry, &policy.changes, &context);
+    match verdict.disposition {
+        Disposition::Allow | Disposition::Discard => Ok(()),
+        Disposition::ApprovalRequired => Err(err(
             "approval_required",
             format!(
-                "{shown}: needs a person's approval (rule {}: {}); file tools never write it silently. Ask the user to make this change",
-                rule.rule, rule.reason
+                "{shown}: needs a person's approval (rule {}): {}; file tools never write it silently. Ask the user to make this change",
+                verdict.rule, verdict.reason
             ),
-        ));
+        )),
+        Disposition::Deny => Err(err(
+            "change_denied",
+            format!("{shown}: denied by the change-set policy (rule {}): {}", verdict.rule, verdict.reason),
+        )),
     }
-    Ok(())
 }
 
 fn verb(access: Access) -> &'static str {
