@@ -386,7 +386,6 @@ impl Engine {
                         asked.clone(),
                         policy,
                         &judged.decision,
-                        crate::content::pins(policy, &judged.request.cwd, &judged.decision),
                     )?;
                     match self.settle(
                         caller,
@@ -560,7 +559,7 @@ impl Engine {
     }
 
     /// Wait for, or ask for, an answer to a fresh pending approval.
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn settle(
         &self,
         caller: &Caller,

@@ -226,8 +226,9 @@ impl Ledger {
         request: RequestRecord,
         policy: &Policy,
         decision: &Decision,
-        content: Vec<crate::content::ContentPin>,
     ) -> Result<Approval, LedgerError> {
+        // What the files the command runs hold now: the approval covers that.
+        let content = crate::content::pins(policy, &request.cwd, decision);
         let now = now_ms();
         let expires = now + self.config.approval_ttl.as_millis() as u64;
         let mut reasons: Vec<String> = decision

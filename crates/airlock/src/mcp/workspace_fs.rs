@@ -967,7 +967,7 @@ mod tests {
         let root = policy.workspace.root.clone();
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &root.join("fifo"),
+            root.join("fifo"),
             FileType::Fifo,
             Mode::from_raw_mode(0o666),
             0,
