@@ -438,6 +438,9 @@ class Session:
         self.home = self.root / "home"
         self.state_dir = self.root / "state"
         self.state_dir.mkdir(mode=0o700)
+        # what a command planted in git metadata writes when host git runs it
+        self.git_canary = self.root / "git-canary"
+        self.defaults: dict = {}
         self.build = self.root / "build"
         self.build.mkdir()
         self.tmp_canary_dir = Path(f"/tmp/airlock-escape-canary.{self.marker}")
@@ -455,6 +458,10 @@ class Session:
         self._plant_canaries()
         self.listeners = Listeners(self.marker, Path(f"/tmp/airlock-escape-sock.{self.marker}"))
         self.env = self._caller_env()
+        if getattr(args, "return_path_off", False):
+            # debug builds only: the change-set policy, mode normalisation and the
+            # hole-keeping copy are switched off, to show the return-path cases fail
+            self.env["AIRLOCK_TEST_RETURN_PATH_OFF"] = "1"
         self.sentinel = self._start_sentinel()
         self.leak_fd = os.open(self.home, os.O_RDONLY | os.O_DIRECTORY)
         self.cgroup_safety: list[Path] = []
@@ -602,6 +609,7 @@ class Session:
             "STATE_DIR": self.state_dir,
             "ROOT_DEV_MAJOR": os.major(os.stat("/").st_dev),
             "ROOT_DEV_MINOR": os.minor(os.stat("/").st_dev),
+            "GIT_CANARY": self.git_canary,
         }
         for k, p in self.canaries.items():
             t[k] = p
@@ -699,8 +707,14 @@ class Session:
             (ws / ".git/config").write_text("[core]\n\trepositoryformatversion = 0\n")
             (ws / ".git/hooks/pre-commit.sample").write_text("#!/bin/sh\nexit 0\n")
             (ws / ".git/HEAD").write_text("ref: refs/heads/main\n")
+        elif setup == "git_init":
+            # a real repository made by host git, as a user's checkout would be
+            subprocess.run(["git", "init", "-q", "-b", "main", str(ws)], check=True, env=self.git_env())
         elif setup:
             raise ValueError(f"unknown setup {setup!r}")
+        if case.spec.get("policy_in_workspace"):
+            # the active policy file lies in the workspace (airlock.toml next to the code)
+            (ws / "airlock.toml").write_text(self.policy_text(case, ws, self.defaults))
         for p in [ws] + list(ws.rglob("*")):
             if not p.is_symlink():
                 os.chmod(p, 0o755 if p.is_dir() or os.access(p, os.X_OK) else 0o644)
@@ -781,7 +795,10 @@ class Session:
             cmd = [sys.executable, str(ws / Path(case.file).name)]
         elif self.backend == "airlock":
             policy = self.root / f"policy-{case.name}.toml"
-            policy.write_text(self.policy_text(case, ws, defaults))
+            if case.spec.get("policy_in_workspace"):
+                policy = ws / "airlock.toml"
+            else:
+                policy.write_text(self.policy_text(case, ws, defaults))
             json_flag = ["--json"] if case.spec.get("json", True) else []
             cmd = [str(self.airlock), "run", "--policy", str(policy), "--cwd", str(ws)] + json_flag + ["--"] + argv
         else:
@@ -1063,6 +1080,12 @@ class Session:
                 if v[0] in ("file", "dir") and st_.st_mode & (stat.S_ISUID | stat.S_ISGID) and p not in before["ws"]:
                     f.append(f"a set-id {v[0]} reached the host workspace: {p} "
                              f"(mode {stat.filemode(st_.st_mode)}, owner uid {st_.st_uid})")
+        if spec.get("apply") or spec.get("mode") == "rw":
+            for p, v in after_ws.items():
+                st_ = os.lstat(p)
+                if v[0] in ("file", "dir") and st_.st_mode & stat.S_IWOTH and p not in before["ws"]:
+                    f.append(f"a world-writable {v[0]} reached the host workspace: {p} ({stat.filemode(st_.st_mode)})")
+        f += self._return_path_checks(case, ws, res)
         if spec.get("peer"):
             po = res.peer_outcome or {}
             if self.backend == "airlock":
@@ -1145,6 +1168,79 @@ class Session:
             paths = [str(c.get("path", "")) for c in (out.get("changes") or []) if isinstance(c, dict)]
             if not any(p == str(ws / rel) or p == rel or p.endswith("/" + rel) for p in paths):
                 f.append(f"changes lacks {rel} (got {paths[:5]})")
+        return f
+
+    def git_env(self) -> dict:
+        """Host git as the user would run it: the fake home, no system config."""
+        return dict(os.environ, HOME=str(self.home), GIT_CONFIG_NOSYSTEM="1",
+                    GIT_CONFIG_GLOBAL=str(Path(self.home) / ".gitconfig"), GIT_TERMINAL_PROMPT="0")
+
+    def _return_path_checks(self, case: Case, ws: Path, res: RunResult) -> list[str]:
+        """What came back to the host (issue 11): judged on the host's files and
+        by running host git, never by what the program says."""
+        f: list[str] = []
+        spec = case.spec
+        out = res.outcome or {}
+        for rel in _as_list(spec.get("host_ws_absent")):
+            if os.path.lexists(ws / rel):
+                f.append(f"{rel} reached the host workspace ({os.lstat(ws / rel).st_mode:o})")
+        for rel in _as_list(spec.get("host_git_status")):
+            d = ws / rel
+            if not d.is_dir():
+                continue
+            try:
+                self.git_canary.unlink()
+            except OSError:
+                pass
+            subprocess.run(["git", "-C", str(d), "status", "--porcelain"], env=self.git_env(),
+                           capture_output=True, timeout=30)
+            subprocess.run(["git", "-C", str(d), "diff", "--stat"], env=self.git_env(),
+                           capture_output=True, timeout=30)
+            if self.git_canary.exists():
+                f.append(f"host `git status` in {rel or '.'} ran a command planted by the sandbox "
+                         f"(canary {self.git_canary} written: {self.git_canary.read_text()[:80]!r})")
+                self.git_canary.unlink()
+        if "host_ws_max_bytes" in spec:
+            cap = parse_size(spec["host_ws_max_bytes"])
+            used = 0
+            for dirpath, dirnames, filenames in os.walk(ws):
+                for name in filenames:
+                    try:
+                        used += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+                    except OSError:
+                        pass
+            if used > cap:
+                f.append(f"the host workspace now uses {used} bytes of disk, more than {cap}")
+        if spec.get("changes_escaped"):
+            changes = [c for c in (out.get("changes") or []) if isinstance(c, dict)]
+            paths = [str(c.get("path", "")) for c in changes]
+            if len(paths) < int(spec.get("changes_min", 1)):
+                f.append(f"only {len(paths)} changes reported, expected at least {spec.get('changes_min', 1)}")
+            for p in paths + [str(c.get("target") or "") for c in changes]:
+                if any(ord(ch) < 0x20 or ord(ch) == 0x7f or 0x80 <= ord(ch) < 0xa0 for ch in p):
+                    f.append(f"a change is reported with a raw control character: {p!r}")
+                if "\ufffd" in p:
+                    f.append(f"a name was reported lossily (U+FFFD): {p!r}")
+            if len(set(paths)) != len(paths):
+                f.append(f"two different changes are reported under the same name: {sorted(paths)[:6]}")
+        if "audit_max_bytes" in spec and self.backend == "airlock":
+            cap = parse_size(spec["audit_max_bytes"])
+            biggest = 0
+            for p in Path(self.state_dir, "audit").rglob("*"):
+                if p.is_file():
+                    with open(p, "rb") as fh:
+                        for line in fh:
+                            if out.get("request_id") and str(out.get("request_id")).encode() in line:
+                                biggest = max(biggest, len(line))
+            if biggest > cap:
+                f.append(f"an audit record of this run is {biggest} bytes, more than {cap}")
+        if "json_max_bytes" in spec and len(res.raw_stdout) > parse_size(spec["json_max_bytes"]):
+            f.append(f"airlock's JSON answer is {len(res.raw_stdout)} bytes, more than {spec['json_max_bytes']}")
+        if "summary_min" in spec and self.backend == "airlock":
+            summ = out.get("change_summary") or {}
+            for k, want in spec["summary_min"].items():
+                if not isinstance(summ.get(k), int) or summ[k] < want:
+                    f.append(f"change_summary.{k} is {summ.get(k)!r}, expected at least {want}")
         return f
 
     def warm_up(self) -> None:
@@ -1376,6 +1472,9 @@ def main() -> int:
     ap.add_argument("--host-resources", action="store_true",
                     help="with --backend none, also run the resource attacks on the host (inside a "
                     "pids/memory/cpu/freezer safety cgroup); skipped by default so as not to load a shared machine")
+    ap.add_argument("--return-path-off", action="store_true",
+                    help="with a debug build of airlock only: switch the return path's checks off "
+                         "(AIRLOCK_TEST_RETURN_PATH_OFF=1) to prove that its cases can fail")
     ap.add_argument("--report", help="write a JSON report here")
     ap.add_argument("--keep", action="store_true", help="keep the session directory")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each case's output on failure")
@@ -1416,6 +1515,7 @@ def main() -> int:
     not_applicable = load_tier(args.backend_tier, cases, all_cases) if args.backend == "airlock" else {}
     needs_cgroup = load_rootless(cases, all_cases) if ROOTLESS_BEST_EFFORT else {}
     sess = Session(args)
+    sess.defaults = defaults
     report = []
     passed = failed = 0
     t_all = time.monotonic()

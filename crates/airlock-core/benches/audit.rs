@@ -66,6 +66,7 @@ fn execution() -> Event {
         },
         stderr: StreamRecord::default(),
         changes: vec![],
+        change_summary: None,
         applied: false,
         violations: vec![],
         loosened_by: vec![],

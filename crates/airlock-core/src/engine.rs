@@ -732,7 +732,11 @@ impl Engine {
                 }),
                 stdout.into_record(&o.stdout, limit),
                 stderr.into_record(&o.stderr, limit),
-                o.changes.clone(),
+                o.changes
+                    .iter()
+                    .take(AUDIT_CHANGES_LISTED)
+                    .cloned()
+                    .collect(),
                 o.applied,
                 o.violations.clone(),
                 None,
@@ -771,6 +775,7 @@ impl Engine {
             stdout,
             stderr,
             changes,
+            change_summary: result.as_ref().ok().and_then(|o| o.change_summary.clone()),
             applied,
             violations,
             loosened_by: judged.decision.loosened_by.clone(),
@@ -782,6 +787,10 @@ impl Engine {
         }
     }
 }
+
+/// Changes listed one by one in an audit record; the record's `change_summary`
+/// counts all of them and holds the SHA-256 of the full list.
+pub const AUDIT_CHANGES_LISTED: usize = 100;
 
 /// What passed through a sink for one stream: its length, digest and first bytes.
 struct StreamCapture {

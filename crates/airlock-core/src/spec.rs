@@ -156,11 +156,40 @@ pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSp
         NetworkMode::Allowlist => NetworkSpec::None,
         NetworkMode::Open => NetworkSpec::Open,
     };
-    let mode = match policy.workspace.mode {
-        airlock_policy::WorkspaceMode::Overlay => WorkspaceMode::Overlay,
-        airlock_policy::WorkspaceMode::Ro => WorkspaceMode::Ro,
-        airlock_policy::WorkspaceMode::Rw => WorkspaceMode::Rw,
+    // `rw` is the overlay plus an automatic apply: every change reaches the host
+    // through the one return path (the change-set policy), never by writing
+    // straight through (DESIGN.md §1, "The return path").
+    let (mode, apply) = match policy.workspace.mode {
+        airlock_policy::WorkspaceMode::Overlay => (
+            WorkspaceMode::Overlay,
+            policy.workspace.apply == airlock_policy::model::ApplyMode::Auto,
+        ),
+        airlock_policy::WorkspaceMode::Ro => (WorkspaceMode::Ro, false),
+        airlock_policy::WorkspaceMode::Rw => (WorkspaceMode::Overlay, true),
     };
+    // What airlock owns and no run may write: the active policy file and the
+    // state directory (a tokens file inside a workspace is refused by `serve`).
+    // Each is named both as written and as resolved, against the root as
+    // written, so that a symlink on the way does not hide it.
+    let root = &policy.workspace.root;
+    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+    let mut owned: Vec<PathBuf> = Vec::new();
+    let mut own = |p: PathBuf| {
+        let p = airlock_policy::load::absolute_lexical(&request.cwd.join(p));
+        if let Ok(real) = std::fs::canonicalize(&p) {
+            if let Ok(rel) = real.strip_prefix(&real_root) {
+                owned.push(root.join(rel));
+            }
+            owned.push(real);
+        }
+        owned.push(p);
+    };
+    if policy.source != airlock_policy::load::BUILTIN_ORIGIN {
+        own(PathBuf::from(&policy.source));
+    }
+    if let Ok(state) = crate::state::resolve_state_dir() {
+        own(state);
+    }
     SandboxSpec {
         request_id: request_id.to_string(),
         argv: argv_for(request),
@@ -174,7 +203,9 @@ pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSp
             root: policy.workspace.root.clone(),
             mode,
             protect: policy.workspace.protect.clone(),
-            apply: policy.workspace.apply == airlock_policy::model::ApplyMode::Auto,
+            apply,
+            changes: policy.changes.clone(),
+            owned,
         },
         network,
         limits,

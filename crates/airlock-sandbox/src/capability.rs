@@ -403,6 +403,8 @@ mod tests {
                 mode: WorkspaceMode::Overlay,
                 protect: vec![".git/hooks".into()],
                 apply: false,
+                changes: Default::default(),
+                owned: vec![],
             },
             network: NetworkSpec::None,
             limits: crate::Limits {

@@ -276,6 +276,8 @@ fn end_to_end(helper: &Path, runs: &Path, limits: &NativeLimits) -> Result<Strin
             mode: WorkspaceMode::Overlay,
             protect: vec![],
             apply: false,
+            changes: Default::default(),
+            owned: vec![],
         },
         network: NetworkSpec::None,
         limits: Limits {

@@ -14,6 +14,6 @@ pub mod tier;
 pub mod wasm;
 
 pub use backend::{Backend, OutputSink, SandboxError};
-pub use outcome::{ChangeKind, FileChange, KillReason, Outcome, Violation};
+pub use outcome::{ChangeKind, ChangeSummary, FileChange, KillReason, Outcome, Violation};
 pub use spec::{Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceSpec};
 pub use tier::{BackendKind, Tier};

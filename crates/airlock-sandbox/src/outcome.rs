@@ -23,6 +23,36 @@ pub struct Outcome {
     #[serde(default)]
     pub applied: bool,
     pub violations: Vec<Violation>,
+    /// Counts and a digest of the whole change set (`changes` holds only the
+    /// first entries of a long one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_summary: Option<ChangeSummary>,
+}
+
+/// A bounded account of a change set, whatever its length.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeSummary {
+    /// Every change found, discarded ones included.
+    pub total: u64,
+    pub added: u64,
+    pub modified: u64,
+    pub deleted: u64,
+    /// Dropped by `[changes] discard` (caches).
+    pub discarded: u64,
+    /// Refused by the change-set policy: never applied.
+    pub denied: u64,
+    /// Waiting for a person (`approval_required`): not applied.
+    pub held: u64,
+    /// Entries (files, dirs, links) and bytes of file data an apply would write.
+    pub write_entries: u64,
+    pub write_bytes: u64,
+    /// Bytes actually written to the host by the apply (holes are not written).
+    pub applied_bytes: u64,
+    /// Entries listed in `changes` (the first ones, in path order).
+    pub listed: u64,
+    /// SHA-256 (hex) of the full list, one line per change:
+    /// `kind disposition type mode escaped-path [-> escaped-target]`.
+    pub sha256: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,12 +67,25 @@ pub enum KillReason {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileChange {
-    /// Absolute host path.
+    /// Absolute host path, escaped losslessly (`airlock_policy::changes::escape_path`:
+    /// bytes that are not UTF-8 and control characters as `\xNN`, `\` doubled).
     pub path: String,
     pub kind: ChangeKind,
-    /// `file`, `dir`, `symlink` or `other`.
+    /// `file`, `dir`, `symlink`, `fifo`, `socket`, `char_device` or `block_device`.
     pub file_type: String,
     pub size: u64,
+    /// Permission bits as applied (after normalisation), e.g. `0644`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// A symlink's target, escaped like `path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// What the change-set policy said: `allow`, `approval_required` or `deny`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disposition: Option<String>,
+    /// Why, for anything but `allow`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

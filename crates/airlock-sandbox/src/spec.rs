@@ -55,6 +55,13 @@ pub struct WorkspaceSpec {
     pub protect: Vec<PathBuf>,
     /// Copy overlay changes back to the workspace after the run.
     pub apply: bool,
+    /// The change-set policy every change passes before it reaches the host.
+    #[serde(default)]
+    pub changes: airlock_policy::ChangesPolicy,
+    /// Absolute paths airlock owns (the active policy file, the state
+    /// directory, a tokens file): never written back, whatever the policy says.
+    #[serde(default)]
+    pub owned: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -70,6 +70,8 @@ fn spec(f: &Fixture, script: &str) -> SandboxSpec {
             mode: WorkspaceMode::Overlay,
             protect: vec![".git/hooks".into(), ".git/config".into()],
             apply: false,
+            changes: Default::default(),
+            owned: vec![],
         },
         network: NetworkSpec::None,
         limits: limits(),

@@ -46,6 +46,8 @@ fn spec(ws: &Path, module: &str) -> SandboxSpec {
             mode: WorkspaceMode::Overlay,
             protect: vec![],
             apply: false,
+            changes: Default::default(),
+            owned: vec![],
         },
         network: NetworkSpec::None,
         limits: Limits {

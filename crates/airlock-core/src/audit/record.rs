@@ -202,7 +202,11 @@ pub struct ExecutionEvent {
     pub outcome: Option<OutcomeRecord>,
     pub stdout: StreamRecord,
     pub stderr: StreamRecord,
+    /// The first changes (at most `engine::AUDIT_CHANGES_LISTED`).
     pub changes: Vec<FileChange>,
+    /// Counts and the digest of the whole change set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_summary: Option<airlock_sandbox::ChangeSummary>,
     pub applied: bool,
     pub violations: Vec<Violation>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -350,6 +350,8 @@ pub fn proxy_sandbox_spec(
             mode: WorkspaceMode::Overlay,
             protect: vec![],
             apply: false,
+            changes: Default::default(),
+            owned: vec![],
         },
         network: NetworkSpec::Proxy {
             socket: socket.to_path_buf(),

@@ -127,6 +127,10 @@ impl Backend for NativeBackend {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        #[cfg(debug_assertions)]
+        if let Some(v) = std::env::var_os(super::workspace::RETURN_PATH_OFF) {
+            cmd.env(super::workspace::RETURN_PATH_OFF, v);
+        }
         // SAFETY: the closure runs between fork and exec and only calls fcntl and
         // dup2, which are async-signal-safe; it allocates nothing.
         unsafe {
@@ -305,6 +309,7 @@ impl Backend for NativeBackend {
             changes: report.changes,
             applied: report.applied,
             violations: report.violations,
+            change_summary: report.change_summary,
         })
     }
 }

@@ -382,25 +382,11 @@ fn run_in(
             return Ok(());
         };
         let upper = std::path::PathBuf::from(format!("/proc/self/fd/{}/upper", fs.as_raw_fd()));
-        let changes = workspace::changes(&upper, &spec.workspace.root);
-        if spec.workspace.apply && !changes.is_empty() {
-            match workspace::apply(
-                &changes,
-                &upper,
-                &spec.workspace.root,
-                &spec.workspace.protect,
-            ) {
-                Ok(v) => {
-                    report.applied = true;
-                    report.violations.extend(v);
-                }
-                Err(e) => report.notes.push(format!("apply failed: {e}")),
-            }
-        }
-        report.changes = changes
-            .iter()
-            .map(|c| c.public(&spec.workspace.root))
-            .collect();
+        let f = workspace::finish(&upper, &spec.workspace, &spec.limits, spec.workspace.apply);
+        report.applied = f.applied;
+        report.violations.extend(f.violations);
+        report.changes = f.changes;
+        report.change_summary = Some(f.summary);
     }
     Ok(())
 }

@@ -52,6 +52,8 @@ pub struct HelperReport {
     pub changes: Vec<FileChange>,
     pub applied: bool,
     pub violations: Vec<Violation>,
+    #[serde(default)]
+    pub change_summary: Option<crate::ChangeSummary>,
     /// Setup time from helper start to the command's exec, for profiling.
     pub setup_us: u64,
     /// Microseconds since helper start at each step, for profiling the setup path.

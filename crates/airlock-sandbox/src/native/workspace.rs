@@ -6,9 +6,14 @@
 //! temporary name in their final directory and renamed into place, and a
 //! protected path is never written (the attempt is reported as a violation).
 
-use super::mounts::{is_whiteout, relative_inside, walk};
+use super::mounts::{is_whiteout, walk};
 use super::sys;
-use crate::{ChangeKind, FileChange, Violation};
+use crate::{ChangeKind, ChangeSummary, FileChange, Limits, Violation, WorkspaceSpec};
+use airlock_policy::changes::{
+    escape_path, ChangeKind as PolicyKind, Classification, Context, Disposition, Entry, EntryType,
+    Rules,
+};
+use sha2::{Digest, Sha256};
 use std::ffi::CString;
 use std::fs;
 use std::io;
@@ -23,31 +28,115 @@ pub struct Change {
     /// Relative to the workspace root.
     pub rel: PathBuf,
     pub kind: ChangeKind,
-    pub file_type: &'static str,
+    pub file_type: EntryType,
     pub size: u64,
+    /// Bytes of data an apply writes (allocated blocks, capped at the size:
+    /// a sparse file's holes cost nothing).
+    pub data: u64,
+    /// Permission bits (with set-id and sticky) of the new entry, or of the deleted one.
+    pub mode: u32,
+    /// Permission bits of the host entry, when there is one.
+    pub host_mode: Option<u32>,
+    /// A symlink's target.
+    pub target: Option<PathBuf>,
 }
 
 impl Change {
-    pub fn public(&self, root: &Path) -> FileChange {
-        FileChange {
-            path: root.join(&self.rel).to_string_lossy().into_owned(),
-            kind: self.kind,
-            file_type: self.file_type.to_string(),
-            size: self.size,
+    fn from_meta(
+        rel: PathBuf,
+        kind: ChangeKind,
+        m: &fs::Metadata,
+        host: Option<&fs::Metadata>,
+        path: &Path,
+    ) -> Change {
+        let file_type = EntryType::from_mode(m.mode());
+        let is_dir = file_type == EntryType::Dir;
+        let target = (file_type == EntryType::Symlink && kind != ChangeKind::Deleted)
+            .then(|| fs::read_link(path).ok())
+            .flatten();
+        Change {
+            rel,
+            kind,
+            file_type,
+            size: if is_dir { 0 } else { m.len() },
+            data: if file_type == EntryType::File && kind != ChangeKind::Deleted {
+                (m.blocks() * 512).min(m.len())
+            } else {
+                0
+            },
+            mode: m.mode() & 0o7777,
+            host_mode: host.map(|h| h.mode() & 0o7777),
+            target,
         }
     }
-}
 
-fn type_name(m: &fs::Metadata) -> &'static str {
-    let t = m.file_type();
-    if t.is_symlink() {
-        "symlink"
-    } else if t.is_dir() {
-        "dir"
-    } else if t.is_file() {
-        "file"
-    } else {
-        "other"
+    fn deleted(rel: PathBuf, host: &fs::Metadata) -> Change {
+        Change {
+            rel,
+            kind: ChangeKind::Deleted,
+            file_type: EntryType::from_mode(host.mode()),
+            size: if host.is_dir() { 0 } else { host.len() },
+            data: 0,
+            mode: host.mode() & 0o7777,
+            host_mode: Some(host.mode() & 0o7777),
+            target: None,
+        }
+    }
+
+    /// The classifier's view of this change.
+    pub fn entry(&self) -> Entry<'_> {
+        Entry {
+            rel: &self.rel,
+            kind: match self.kind {
+                ChangeKind::Added => PolicyKind::Added,
+                ChangeKind::Modified => PolicyKind::Modified,
+                ChangeKind::Deleted => PolicyKind::Deleted,
+            },
+            file_type: self.file_type,
+            mode: self.mode,
+            host_mode: self.host_mode,
+            symlink_target: self.target.as_deref(),
+        }
+    }
+
+    /// The public form, with what the change-set policy said.
+    pub fn public(&self, root: &Path, class: Option<&Classification>) -> FileChange {
+        let mode = class
+            .and_then(|c| c.mode)
+            .or(
+                (self.kind != ChangeKind::Deleted && self.file_type != EntryType::Symlink)
+                    .then_some(self.mode),
+            );
+        FileChange {
+            path: escape_path(&root.join(&self.rel)),
+            kind: self.kind,
+            file_type: self.file_type.as_str().to_string(),
+            size: self.size,
+            mode: mode.map(|m| format!("{m:04o}")),
+            target: self.target.as_deref().map(escape_path),
+            disposition: class.map(|c| c.disposition.as_str().to_string()),
+            reason: class
+                .filter(|c| !c.reason.is_empty())
+                .map(|c| c.reason.clone()),
+        }
+    }
+
+    /// One line of the digest of the full list.
+    fn digest_line(&self, d: Disposition) -> String {
+        let mut line = format!(
+            "{:?} {} {} {:04o} {}",
+            self.kind,
+            d.as_str(),
+            self.file_type.as_str(),
+            self.mode,
+            escape_path(&self.rel)
+        );
+        if let Some(t) = &self.target {
+            line.push_str(" -> ");
+            line.push_str(&escape_path(t));
+        }
+        line.push('\n');
+        line
     }
 }
 
@@ -75,7 +164,9 @@ fn is_opaque(path: &Path) -> bool {
 }
 
 fn same_content(a: &Path, b: &Path, ma: &fs::Metadata, mb: &fs::Metadata) -> bool {
-    if type_name(ma) != type_name(mb) || ma.mode() & 0o7777 != mb.mode() & 0o7777 {
+    if EntryType::from_mode(ma.mode()) != EntryType::from_mode(mb.mode())
+        || ma.mode() & 0o7777 != mb.mode() & 0o7777
+    {
         return false;
     }
     if ma.file_type().is_symlink() {
@@ -123,12 +214,7 @@ fn scan(upper: &Path, lower: &Path, rel: &Path, out: &mut Vec<Change>) {
             for e in entries.flatten() {
                 if fs::symlink_metadata(udir.join(e.file_name())).is_err() {
                     if let Ok(m) = e.path().symlink_metadata() {
-                        out.push(Change {
-                            rel: rel.join(e.file_name()),
-                            kind: ChangeKind::Deleted,
-                            file_type: type_name(&m),
-                            size: m.len(),
-                        });
+                        out.push(Change::deleted(rel.join(e.file_name()), &m));
                     }
                 }
             }
@@ -149,12 +235,7 @@ fn scan(upper: &Path, lower: &Path, rel: &Path, out: &mut Vec<Change>) {
         let lm = fs::symlink_metadata(&lo).ok();
         if is_whiteout(&um) {
             if let Some(lm) = lm {
-                out.push(Change {
-                    rel: r,
-                    kind: ChangeKind::Deleted,
-                    file_type: type_name(&lm),
-                    size: lm.len(),
-                });
+                out.push(Change::deleted(r, &lm));
             }
             continue;
         }
@@ -163,20 +244,22 @@ fn scan(upper: &Path, lower: &Path, rel: &Path, out: &mut Vec<Change>) {
             Some(lm) if um.is_dir() && lm.is_dir() => scan(upper, lower, &r, out),
             Some(lm) => {
                 if um.is_dir() {
-                    out.push(Change {
-                        rel: r.clone(),
-                        kind: ChangeKind::Modified,
-                        file_type: "dir",
-                        size: 0,
-                    });
+                    out.push(Change::from_meta(
+                        r.clone(),
+                        ChangeKind::Modified,
+                        &um,
+                        Some(&lm),
+                        &up,
+                    ));
                     added_tree(upper, &r, out);
                 } else if !same_content(&up, &lo, &um, &lm) {
-                    out.push(Change {
-                        rel: r,
-                        kind: ChangeKind::Modified,
-                        file_type: type_name(&um),
-                        size: um.len(),
-                    });
+                    out.push(Change::from_meta(
+                        r,
+                        ChangeKind::Modified,
+                        &um,
+                        Some(&lm),
+                        &up,
+                    ));
                 }
             }
         }
@@ -204,79 +287,303 @@ fn added_tree(upper: &Path, rel: &Path, out: &mut Vec<Change>) {
 /// `rel` is new in the upper layer: it, and everything below it if a directory.
 fn added(upper: &Path, rel: PathBuf, m: &fs::Metadata, out: &mut Vec<Change>) {
     let is_dir = m.is_dir();
-    out.push(Change {
-        rel: rel.clone(),
-        kind: ChangeKind::Added,
-        file_type: type_name(m),
-        size: if is_dir { 0 } else { m.len() },
-    });
+    let path = upper.join(&rel);
+    out.push(Change::from_meta(
+        rel.clone(),
+        ChangeKind::Added,
+        m,
+        None,
+        &path,
+    ));
     if is_dir {
         added_tree(upper, &rel, out);
     }
 }
 
-/// True when `rel` is a protected path or lies below one.
-pub fn is_protected(rel: &Path, protect: &[PathBuf]) -> bool {
-    protect.iter().any(|p| {
-        let p = relative_inside(p).unwrap_or_else(|| p.clone());
-        !p.as_os_str().is_empty() && rel.starts_with(&p)
-    })
+/// Entries of a change list kept in the report; the rest is counted and hashed.
+pub const LISTED: usize = 1000;
+/// Refusals listed one by one; the rest end in "… and N more".
+pub const REFUSALS_LISTED: usize = 20;
+
+/// The size of a run's upper layer for these limits (three quarters of memory).
+pub fn overlay_bytes(limits: &Limits) -> u64 {
+    (limits.memory_bytes / 4 * 3).max(1 << 20)
 }
 
-fn violation(detail: String, rel: &Path) -> Violation {
+/// The inode cap of a run's upper layer for these limits.
+pub fn overlay_files(limits: &Limits) -> u64 {
+    (limits.memory_bytes / 4096).max(1024)
+}
+
+/// What the return path did with one run's changes.
+#[derive(Debug, Default)]
+pub struct Finished {
+    /// The first [`LISTED`] changes (discarded ones left out), with their dispositions.
+    pub changes: Vec<FileChange>,
+    pub summary: ChangeSummary,
+    pub applied: bool,
+    pub violations: Vec<Violation>,
+}
+
+/// Debug builds only: with this variable set to `1` (passed from the caller to
+/// the helper), every change is allowed, modes are kept, files are copied
+/// densely under the old long temporary names and the report lists every
+/// change with lossy names: the return path as it was before issue 11, so that the escape
+/// corpus can show its return-path cases failing (`run.py --return-path-off`).
+/// Release builds have no such switch.
+#[cfg(debug_assertions)]
+pub const RETURN_PATH_OFF: &str = "AIRLOCK_TEST_RETURN_PATH_OFF";
+
+fn return_path_off() -> bool {
+    #[cfg(debug_assertions)]
+    {
+        std::env::var_os(RETURN_PATH_OFF).is_some_and(|v| v == "1")
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        false
+    }
+}
+
+/// The change-set rules of a workspace spec.
+pub fn rules(ws: &WorkspaceSpec) -> Rules {
+    let protect: Vec<PathBuf> = ws
+        .protect
+        .iter()
+        .map(|p| super::mounts::relative_inside(p).unwrap_or_else(|| p.clone()))
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect();
+    Rules::new(&ws.changes, Context::new(&ws.root, &ws.owned, &protect))
+}
+
+/// The return path of one run: every change of the upper layer is judged by the
+/// change-set policy ([`airlock_policy::changes`]); when `apply` is asked, the
+/// allowed ones are copied back, unless any change waits for a person (then
+/// nothing is applied, so that what a person later approves is exactly what
+/// was reviewed) or the set is over `[changes] max_files` / `max_bytes`.
+/// Denied changes are never applied.
+pub fn finish(upper: &Path, ws: &WorkspaceSpec, limits: &Limits, apply: bool) -> Finished {
+    let all = changes(upper, &ws.root);
+    let rules = rules(ws);
+    let off = return_path_off();
+    let judged: Vec<(Change, Classification)> = all
+        .into_iter()
+        .map(|c| {
+            let class = if off {
+                Classification {
+                    disposition: Disposition::Allow,
+                    rule: "debug.return_path_off".into(),
+                    reason: String::new(),
+                    mode: Some(c.mode & 0o7777),
+                }
+            } else {
+                rules.classify(&c.entry())
+            };
+            (c, class)
+        })
+        .collect();
+    let mut f = Finished::default();
+    let mut hasher = Sha256::new();
+    let mut denied = Vec::new();
+    let mut held = Vec::new();
+    for (c, class) in &judged {
+        let s = &mut f.summary;
+        s.total += 1;
+        match c.kind {
+            ChangeKind::Added => s.added += 1,
+            ChangeKind::Modified => s.modified += 1,
+            ChangeKind::Deleted => s.deleted += 1,
+        }
+        hasher.update(c.digest_line(class.disposition).as_bytes());
+        match class.disposition {
+            Disposition::Discard => {
+                s.discarded += 1;
+                continue;
+            }
+            Disposition::Deny => {
+                s.denied += 1;
+                denied.push(class);
+            }
+            Disposition::ApprovalRequired => {
+                s.held += 1;
+                held.push(class);
+            }
+            Disposition::Allow => {
+                if c.kind != ChangeKind::Deleted {
+                    s.write_entries += 1;
+                    s.write_bytes += c.data;
+                }
+            }
+        }
+        if off {
+            // The report as it was: every entry, names decoded lossily.
+            let mut p = c.public(&ws.root, Some(class));
+            p.path = ws.root.join(&c.rel).to_string_lossy().into_owned();
+            f.changes.push(p);
+        } else if f.changes.len() < LISTED {
+            f.changes.push(c.public(&ws.root, Some(class)));
+        }
+    }
+    f.summary.listed = f.changes.len() as u64;
+    f.summary.sha256 = hex::encode(hasher.finalize());
+    let verb = if apply {
+        "not applied"
+    } else {
+        "would be refused"
+    };
+    f.violations
+        .extend(refusals(&denied, &format!("{verb} (denied)")));
+    if !apply || judged.is_empty() {
+        if !held.is_empty() {
+            f.violations
+                .extend(refusals(&held, "needs a person before it can be applied"));
+        }
+        return f;
+    }
+    if !held.is_empty() {
+        f.violations.extend(refusals(&held, "held for approval"));
+        f.violations.push(fs_violation(
+            format!(
+                "not applied: {} change(s) need a person (approval_required), so none of this run's changes were applied; a person can allow them with patterns in [changes] allow of the policy file (which no run can write) and rerun",
+                held.len()
+            ),
+            serde_json::json!({ "held": held.len() }),
+        ));
+        return f;
+    }
+    let mut max_files = ws
+        .changes
+        .max_files
+        .unwrap_or_else(|| overlay_files(limits));
+    let mut max_bytes = ws
+        .changes
+        .max_bytes
+        .unwrap_or_else(|| overlay_bytes(limits));
+    if off {
+        (max_files, max_bytes) = (u64::MAX, u64::MAX);
+    }
+    if f.summary.write_entries > max_files || f.summary.write_bytes > max_bytes {
+        f.violations.push(fs_violation(
+            format!(
+                "not applied: the change set writes {} entries and {} bytes, over the limit of {} entries and {} bytes ([changes] max_files / max_bytes; the default is the overlay's own cap)",
+                f.summary.write_entries, f.summary.write_bytes, max_files, max_bytes
+            ),
+            serde_json::json!({ "entries": f.summary.write_entries, "bytes": f.summary.write_bytes }),
+        ));
+        return f;
+    }
+    let allowed: Vec<(&Change, Option<u32>)> = judged
+        .iter()
+        .filter(|(_, class)| class.disposition == Disposition::Allow)
+        .map(|(c, class)| (c, class.mode))
+        .collect();
+    match apply_changes(&allowed, upper, &ws.root, max_bytes, off) {
+        Ok((errors, written)) => {
+            f.applied = true;
+            f.summary.applied_bytes = written;
+            f.violations.extend(errors);
+        }
+        Err(e) => f.violations.push(fs_violation(
+            format!("apply failed: {e}"),
+            serde_json::Value::Null,
+        )),
+    }
+    f
+}
+
+fn fs_violation(detail: String, data: serde_json::Value) -> Violation {
     Violation {
         kind: "filesystem".into(),
         detail,
-        data: serde_json::json!({ "path": rel.to_string_lossy() }),
+        data,
     }
 }
 
-/// Copies the changes from `upper` into the workspace at `root`. Returns the
-/// violations (protected or unsafe paths that were not written).
-pub fn apply(
-    changes: &[Change],
+/// One violation per refused change, the first [`REFUSALS_LISTED`], then "… and N more".
+fn refusals(list: &[&Classification], what: &str) -> Vec<Violation> {
+    let mut out: Vec<Violation> = list
+        .iter()
+        .take(REFUSALS_LISTED)
+        .map(|c| {
+            fs_violation(
+                format!("{what}: {}", c.reason),
+                serde_json::json!({ "rule": c.rule, "disposition": c.disposition.as_str() }),
+            )
+        })
+        .collect();
+    if list.len() > REFUSALS_LISTED {
+        out.push(fs_violation(
+            format!("{what}: … and {} more", list.len() - REFUSALS_LISTED),
+            serde_json::json!({ "more": list.len() - REFUSALS_LISTED }),
+        ));
+    }
+    out
+}
+
+/// Copies allowed changes from `upper` into the workspace at `root`: deletions
+/// deepest first, then additions and modifications parents first. Returns the
+/// entries that could not be applied and the bytes written.
+fn apply_changes(
+    changes: &[(&Change, Option<u32>)],
     upper: &Path,
     root: &Path,
-    protect: &[PathBuf],
-) -> io::Result<Vec<Violation>> {
+    max_bytes: u64,
+    dense: bool,
+) -> io::Result<(Vec<Violation>, u64)> {
     let root_fd = sys::open(root, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?;
     let (uid, gid) = super::mounts::owner(root).unwrap_or((0, 0));
-    let mut violations = Vec::new();
-    // Deletions deepest first, then additions and modifications parents first.
-    let mut deletes: Vec<&Change> = changes
+    let mut failed = Vec::new();
+    let mut deletes: Vec<&(&Change, Option<u32>)> = changes
         .iter()
-        .filter(|c| c.kind == ChangeKind::Deleted)
+        .filter(|(c, _)| c.kind == ChangeKind::Deleted)
         .collect();
-    deletes.sort_by_key(|c| std::cmp::Reverse(c.rel.components().count()));
-    let writes: Vec<&Change> = changes
+    deletes.sort_by_key(|(c, _)| std::cmp::Reverse(c.rel.components().count()));
+    let writes = changes
         .iter()
-        .filter(|c| c.kind != ChangeKind::Deleted)
-        .collect();
-    for c in deletes.into_iter().chain(writes) {
-        // Deleting or replacing a parent of a protected path would change it too.
-        let hits_parent = c.kind != ChangeKind::Added
-            && protect.iter().any(|p| {
-                relative_inside(p)
-                    .is_some_and(|p| p.starts_with(&c.rel) && !c.rel.as_os_str().is_empty())
-            });
-        if is_protected(&c.rel, protect) || hits_parent {
-            violations.push(violation(
-                format!("not applied: {} is a protected path", c.rel.display()),
-                &c.rel,
-            ));
-            continue;
-        }
-        if let Err(e) = apply_one(c, upper, root_fd.as_raw_fd(), uid, gid) {
-            violations.push(violation(
-                format!("not applied: {}: {e}", c.rel.display()),
-                &c.rel,
-            ));
+        .filter(|(c, _)| c.kind != ChangeKind::Deleted);
+    let mut budget = Budget {
+        left: max_bytes,
+        written: 0,
+        dense,
+    };
+    for (c, mode) in deletes.into_iter().chain(writes) {
+        if let Err(e) = apply_one(c, *mode, upper, root_fd.as_raw_fd(), uid, gid, &mut budget) {
+            failed.push(format!("{}: {e}", escape_path(&c.rel)));
         }
     }
-    Ok(violations)
+    let n = failed.len();
+    let mut out: Vec<Violation> = failed
+        .into_iter()
+        .take(REFUSALS_LISTED)
+        .map(|d| fs_violation(format!("not applied: {d}"), serde_json::Value::Null))
+        .collect();
+    if n > REFUSALS_LISTED {
+        out.push(fs_violation(
+            format!("not applied: … and {} more", n - REFUSALS_LISTED),
+            serde_json::Value::Null,
+        ));
+    }
+    Ok((out, budget.written))
 }
 
-fn apply_one(c: &Change, upper: &Path, root: RawFd, uid: u32, gid: u32) -> io::Result<()> {
+/// Bytes an apply may still write.
+struct Budget {
+    left: u64,
+    written: u64,
+    /// Debug switch only: copy holes as zeros and use the old long temporary
+    /// names (see `RETURN_PATH_OFF`).
+    dense: bool,
+}
+
+fn apply_one(
+    c: &Change,
+    mode: Option<u32>,
+    upper: &Path,
+    root: RawFd,
+    uid: u32,
+    gid: u32,
+    budget: &mut Budget,
+) -> io::Result<()> {
     let parent_rel = c.rel.parent().unwrap_or(Path::new(""));
     let name = c
         .rel
@@ -291,7 +598,11 @@ fn apply_one(c: &Change, upper: &Path, root: RawFd, uid: u32, gid: u32) -> io::R
         ChangeKind::Added | ChangeKind::Modified => {
             let src = upper.join(&c.rel);
             let m = fs::symlink_metadata(&src)?;
-            let mode = m.permissions().mode() & 0o777;
+            if EntryType::from_mode(m.mode()) != c.file_type {
+                return Err(io::Error::other("changed type since the scan"));
+            }
+            // The classifier's normalised mode; never more than the upper layer's bits.
+            let mode = mode.unwrap_or(0o644) & m.permissions().mode() & 0o7777;
             if m.is_dir() {
                 // A modified dir was a non-dir before: replace it.
                 if let Ok(old) = stat_at(p, &name_c) {
@@ -309,7 +620,10 @@ fn apply_one(c: &Change, upper: &Path, root: RawFd, uid: u32, gid: u32) -> io::R
                 Ok(())
             } else if m.file_type().is_symlink() {
                 let target = fs::read_link(&src)?;
-                let tmp = tmp_name(name);
+                if Some(&target) != c.target.as_ref() {
+                    return Err(io::Error::other("symlink target changed since the scan"));
+                }
+                let tmp = tmp_name(name, budget.dense);
                 let t = sys::cpath(&target)?;
                 // SAFETY: live C strings; p is an open directory fd.
                 sys::cvt(unsafe { libc::symlinkat(t.as_ptr(), p, tmp.as_ptr()) })?;
@@ -317,17 +631,16 @@ fn apply_one(c: &Change, upper: &Path, root: RawFd, uid: u32, gid: u32) -> io::R
                 unsafe { libc::fchownat(p, tmp.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW) };
                 rename_into(p, &tmp, &name_c)
             } else if m.is_file() {
-                let tmp = tmp_name(name);
-                let mut input =
-                    fs::File::from(sys::open(&src, libc::O_RDONLY | libc::O_NOFOLLOW, 0)?);
+                let tmp = tmp_name(name, budget.dense);
+                let input = fs::File::from(sys::open(&src, libc::O_RDONLY | libc::O_NOFOLLOW, 0)?);
                 let out = sys::openat(
                     p,
                     &tmp,
                     libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
                     0o600,
                 )?;
-                let mut out = fs::File::from(out);
-                let copied = io::copy(&mut input, &mut out).map(|_| {
+                let out = fs::File::from(out);
+                let copied = copy_sparse(&input, &out, m.len(), budget).map(|_| {
                     // SAFETY: fchown/fchmod on an fd we own.
                     unsafe {
                         libc::fchown(out.as_raw_fd(), uid, gid);
@@ -355,11 +668,79 @@ fn apply_one(c: &Change, upper: &Path, root: RawFd, uid: u32, gid: u32) -> io::R
     }
 }
 
-fn tmp_name(name: &std::ffi::OsStr) -> CString {
-    let mut v = b".airlock-apply-".to_vec();
-    v.extend_from_slice(name.as_bytes());
-    v.retain(|b| *b != 0);
-    CString::new(v).unwrap_or_else(|_| CString::from(c".airlock-apply"))
+/// Copies `size` bytes keeping holes: only the data segments (SEEK_DATA /
+/// SEEK_HOLE) are read, and blocks of zeros inside them are skipped too, so a
+/// sparse file costs the host no more than its data. Stops at the budget.
+fn copy_sparse(input: &fs::File, out: &fs::File, size: u64, budget: &mut Budget) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let fd = input.as_raw_fd();
+    let end = i64::try_from(size).map_err(|_| io::Error::other("file too large"))?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut off: i64 = 0;
+    while off < end {
+        if budget.dense {
+            let mut pos = 0i64;
+            while pos < end {
+                let n = input.read_at(&mut buf, pos as u64)?;
+                if n == 0 {
+                    break;
+                }
+                out.write_all_at(&buf[..n], pos as u64)?;
+                budget.written += n as u64;
+                pos += n as i64;
+            }
+            break;
+        }
+        // SAFETY: lseek on an fd we own; it only moves the file offset.
+        let data = unsafe { libc::lseek(fd, off, libc::SEEK_DATA) };
+        let data = if data < 0 {
+            match sys::last_errno() {
+                libc::ENXIO => break, // only a hole is left
+                _ => off,             // SEEK_DATA unsupported: treat all as data
+            }
+        } else {
+            data
+        };
+        // SAFETY: as above.
+        let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
+        let hole = if hole < 0 { end } else { hole.min(end) };
+        let mut pos = data;
+        while pos < hole {
+            let want = ((hole - pos) as usize).min(buf.len());
+            let n = input.read_at(&mut buf[..want], pos as u64)?;
+            if n == 0 {
+                break;
+            }
+            if budget.dense || buf[..n].iter().any(|b| *b != 0) {
+                if n as u64 > budget.left {
+                    return Err(io::Error::other(
+                        "the apply's byte budget ([changes] max_bytes) is spent",
+                    ));
+                }
+                out.write_all_at(&buf[..n], pos as u64)?;
+                budget.left -= n as u64;
+                budget.written += n as u64;
+            }
+            pos += n as i64;
+        }
+        off = hole.max(data + 1);
+    }
+    out.set_len(size)
+}
+
+/// A temporary name in the target directory: short (a 255-byte name still
+/// applies), unique in this process, and created with O_EXCL.
+fn tmp_name(name: &std::ffi::OsStr, old_style: bool) -> CString {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    if old_style {
+        let mut v = b".airlock-apply-".to_vec();
+        v.extend(name.as_bytes().iter().filter(|b| **b != 0));
+        return CString::new(v).unwrap_or_else(|_| CString::from(c".airlock-apply"));
+    }
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    CString::new(format!(".airlock-apply.{}.{n}", std::process::id()))
+        .unwrap_or_else(|_| CString::from(c".airlock-apply"))
 }
 
 fn rename_into(dir: RawFd, from: &CString, to: &CString) -> io::Result<()> {

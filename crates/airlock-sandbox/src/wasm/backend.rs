@@ -295,6 +295,7 @@ impl Backend for WasmBackend {
             changes: report.changes,
             applied: report.applied,
             violations: report.violations,
+            change_summary: report.change_summary,
         })
     }
 }

@@ -58,30 +58,12 @@ fn run(req: &Request) -> HelperReport {
         }
     };
     if let Some(upper) = &view.upper {
-        let changes = workspace::changes(upper, &spec.workspace.root);
         let apply = spec.workspace.apply || spec.workspace.mode == WorkspaceMode::Rw;
-        if apply && !changes.is_empty() {
-            match workspace::apply(
-                &changes,
-                upper,
-                &spec.workspace.root,
-                &spec.workspace.protect,
-            ) {
-                Ok(v) => {
-                    report.violations.extend(v);
-                    report.applied = true;
-                }
-                Err(e) => report.violations.push(crate::Violation {
-                    kind: "filesystem".into(),
-                    detail: format!("apply failed: {e}"),
-                    data: serde_json::Value::Null,
-                }),
-            }
-        }
-        report.changes = changes
-            .iter()
-            .map(|c| c.public(&spec.workspace.root))
-            .collect();
+        let f = workspace::finish(upper, &spec.workspace, &spec.limits, apply);
+        report.applied = f.applied;
+        report.violations.extend(f.violations);
+        report.changes = f.changes;
+        report.change_summary = Some(f.summary);
     }
     // Step 5: teardown.
     scratch::teardown(&view);

@@ -106,6 +106,8 @@ pub struct HelperReport {
     pub changes: Vec<crate::FileChange>,
     pub applied: bool,
     pub violations: Vec<Violation>,
+    #[serde(default)]
+    pub change_summary: Option<crate::ChangeSummary>,
     /// The layer that could not be built, and why.
     pub failure: Option<(String, String)>,
 }

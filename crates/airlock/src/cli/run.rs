@@ -439,6 +439,7 @@ fn json_view(r: &RunResponse, backend: &str) -> serde_json::Value {
         "stderr": o.map(|o| o.stderr.as_str()),
         "truncated": o.map(|o| o.truncated),
         "changes": o.map(|o| &o.changes),
+        "change_summary": o.and_then(|o| o.change_summary.as_ref()),
         "applied": o.map(|o| o.applied),
         "violations": o.map(|o| &o.violations),
         "audit_ids": r.audit_ids,
@@ -469,19 +470,56 @@ fn report_to_terminal(r: &RunResponse, policy: &airlock_policy::Policy) {
         eprintln!("{}", super::run_limits::kill_message(k, o, policy));
     }
     if !o.changes.is_empty() {
+        let held = o.change_summary.as_ref().is_some_and(|s| s.held > 0);
         let verb = if o.applied {
             "applied"
+        } else if held {
+            "not applied (some need a person, see below)"
         } else {
             "discarded (rerun with --apply to keep them)"
         };
-        eprintln!("airlock: {} workspace change(s) {verb}:", o.changes.len());
+        let listed = o.changes.len() as u64;
+        let total = o
+            .change_summary
+            .as_ref()
+            .map(|s| s.total - s.discarded)
+            .unwrap_or(listed)
+            .max(listed);
+        eprintln!("airlock: {total} workspace change(s) {verb}:");
         for c in o.changes.iter().take(50) {
             let kind = match c.kind {
                 airlock_sandbox::ChangeKind::Added => "added",
                 airlock_sandbox::ChangeKind::Modified => "modified",
                 airlock_sandbox::ChangeKind::Deleted => "deleted",
             };
-            eprintln!("  {kind:8} {}", escape_line(&c.path));
+            let mut line = format!("  {kind:8} {}", c.path);
+            if let Some(t) = &c.target {
+                line.push_str(" -> ");
+                line.push_str(t);
+            }
+            if c.file_type != "file" && c.file_type != "dir" {
+                line.push_str(&format!(" ({})", c.file_type));
+            }
+            if let Some(m) = &c.mode {
+                line.push_str(&format!(" [{m}]"));
+            }
+            match c.disposition.as_deref() {
+                Some("deny") => line.push_str(" DENIED"),
+                Some("approval_required") => line.push_str(" NEEDS APPROVAL"),
+                _ => {}
+            }
+            eprintln!("{}", escape_line(&line));
+        }
+        if total > 50 {
+            eprintln!("  … and {} more", total - 50.min(listed));
+        }
+        if let Some(s) = &o.change_summary {
+            if s.discarded > 0 {
+                eprintln!(
+                    "airlock: {} cache change(s) discarded ([changes] discard)",
+                    s.discarded
+                );
+            }
         }
     }
     for v in &o.violations {

@@ -1,0 +1,203 @@
+//! The return path on plain directories (no sandbox): an "upper" tree of
+//! changes over a "lower" workspace, judged and applied by `workspace::finish`.
+
+use airlock_sandbox::native::workspace::{finish, LISTED};
+use airlock_sandbox::{Limits, WorkspaceMode, WorkspaceSpec};
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    upper: PathBuf,
+    ws: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    let upper = tmp.path().join("upper");
+    let ws = tmp.path().join("ws");
+    fs::create_dir(&upper).unwrap();
+    fs::create_dir(&ws).unwrap();
+    fs::write(ws.join("readme.txt"), "hello\n").unwrap();
+    Dirs {
+        _tmp: tmp,
+        upper,
+        ws,
+    }
+}
+
+fn spec(ws: &Path) -> WorkspaceSpec {
+    WorkspaceSpec {
+        root: ws.to_path_buf(),
+        mode: WorkspaceMode::Overlay,
+        protect: vec![".git/hooks".into(), ".git/config".into()],
+        apply: true,
+        changes: Default::default(),
+        owned: vec![ws.join("airlock.toml")],
+    }
+}
+
+fn limits() -> Limits {
+    Limits {
+        timeout_ms: 10_000,
+        cpu_time_ms: 10_000,
+        memory_bytes: 256 << 20,
+        pids: 64,
+        cpus: 1.0,
+        output_bytes: 1 << 20,
+        tmp_bytes: 16 << 20,
+        file_size_bytes: 64 << 20,
+        open_files: 256,
+    }
+}
+
+#[test]
+fn ordinary_changes_apply_with_modes_normalised() {
+    let d = dirs();
+    fs::create_dir_all(d.upper.join("src")).unwrap();
+    fs::write(d.upper.join("src/a.py"), "print(1)\n").unwrap();
+    fs::set_permissions(d.upper.join("src/a.py"), fs::Permissions::from_mode(0o666)).unwrap();
+    fs::create_dir_all(d.upper.join("__pycache__")).unwrap();
+    fs::write(d.upper.join("__pycache__/a.pyc"), "x").unwrap();
+    symlink("a.py", d.upper.join("src/link")).unwrap();
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    assert!(f.applied, "{:?}", f.violations);
+    assert!(f.violations.is_empty(), "{:?}", f.violations);
+    let m = fs::metadata(d.ws.join("src/a.py")).unwrap();
+    assert_eq!(m.mode() & 0o7777, 0o664);
+    assert_eq!(
+        fs::read_link(d.ws.join("src/link")).unwrap(),
+        Path::new("a.py")
+    );
+    assert!(!d.ws.join("__pycache__").exists());
+    assert_eq!(f.summary.discarded, 2);
+    let link = f
+        .changes
+        .iter()
+        .find(|c| c.path.ends_with("src/link"))
+        .unwrap();
+    assert_eq!(link.target.as_deref(), Some("a.py"));
+    assert_eq!(f.summary.sha256.len(), 64);
+}
+
+#[test]
+fn git_metadata_holds_the_whole_set_and_names_the_way_out() {
+    let d = dirs();
+    fs::create_dir_all(d.upper.join(".git")).unwrap();
+    fs::create_dir_all(d.ws.join(".git")).unwrap();
+    fs::write(d.upper.join(".git/commondir"), "../evil\n").unwrap();
+    fs::write(d.upper.join("ok.txt"), "fine\n").unwrap();
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    assert!(!f.applied);
+    assert!(!d.ws.join(".git/commondir").exists());
+    assert!(
+        !d.ws.join("ok.txt").exists(),
+        "nothing applies while a change is held"
+    );
+    assert_eq!(f.summary.held, 1);
+    let text: Vec<_> = f.violations.iter().map(|v| v.detail.as_str()).collect();
+    assert!(
+        text.iter()
+            .any(|t| t.contains(".git/commondir") && t.contains("[changes] allow")),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn denied_changes_never_apply_and_the_rest_does() {
+    let d = dirs();
+    fs::write(d.ws.join("airlock.toml"), "[network]\nmode = \"none\"\n").unwrap();
+    fs::write(d.upper.join("airlock.toml"), "[network]\nmode = \"open\"\n").unwrap();
+    symlink("/etc/shadow", d.upper.join("shadow")).unwrap();
+    symlink("../../x", d.upper.join("up")).unwrap();
+    fs::create_dir_all(d.upper.join(".git/hooks")).unwrap();
+    fs::create_dir_all(d.ws.join(".git/hooks")).unwrap();
+    fs::write(d.upper.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    fs::write(d.upper.join("ok.txt"), "fine\n").unwrap();
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    assert!(f.applied);
+    assert_eq!(
+        fs::read_to_string(d.ws.join("airlock.toml")).unwrap(),
+        "[network]\nmode = \"none\"\n"
+    );
+    assert!(fs::symlink_metadata(d.ws.join("shadow")).is_err());
+    assert!(fs::symlink_metadata(d.ws.join("up")).is_err());
+    assert!(!d.ws.join(".git/hooks/pre-commit").exists());
+    assert_eq!(fs::read_to_string(d.ws.join("ok.txt")).unwrap(), "fine\n");
+    assert_eq!(f.summary.denied, 4, "{:?}", f.violations);
+}
+
+#[test]
+fn sparse_files_keep_their_holes_and_the_byte_cap_holds() {
+    let d = dirs();
+    for i in 0..4 {
+        let f = fs::File::create(d.upper.join(format!("sparse{i}"))).unwrap();
+        f.set_len(256 << 20).unwrap();
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(b"x", 1_000_000).unwrap();
+    }
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    assert!(f.applied, "{:?}", f.violations);
+    let mut blocks = 0;
+    for i in 0..4 {
+        let m = fs::metadata(d.ws.join(format!("sparse{i}"))).unwrap();
+        assert_eq!(m.len(), 256 << 20);
+        blocks += m.blocks() * 512;
+    }
+    assert!(blocks < 1 << 20, "{blocks} bytes allocated on the host");
+    assert!(f.summary.applied_bytes <= 4 * 65536);
+
+    // Real data over [changes] max_bytes is refused whole.
+    let d = dirs();
+    fs::write(d.upper.join("big"), vec![7u8; 3 << 20]).unwrap();
+    let mut s = spec(&d.ws);
+    s.changes.max_bytes = Some(1 << 20);
+    let f = finish(&d.upper, &s, &limits(), true);
+    assert!(!f.applied);
+    assert!(!d.ws.join("big").exists());
+    assert!(f.violations.iter().any(|v| v.detail.contains("max_bytes")));
+}
+
+#[test]
+fn names_are_lossless_escaped_and_long_ones_apply() {
+    let d = dirs();
+    for name in [
+        &b"\xff.txt"[..],
+        b"\xfe.txt",
+        b"x\n  deleted passwd",
+        b"\x1b[2J",
+    ] {
+        fs::write(d.upper.join(OsStr::from_bytes(name)), "d").unwrap();
+    }
+    let long = "L".repeat(251) + ".txt";
+    fs::write(d.upper.join(&long), "long").unwrap();
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    assert!(f.violations.is_empty(), "{:?}", f.violations);
+    let paths: Vec<&str> = f.changes.iter().map(|c| c.path.as_str()).collect();
+    assert!(
+        paths.iter().all(|p| !p.chars().any(|c| c.is_control())),
+        "{paths:?}"
+    );
+    assert!(paths.iter().any(|p| p.ends_with("/\\xff.txt")));
+    assert!(paths.iter().any(|p| p.ends_with("/\\xfe.txt")));
+    assert!(paths.iter().any(|p| p.ends_with("/x\\n  deleted passwd")));
+    assert!(d.ws.join(OsStr::from_bytes(b"\xff.txt")).exists());
+    assert!(d.ws.join(&long).exists());
+}
+
+#[test]
+fn a_long_list_is_bounded_but_counted() {
+    let d = dirs();
+    fs::create_dir(d.upper.join("many")).unwrap();
+    for i in 0..(LISTED + 50) {
+        fs::write(d.upper.join(format!("many/f{i}")), "").unwrap();
+    }
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), false);
+    assert_eq!(f.changes.len(), LISTED);
+    assert_eq!(f.summary.total, (LISTED + 51) as u64);
+    assert_eq!(f.summary.listed, LISTED as u64);
+    assert!(!f.applied);
+}
