@@ -201,3 +201,36 @@ fn a_long_list_is_bounded_but_counted() {
     assert_eq!(f.summary.listed, LISTED as u64);
     assert!(!f.applied);
 }
+
+/// 100,000 empty files in 100 directories: judged, hashed, listed (bounded)
+/// and applied. Ignored by default (it writes 100k inodes); run with
+/// `cargo test -p airlock-sandbox --test return_path -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn hundred_thousand_files() {
+    let d = dirs();
+    let t = std::time::Instant::now();
+    for dir in 0..100 {
+        let p = d.upper.join(format!("many/d{dir}"));
+        fs::create_dir_all(&p).unwrap();
+        for i in 0..1000 {
+            fs::File::create(p.join(format!("f{i}"))).unwrap();
+        }
+    }
+    let made = t.elapsed();
+    let mut l = limits();
+    l.memory_bytes = 512 << 20;
+    let t = std::time::Instant::now();
+    let f = finish(&d.upper, &spec(&d.ws), &l, true);
+    let took = t.elapsed();
+    let json = serde_json::to_vec(&f.changes).unwrap().len();
+    eprintln!(
+        "100k files: made in {made:?}; scan+judge+apply in {took:?}; {} listed, JSON of the list {json} bytes; summary {:?}",
+        f.changes.len(),
+        f.summary
+    );
+    assert!(f.applied, "{:?}", f.violations);
+    assert_eq!(f.summary.total, 100_101);
+    assert!(d.ws.join("many/d99/f999").exists());
+    assert!(json < 1 << 20);
+}
