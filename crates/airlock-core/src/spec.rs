@@ -3,7 +3,9 @@
 
 use airlock_policy::{Command, NetworkMode, Policy, Request};
 use airlock_sandbox::native::interp;
-use airlock_sandbox::{Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceSpec};
+use airlock_sandbox::{
+    Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceSpec, GIT_CONFIG_FILE, SANDBOX_HOME,
+};
 use std::path::PathBuf;
 
 /// The argv that runs a request: a shell string runs under `bash -c`, code under
@@ -86,7 +88,12 @@ pub fn environment(
         env.push((k.to_string(), v.to_string()));
     };
     for (k, v) in caller_env {
-        if k == "PATH" || NEVER_PASSED.contains(&k.as_str()) || k.contains('=') || k.is_empty() {
+        if k == "PATH"
+            || NEVER_PASSED.contains(&k.as_str())
+            || k.starts_with("GIT_CONFIG")
+            || k.contains('=')
+            || k.is_empty()
+        {
             continue;
         }
         if policy.env.pass.iter().any(|g| glob_match(g, k)) {
@@ -94,11 +101,22 @@ pub fn environment(
         }
     }
     put(&mut env, "PATH", SANDBOX_PATH);
-    put(&mut env, "HOME", "/tmp");
+    put(&mut env, "HOME", SANDBOX_HOME);
+    put(
+        &mut env,
+        "XDG_CONFIG_HOME",
+        &format!("{SANDBOX_HOME}/.config"),
+    );
     put(&mut env, "TMPDIR", "/tmp");
     for (k, v) in &policy.env.set {
         put(&mut env, k, v);
     }
+    // Git's configuration comes only from the repository and the read-only
+    // file airlock writes from the policy (`env.git_config`), whatever HOME
+    // and XDG_CONFIG_HOME say: never /etc/gitconfig, ~/.gitconfig or
+    // $XDG_CONFIG_HOME/git/config, which a command could plant.
+    put(&mut env, "GIT_CONFIG_NOSYSTEM", "1");
+    put(&mut env, "GIT_CONFIG_GLOBAL", GIT_CONFIG_FILE);
     // The interpreter `python3` resolves to for the caller comes first even when
     // the policy sets PATH: its prefix is the one made visible.
     if let Some(bin) = interpreter_bin {
@@ -110,6 +128,69 @@ pub fn environment(
         }
     }
     env
+}
+
+/// The run's global git configuration (`GIT_CONFIG_GLOBAL`): airlock's
+/// defaults, then the policy's `env.git_config`, which may override them.
+///
+/// * `safe.directory` names the workspace root only. It is idmapped to the
+///   sandbox's user, so git trusts it anyway; other repositories a policy shows
+///   (`filesystem.read`) keep git's ownership check, which is what stops a
+///   foreign repository's `.git/config` from running its commands.
+/// * `core.fsmonitor = false`: the hook git would run on every `status` and
+///   `diff` is only an optimisation, and a sandbox has no daemon to keep.
+///   A repository's own config may still set it; the workspace's `.git/config`
+///   is a protected path, so only the user puts one there.
+/// * No `core.hooksPath`: the workspace's `.git/hooks` is protected (the user's
+///   own, e.g. pre-commit), and hooks run inside the sandbox like any command.
+pub fn git_config_text(policy: &Policy) -> String {
+    let mut sections: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    let mut set = |key: &str, value: &str| {
+        // `section.sub.section.name`: the section is up to the first dot, the
+        // name after the last; git's keys are case-insensitive but for the subsection.
+        let Some((section, rest)) = key.split_once('.') else {
+            return;
+        };
+        let (header, name) = match rest.rsplit_once('.') {
+            Some((sub, name)) => (format!("[{section} \"{sub}\"]"), name),
+            None => (format!("[{section}]"), rest),
+        };
+        let quoted = format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""));
+        let list = header == "[safe]" && name.eq_ignore_ascii_case("directory");
+        let i = match sections.iter().position(|(h, _)| *h == header) {
+            Some(i) => i,
+            None => {
+                sections.push((header, Vec::new()));
+                sections.len() - 1
+            }
+        };
+        let entries = &mut sections[i].1;
+        // safe.directory is a list; every other key keeps its last value.
+        if !list {
+            entries.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        }
+        entries.push((name.to_string(), quoted));
+    };
+    set(
+        "safe.directory",
+        &policy.workspace.root.display().to_string(),
+    );
+    set("core.fsmonitor", "false");
+    for (k, v) in &policy.env.git_config {
+        set(k, v);
+    }
+    let mut out = String::from(
+        "# airlock: this run's only global git configuration (GIT_CONFIG_GLOBAL), read-only.\n\
+         # From the policy's [env] git_config; /etc/gitconfig and ~/.gitconfig are not read.\n",
+    );
+    for (header, entries) in sections {
+        out.push_str(&header);
+        out.push('\n');
+        for (name, value) in entries {
+            out.push_str(&format!("\t{name} = {value}\n"));
+        }
+    }
+    out
 }
 
 /// Build the spec for one execution.
@@ -221,6 +302,7 @@ pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSp
                 airlock_sandbox::spec::LimitEnforcement::BestEffort
             }
         },
+        git_config: git_config_text(policy),
     }
 }
 
@@ -261,5 +343,68 @@ mod tests {
         assert_eq!(get("LD_PRELOAD"), None);
         assert_eq!(get("PATH"), Some(SANDBOX_PATH));
         assert_eq!(get("PYTHONDONTWRITEBYTECODE"), Some("1"));
+    }
+    /// Issue 12: HOME is the run's own, git reads only airlock's global file,
+    /// whatever the caller passes or the policy sets.
+    #[test]
+    fn home_and_git_configuration_are_airlocks() {
+        let mut policy = airlock_policy::load::builtin_default(std::path::Path::new("/w"));
+        policy.env.pass = vec!["GIT_*".into(), "XDG_*".into()];
+        policy.env.set = vec![
+            ("GIT_CONFIG_GLOBAL".into(), "/tmp/.gitconfig".into()),
+            ("GIT_CONFIG_NOSYSTEM".into(), "0".into()),
+        ];
+        let caller = vec![
+            (
+                "GIT_CONFIG_GLOBAL".to_string(),
+                "/root/.gitconfig".to_string(),
+            ),
+            ("GIT_CONFIG_COUNT".to_string(), "1".to_string()),
+            ("GIT_CONFIG_KEY_0".to_string(), "core.pager".to_string()),
+            ("GIT_AUTHOR_NAME".to_string(), "someone".to_string()),
+        ];
+        let env = environment(&policy, &caller, None);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("HOME"), Some("/home/airlock"));
+        assert_eq!(get("XDG_CONFIG_HOME"), Some("/home/airlock/.config"));
+        assert_eq!(get("GIT_CONFIG_NOSYSTEM"), Some("1"));
+        assert_eq!(get("GIT_CONFIG_GLOBAL"), Some("/etc/airlock/gitconfig"));
+        assert_eq!(get("GIT_CONFIG_COUNT"), None);
+        assert_eq!(get("GIT_CONFIG_KEY_0"), None);
+        assert_eq!(get("GIT_AUTHOR_NAME"), Some("someone"));
+    }
+
+    #[test]
+    fn git_config_text_from_the_policy() {
+        let mut policy = airlock_policy::load::builtin_default(std::path::Path::new("/w"));
+        let text = git_config_text(&policy);
+        assert!(text.contains("[safe]\n\tdirectory = \"/w\"\n"), "{text}");
+        assert!(text.contains("[core]\n\tfsmonitor = \"false\"\n"), "{text}");
+        policy.env.git_config = vec![
+            ("user.name".into(), "Agent \"A\" \\ B".into()),
+            ("safe.directory".into(), "/other".into()),
+            ("core.fsmonitor".into(), "true".into()),
+            (
+                "url.https://mirror.example/.insteadOf".into(),
+                "https://github.com/".into(),
+            ),
+        ];
+        let text = git_config_text(&policy);
+        assert!(
+            text.contains("\tname = \"Agent \\\"A\\\" \\\\ B\"\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\tdirectory = \"/w\"\n\tdirectory = \"/other\"\n"),
+            "{text}"
+        );
+        assert!(text.contains("[core]\n\tfsmonitor = \"true\"\n"), "{text}");
+        assert!(!text.contains("\"false\""), "{text}");
+        assert!(
+            text.contains(
+                "[url \"https://mirror.example/\"]\n\tinsteadOf = \"https://github.com/\"\n"
+            ),
+            "{text}"
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! Gate speed: one simple command against a 50-rule policy (target median
 //! < 20 µs; once as plain words, which skip the parser, once with a quote, which
-//! brush-parser reads), a 100-segment compound (< 1 ms), loading a policy (< 1 ms).
+//! brush-parser reads), a 100-segment compound (< 1 ms), a 64 KiB command with a
+//! path 32 Ki components deep (< 10 ms: the boundary walk is linear in the
+//! command's length), loading a policy (< 1 ms).
 //! The simple command is measured first on a tree just made (the boundary
 //! looks every path up afresh), then once the tree is settled.
 
@@ -20,6 +22,7 @@ fn bench(c: &mut Criterion) {
         simple,
         simple_quoted,
         compound,
+        deep_path,
     } = Workload::in_dir(dir.path());
     c.bench_function("decide: simple command, 50-rule policy", |b| {
         b.iter(|| decide(black_box(&policy), black_box(&simple)))
@@ -34,6 +37,13 @@ fn bench(c: &mut Criterion) {
     c.bench_function("decide: 100-segment compound", |b| {
         b.iter(|| decide(black_box(&policy), black_box(&compound)))
     });
+
+    let d = decide(&policy, &deep_path);
+    assert!(d.reason.len() < 64 * 1024, "{}", d.reason.len());
+    c.bench_function(
+        "decide: 64 KiB pathological deep path (cd b/b/…; ls)",
+        |b| b.iter(|| decide(black_box(&policy), black_box(&deep_path))),
+    );
 
     // The boundary keeps what it found in directories unchanged for 3 s
     // (paths::entry_cache::SETTLE); the case above ran on a tree just made.

@@ -37,16 +37,18 @@ fn main() {
         simple,
         simple_quoted,
         compound,
+        deep_path,
     } = Workload::in_dir(&dir);
-    // `simple`, `quoted` or `compound` measures that case alone (for profiling).
+    // `simple`, `quoted`, `compound` or `deep` measures that case alone (for profiling).
     let alone = std::env::args().nth(1);
     if let Some(case) = alone.as_deref() {
         let (request, n) = match case {
             "simple" => (&simple, 100_000),
             "quoted" => (&simple_quoted, 100_000),
             "compound" => (&compound, 2_000),
+            "deep" => (&deep_path, 200),
             other => {
-                eprintln!("unknown case {other:?}: give simple, quoted or compound");
+                eprintln!("unknown case {other:?}: give simple, quoted, compound or deep");
                 std::process::exit(2);
             }
         };
@@ -75,6 +77,12 @@ fn main() {
         "decide, 100-segment compound:           {:8.1} µs CPU",
         per_iter(200, || {
             std::hint::black_box(decide(&policy, &compound));
+        })
+    );
+    println!(
+        "decide, 64 KiB deep path (cd b/b/…; ls): {:8.1} µs CPU",
+        per_iter(50, || {
+            std::hint::black_box(decide(&policy, &deep_path));
         })
     );
     println!(

@@ -165,6 +165,11 @@ pub struct EnvPolicy {
     pub pass: Vec<String>,
     /// Variables set inside, in order.
     pub set: Vec<(String, String)>,
+    /// Git configuration (`section.name` or `section.subsection.name` → value)
+    /// written to the run's read-only global git config file, the only git
+    /// configuration besides the repository's own (docs/sandbox.md, "Home and git").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub git_config: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -45,9 +45,14 @@ fn sandbox_private(p: &Path) -> bool {
         false => p == Path::new(d),
     };
     within(p, Path::new("/tmp"))
+        || within(p, Path::new(SANDBOX_HOME))
         || within(p, Path::new("/dev/fd"))
         || SANDBOX_DEVICES.iter().any(device)
 }
+
+/// The run's own home (airlock-sandbox's `SANDBOX_HOME`): an empty tmpfs made
+/// for each run, like its `/tmp`.
+pub const SANDBOX_HOME: &str = "/home/airlock";
 
 /// The devices of the sandbox's minimal `/dev`.
 const SANDBOX_DEVICES: &[&str] = &[
@@ -105,6 +110,34 @@ fn real_root(root: &Path) -> (PathBuf, Option<std::fs::Metadata>) {
         *guard = Some((root.to_path_buf(), real.clone(), meta.dev(), meta.ino()));
     }
     (real, Some(meta))
+}
+
+/// Linux's `PATH_MAX`: the kernel refuses a path this long or longer.
+const PATH_MAX: usize = 4096;
+
+/// `..` on a normal absolute path held as bytes, as [`PathBuf::pop`] does it:
+/// the last component goes, `/` stays `/`. Costs the last component's length.
+fn pop_component(cur: &mut Vec<u8>) {
+    match cur.iter().rposition(|&b| b == b'/') {
+        Some(0) => cur.truncate(1),
+        Some(i) => cur.truncate(i),
+        None => {}
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Bytes of path the boundary's walk built on this thread: what it started
+    /// from, and each component it added (tests bound the work a decision does;
+    /// building each step's path afresh made this the square of the depth).
+    pub static BUILT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `n` bytes of path built (tests only).
+#[inline]
+fn built(_n: usize) {
+    #[cfg(test)]
+    BUILT.with(|v| v.set(v.get() + _n));
 }
 
 pub struct Boundary<'p> {
@@ -297,16 +330,23 @@ impl<'p> Boundary<'p> {
     }
 
     fn resolve_uncached(&self, path: &Path) -> PathBuf {
+        fn as_path(b: &[u8]) -> &Path {
+            use std::os::unix::ffi::OsStrExt;
+            Path::new(OsStr::from_bytes(b))
+        }
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
         // Start from the real root when the path is written under the root.
-        let (mut cur, rest, mut stamp): (PathBuf, &Path, Option<Stamp>) =
+        let (start, rest, mut stamp): (&Path, &Path, Option<Stamp>) =
             match strip_within(path, &self.root_lexical) {
-                Some(rest) => (self.root_real.clone(), rest, self.root_stamp),
-                None => (
-                    PathBuf::from("/"),
-                    path.strip_prefix("/").unwrap_or(path),
-                    None,
-                ),
+                Some(rest) => (&self.root_real, rest, self.root_stamp),
+                None => (Path::new("/"), path.strip_prefix("/").unwrap_or(path), None),
             };
+        // The path walked so far, as bytes: always a normal absolute path (the
+        // real root is one), grown and cut in place. Building each step's path
+        // afresh (`cur.join(c)`) copied the whole prefix once per component,
+        // which made a deep path cost the square of its length.
+        let mut cur: Vec<u8> = start.as_os_str().as_bytes().to_vec();
+        built(cur.len());
         // Components still to walk, last first; a symlink's target adds its own.
         let parent = OsStr::new("..");
         let mut pending: Vec<Cow<'_, OsStr>> = rest
@@ -322,60 +362,85 @@ impl<'p> Boundary<'p> {
         let mut exists = true;
         while let Some(c) = pending.pop() {
             if *c == *parent {
-                cur.pop();
+                pop_component(&mut cur);
                 // Only a directory reached by a fresh look has a stamp.
                 stamp = None;
                 continue;
             }
-            let next = cur.join(&c);
-            if exists {
-                // `stamp` is `cur`'s, so a name kept under it still holds.
-                let entry = match stamp.and_then(|s| entry_cache::get(&cur, s, &c)) {
-                    Some(kept) => kept,
-                    None => match std::fs::symlink_metadata(&next) {
-                        Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(&next) {
-                            Ok(target) => self.keep(&cur, stamp, &c, Entry::Symlink(target)),
-                            Err(_) => return next,
-                        },
-                        Ok(m) if m.file_type().is_dir() => {
-                            stamp = Stamp::settled(&m, self.decision_start);
-                            cur = next;
-                            continue;
+            let dir_len = cur.len();
+            if cur != b"/" {
+                cur.push(b'/');
+            }
+            cur.extend_from_slice(c.as_bytes());
+            built(c.len() + 1);
+            if !exists {
+                stamp = None;
+                continue;
+            }
+            // The kernel refuses a path of PATH_MAX bytes or more
+            // (ENAMETOOLONG) before it walks any of it, as the lookup below
+            // would: an error that is not "not found" makes the rest missing.
+            if cur.len() >= PATH_MAX {
+                exists = false;
+                stamp = None;
+                continue;
+            }
+            // `stamp` is the directory's (`cur[..dir_len]`), so a name kept
+            // under it still holds.
+            let dir = as_path(&cur[..dir_len]);
+            let entry = match stamp.and_then(|s| entry_cache::get(dir, s, &c)) {
+                Some(kept) => kept,
+                None => match std::fs::symlink_metadata(as_path(&cur)) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        match std::fs::read_link(as_path(&cur)) {
+                            Ok(target) => self.keep(
+                                as_path(&cur[..dir_len]),
+                                stamp,
+                                &c,
+                                Entry::Symlink(target),
+                            ),
+                            Err(_) => return PathBuf::from(OsString::from_vec(cur)),
                         }
-                        Ok(_) => self.keep(&cur, stamp, &c, Entry::NotDirectory),
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                            self.keep(&cur, stamp, &c, Entry::Missing)
-                        }
-                        Err(_) => Entry::Missing,
-                    },
-                };
-                match entry {
-                    Entry::Symlink(target) => {
-                        links += 1;
-                        if links > 40 {
-                            return next;
-                        }
-                        if target.is_absolute() {
-                            cur = PathBuf::from("/");
-                            stamp = None;
-                        }
-                        for tc in target.components().rev() {
-                            match tc {
-                                Component::Normal(s) => pending.push(Cow::Owned(s.to_os_string())),
-                                Component::ParentDir => pending.push(Cow::Borrowed(parent)),
-                                _ => {}
-                            }
-                        }
+                    }
+                    Ok(m) if m.file_type().is_dir() => {
+                        stamp = Stamp::settled(&m, self.decision_start);
                         continue;
                     }
-                    Entry::NotDirectory => {}
-                    Entry::Missing => exists = false,
+                    Ok(_) => self.keep(dir, stamp, &c, Entry::NotDirectory),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        self.keep(dir, stamp, &c, Entry::Missing)
+                    }
+                    Err(_) => Entry::Missing,
+                },
+            };
+            match entry {
+                Entry::Symlink(target) => {
+                    links += 1;
+                    if links > 40 {
+                        return PathBuf::from(OsString::from_vec(cur));
+                    }
+                    // The link's own name is not part of where it leads.
+                    cur.truncate(dir_len);
+                    if target.is_absolute() {
+                        cur.clear();
+                        cur.push(b'/');
+                        stamp = None;
+                    }
+                    for tc in target.components().rev() {
+                        match tc {
+                            Component::Normal(s) => pending.push(Cow::Owned(s.to_os_string())),
+                            Component::ParentDir => pending.push(Cow::Borrowed(parent)),
+                            _ => {}
+                        }
+                    }
+                    continue;
                 }
+                Entry::NotDirectory => {}
+                Entry::Missing => exists = false,
             }
             stamp = None;
-            cur = next;
         }
-        cur
+        PathBuf::from(OsString::from_vec(cur))
     }
 
     /// Keep what `name` in `dir` is for later decisions, if `dir` is settled.
@@ -433,6 +498,10 @@ mod tests {
             "/dev/null/x",
             "/dev//null",
             "/dev/nullx",
+            "/home/airlock",
+            "/home/airlock/.gitconfig",
+            "/home/airlockx",
+            "/home",
         ];
         for path in PATHS.iter().map(Path::new) {
             for prefix in PATHS.iter().map(Path::new) {
@@ -444,6 +513,7 @@ mod tests {
             }
             let by_components = path == Path::new("/tmp")
                 || path.starts_with("/tmp/")
+                || path.starts_with(super::SANDBOX_HOME)
                 || super::SANDBOX_DEVICES.iter().any(|d| path == Path::new(d))
                 || path.starts_with("/dev/fd/");
             assert_eq!(super::sandbox_private(path), by_components, "{path:?}");
@@ -588,5 +658,149 @@ mod tests {
         settle();
         denied("once the swap is settled");
         denied("from what was kept after the swap");
+    }
+    /// Deciding a 64 KiB `cd b/b/…/b; ls` builds a bounded number of bytes of
+    /// path per byte of command: the work is linear in the command's length (it
+    /// was quadratic: each step copied the whole path walked so far, 1 GiB
+    /// for this command).
+    #[test]
+    fn a_deep_path_costs_work_linear_in_its_length() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        // Part of the path exists, so the walk looks at real directories first.
+        std::fs::create_dir_all(root.join("b/b/b/b/b/b/b/b")).unwrap();
+        let built = || super::BUILT.with(|v| v.get());
+        for bytes in [4 * 1024, 16 * 1024, 64 * 1024] {
+            let depth = (bytes - "cd ; ls".len()).div_ceil(2);
+            let command = format!("cd {}; ls", "b/".repeat(depth).trim_end_matches('/'));
+            let before = built();
+            let d = judge(&root, &command);
+            let work = built() - before;
+            assert_eq!(d.decision, Verdict::Allow, "{bytes}: {}", d.reason);
+            // The cwd is walked for `cd` and for `ls`, at most once each.
+            let bound = 2 * (command.len() + root.as_os_str().len()) + 64;
+            assert!(
+                work <= bound,
+                "{bytes} bytes ({depth} components): {work} bytes of path built, over {bound}"
+            );
+        }
+    }
+
+    /// The walk gives what the walk before it gave (which built each step's
+    /// path afresh): symlinks relative and absolute, `..` after a symlink,
+    /// missing tails, files in the middle, loops, and paths past PATH_MAX.
+    #[test]
+    fn the_walk_resolves_as_the_kernel_would() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let out = outside.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a/b/c")).unwrap();
+        std::fs::write(root.join("a/file"), "x").unwrap();
+        symlink("b/c", root.join("a/rel")).unwrap();
+        symlink(&out, root.join("a/abs")).unwrap();
+        symlink("../..", root.join("a/b/up")).unwrap();
+        symlink("loop", root.join("loop")).unwrap();
+        symlink("a/rel/../../a/abs", root.join("chain")).unwrap();
+        let long = "d/".repeat(2100);
+        // Real directories on both sides of PATH_MAX: the kernel refuses to
+        // look at the far side by its absolute path (ENAMETOOLONG), and so
+        // does the walk.
+        let name = "n".repeat(200);
+        let near = root.join([name.as_str(); 19].join("/"));
+        std::fs::create_dir_all(&near).unwrap();
+        let made = std::process::Command::new("mkdir")
+            .args(["-p", &[name.as_str(); 3].join("/")])
+            .current_dir(&near)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let far = format!("{}/x", [name.as_str(); 22].join("/"));
+        assert!(root.join(&far).as_os_str().len() > super::PATH_MAX);
+        let b = super::Boundary::new(&root, vec![], vec![], &[]);
+        let cases = [
+            "a",
+            "a/b/c",
+            "a/rel",
+            "a/rel/..",
+            "a/rel/../..",
+            "a/abs",
+            "a/abs/x/y",
+            "a/b/up",
+            "a/b/up/a/rel",
+            "a/file/x",
+            "missing/x/..",
+            "loop/x",
+            "chain/z",
+            "../..",
+            "a/../../x",
+            long.as_str(),
+            far.as_str(),
+        ];
+        for text in cases {
+            let p = super::joined(&root, text);
+            assert_eq!(b.resolve_uncached(&p), reference(&p), "{text}");
+        }
+        assert_eq!(
+            b.resolve_uncached(&root.join("a/rel")),
+            root.join("a/b/c"),
+            "a relative symlink"
+        );
+        assert_eq!(b.resolve_uncached(&root.join("a/abs/x")), out.join("x"));
+    }
+
+    /// The walk as it was before it was made linear, less the cache.
+    fn reference(path: &Path) -> std::path::PathBuf {
+        use std::path::{Component, PathBuf};
+        let mut cur = PathBuf::from("/");
+        let mut pending: Vec<std::ffi::OsString> = path
+            .components()
+            .rev()
+            .filter_map(|c| match c {
+                Component::Normal(s) => Some(s.to_os_string()),
+                Component::ParentDir => Some("..".into()),
+                _ => None,
+            })
+            .collect();
+        let (mut links, mut exists) = (0, true);
+        while let Some(c) = pending.pop() {
+            if c == ".." {
+                cur.pop();
+                continue;
+            }
+            let next = cur.join(&c);
+            if exists {
+                match std::fs::symlink_metadata(&next) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        let Ok(target) = std::fs::read_link(&next) else {
+                            return next;
+                        };
+                        links += 1;
+                        if links > 40 {
+                            return next;
+                        }
+                        if target.is_absolute() {
+                            cur = PathBuf::from("/");
+                        }
+                        for tc in target.components().rev() {
+                            match tc {
+                                Component::Normal(s) => pending.push(s.to_os_string()),
+                                Component::ParentDir => pending.push("..".into()),
+                                _ => {}
+                            }
+                        }
+                        continue;
+                    }
+                    Ok(m) if m.file_type().is_dir() => {
+                        cur = next;
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(_) => exists = false,
+                }
+            }
+            cur = next;
+        }
+        cur
     }
 }

@@ -423,6 +423,7 @@ mod tests {
             hide_paths: vec![],
             stdin: None,
             limit_enforcement: Default::default(),
+            git_config: String::new(),
         }
     }
 

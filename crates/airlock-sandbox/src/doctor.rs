@@ -302,6 +302,7 @@ fn end_to_end(helper: &Path, runs: &Path, limits: &NativeLimits) -> Result<Strin
         } else {
             crate::spec::LimitEnforcement::Cgroup
         },
+        git_config: String::new(),
     };
     let backend = NativeBackend::new(helper.to_path_buf(), runs.to_path_buf());
     let started = std::time::Instant::now();

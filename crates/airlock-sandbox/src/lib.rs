@@ -15,5 +15,7 @@ pub mod wasm;
 
 pub use backend::{Backend, OutputSink, SandboxError};
 pub use outcome::{ChangeKind, ChangeSummary, FileChange, KillReason, Outcome, Violation};
-pub use spec::{Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceSpec};
+pub use spec::{
+    Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceSpec, GIT_CONFIG_FILE, SANDBOX_HOME,
+};
 pub use tier::{BackendKind, Tier};

@@ -32,6 +32,10 @@ pub struct SandboxSpec {
     /// What may stand in for a cgroup (the policy's `[limits] enforcement`).
     #[serde(default)]
     pub limit_enforcement: LimitEnforcement,
+    /// The text of the run's global git configuration, shown read-only at
+    /// [`GIT_CONFIG_FILE`] (the environment's `GIT_CONFIG_GLOBAL`).
+    #[serde(default)]
+    pub git_config: String,
 }
 
 /// Whether the memory, CPU and process limits need a cgroup.
@@ -45,6 +49,16 @@ pub enum LimitEnforcement {
     /// v2 without delegation), rlimits and the wall-clock timeout stand in.
     BestEffort,
 }
+
+/// The run's home directory: an empty tmpfs of its own for every run (not
+/// `/tmp`, and never shared with another run), capped by `limits.tmp`.
+pub const SANDBOX_HOME: &str = "/home/airlock";
+
+/// The run's global git configuration file, written from
+/// [`SandboxSpec::git_config`] into the read-only root: nothing inside can
+/// change it, and `GIT_CONFIG_GLOBAL` naming it makes git ignore
+/// `~/.gitconfig` and `$XDG_CONFIG_HOME/git/config`.
+pub const GIT_CONFIG_FILE: &str = "/etc/airlock/gitconfig";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkspaceSpec {

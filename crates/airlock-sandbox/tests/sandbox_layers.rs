@@ -80,6 +80,7 @@ fn spec(f: &Fixture, script: &str) -> SandboxSpec {
         hide_paths: vec![],
         stdin: None,
         limit_enforcement: Default::default(),
+        git_config: String::new(),
     }
 }
 
@@ -951,4 +952,109 @@ fn python_on_the_callers_path_works_inside() {
         !o.stdout.contains(".bashrc") && !o.stdout.contains(".pyenv\n"),
         "{o:?}"
     );
+}
+
+/// The environment `airlock_core::spec` gives every run (issue 12): a home of
+/// its own, and git's global configuration only from airlock's file.
+fn protected_env() -> Vec<(String, String)> {
+    [
+        ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        ("HOME", airlock_sandbox::SANDBOX_HOME),
+        ("XDG_CONFIG_HOME", "/home/airlock/.config"),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_CONFIG_GLOBAL", airlock_sandbox::GIT_CONFIG_FILE),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Plants git configuration in every place git looks for it (HOME, /tmp,
+/// XDG), each with core.fsmonitor and a `!` alias that append to a marker,
+/// then runs `git status` and `git st`; prints `MARK:` and what ran.
+const PLANT_GIT_CONFIG: &str = r#"
+command -v git >/dev/null || { echo NO-GIT; exit 0; }
+P=/tmp/payload.sh; M=/tmp/marker
+printf '#!/bin/sh\necho "$1" >> /tmp/marker\n' > $P; chmod +x $P
+git init -q /tmp/r && cd /tmp/r && echo x > f && git add f && git -c user.name=a -c user.email=a@b.invalid commit -qm x || echo GIT-FAILED
+for f in "$HOME/.gitconfig" /tmp/.gitconfig "${XDG_CONFIG_HOME:-$HOME/.config}/git/config" "$HOME/.config/git/config"; do
+  mkdir -p "$(dirname "$f")"
+  printf '[core]\n\tfsmonitor = "%s %s"\n[alias]\n\tst = "!%s alias-%s"\n' $P "$f" $P "$f" > "$f"
+  git status >/dev/null 2>&1; git st >/dev/null 2>&1
+  rm -f "$f"
+done
+echo "MARK:$(cat $M 2>/dev/null | tr '\n' ' ')"
+echo "GLOBAL:$(git config --global --list 2>&1 | tr '\n' ' ')"
+if echo x >> /etc/airlock/gitconfig 2>/dev/null; then echo GLOBAL-WRITABLE; fi
+"#;
+
+/// Issue 12: with the protection a planted `~/.gitconfig`, `/tmp/.gitconfig`
+/// or `$XDG_CONFIG_HOME/git/config` runs nothing in the same run; the global
+/// file is airlock's and cannot be written. The same script in a spec built
+/// without the protection (HOME=/tmp, no GIT_CONFIG_*: what runs had before)
+/// fills the marker, so the check can fail.
+#[test]
+fn planted_git_configuration_runs_nothing() {
+    let f = fixture();
+    let mut protected = spec(&f, PLANT_GIT_CONFIG);
+    protected.env = protected_env();
+    protected.git_config = "[core]\n\tfsmonitor = false\n[user]\n\tname = airlock-test\n".into();
+    let o = run(&f, &protected);
+    if o.stdout.contains("NO-GIT") {
+        eprintln!("git is not installed; skipped");
+        return;
+    }
+    assert!(!o.stdout.contains("GIT-FAILED"), "{o:?}");
+    assert_eq!(
+        field(&o.stdout, "MARK:"),
+        "",
+        "a planted command ran: {o:?}"
+    );
+    assert!(
+        field(&o.stdout, "GLOBAL:").contains("user.name=airlock-test"),
+        "git does not read airlock's file: {o:?}"
+    );
+    assert!(!o.stdout.contains("GLOBAL-WRITABLE"), "{o:?}");
+
+    let mut unprotected = spec(&f, PLANT_GIT_CONFIG);
+    unprotected.env = vec![
+        ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+        ("HOME".into(), "/tmp".into()),
+    ];
+    let o = run(&f, &unprotected);
+    let mark = field(&o.stdout, "MARK:");
+    for planted in [
+        "/tmp/.gitconfig",
+        "alias-/tmp/.gitconfig",
+        "/tmp/.config/git/config",
+    ] {
+        assert!(
+            mark.split(' ').any(|m| m == planted),
+            "without the protection {planted} should have run: {o:?}"
+        );
+    }
+}
+
+/// Issue 12: HOME is an empty, writable tmpfs of the run's own, not `/tmp`,
+/// and what one run leaves there is gone in the next.
+#[test]
+fn home_is_fresh_for_every_run() {
+    let f = fixture();
+    let script = r#"
+echo "HOME:$HOME"
+echo "LEFT:$(ls -A "$HOME" | tr '\n' ' ')"
+echo "SAMEFS:$([ "$(stat -c %d "$HOME")" = "$(stat -c %d /tmp)" ] && echo yes || echo no)"
+echo "OWNER:$(stat -c %u:%a "$HOME")"
+echo planted > "$HOME/.gitconfig" && echo "WROTE:yes"
+"#;
+    for round in 0..2 {
+        let mut s = spec(&f, script);
+        s.env = protected_env();
+        let o = run(&f, &s);
+        assert_eq!(field(&o.stdout, "HOME:"), "/home/airlock", "{o:?}");
+        assert_eq!(field(&o.stdout, "LEFT:"), "", "round {round}: {o:?}");
+        assert_eq!(field(&o.stdout, "SAMEFS:"), "no", "{o:?}");
+        assert_eq!(field(&o.stdout, "OWNER:"), "0:700", "{o:?}");
+        assert_eq!(field(&o.stdout, "WROTE:"), "yes", "{o:?}");
+    }
 }

@@ -66,6 +66,7 @@ fn spec(ws: &Path, module: &str) -> SandboxSpec {
         hide_paths: vec![],
         stdin: None,
         limit_enforcement: Default::default(),
+        git_config: String::new(),
     }
 }
 

@@ -372,6 +372,7 @@ pub fn proxy_sandbox_spec(
         hide_paths: vec![],
         stdin: None,
         limit_enforcement: Default::default(),
+        git_config: String::new(),
     }
 }
 

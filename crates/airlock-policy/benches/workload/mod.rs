@@ -26,6 +26,20 @@ pub struct Workload {
     pub simple_quoted: Request,
     /// 100 segments joined with `&&`.
     pub compound: Request,
+    /// 64 KiB: `cd b/b/b/…; ls`, a path 32 Ki components deep (issue 12: the
+    /// boundary walk was quadratic in its depth).
+    pub deep_path: Request,
+}
+
+/// `cd b/b/…/b; ls`, `bytes` long (ASCII, so bytes and chars agree).
+pub fn deep_path_command(bytes: usize) -> String {
+    let tail = "; ls";
+    let depth = (bytes - "cd ".len() - tail.len()).div_ceil(2);
+    let mut path = "b/".repeat(depth);
+    path.truncate(bytes - "cd ".len() - tail.len());
+    let command = format!("cd {path}{tail}");
+    assert_eq!(command.len(), bytes);
+    command
 }
 
 impl Workload {
@@ -57,6 +71,7 @@ impl Workload {
             })
             .collect::<Vec<_>>()
             .join(" && "));
+        let deep_path = req(deep_path_command(64 * 1024));
         Workload {
             root,
             policy_text,
@@ -64,6 +79,7 @@ impl Workload {
             simple,
             simple_quoted,
             compound,
+            deep_path,
         }
     }
 }

@@ -193,6 +193,7 @@ fn fail_closed_policy(root: &Path, why: &str) -> Policy {
         env: EnvPolicy {
             pass: vec![],
             set: vec![],
+            git_config: vec![],
         },
         filesystem: FilesystemPolicy {
             read: vec![],

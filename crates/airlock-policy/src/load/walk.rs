@@ -52,7 +52,7 @@ const LIMITS_KEYS: &[&str] = &[
     "open_files",
     "enforcement",
 ];
-const ENV_KEYS: &[&str] = &["pass", "set"];
+const ENV_KEYS: &[&str] = &["pass", "set", "git_config"];
 const FILESYSTEM_KEYS: &[&str] = &["read", "write", "hide"];
 const TOOLCHAINS_KEYS: &[&str] = &["use"];
 const RULE_KEYS: &[&str] = &["name", "prefix", "decision", "reason", "match", "not_match"];
@@ -446,6 +446,7 @@ impl<'t> Walker<'t> {
             env: EnvPolicy {
                 pass: vec![],
                 set: vec![],
+                git_config: vec![],
             },
             filesystem: FilesystemPolicy {
                 read: vec![],
@@ -885,6 +886,33 @@ impl<'t> Walker<'t> {
                         }
                     }
                 }
+                "git_config" => {
+                    let Some(table) = self.table(v, "env.git_config") else {
+                        continue;
+                    };
+                    for (k, val) in table.iter() {
+                        let name: &str = k.get_ref();
+                        if !is_git_config_key(name) {
+                            self.error(
+                                k.span(),
+                                format!("`env.git_config` key \"{name}\" is not a git configuration key such as \"user.name\" or \"url.https://example.com/.insteadOf\" (section, optional subsection, name)"),
+                            );
+                            continue;
+                        }
+                        let Some(s) = self.string(val, &format!("env.git_config.\"{name}\""))
+                        else {
+                            continue;
+                        };
+                        if s.contains(['\n', '\r', '\0']) {
+                            self.error(
+                                val.span(),
+                                format!("`env.git_config.\"{name}\"` must be one line (no newline or NUL)"),
+                            );
+                            continue;
+                        }
+                        out.git_config.push((name.to_string(), s));
+                    }
+                }
                 _ => {}
             }
         }
@@ -1179,6 +1207,24 @@ fn type_name(v: &DeValue<'_>) -> &'static str {
         DeValue::Array(_) => "an array",
         DeValue::Table(_) => "a table",
     }
+}
+
+/// `section.name` or `section.subsection.name` as git spells them: the section
+/// of letters, digits and `-`; the name of letters, digits and `-`, starting
+/// with a letter; the subsection anything on one line without `"` or `\`.
+pub(crate) fn is_git_config_key(key: &str) -> bool {
+    let (Some((section, rest)), Some((_, name))) = (key.split_once('.'), key.rsplit_once('.'))
+    else {
+        return false;
+    };
+    let subsection = rest.rsplit_once('.').map(|(s, _)| s);
+    !section.is_empty()
+        && section
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && subsection.is_none_or(|s| !s.contains(['"', '\\', '\n', '\r', '\0']))
 }
 
 fn is_env_name(name: &str) -> bool {

@@ -118,7 +118,7 @@ fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
         spec,
         run_dir: plan.run_dir,
         idmaps: &idmaps,
-        passwd: "root:x:0:0:airlock sandbox:/tmp:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n".into(),
+        passwd: "root:x:0:0:airlock sandbox:/home/airlock:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n".into(),
         group: "root:x:0:\nnogroup:x:65534:\n".into(),
         isolated_network: isolated,
         upper_fs: plan.upper_fs,
@@ -470,7 +470,7 @@ pub fn landlock_rules(spec: &SandboxSpec) -> FsRules {
     .iter()
     .map(PathBuf::from)
     .collect();
-    let mut read_write: Vec<PathBuf> = ["/tmp", "/dev", "/proc"]
+    let mut read_write: Vec<PathBuf> = ["/tmp", crate::SANDBOX_HOME, "/dev", "/proc"]
         .iter()
         .map(PathBuf::from)
         .collect();

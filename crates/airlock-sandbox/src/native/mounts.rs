@@ -5,7 +5,7 @@
 //! read-only, nosuid, nodev (symlinks such as merged-usr `/bin` are recreated as
 //! symlinks); a handful of `/etc` files (passwd and group generated); a fresh
 //! `/proc` with its dangerous corners read-only or masked; a minimal `/dev`; a
-//! size-capped `/tmp`; the workspace at its real path; the policy's read and
+//! size-capped `/tmp`; an empty per-run home (`/home/airlock`); the workspace at its real path; the policy's read and
 //! write paths; the hidden paths masked; `pivot_root`; old root detached; the
 //! root tmpfs made read-only.
 //!
@@ -173,6 +173,7 @@ pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
     )
     .map_err(|e| fail(LAYER, "tmpfs /tmp", e))?;
     sys::attach_tree(&tmpfs, &tmp).map_err(|e| fail(LAYER, "mount /tmp", e))?;
+    build_home(spec, r)?;
 
     // Extra read paths go first (they may be parents of nothing we mount later);
     // the workspace and write paths after, so they win over a read-only parent.
@@ -269,6 +270,13 @@ fn build_etc(plan: &ViewPlan, r: RawFd) -> Result<(), SandboxError> {
     write_file_in(r, &etc.join("passwd"), plan.passwd.as_bytes())?;
     write_file_in(r, &etc.join("group"), plan.group.as_bytes())?;
     write_file_in(r, &etc.join("hostname"), b"airlock\n")?;
+    // The only global git configuration: in the root tmpfs, read-only after
+    // the pivot, named by GIT_CONFIG_GLOBAL (with GIT_CONFIG_NOSYSTEM=1).
+    write_file_in(
+        r,
+        Path::new(crate::GIT_CONFIG_FILE),
+        plan.spec.git_config.as_bytes(),
+    )?;
     if plan.isolated_network {
         write_file_in(
             r,
@@ -290,6 +298,31 @@ fn build_etc(plan: &ViewPlan, r: RawFd) -> Result<(), SandboxError> {
         }
     }
     Ok(())
+}
+
+/// The run's home: an empty tmpfs of its own at [`crate::SANDBOX_HOME`], owned
+/// by the sandbox's user and capped like `/tmp`. Not `/tmp`, so a file
+/// planted in `/tmp` is no `~/.gitconfig` or `~/.config/…`; made for this run
+/// only, so nothing in it reaches the next.
+fn build_home(spec: &SandboxSpec, r: RawFd) -> Result<(), SandboxError> {
+    let at = mountpoint(r, Path::new(crate::SANDBOX_HOME), true)?;
+    let size = format!("{}", spec.limits.tmp_bytes.max(4096));
+    let inodes = inode_cap(spec.limits.tmp_bytes);
+    let uid = super::namespaces::SANDBOX_HOST_UID.to_string();
+    let gid = super::namespaces::SANDBOX_HOST_GID.to_string();
+    let fs = sys::new_fs(
+        c"tmpfs",
+        &[
+            ("mode", "0700"),
+            ("uid", &uid),
+            ("gid", &gid),
+            ("size", &size),
+            ("nr_inodes", &inodes),
+        ],
+        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+    )
+    .map_err(|e| fail(LAYER, format!("tmpfs {}", crate::SANDBOX_HOME), e))?;
+    sys::attach_tree(&fs, &at).map_err(|e| fail(LAYER, format!("mount {}", crate::SANDBOX_HOME), e))
 }
 
 fn build_dev(spec: &SandboxSpec, r: RawFd, root: &Path) -> Result<(), SandboxError> {
