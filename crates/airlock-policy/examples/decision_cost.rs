@@ -15,8 +15,11 @@ fn fill(bytes: usize, head: &str, unit: &str, tail: &str) -> String {
     format!("{head}{}{tail}", unit.repeat(n.max(1)))
 }
 
+/// Makes a command of a shape, about `bytes` long.
+type Shape = fn(usize) -> String;
+
 /// Shapes of a command `bytes` long.
-const SHAPES: &[(&str, fn(usize) -> String)] = &[
+const SHAPES: &[(&str, Shape)] = &[
     ("cd b/b/…/b; ls (one deep path)", |n| {
         fill(n, "cd ", "b/", "b; ls")
     }),
