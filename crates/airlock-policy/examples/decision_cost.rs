@@ -2,7 +2,7 @@
 //! stress the workspace boundary (issue 12), under a policy that accepts
 //! commands up to `max_command_bytes = "16MiB"` (the most a policy may allow):
 //!
-//!     cargo run --release -p airlock-policy --example decision_cost [MAX_KIB]
+//!     cargo run --release -p airlock-policy --example decision_cost [MAX_KIB [SHAPE]]
 //!
 //! Prints, per shape and size, the median wall time of a few decisions and the
 //! ratio to the size before (2.0 per doubling is linear, 4.0 quadratic).
@@ -59,7 +59,8 @@ fn main() {
     let policy = load::from_str(text, "cost.toml", &root)
         .expect("loads")
         .policy;
-    for (name, make) in SHAPES {
+    let only = std::env::args().nth(2).unwrap_or_default();
+    for (name, make) in SHAPES.iter().filter(|(n, _)| n.contains(&only)) {
         println!("{name}");
         let mut last: Option<f64> = None;
         let mut kib = 16;
