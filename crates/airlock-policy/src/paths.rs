@@ -140,6 +140,29 @@ fn built(_n: usize) {
     BUILT.with(|v| v.set(v.get() + _n));
 }
 
+/// Where a walk through a path stopped, enough to go on from there.
+#[derive(Clone)]
+struct Walk {
+    /// The path walked so far, as bytes: always a normal absolute path.
+    cur: Vec<u8>,
+    /// `cur`'s stamp, when `cur` is a directory looked at in this decision.
+    stamp: Option<Stamp>,
+    /// Symlinks followed so far (the kernel gives up past 40).
+    links: u32,
+    /// False once a component was missing: the rest is taken literally.
+    exists: bool,
+    /// The walk ended early (a symlink loop, an unreadable link): `cur` is
+    /// the answer for this path and for anything under it.
+    stopped: bool,
+}
+
+impl Walk {
+    fn path(&self) -> PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        PathBuf::from(OsStr::from_bytes(&self.cur))
+    }
+}
+
 pub struct Boundary<'p> {
     root_lexical: PathBuf,
     root_real: PathBuf,
@@ -158,7 +181,8 @@ pub struct Boundary<'p> {
     decision_start: std::time::SystemTime,
     /// Resolutions already made for this decision (compounds repeat paths).
     /// Keyed by the bytes of the path: hashing a `Path` walks its components.
-    memo: std::cell::RefCell<std::collections::HashMap<OsString, PathBuf>>,
+    /// With where each walk stopped, so that `dir/name` continues from `dir`.
+    memo: std::cell::RefCell<std::collections::HashMap<OsString, Walk>>,
     /// Checks already made: (is_write, cwd NUL text) → the outside path, if any.
     checked: std::cell::RefCell<CheckMemo>,
 }
@@ -319,34 +343,87 @@ impl<'p> Boundary<'p> {
     /// that does not exist yet is taken literally.
     fn resolve(&self, path: &Path) -> PathBuf {
         if let Some(hit) = self.memo.borrow().get(path.as_os_str()) {
-            return hit.clone();
+            return hit.path();
         }
-        let resolved = self.resolve_uncached(path);
+        // `dir/name` after `dir` was walked (a compound's `cd b; cd b; …`, or a
+        // path used from the cwd just checked): only `name` is left to walk,
+        // so a run of such steps costs its length, not the square of it.
+        let continued = match (path.parent(), path.file_name()) {
+            (Some(dir), Some(name))
+                if strip_within(dir, &self.root_lexical).is_some()
+                    == strip_within(path, &self.root_lexical).is_some() =>
+            {
+                let kept = self.memo.borrow().get(dir.as_os_str()).cloned();
+                kept.map(|w| self.walk(w, Path::new(name)))
+            }
+            _ => None,
+        };
+        let walk = match continued {
+            Some(w) => w,
+            None => {
+                let (start, rest) = self.start(path);
+                self.walk(start, rest)
+            }
+        };
+        let resolved = walk.path();
         let mut memo = self.memo.borrow_mut();
         if memo.len() < 4096 {
-            memo.insert(path.as_os_str().to_os_string(), resolved.clone());
+            memo.insert(path.as_os_str().to_os_string(), walk);
         }
         resolved
     }
 
-    fn resolve_uncached(&self, path: &Path) -> PathBuf {
-        fn as_path(b: &[u8]) -> &Path {
-            use std::os::unix::ffi::OsStrExt;
-            Path::new(OsStr::from_bytes(b))
-        }
-        use std::os::unix::ffi::{OsStrExt, OsStringExt};
-        // Start from the real root when the path is written under the root.
-        let (start, rest, mut stamp): (&Path, &Path, Option<Stamp>) =
+    /// Where the walk of `path` starts: the real root with its stamp when the
+    /// path is written under the root, else `/`; and what is left to walk.
+    fn start<'a>(&self, path: &'a Path) -> (Walk, &'a Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let (start, rest, stamp): (&Path, &Path, Option<Stamp>) =
             match strip_within(path, &self.root_lexical) {
                 Some(rest) => (&self.root_real, rest, self.root_stamp),
                 None => (Path::new("/"), path.strip_prefix("/").unwrap_or(path), None),
             };
-        // The path walked so far, as bytes: always a normal absolute path (the
-        // real root is one), grown and cut in place. Building each step's path
-        // afresh (`cur.join(c)`) copied the whole prefix once per component,
-        // which made a deep path cost the square of its length.
-        let mut cur: Vec<u8> = start.as_os_str().as_bytes().to_vec();
-        built(cur.len());
+        built(start.as_os_str().len());
+        let walk = Walk {
+            cur: start.as_os_str().as_bytes().to_vec(),
+            stamp,
+            links: 0,
+            exists: true,
+            stopped: false,
+        };
+        (walk, rest)
+    }
+
+    #[cfg(test)]
+    fn resolve_uncached(&self, path: &Path) -> PathBuf {
+        let (start, rest) = self.start(path);
+        self.walk(start, rest).path()
+    }
+
+    /// Resolve symlinks component by component, as the kernel would, from
+    /// `walk` through the components of `rest`.
+    fn walk(&self, walk: Walk, rest: &Path) -> Walk {
+        fn as_path(b: &[u8]) -> &Path {
+            use std::os::unix::ffi::OsStrExt;
+            Path::new(OsStr::from_bytes(b))
+        }
+        use std::os::unix::ffi::OsStrExt;
+        if walk.stopped {
+            return walk;
+        }
+        let Walk {
+            mut cur,
+            mut stamp,
+            mut links,
+            mut exists,
+            ..
+        } = walk;
+        let stop = |cur: Vec<u8>, stamp, links, exists| Walk {
+            cur,
+            stamp,
+            links,
+            exists,
+            stopped: true,
+        };
         // Components still to walk, last first; a symlink's target adds its own.
         let parent = OsStr::new("..");
         let mut pending: Vec<Cow<'_, OsStr>> = rest
@@ -358,8 +435,6 @@ impl<'p> Boundary<'p> {
                 _ => None,
             })
             .collect();
-        let mut links = 0;
-        let mut exists = true;
         while let Some(c) = pending.pop() {
             if *c == *parent {
                 pop_component(&mut cur);
@@ -399,7 +474,7 @@ impl<'p> Boundary<'p> {
                                 &c,
                                 Entry::Symlink(target),
                             ),
-                            Err(_) => return PathBuf::from(OsString::from_vec(cur)),
+                            Err(_) => return stop(cur, stamp, links, exists),
                         }
                     }
                     Ok(m) if m.file_type().is_dir() => {
@@ -417,7 +492,7 @@ impl<'p> Boundary<'p> {
                 Entry::Symlink(target) => {
                     links += 1;
                     if links > 40 {
-                        return PathBuf::from(OsString::from_vec(cur));
+                        return stop(cur, stamp, links, exists);
                     }
                     // The link's own name is not part of where it leads.
                     cur.truncate(dir_len);
@@ -440,7 +515,13 @@ impl<'p> Boundary<'p> {
             }
             stamp = None;
         }
-        PathBuf::from(OsString::from_vec(cur))
+        Walk {
+            cur,
+            stamp,
+            links,
+            exists,
+            stopped: false,
+        }
     }
 
     /// Keep what `name` in `dir` is for later decisions, if `dir` is settled.
@@ -740,6 +821,14 @@ mod tests {
         for text in cases {
             let p = super::joined(&root, text);
             assert_eq!(b.resolve_uncached(&p), reference(&p), "{text}");
+            // Walked one component at a time, each continuing from the walk
+            // of its parent (kept for the decision), it gives the same.
+            let fresh = super::Boundary::new(&root, vec![], vec![], &[]);
+            let mut prefix = root.clone();
+            for c in Path::new(text).components() {
+                prefix.push(c);
+                assert_eq!(fresh.resolve(&prefix), reference(&prefix), "{prefix:?}");
+            }
         }
         assert_eq!(
             b.resolve_uncached(&root.join("a/rel")),
