@@ -391,3 +391,31 @@ fn the_builtin_knowledge_base_loads_and_errors_are_located() {
     let err = load::knowledge_from_str("version = 7\n", "kb.toml").expect_err("newer format");
     assert!(err.to_string().contains("kb.toml:1:11"), "{err}");
 }
+
+/// `[env] git_config` (issue 12): git keys and one-line values.
+#[test]
+fn git_config_keys_and_values() {
+    let ok = r#"[env]
+git_config = { "user.name" = "agent", "url.https://mirror.example/.insteadOf" = "https://github.com/" }
+"#;
+    let p = load::from_str(ok, "p.toml", Path::new("/"))
+        .expect("loads")
+        .policy;
+    assert_eq!(
+        p.env.git_config,
+        vec![
+            (
+                "url.https://mirror.example/.insteadOf".to_string(),
+                "https://github.com/".to_string()
+            ),
+            ("user.name".to_string(), "agent".to_string()),
+        ]
+    );
+    let (line, col, msg) = one("[env]\ngit_config = { \"user\" = \"x\" }\n");
+    assert_eq!((line, col), (2, 16), "{msg}");
+    assert!(msg.contains("is not a git configuration key"), "{msg}");
+    let (line, _, msg) = one("[env]\ngit_config = { \"core.9x\" = \"x\" }\n");
+    assert_eq!(line, 2, "{msg}");
+    let (_, _, msg) = one("[env]\ngit_config = { \"core.pager\" = \"a\\nb\" }\n");
+    assert!(msg.contains("must be one line"), "{msg}");
+}
