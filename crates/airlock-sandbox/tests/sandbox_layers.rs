@@ -307,16 +307,26 @@ print(os.environ.get(\"HTTP_PROXY\"))'",
 fn filesystem_view_hides_secrets_and_protects_proc() {
     let f = fixture();
     let host_pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap();
-    let o = sh(
-        &f,
-        "for p in /etc/shadow /root /home /var /run/docker.sock /etc/ssh; do [ -e $p ] && echo PRESENT $p; done; \
+    // `/home` itself now exists (it holds the run's own home, /home/airlock),
+    // so what must be absent is every home of the host's.
+    let host_homes: String = std::fs::read_dir("/home")
+        .map(|d| {
+            d.flatten()
+                .map(|e| format!(" /home/{}", e.file_name().to_string_lossy()))
+                .filter(|p| p != " /home/airlock")
+                .collect()
+        })
+        .unwrap_or_default();
+    let script = format!(
+        "for p in /etc/shadow /root{host_homes} /var /run/docker.sock /etc/ssh; do [ -e $p ] && echo PRESENT $p; done; \
          echo '|/tmp/pwn %p' > /proc/sys/kernel/core_pattern && echo WROTE_CORE_PATTERN; \
          echo c > /proc/sysrq-trigger && echo WROTE_SYSRQ; \
          echo BYTES $(head -c 100 /proc/kcore | wc -c) $(cat /proc/keys | wc -c) $(cat /proc/timer_list | wc -c); \
          touch /usr/x 2>/dev/null && echo WROTE_USR; touch /etc/x 2>/dev/null && echo WROTE_ETC; \
          grep ' /usr ' /proc/self/mountinfo; grep ' /proc/sys ' /proc/self/mountinfo; \
-         echo tmpdata > /tmp/t && cat /tmp/t; df -k /tmp | tail -1",
+         echo tmpdata > /tmp/t && cat /tmp/t; df -k /tmp | tail -1"
     );
+    let o = sh(&f, &script);
     let out = &o.stdout;
     assert!(!out.contains("PRESENT"), "{out}");
     assert!(!out.contains("WROTE"), "{out}");
