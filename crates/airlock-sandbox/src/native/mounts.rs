@@ -173,7 +173,7 @@ pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
     )
     .map_err(|e| fail(LAYER, "tmpfs /tmp", e))?;
     sys::attach_tree(&tmpfs, &tmp).map_err(|e| fail(LAYER, "mount /tmp", e))?;
-    build_home(spec, r)?;
+    build_home(spec, r, plan.rootless)?;
 
     // Extra read paths go first (they may be parents of nothing we mount later);
     // the workspace and write paths after, so they win over a read-only parent.
@@ -304,24 +304,22 @@ fn build_etc(plan: &ViewPlan, r: RawFd) -> Result<(), SandboxError> {
 /// by the sandbox's user and capped like `/tmp`. Not `/tmp`, so a file
 /// planted in `/tmp` is no `~/.gitconfig` or `~/.config/…`; made for this run
 /// only, so nothing in it reaches the next.
-fn build_home(spec: &SandboxSpec, r: RawFd) -> Result<(), SandboxError> {
+fn build_home(spec: &SandboxSpec, r: RawFd, rootless: bool) -> Result<(), SandboxError> {
     let at = mountpoint(r, Path::new(crate::SANDBOX_HOME), true)?;
     let size = format!("{}", spec.limits.tmp_bytes.max(4096));
     let inodes = inode_cap(spec.limits.tmp_bytes);
     let uid = super::namespaces::SANDBOX_HOST_UID.to_string();
     let gid = super::namespaces::SANDBOX_HOST_GID.to_string();
-    let fs = sys::new_fs(
-        c"tmpfs",
-        &[
-            ("mode", "0700"),
-            ("uid", &uid),
-            ("gid", &gid),
-            ("size", &size),
-            ("nr_inodes", &inodes),
-        ],
-        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-    )
-    .map_err(|e| fail(LAYER, format!("tmpfs {}", crate::SANDBOX_HOME), e))?;
+    let mut options: Vec<(&str, &str)> =
+        vec![("mode", "0700"), ("size", &size), ("nr_inodes", &inodes)];
+    // As root, the tmpfs is made in the initial user namespace: its owner is
+    // the host uid that sandbox root maps to. Rootless, it is made inside the
+    // caller's own namespace, whose root (the caller) is already its owner.
+    if !rootless {
+        options.extend([("uid", uid.as_str()), ("gid", gid.as_str())]);
+    }
+    let fs = sys::new_fs(c"tmpfs", &options, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+        .map_err(|e| fail(LAYER, format!("tmpfs {}", crate::SANDBOX_HOME), e))?;
     sys::attach_tree(&fs, &at).map_err(|e| fail(LAYER, format!("mount {}", crate::SANDBOX_HOME), e))
 }
 
