@@ -113,7 +113,7 @@ fn real_root(root: &Path) -> (PathBuf, Option<std::fs::Metadata>) {
 }
 
 /// Linux's `PATH_MAX`: the kernel refuses a path this long or longer.
-const PATH_MAX: usize = 4096;
+pub(crate) const PATH_MAX: usize = 4096;
 
 /// `..` on a normal absolute path held as bytes, as [`PathBuf::pop`] does it:
 /// the last component goes, `/` stays `/`. Costs the last component's length.

@@ -1476,20 +1476,28 @@ impl Analyzer {
 
 /// The working directories after `cd dir`.
 fn chdir(cwd: &Cwd, dir: &str) -> Cwd {
-    match cwd {
-        Cwd::Unknown(why) => {
-            if dir.starts_with('/') {
-                Cwd::Known(vec![crate::load::absolute_lexical(Path::new(dir))])
-            } else {
-                Cwd::Unknown(why.clone())
-            }
-        }
-        Cwd::Known(list) => Cwd::Known(
-            list.iter()
-                .map(|c| crate::load::absolute_lexical(&c.join(dir)))
-                .collect(),
-        ),
+    let list = match cwd {
+        Cwd::Unknown(why) if !dir.starts_with('/') => return Cwd::Unknown(why.clone()),
+        Cwd::Unknown(_) => vec![crate::load::absolute_lexical(Path::new(dir))],
+        Cwd::Known(list) => list
+            .iter()
+            .map(|c| crate::load::absolute_lexical(&c.join(dir)))
+            .collect(),
+    };
+    // Every segment carries its working directories, and each is checked against
+    // the boundary: a cwd that could grow with the command (`cd b; cd b; …`) would
+    // make the decision cost segments × length. No cwd of PATH_MAX bytes or more is
+    // followed (most tools cannot even print it), so that cost stays bounded.
+    if list
+        .iter()
+        .any(|p| p.as_os_str().len() >= crate::paths::PATH_MAX)
+    {
+        return Cwd::Unknown(format!(
+            "the working directory would be {} bytes or longer (PATH_MAX)",
+            crate::paths::PATH_MAX
+        ));
     }
+    Cwd::Known(list)
 }
 
 #[cfg(test)]
@@ -1500,6 +1508,25 @@ mod tests {
         let a = analyze(text, &Context::new("/w".into(), "/w".into()));
         assert!(a.unknown.is_none(), "{:?}", a.unknown);
         a.segments.into_iter().map(|s| s.argv).collect()
+    }
+
+    #[test]
+    fn a_working_directory_of_path_max_or_more_is_not_followed() {
+        // 2 100 × "b/" from /w passes PATH_MAX: from there the cwd is unknown,
+        // so each later segment costs its own bytes, not the cwd's.
+        let text = format!("{}ls", "cd b; ".repeat(2100));
+        let a = analyze(&text, &Context::new("/w".into(), "/w".into()));
+        let last = a.segments.last().expect("segments");
+        assert!(
+            matches!(&last.cwd, Cwd::Unknown(why) if why.contains("PATH_MAX")),
+            "{:?}",
+            last.cwd
+        );
+        let short = analyze("cd b; cd c; ls", &Context::new("/w".into(), "/w".into()));
+        assert_eq!(
+            short.segments.last().map(|s| s.cwd.clone()),
+            Some(Cwd::Known(vec![PathBuf::from("/w/b/c")]))
+        );
     }
 
     #[test]
