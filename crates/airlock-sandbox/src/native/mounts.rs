@@ -122,14 +122,7 @@ pub struct ViewPlan<'a> {
 pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
     let spec = plan.spec;
     let root = super::rundir::mount_point(plan.run_dir, "root");
-    sys::mount(
-        None,
-        Path::new("/"),
-        None,
-        libc::MS_REC | libc::MS_PRIVATE,
-        None,
-    )
-    .map_err(|e| fail("mounts", "make / private", e))?;
+    sys::make_mounts_private().map_err(|e| fail("mounts", "make / private", e))?;
     // The workspace tree is copied before anything is mounted: the runs
     // directory (and so the new root) may lie inside the workspace.
     let ws_tree = sys::clone_tree(&spec.workspace.root, true)

@@ -60,14 +60,7 @@ pub fn enter_own_user_ns() -> Result<(u32, u32), SandboxError> {
     std::fs::write("/proc/self/gid_map", format!("0 {gid} 1\n"))
         .map_err(|e| fail("write gid_map", e))?;
     // Nothing mounted here may propagate back to the host's namespace.
-    sys::mount(
-        None,
-        Path::new("/"),
-        None,
-        libc::MS_REC | libc::MS_PRIVATE,
-        None,
-    )
-    .map_err(|e| fail("make / private", e))?;
+    sys::make_mounts_private().map_err(|e| fail("make / private", e))?;
     Ok((uid, gid))
 }
 

@@ -183,6 +183,18 @@ pub fn setns(fd: RawFd, nstype: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
+/// Makes every mount in this namespace private, recursively, so that nothing
+/// mounted afterwards propagates back to the namespace it was copied from.
+pub fn make_mounts_private() -> io::Result<()> {
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )
+}
+
 /// mount(2) with optional source, fstype and data.
 pub fn mount(
     source: Option<&CStr>,

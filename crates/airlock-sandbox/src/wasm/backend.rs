@@ -161,10 +161,9 @@ impl Backend for WasmBackend {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // SAFETY: the closure runs between fork and exec and only calls dup2,
-        // which is async-signal-safe; it allocates nothing. The pipe's fds are
-        // far above 3 in practice; dup2 onto itself would keep CLOEXEC, so a
-        // source that is already 3 is moved first.
+        // The pipe's fds are far above 3 in practice; dup2 onto itself would
+        // keep CLOEXEC, so a source that is already 3 is moved first.
+        // SAFETY: the closure runs between fork and exec and only calls fcntl and dup2 (async-signal-safe); it allocates nothing.
         unsafe {
             cmd.pre_exec(move || {
                 let mut from: RawFd = src;

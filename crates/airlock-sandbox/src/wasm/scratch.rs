@@ -60,14 +60,7 @@ fn mkdir(p: &Path) -> Result<(), SandboxError> {
 /// `unshare(CLONE_NEWNS)`: nothing here is seen outside the helper.
 pub fn build(spec: &SandboxSpec, runs_dir: &Path) -> Result<View, SandboxError> {
     // Step 1: nothing mounted here propagates back to the host.
-    sys::mount(
-        None,
-        Path::new("/"),
-        None,
-        libc::MS_REC | libc::MS_PRIVATE,
-        None,
-    )
-    .map_err(|e| fail("make mounts private", e))?;
+    sys::make_mounts_private().map_err(|e| fail("make mounts private", e))?;
 
     // Step 2: the run's own tmpfs, holding the overlay's upper layer. Writes
     // are capped at 3/4 of the memory limit, as under the native backend.
