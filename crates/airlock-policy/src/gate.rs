@@ -317,18 +317,21 @@ impl<'p> Judge<'p> {
     fn knowledge_findings(&self, seg: &Segment, found: Found, notes: &mut Notes<'_>) -> Found {
         let on_unknown = self.policy.commands.on_unknown;
         let mut best = found;
+        let mut deciding = None;
         let config = self.config_file_write(seg);
-        for f in seg.findings.iter().chain(&config) {
-            let verdict = match f.action {
-                Action::Judge => continue,
-                Action::ApprovalRequired => Verdict::ApprovalRequired,
-                Action::Deny => Verdict::Deny,
-                Action::OnUnknown => on_unknown,
+        let findings: Vec<&Finding> = seg.findings.iter().chain(&config).collect();
+        let verdict_of = |f: &Finding| match f.action {
+            Action::Judge => None,
+            Action::ApprovalRequired => Some(Verdict::ApprovalRequired),
+            Action::Deny => Some(Verdict::Deny),
+            Action::OnUnknown => Some(on_unknown),
+        };
+        for (i, f) in findings.iter().enumerate() {
+            let Some(verdict) = verdict_of(f) else {
+                continue;
             };
-            notes.add(Step::Approval, verdict.as_str(), || {
-                format!("finding: {}", f.sentence())
-            });
             if verdict > best.verdict {
+                deciding = Some(i);
                 let what = match f.action {
                     Action::ApprovalRequired => "; a human must approve it".to_string(),
                     Action::OnUnknown => format!(
@@ -347,6 +350,18 @@ impl<'p> Judge<'p> {
                     reason: format!("{}{what}", f.sentence()),
                     rule: Some(format!("knowledge:{}", f.entry)),
                 };
+            }
+        }
+        // The deciding finding is the step's own line; the others are shown
+        // once each, so a reader sees every entry that matched.
+        for (i, f) in findings.iter().enumerate() {
+            let Some(verdict) = verdict_of(f) else {
+                continue;
+            };
+            if Some(i) != deciding {
+                notes.add(Step::Approval, verdict.as_str(), || {
+                    format!("finding: {}", f.sentence())
+                });
             }
         }
         best

@@ -1339,15 +1339,25 @@ fn knowledge_findings_name_the_option_and_the_entry() {
         d.segments[0].normalized,
         ["grep", "-f /etc/shadow", "README.md"]
     );
-    // `explain` shows the entry that decided, as a line of step 3.
+    // `explain` shows the entry that decided, once, as the line of step 3.
     let e = airlock_policy::explain(
         &f.default,
         &Request::shell("GIT_DIR=.git git status", &f.root),
     );
+    let naming: Vec<_> = e.traces[0]
+        .iter()
+        .filter(|t| t.detail.contains("`env GIT_DIR`"))
+        .collect();
+    assert_eq!(naming.len(), 1, "{:?}", e.traces);
+    // A finding that does not decide is still shown, marked as a finding.
+    let e = airlock_policy::explain(
+        &f.default,
+        &Request::shell("GIT_DIR=.git GIT_EXTERNAL_DIFF=x git status", &f.root),
+    );
     assert!(
         e.traces[0]
             .iter()
-            .any(|t| t.detail.starts_with("finding: ") && t.detail.contains("`env GIT_DIR`")),
+            .any(|t| t.detail.starts_with("finding: ")),
         "{:?}",
         e.traces
     );
