@@ -8,13 +8,18 @@
 //! every capability dropped, read-only root, RuntimeDefault seccomp), /tmp as a
 //! size-capped memory emptyDir, and the network mode as a NetworkPolicy
 //! (none: deny all; allowlist: egress to the airlock egress proxy only).
+//! The environment is the native sandbox's own ([`airlock_core::spec::environment`]
+//! with nothing inherited): an empty per-run home, and git reading its global
+//! configuration only from a read-only ConfigMap built from the policy, never
+//! from a file a command could plant.
 
 use airlock_policy::model::{NetworkMode, WorkspaceMode};
 use airlock_policy::Policy;
+use airlock_sandbox::{GIT_CONFIG_FILE, SANDBOX_HOME};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EmptyDirVolumeSource, EnvVar, PersistentVolumeClaimVolumeSource, Pod,
-    PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, SecurityContext, Volume,
-    VolumeMount,
+    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar,
+    PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, ResourceRequirements,
+    SeccompProfile, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
@@ -23,6 +28,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// The RuntimeClass a gVisor node pool registers (`handler: runsc`).
 pub const RUNTIME_CLASS: &str = "gvisor";
@@ -76,16 +82,17 @@ pub fn pod(policy: &Policy, run: &Execution<'_>) -> Pod {
     ]);
     // requests = limits: the Guaranteed QoS class, never overcommitted.
     let requests = limits.clone();
-    let env: Vec<EnvVar> = policy
-        .env
-        .set
-        .iter()
-        .map(|(k, v)| EnvVar {
-            name: k.clone(),
-            value: Some(v.clone()),
+    let env: Vec<EnvVar> = airlock_core::spec::environment(policy, &[], None)
+        .into_iter()
+        .map(|(name, value)| EnvVar {
+            name,
+            value: Some(value),
             ..Default::default()
         })
         .collect();
+    let git_config_dir = Path::new(GIT_CONFIG_FILE)
+        .parent()
+        .map_or("/etc/airlock".to_string(), |d| d.display().to_string());
     let read_only_workspace = policy.workspace.mode != WorkspaceMode::Rw;
     let container = Container {
         name: "run".into(),
@@ -125,6 +132,17 @@ pub fn pod(policy: &Policy, run: &Execution<'_>) -> Pod {
             VolumeMount {
                 name: "tmp".into(),
                 mount_path: "/tmp".into(),
+                ..Default::default()
+            },
+            VolumeMount {
+                name: "home".into(),
+                mount_path: SANDBOX_HOME.into(),
+                ..Default::default()
+            },
+            VolumeMount {
+                name: "gitconfig".into(),
+                mount_path: git_config_dir,
+                read_only: Some(true),
                 ..Default::default()
             },
         ]),
@@ -188,6 +206,24 @@ pub fn pod(policy: &Policy, run: &Execution<'_>) -> Pod {
                     }),
                     ..Default::default()
                 },
+                // A fresh, empty home per execution, as in the native sandbox.
+                Volume {
+                    name: "home".into(),
+                    empty_dir: Some(EmptyDirVolumeSource {
+                        medium: Some("Memory".into()),
+                        size_limit: Some(quantity(l.tmp)),
+                    }),
+                    ..Default::default()
+                },
+                Volume {
+                    name: "gitconfig".into(),
+                    config_map: Some(ConfigMapVolumeSource {
+                        name: git_config_name(run.name),
+                        default_mode: Some(0o444),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
             ]),
             ..Default::default()
         }),
@@ -240,12 +276,47 @@ pub fn network_policy(policy: &Policy, run: &Execution<'_>) -> NetworkPolicy {
     }
 }
 
-/// Both objects as one `v1 List` (what `kubectl apply -f` takes).
+fn git_config_name(run: &str) -> String {
+    // Pod names are at most 63 bytes; ConfigMap names may be 253.
+    format!("{run}-gitconfig")
+}
+
+/// The run's only global git configuration, as the native sandbox writes it,
+/// with `safe.directory` naming the workspace where the Pod mounts it.
+pub fn git_config(policy: &Policy, run: &Execution<'_>) -> ConfigMap {
+    let mut in_pod = policy.clone();
+    in_pod.workspace.root = WORKSPACE_MOUNT.into();
+    let file = Path::new(GIT_CONFIG_FILE)
+        .file_name()
+        .map_or("gitconfig".to_string(), |f| {
+            f.to_string_lossy().into_owned()
+        });
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(git_config_name(run.name)),
+            labels: Some(labels(run.name)),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            file,
+            airlock_core::spec::git_config_text(&in_pod),
+        )])),
+        immutable: Some(true),
+        ..Default::default()
+    }
+}
+
+/// The objects as one `v1 List` (what `kubectl apply -f` takes).
 pub fn manifest(policy: &Policy, run: &Execution<'_>) -> serde_json::Value {
     serde_json::json!({
         "apiVersion": "v1",
         "kind": "List",
         "items": [
+            with_kind(
+                serde_json::to_value(git_config(policy, run)).unwrap_or_default(),
+                "v1",
+                "ConfigMap",
+            ),
             with_kind(serde_json::to_value(pod(policy, run)).unwrap_or_default(), "v1", "Pod"),
             with_kind(
                 serde_json::to_value(network_policy(policy, run)).unwrap_or_default(),

@@ -83,12 +83,37 @@ fn compile(policy: &str, golden_name: &str) {
         serde_json::from_str(&std::fs::read_to_string(&path).expect("golden file")).unwrap();
     assert_eq!(got, want, "differs from {}", path.display());
     // Every field is one the Kubernetes types know: the objects read back as them.
+    let cm: k8s_openapi::api::core::v1::ConfigMap =
+        serde_json::from_value(item(&got, "ConfigMap").clone()).expect("a ConfigMap");
+    let git = &cm.data.expect("data")["gitconfig"];
+    assert!(git.contains("directory = \"/workspace\""), "{git}");
     let pod: k8s_openapi::api::core::v1::Pod =
-        serde_json::from_value(got["items"][0].clone()).expect("a Pod");
+        serde_json::from_value(item(&got, "Pod").clone()).expect("a Pod");
     assert!(pod.spec.is_some());
     let np: k8s_openapi::api::networking::v1::NetworkPolicy =
-        serde_json::from_value(got["items"][1].clone()).expect("a NetworkPolicy");
+        serde_json::from_value(item(&got, "NetworkPolicy").clone()).expect("a NetworkPolicy");
     assert!(np.spec.is_some());
+    // The Pod's environment is the native sandbox's: a fresh home, and git
+    // configured only by the read-only ConfigMap.
+    let env = &item(&got, "Pod")["spec"]["containers"][0]["env"];
+    let var = |name: &str| {
+        env.as_array()
+            .and_then(|a| a.iter().find(|e| e["name"] == name))
+            .map(|e| e["value"].clone())
+    };
+    assert_eq!(var("HOME"), Some("/home/airlock".into()));
+    assert_eq!(var("GIT_CONFIG_NOSYSTEM"), Some("1".into()));
+    assert_eq!(
+        var("GIT_CONFIG_GLOBAL"),
+        Some("/etc/airlock/gitconfig".into())
+    );
+}
+
+fn item<'a>(list: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
+    list["items"]
+        .as_array()
+        .and_then(|a| a.iter().find(|i| i["kind"] == kind))
+        .unwrap_or_else(|| panic!("no {kind} in {list}"))
 }
 
 #[test]
@@ -96,8 +121,7 @@ fn network_none_compiles_to_a_gvisor_pod_and_a_deny_all_network_policy() {
     compile(NONE, "kube-none.json");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(golden("kube-none.json")).unwrap()).unwrap();
-    let pod = &v["items"][0];
-    assert_eq!(pod["kind"], "Pod");
+    let pod = item(&v, "Pod");
     assert_eq!(pod["spec"]["runtimeClassName"], "gvisor");
     assert_eq!(pod["spec"]["activeDeadlineSeconds"], 90);
     let c = &pod["spec"]["containers"][0];
@@ -106,8 +130,7 @@ fn network_none_compiles_to_a_gvisor_pod_and_a_deny_all_network_policy() {
     assert_eq!(c["securityContext"]["capabilities"]["drop"][0], "ALL");
     assert_eq!(c["resources"]["limits"]["memory"], "256Mi");
     assert_eq!(c["resources"]["limits"]["cpu"], "500m");
-    let np = &v["items"][1];
-    assert_eq!(np["kind"], "NetworkPolicy");
+    let np = item(&v, "NetworkPolicy");
     assert_eq!(np["spec"]["egress"], serde_json::json!([]));
     assert_eq!(np["spec"]["ingress"], serde_json::json!([]));
 }
