@@ -230,7 +230,7 @@ impl NativeLimits {
         if !crate::native::rootless::is_rootless() {
             NativeLimits::RootCgroup
         } else {
-            match crate::native::rootless::delegated_v2() {
+            match crate::native::cgroup::delegated_v2() {
                 Some(d) => NativeLimits::Delegated(d),
                 None => NativeLimits::RlimitsOnly,
             }

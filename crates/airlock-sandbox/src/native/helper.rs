@@ -399,7 +399,7 @@ fn rootless_cgroup(
     spec: &crate::SandboxSpec,
     report: &mut HelperReport,
 ) -> Result<RunCgroup, SandboxError> {
-    if let Some(dir) = rootless::delegated_v2() {
+    if let Some(dir) = super::cgroup::delegated_v2() {
         let host = super::cgroup::CgroupHost::v2_at(&dir);
         let cg = RunCgroup::create_on(&host, &spec.request_id, &spec.limits)?;
         report.notes.push(format!(

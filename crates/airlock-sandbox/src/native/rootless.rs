@@ -151,53 +151,6 @@ pub fn runtime_dir(xdg_runtime_dir: Option<&Path>, fallback: &Path) -> PathBuf {
     }
 }
 
-/// A cgroup v2 subtree this user may manage (systemd user delegation, or a
-/// subtree an administrator `chown`ed): the highest ancestor of this process's
-/// own cgroup, below the cgroup2 mount `mount`, whose `cgroup.procs`,
-/// `cgroup.subtree_control` and directory are writable by the caller and which
-/// offers the memory, pids and cpu controllers. `own` is this process's
-/// cgroup path as `/proc/self/cgroup` gives it (`0::/user.slice/...`).
-pub fn delegated_v2_in(mount: &Path, own: &str) -> Option<PathBuf> {
-    let rel = own.trim().trim_start_matches('/');
-    let mut candidates = Vec::new();
-    let mut cur = mount.to_path_buf();
-    for comp in Path::new(rel).components() {
-        cur.push(comp);
-        candidates.push(cur.clone());
-    }
-    let writable = |p: &Path| {
-        sys::cpath(p)
-            .ok()
-            // SAFETY: c is a live C string.
-            .is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0)
-    };
-    candidates.into_iter().find(|dir| {
-        let controllers =
-            std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
-        let have: Vec<&str> = controllers.split_whitespace().collect();
-        ["memory", "pids", "cpu"].iter().all(|c| have.contains(c))
-            && writable(dir)
-            && writable(&dir.join("cgroup.procs"))
-            && writable(&dir.join("cgroup.subtree_control"))
-    })
-}
-
-/// The delegated cgroup v2 subtree of this host and user, if there is one.
-pub fn delegated_v2() -> Option<PathBuf> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    mountinfo
-        .lines()
-        .filter_map(|l| {
-            let (pre, post) = l.split_once(" - ")?;
-            let fstype = post.split_whitespace().next()?;
-            let mp = pre.split_whitespace().nth(4)?;
-            (fstype == "cgroup2").then(|| PathBuf::from(mp.replace("\\040", " ")))
-        })
-        .find_map(|mp| delegated_v2_in(&mp, &path))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,25 +191,5 @@ mod tests {
         assert_eq!(runtime_dir(Some(d.path()), fallback), fallback);
         assert_eq!(runtime_dir(None, fallback), fallback);
         assert_eq!(runtime_dir(Some(Path::new("relative")), fallback), fallback);
-    }
-
-    #[test]
-    fn a_delegated_subtree_needs_controllers_and_write_access() {
-        let d = tempfile::tempdir().unwrap();
-        let svc = d
-            .path()
-            .join("user.slice/user-1000.slice/user@1000.service");
-        let app = svc.join("app.slice/x.scope");
-        std::fs::create_dir_all(&app).unwrap();
-        let own = "/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope";
-        // Nothing shaped like a cgroup: no subtree.
-        assert_eq!(delegated_v2_in(d.path(), own), None);
-        for f in ["cgroup.procs", "cgroup.subtree_control"] {
-            std::fs::write(svc.join(f), "").unwrap();
-        }
-        std::fs::write(svc.join("cgroup.controllers"), "cpu io memory pids\n").unwrap();
-        assert_eq!(delegated_v2_in(d.path(), own), Some(svc.clone()));
-        std::fs::write(svc.join("cgroup.controllers"), "cpu io pids\n").unwrap();
-        assert_eq!(delegated_v2_in(d.path(), own), None);
     }
 }

@@ -27,8 +27,13 @@
 //! cgroupfs (this machine has no v2 controllers); the v1 path is tested on the
 //! real hierarchies.
 
+mod detect;
+mod fs;
+
+pub use detect::{delegated_v2, delegated_v2_in};
+use fs::{keyed_value, members_of, mkdir, single_value, write_file};
+
 use crate::SandboxError;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -151,75 +156,6 @@ pub struct CgroupJoin {
     files: Vec<std::fs::File>,
 }
 
-fn write_file(path: &Path, value: &str) -> Result<(), SandboxError> {
-    // O_CREAT lets the v2 unit tests run on a plain directory. On cgroupfs it
-    // changes nothing: an existing control file is opened, and a missing one
-    // cannot be created (the open fails, which refuses the layer).
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|e| {
-            // cgroupfs answers EACCES, not ENOENT, to O_CREAT of a missing file.
-            if e.raw_os_error() == Some(libc::EACCES) && !path.exists() {
-                err(format!(
-                    "{} does not exist (controller not enabled for this cgroup?)",
-                    path.display()
-                ))
-            } else {
-                io_err("open", path, e)
-            }
-        })?;
-    f.write_all(value.as_bytes())
-        .map_err(|e| io_err(&format!("write {value:?} to"), path, e))
-}
-
-fn read_file(path: &Path) -> Result<String, SandboxError> {
-    std::fs::read_to_string(path).map_err(|e| io_err("read", path, e))
-}
-
-/// Reads `key N` from a flat-keyed file (memory.events, pids.events, cpu.stat,
-/// memory.oom_control).
-fn keyed_value(path: &Path, key: &str) -> Result<u64, SandboxError> {
-    let text = read_file(path)?;
-    text.lines()
-        .find_map(|l| {
-            let mut it = l.split_whitespace();
-            (it.next() == Some(key)).then(|| it.next()?.parse().ok())?
-        })
-        .ok_or_else(|| err(format!("{}: no `{key}` entry", path.display())))
-}
-
-fn single_value(path: &Path) -> Result<u64, SandboxError> {
-    let text = read_file(path)?;
-    text.trim()
-        .parse()
-        .map_err(|_| err(format!("{}: not a number: {text:?}", path.display())))
-}
-
-fn mkdir(path: &Path, exist_ok: bool) -> Result<(), SandboxError> {
-    match std::fs::create_dir(path) {
-        Ok(()) => Ok(()),
-        Err(e) if exist_ok && e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(err(format!(
-            "{} already exists (a live run with the same name, or a leftover: see clean_stale)",
-            path.display()
-        ))),
-        Err(e) => Err(io_err("mkdir", path, e)),
-    }
-}
-
-/// Reads `cgroup.procs`; a missing file (the cgroup is gone) is an empty list.
-fn members_of(dir: &Path) -> Result<Vec<i32>, SandboxError> {
-    let path = dir.join("cgroup.procs");
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(text.lines().filter_map(|l| l.trim().parse().ok()).collect()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(io_err("read", &path, e)),
-    }
-}
-
 /// True when no process has this pid (kill with signal 0 answers ESRCH).
 fn process_is_gone(pid: i32) -> bool {
     if pid <= 0 {
@@ -261,104 +197,7 @@ fn kill_member(pid: i32, suffix: &str) -> bool {
     sent
 }
 
-fn decode_mount_path(field: &str) -> PathBuf {
-    // mountinfo escapes space, tab, newline and backslash as \ooo (octal).
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        if let Some(d) = octal {
-            let v = d.iter().fold(0u32, |acc, c| acc * 8 + u32::from(c - b'0'));
-            out.push(v as u8);
-            i += 4;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    use std::os::unix::ffi::OsStringExt;
-    PathBuf::from(std::ffi::OsString::from_vec(out))
-}
-
-/// (mount point, fs type, super options) of every cgroup mount in `mountinfo`.
-fn cgroup_mounts(mountinfo: &str) -> Vec<(PathBuf, String, Vec<String>)> {
-    mountinfo
-        .lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let mount_point = left.split_whitespace().nth(4)?;
-            let mut r = right.split_whitespace();
-            let fstype = r.next()?.to_string();
-            let _source = r.next()?;
-            let options = r
-                .next()
-                .unwrap_or("")
-                .split(',')
-                .map(String::from)
-                .collect();
-            (fstype == "cgroup" || fstype == "cgroup2")
-                .then(|| (decode_mount_path(mount_point), fstype, options))
-        })
-        .collect()
-}
-
-fn v2_usable(root: &Path) -> bool {
-    let Ok(controllers) = std::fs::read_to_string(root.join("cgroup.controllers")) else {
-        return false;
-    };
-    let have: Vec<&str> = controllers.split_whitespace().collect();
-    let writable = std::ffi::CString::new(
-        root.join("cgroup.subtree_control")
-            .as_os_str()
-            .as_encoded_bytes(),
-    )
-    // SAFETY: access reads a valid C string and touches nothing else.
-    .map(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0)
-    .unwrap_or(false);
-    ["memory", "pids", "cpu"].iter().all(|c| have.contains(c)) && writable
-}
-
 impl CgroupHost {
-    /// Finds a usable layout from `/proc/self/mountinfo`: v2 when a cgroup2
-    /// mount offers memory, pids and cpu and is writable; otherwise v1 when
-    /// memory, pids, cpu and cpuacct hierarchies are mounted.
-    pub fn detect() -> Result<CgroupHost, SandboxError> {
-        let mountinfo = read_file(Path::new("/proc/self/mountinfo"))?;
-        Self::detect_from(&mountinfo)
-    }
-
-    fn detect_from(mountinfo: &str) -> Result<CgroupHost, SandboxError> {
-        let mounts = cgroup_mounts(mountinfo);
-        if let Some((root, _, _)) = mounts
-            .iter()
-            .find(|(p, t, _)| t == "cgroup2" && v2_usable(p))
-        {
-            return Ok(Self::v2_at(root.clone()));
-        }
-        let find = |controller: &str| {
-            mounts
-                .iter()
-                .find(|(_, t, o)| t == "cgroup" && o.iter().any(|x| x == controller))
-                .map(|(p, _, _)| p.clone())
-        };
-        match (find("memory"), find("pids"), find("cpu"), find("cpuacct")) {
-            (Some(memory), Some(pids), Some(cpu), Some(cpuacct)) => Ok(Self::v1_at(V1Roots {
-                memory,
-                pids,
-                cpu,
-                cpuacct,
-                freezer: find("freezer"),
-            })),
-            _ => Err(err(
-                "no usable cgroups: no cgroup2 mount with memory, pids and cpu controllers \
-                 enabled and writable, and no cgroup v1 memory, pids, cpu and cpuacct hierarchies",
-            )),
-        }
-    }
-
     /// A v2 layout rooted at `root` (a cgroup2 mount, or a delegated subtree,
     /// or a test directory shaped like one).
     pub fn v2_at(root: impl Into<PathBuf>) -> CgroupHost {
@@ -841,7 +680,7 @@ mod tests {
     }
 
     /// A cgroup2 root as the kernel shows it before airlock touches it.
-    fn fake_v2_root() -> tempfile::TempDir {
+    pub(super) fn fake_v2_root() -> tempfile::TempDir {
         let root = tempfile::tempdir().unwrap();
         std::fs::write(
             root.path().join("cgroup.controllers"),
@@ -1010,53 +849,6 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(read(&root.path().join("airlock/1-dup/pids.max")), "7");
-    }
-
-    #[test]
-    fn detection_reads_mountinfo() {
-        let root = fake_v2_root();
-        let v2_line = format!(
-            "30 25 0:26 / {} rw,nosuid - cgroup2 cgroup2 rw\n",
-            root.path().display()
-        );
-        let host = CgroupHost::detect_from(&v2_line).unwrap();
-        assert_eq!(host, CgroupHost::v2_at(root.path()));
-
-        // This machine's shape: v1 controllers plus a cgroup2 with only hugetlb.
-        let empty_v2 = tempfile::tempdir().unwrap();
-        std::fs::write(empty_v2.path().join("cgroup.controllers"), "hugetlb\n").unwrap();
-        std::fs::write(empty_v2.path().join("cgroup.subtree_control"), "").unwrap();
-        let mixed = format!(
-            "31 25 0:27 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n\
-             32 25 0:28 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n\
-             33 25 0:29 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
-             34 25 0:30 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n\
-             35 25 0:31 / /sys/fs/cgroup/free\\040zer rw - cgroup cgroup rw,freezer\n\
-             36 25 0:32 / {} rw - cgroup2 cgroup2 rw\n",
-            empty_v2.path().display()
-        );
-        let host = CgroupHost::detect_from(&mixed).unwrap();
-        assert_eq!(
-            host,
-            CgroupHost::v1_at(V1Roots {
-                memory: "/sys/fs/cgroup/memory".into(),
-                pids: "/sys/fs/cgroup/pids".into(),
-                cpu: "/sys/fs/cgroup/cpu".into(),
-                cpuacct: "/sys/fs/cgroup/cpuacct".into(),
-                freezer: Some("/sys/fs/cgroup/free zer".into()),
-            })
-        );
-        let none = format!(
-            "36 25 0:32 / {} rw - cgroup2 cgroup2 rw\n",
-            empty_v2.path().display()
-        );
-        assert!(matches!(
-            CgroupHost::detect_from(&none),
-            Err(SandboxError::Layer {
-                layer: "cgroup",
-                ..
-            })
-        ));
     }
 
     // ----- v1, on this machine's real hierarchies -----

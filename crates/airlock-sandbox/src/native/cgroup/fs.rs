@@ -1,0 +1,75 @@
+//! Reading and writing cgroupfs control files, shared by both hierarchies.
+
+use super::{err, io_err};
+use crate::SandboxError;
+use std::io::Write;
+use std::path::Path;
+
+pub(super) fn write_file(path: &Path, value: &str) -> Result<(), SandboxError> {
+    // O_CREAT lets the v2 unit tests run on a plain directory. On cgroupfs it
+    // changes nothing: an existing control file is opened, and a missing one
+    // cannot be created (the open fails, which refuses the layer).
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| {
+            // cgroupfs answers EACCES, not ENOENT, to O_CREAT of a missing file.
+            if e.raw_os_error() == Some(libc::EACCES) && !path.exists() {
+                err(format!(
+                    "{} does not exist (controller not enabled for this cgroup?)",
+                    path.display()
+                ))
+            } else {
+                io_err("open", path, e)
+            }
+        })?;
+    f.write_all(value.as_bytes())
+        .map_err(|e| io_err(&format!("write {value:?} to"), path, e))
+}
+
+pub(super) fn read_file(path: &Path) -> Result<String, SandboxError> {
+    std::fs::read_to_string(path).map_err(|e| io_err("read", path, e))
+}
+
+/// Reads `key N` from a flat-keyed file (memory.events, pids.events, cpu.stat,
+/// memory.oom_control).
+pub(super) fn keyed_value(path: &Path, key: &str) -> Result<u64, SandboxError> {
+    let text = read_file(path)?;
+    text.lines()
+        .find_map(|l| {
+            let mut it = l.split_whitespace();
+            (it.next() == Some(key)).then(|| it.next()?.parse().ok())?
+        })
+        .ok_or_else(|| err(format!("{}: no `{key}` entry", path.display())))
+}
+
+pub(super) fn single_value(path: &Path) -> Result<u64, SandboxError> {
+    let text = read_file(path)?;
+    text.trim()
+        .parse()
+        .map_err(|_| err(format!("{}: not a number: {text:?}", path.display())))
+}
+
+pub(super) fn mkdir(path: &Path, exist_ok: bool) -> Result<(), SandboxError> {
+    match std::fs::create_dir(path) {
+        Ok(()) => Ok(()),
+        Err(e) if exist_ok && e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(err(format!(
+            "{} already exists (a live run with the same name, or a leftover: see clean_stale)",
+            path.display()
+        ))),
+        Err(e) => Err(io_err("mkdir", path, e)),
+    }
+}
+
+/// Reads `cgroup.procs`; a missing file (the cgroup is gone) is an empty list.
+pub(super) fn members_of(dir: &Path) -> Result<Vec<i32>, SandboxError> {
+    let path = dir.join("cgroup.procs");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(text.lines().filter_map(|l| l.trim().parse().ok()).collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io_err("read", &path, e)),
+    }
+}
