@@ -73,3 +73,28 @@ pub(super) fn members_of(dir: &Path) -> Result<Vec<i32>, SandboxError> {
         Err(e) => Err(io_err("read", &path, e)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::cgroup::tests::*;
+    use crate::native::cgroup::SandboxError;
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_missing_control_file_is_named_in_the_error() {
+        let dir = PathBuf::from("/sys/fs/cgroup/pids/airlock").join(unique("missing"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let result = write_file(&dir.join("memory.max"), "1");
+        std::fs::remove_dir(&dir).unwrap();
+        match result {
+            Err(SandboxError::Layer {
+                layer: "cgroup",
+                detail,
+            }) => {
+                assert!(detail.contains("memory.max does not exist"), "{detail}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
