@@ -726,6 +726,46 @@ fn memory_limit_is_reported_as_memory() {
     );
 }
 
+/// The command never runs outside its cgroup. Its very first act (cat reading
+/// /proc/self/cgroup, no shell before it) finds it at the root of the
+/// sandbox's cgroup namespace in the memory, pids and cpu hierarchies, in the
+/// same groups as the sandbox's init. Were init to fork the command before
+/// the helper had moved init into the run's cgroup, the command would be left
+/// behind in the helper's groups while init moved on (the two halves would
+/// differ); were init to unshare its cgroup namespace before the move, neither
+/// would be at the namespace's root.
+#[test]
+fn the_command_starts_inside_its_cgroup() {
+    let f = fixture();
+    let mut s = spec(&f, "");
+    s.argv = vec![
+        "/bin/cat".into(),
+        "/proc/self/cgroup".into(),
+        "/proc/1/cgroup".into(),
+    ];
+    let o = run(&f, &s);
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    let (own, init) = lines.split_at(lines.len() / 2);
+    assert_eq!(own, init, "the command and init are in different cgroups");
+    // v1: the memory, pids and cpu lines; v2: the one unified line ("0::").
+    let limited: Vec<&&str> = own
+        .iter()
+        .filter(|l| {
+            l.split(':').nth(1).is_some_and(|c| {
+                c.is_empty() || c.split(',').any(|x| ["memory", "pids", "cpu"].contains(&x))
+            })
+        })
+        .collect();
+    assert!(!limited.is_empty(), "no cgroup lines: {}", o.stdout);
+    for line in limited {
+        assert!(
+            line.ends_with(":/"),
+            "the command is not at the root of its cgroup namespace: {line}"
+        );
+    }
+}
+
 #[test]
 fn fork_bomb_stops_at_the_pids_limit() {
     let f = fixture();

@@ -3,8 +3,10 @@
 //! run (its helper pid is gone) from a live one.
 
 use super::cgroup::{Cgroup, CgroupHost, CgroupLimits};
+use super::sys;
 use crate::{Limits, SandboxError};
 use std::cell::RefCell;
+use std::os::fd::AsFd;
 
 /// The prefix of every run cgroup's name.
 pub const PREFIX: &str = "run-";
@@ -15,6 +17,16 @@ pub struct RunStats {
     pub peak_memory_bytes: u64,
     pub oom_killed: bool,
     pub pids_limit_hit: bool,
+}
+
+/// Where a freshly cloned init stands (see [`RunCgroup::clone_init`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Born inside the run's cgroup: nothing to move.
+    Born,
+    /// Outside it (v1, no cgroup, or clone3 refused): [`RunCgroup::add`] it
+    /// before it may fork.
+    Attach,
 }
 
 /// The run's cgroup, or none (rootless mode without a cgroup this user may
@@ -57,6 +69,37 @@ impl RunCgroup {
         self.cgroup.borrow().is_none()
     }
 
+    /// Clones the sandbox's init (`flags` as for [`sys::clone_process`]; 0 in
+    /// the child, as fork) and says whether it still has to be moved into the
+    /// cgroup with [`RunCgroup::add`]. On cgroup v2 the child is born in the
+    /// group (`clone3(CLONE_INTO_CGROUP)`): no migration. Where the kernel
+    /// refuses that, init is cloned plainly and a note in `notes` says so.
+    pub fn clone_init(
+        &self,
+        flags: libc::c_int,
+        notes: &mut Vec<String>,
+    ) -> std::io::Result<(libc::pid_t, Placement)> {
+        let target = match &*self.cgroup.borrow() {
+            Some(c) => c.open_clone_target(),
+            None => Ok(None),
+        };
+        match target {
+            Ok(Some(dir)) => match sys::clone_into_cgroup(flags, dir.as_fd()) {
+                Ok(pid) => return Ok((pid, Placement::Born)),
+                Err(e) => notes.push(format!(
+                    "cgroup: clone3(CLONE_INTO_CGROUP) refused ({e}); init was moved into its \
+                     cgroup through cgroup.procs instead"
+                )),
+            },
+            Ok(None) => {}
+            Err(e) => notes.push(format!(
+                "cgroup: cannot open the cgroup for clone3(CLONE_INTO_CGROUP) ({e}); init was \
+                 moved into it through cgroup.procs instead"
+            )),
+        }
+        Ok((sys::clone_process(flags)?, Placement::Attach))
+    }
+
     pub fn add(&self, pid: libc::pid_t) -> Result<(), SandboxError> {
         match &*self.cgroup.borrow() {
             Some(c) => c.add_pid(pid),
@@ -88,5 +131,74 @@ impl RunCgroup {
             Some(c) => c.destroy(),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::cgroup::{CgroupHost, CgroupVersion};
+
+    fn limits() -> Limits {
+        Limits {
+            timeout_ms: 1000,
+            cpu_time_ms: 1000,
+            memory_bytes: 64 << 20,
+            pids: 8,
+            cpus: 1.0,
+            output_bytes: 1 << 20,
+            tmp_bytes: 1 << 20,
+            file_size_bytes: 1 << 20,
+            open_files: 64,
+        }
+    }
+
+    /// Clones a child that exits at once and reaps it.
+    fn clone_and_reap(cg: &RunCgroup, notes: &mut Vec<String>) -> Placement {
+        let (pid, placement) = cg.clone_init(0, notes).unwrap();
+        if pid == 0 {
+            sys::exit_now(0);
+        }
+        let _ = sys::waitpid(pid, 0);
+        placement
+    }
+
+    /// A v2 layout whose group is no cgroup at all: the kernel refuses
+    /// CLONE_INTO_CGROUP (EBADF), init is cloned plainly, and the run's notes
+    /// say so.
+    #[test]
+    fn a_refused_clone_into_cgroup_falls_back_and_says_so() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("cgroup.controllers"), "cpu memory pids\n").unwrap();
+        let host = CgroupHost::v2_at(root.path());
+        let cg = RunCgroup::create_on(&host, "glue", &limits()).unwrap();
+        let mut notes = Vec::new();
+        assert_eq!(clone_and_reap(&cg, &mut notes), Placement::Attach);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("clone3(CLONE_INTO_CGROUP) refused"),
+            "{notes:?}"
+        );
+        // A plain directory keeps the limit files cgroupfs would drop with it.
+        let dir = root
+            .path()
+            .join(format!("airlock/{PREFIX}{}-glue", std::process::id()));
+        for e in std::fs::read_dir(&dir).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        cg.destroy().unwrap();
+        assert!(!dir.exists());
+    }
+
+    /// v1 has no CLONE_INTO_CGROUP: init is cloned plainly and moved, quietly.
+    #[test]
+    fn on_v1_init_is_attached_without_a_note() {
+        let host = CgroupHost::detect().expect("cgroups on this machine");
+        assert_eq!(host.version(), CgroupVersion::V1);
+        let cg = RunCgroup::create_on(&host, "glue", &limits()).unwrap();
+        let mut notes = Vec::new();
+        assert_eq!(clone_and_reap(&cg, &mut notes), Placement::Attach);
+        assert!(notes.is_empty(), "{notes:?}");
+        cg.destroy().unwrap();
     }
 }

@@ -10,7 +10,7 @@
 //! After the run it reads the workspace changes, applies them if asked, removes
 //! every trace (cgroup, run directory) and writes one report on fd 4.
 
-use super::cgroup_glue::RunCgroup;
+use super::cgroup_glue::{Placement, RunCgroup};
 use super::init::{self, InitPlan};
 use super::protocol::{self, HelperReport, HelperRequest, InitMsg, LayerFailure};
 use super::rundir::{self, RunDir};
@@ -281,13 +281,13 @@ fn run_in(
         rootless,
     };
     let flags = namespaces::init_clone_flags(!matches!(spec.network, NetworkSpec::Open));
-    let init_pid = match sys::clone_process(flags) {
-        Ok(0) => {
+    let (init_pid, placement) = match cgroup.clone_init(flags, &mut report.notes) {
+        Ok((0, _)) => {
             drop(go_w);
             drop(msg_r);
             init::run(&plan)
         }
-        Ok(pid) => pid,
+        Ok(spawned) => spawned,
         Err(e) => {
             let _ = cgroup.destroy();
             return Err(io_layer("namespaces", "clone of the sandbox init", e));
@@ -297,11 +297,14 @@ fn run_in(
     drop(msg_w);
     // The helper keeps no end of the command's stdio.
     sys::stdio_to_devnull();
-    if let Err(e) = cgroup.add(init_pid) {
-        sys::kill(init_pid, libc::SIGKILL);
-        let _ = sys::waitpid(init_pid, 0);
-        let _ = cgroup.destroy();
-        return Err(e);
+    if placement == Placement::Attach {
+        mark(report, "init cloned");
+        if let Err(e) = cgroup.add(init_pid) {
+            sys::kill(init_pid, libc::SIGKILL);
+            let _ = sys::waitpid(init_pid, 0);
+            let _ = cgroup.destroy();
+            return Err(e);
+        }
     }
     let _ = sys::write_all(go_w.as_raw_fd(), b"g");
     mark(report, "init cloned and in its cgroup");

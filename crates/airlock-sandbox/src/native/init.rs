@@ -125,8 +125,9 @@ fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
         rootless: plan.rootless,
     };
     // The view is built while the helper moves init into its cgroup (a v1
-    // memory cgroup move waits for an RCU grace period); nothing forks before
-    // the helper says it is done.
+    // memory cgroup move waits for an RCU grace period; on v2 init was born
+    // there by clone3(CLONE_INTO_CGROUP)); nothing forks before the helper
+    // says it is done.
     mounts::build(&view)?;
     let mut b = [0u8; 1];
     if !matches!(sys::read(plan.go, &mut b), Ok(1)) {

@@ -32,7 +32,7 @@ fn layer(what: &str, e: impl std::fmt::Display) -> SandboxError {
 
 /// Flags for the clone that creates the sandbox's init. The user namespace is
 /// joined later (see the module docs); the cgroup namespace is unshared by init
-/// once the helper has moved it into its cgroup.
+/// once it is in its cgroup (born there on v2, moved there by the helper on v1).
 pub fn init_clone_flags(isolate_network: bool) -> libc::c_int {
     let mut f = libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if isolate_network {

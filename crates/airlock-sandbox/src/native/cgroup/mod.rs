@@ -72,6 +72,9 @@ pub trait Controller {
     fn stats(&self, name: &str) -> Result<CgroupStats, SandboxError>;
     /// SIGKILLs every member of group `name` and waits until it is empty.
     fn kill_all(&self, name: &str) -> Result<(), SandboxError>;
+    /// The directory a child can be born into with `clone3(CLONE_INTO_CGROUP)`
+    /// (v2 only: on v1 a process enters its groups by migration).
+    fn clone_into_dir(&self, name: &str) -> Option<PathBuf>;
 }
 
 /// The limits written into a new cgroup.
@@ -363,6 +366,21 @@ impl Cgroup {
             files.push(f);
         }
         Ok(CgroupJoin { files })
+    }
+
+    /// The group's directory opened for `clone3(CLONE_INTO_CGROUP)`, or None
+    /// where the layout has no such thing (v1: see [`Cgroup::add_pid`]).
+    pub fn open_clone_target(&self) -> Result<Option<std::os::fd::OwnedFd>, SandboxError> {
+        let Some(dir) = self.controller().clone_into_dir(&self.name) else {
+            return Ok(None);
+        };
+        crate::native::sys::open(
+            &dir,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        )
+        .map(Some)
+        .map_err(|e| io_err("open", &dir, e))
     }
 
     /// The current member pids.

@@ -102,6 +102,10 @@ impl Controller for V1Roots {
             },
         )
     }
+
+    fn clone_into_dir(&self, _name: &str) -> Option<PathBuf> {
+        None
+    }
 }
 
 fn swap_active() -> bool {

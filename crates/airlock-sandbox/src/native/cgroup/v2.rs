@@ -71,6 +71,10 @@ impl Controller for V2 {
     fn kill_all(&self, name: &str) -> Result<(), SandboxError> {
         kill::kill_all(&group_dir(&self.root, name), KillMethod::CgroupKill)
     }
+
+    fn clone_into_dir(&self, name: &str) -> Option<PathBuf> {
+        Some(group_dir(&self.root, name))
+    }
 }
 
 /// Makes memory, pids and cpu available to the children of `dir`.
@@ -213,5 +217,74 @@ mod tests {
         }
         drop(cg);
         assert!(!dir.exists(), "Drop removes the cgroup");
+    }
+
+    /// The cgroup2 mount of this machine, if any (here the hybrid `unified`
+    /// one, which holds no controllers: enough to prove where a child is born).
+    fn cgroup2_mount() -> Option<PathBuf> {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        super::super::detect::cgroup_mounts(&mountinfo)
+            .into_iter()
+            .find(|(_, t, _)| t == "cgroup2")
+            .map(|(p, _, _)| p)
+    }
+
+    /// clone3(CLONE_INTO_CGROUP) on a real cgroup2 hierarchy: the child's first
+    /// read of /proc/self/cgroup already names its group. Only our own child
+    /// group of `airlock/` is made and removed.
+    #[test]
+    fn a_child_is_born_in_its_group() {
+        use crate::native::sys;
+        use std::os::fd::{AsFd, AsRawFd};
+        let Some(mount) = cgroup2_mount() else {
+            eprintln!("no cgroup2 mount on this machine: nothing to test");
+            return;
+        };
+        let parent = mount.join(crate::native::cgroup::PARENT);
+        let made_parent = std::fs::create_dir(&parent).is_ok();
+        let name = format!("{}-born", std::process::id());
+        let dir = parent.join(&name);
+        std::fs::create_dir(&dir).unwrap();
+        let fd = sys::open(
+            &dir,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        )
+        .unwrap();
+        let (r, w) = sys::pipe().unwrap();
+        let pid = sys::clone_into_cgroup(0, fd.as_fd()).unwrap();
+        if pid == 0 {
+            // Raw syscalls only: this test process has other threads.
+            let mut buf = [0u8; 4096];
+            // SAFETY: a static NUL-terminated path; buf is live and writable
+            // for its length; w is our pipe end; _exit never returns.
+            unsafe {
+                let f = libc::open(c"/proc/self/cgroup".as_ptr(), libc::O_RDONLY);
+                let n = libc::read(f, buf.as_mut_ptr().cast(), buf.len());
+                if n > 0 {
+                    libc::write(w.as_raw_fd(), buf.as_ptr().cast(), n as usize);
+                }
+                libc::_exit(0);
+            }
+        }
+        drop(w);
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = sys::read(r.as_raw_fd(), &mut buf) {
+            seen.extend_from_slice(&buf[..n]);
+        }
+        let status = sys::waitpid(pid, 0).unwrap();
+        let _ = std::fs::remove_dir(&dir);
+        if made_parent {
+            let _ = std::fs::remove_dir(&parent);
+        }
+        let seen = String::from_utf8_lossy(&seen);
+        let rel = dir.strip_prefix(&mount).unwrap().display().to_string();
+        assert!(
+            seen.lines().any(|l| l == format!("0::/{rel}")),
+            "child not born in {rel}: {seen} (status {status:?})"
+        );
+        let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+        assert!(!own.contains(&name), "the parent moved: {own}");
     }
 }
