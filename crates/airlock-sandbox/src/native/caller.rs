@@ -148,6 +148,18 @@ impl Backend for NativeBackend {
             });
         }
         let started = Instant::now();
+        // cgroup v1: the helper's move of init into the run's cgroup waits for
+        // an RCU grace period unless one has just passed. Start it now, on a
+        // spare thread, while the helper starts (see
+        // cgroup::CgroupHost::warm_migration; nothing is moved). Root only:
+        // rootless runs use a delegated cgroup v2 subtree or none.
+        if !super::rootless::is_rootless() {
+            std::thread::spawn(|| {
+                if let Ok(host) = super::cgroup::CgroupHost::detect() {
+                    let _ = host.warm_migration();
+                }
+            });
+        }
         let mut child = cmd.spawn().map_err(io_err("spawning the sandbox helper"))?;
         drop(req_r);
         drop(rep_w);

@@ -75,6 +75,9 @@ pub trait Controller {
     /// The directory a child can be born into with `clone3(CLONE_INTO_CGROUP)`
     /// (v2 only: on v1 a process enters its groups by migration).
     fn clone_into_dir(&self, name: &str) -> Option<PathBuf>;
+    /// Takes the wait a first migration pays off the run's critical path, if
+    /// this layout migrates at all (v1: see [`v1::warm_migration`]). Blocks.
+    fn warm_migration(&self) -> Result<(), SandboxError>;
 }
 
 /// The limits written into a new cgroup.
@@ -198,6 +201,12 @@ impl CgroupHost {
     /// (controller, hierarchy root) pairs, for `airlock doctor`.
     pub fn hierarchies(&self) -> Vec<(&'static str, PathBuf)> {
         self.controller().hierarchies()
+    }
+
+    /// See [`Controller::warm_migration`]: run it on a spare thread just
+    /// before a run's helper starts.
+    pub fn warm_migration(&self) -> Result<(), SandboxError> {
+        self.controller().warm_migration()
     }
 
     /// Every distinct hierarchy root airlock writes under.
