@@ -70,7 +70,7 @@ const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 /// The filter program. Everything not listed is ALLOW here: the sandbox's main
 /// seccomp layer decides those, and the strictest action of stacked filters wins.
 /// Jump offsets count from the next instruction; the indices are in the comments.
-fn program() -> Vec<libc::sock_filter> {
+pub(crate) fn program() -> Vec<libc::sock_filter> {
     const ALLOW: usize = 18;
     const NOTIFY: usize = 19;
     const SOCKET: usize = 13;

@@ -802,6 +802,41 @@ mod tests {
         assert_eq!(nr::OPEN_TREE_ATTR, 467);
     }
 
+    /// Writes the programs of this commit to testdata/seccomp/ (run once with
+    /// AIRLOCK_BLESS_SECCOMP=1): the reference the assembled filters are checked
+    /// against after the seccomp split.
+    #[test]
+    fn dump_reference_programs() {
+        if std::env::var_os("AIRLOCK_BLESS_SECCOMP").is_none() {
+            return;
+        }
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/seccomp");
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = |p: &[libc::sock_filter]| -> String {
+            p.iter()
+                .map(|i| format!("{:#06x} {} {} {:#010x}\n", i.code, i.jt, i.jf, i.k))
+                .collect()
+        };
+        for (name, rule) in [
+            ("main-unix_only", SocketRule::UnixOnly),
+            ("main-unix_and_inet", SocketRule::UnixAndInet),
+            ("main-any", SocketRule::Any),
+        ] {
+            let p = compile(rule).unwrap();
+            std::fs::write(dir.join(format!("{name}.bpf.txt")), text(&p.filter)).unwrap();
+        }
+        std::fs::write(
+            dir.join("setid.bpf.txt"),
+            text(&crate::native::setid::program()),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("netwatch.bpf.txt"),
+            text(&crate::native::netwatch::program()),
+        )
+        .unwrap();
+    }
+
     #[test]
     fn probe_lists_the_actions_the_filter_uses() {
         let actions = probe().unwrap();
