@@ -208,8 +208,11 @@ fn seccomp() -> Result<String, String> {
     if !status.lines().any(|l| l.starts_with("Seccomp:")) {
         return Err("kernel built without seccomp".into());
     }
-    let p = native::seccomp::compile(native::seccomp::SocketRule::UnixOnly)
-        .map_err(|e| e.to_string())?;
+    let p = native::seccomp::compile(
+        native::seccomp::SocketRule::UnixOnly,
+        native::seccomp::SetIdRule::Refuse,
+    )
+    .map_err(|e| e.to_string())?;
     Ok(format!(
         "filter mode available; default filter compiles to {} BPF instructions",
         p.len()

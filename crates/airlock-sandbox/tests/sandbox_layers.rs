@@ -152,6 +152,8 @@ fn privileges_and_user_namespace_are_in_force() {
         assert_eq!(field(s, k), "0000000000000000", "{k}");
     }
     assert_eq!(field(s, "Seccomp:"), "2", "seccomp filter mode");
+    // One filter: the set-id rule is part of the main filter, not stacked on it.
+    assert_eq!(field(s, "Seccomp_filters:"), "1", "seccomp filters");
     // Root inside, an unprivileged host uid outside.
     assert!(field(s, "Uid:").starts_with("0\t"));
     let map = s.split("UIDMAP\n").nth(1).unwrap().lines().next().unwrap();

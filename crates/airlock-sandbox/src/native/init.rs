@@ -13,7 +13,7 @@ use super::mounts::{self, ViewPlan};
 use super::protocol::InitMsg;
 use super::rlimits::RlimitSpec;
 use super::seccomp::SeccompProgram;
-use super::{caps, landlock, namespaces, netwatch, relay, rlimits, seccomp, setid, sys};
+use super::{caps, landlock, namespaces, netwatch, relay, rlimits, seccomp, sys};
 use crate::{NetworkSpec, SandboxError, SandboxSpec, WorkspaceMode};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -232,9 +232,6 @@ fn exec_command(plan: &InitPlan, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
         .collect();
     let candidates = program_candidates(&spec.argv[0], &spec.env);
     if let Err(e) = landlock::restrict(&plan.landlock) {
-        report(e);
-    }
-    if let Err(e) = setid::install() {
         report(e);
     }
     if let Err(e) = seccomp::install(plan.seccomp) {

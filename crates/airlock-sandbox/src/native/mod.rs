@@ -27,7 +27,6 @@ pub mod rlimits;
 pub mod rootless;
 pub mod rundir;
 pub mod seccomp;
-pub mod setid;
 pub mod sys;
 pub mod workspace;
 

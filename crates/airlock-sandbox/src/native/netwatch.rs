@@ -20,7 +20,7 @@
 //! owns the listener. PID 1's own relay threads are watched too: their
 //! `connect()` to the proxy's unix socket continues.
 
-use super::seccomp::{jump, stmt};
+use super::seccomp::assembler::{Action, Asm, Filter, Target, Verdict};
 use crate::outcome::Violation;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -53,62 +53,48 @@ const AUDIT_ARCH: u32 = 0xc000_003e;
 #[cfg(target_arch = "aarch64")]
 const AUDIT_ARCH: u32 = 0xc000_00b7;
 
-const OFF_NR: u32 = 0;
-const OFF_ARCH: u32 = 4;
-const fn off_arg_lo(i: u32) -> u32 {
-    16 + 8 * i
-}
-const fn off_arg_hi(i: u32) -> u32 {
-    16 + 8 * i + 4
-}
-
-const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
-const BPF_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
-const BPF_ALU_AND_K: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
-const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
-
-/// The filter program. Everything not listed is ALLOW here: the sandbox's main
-/// seccomp layer decides those, and the strictest action of stacked filters wins.
-/// Jump offsets count from the next instruction; the indices are in the comments.
-pub(crate) fn program() -> Vec<libc::sock_filter> {
-    const ALLOW: usize = 18;
-    const NOTIFY: usize = 19;
-    const SOCKET: usize = 13;
-    let to = |from: usize, target: usize| (target - from - 1) as u8;
+/// The filter program, built by the sandbox's one assembler. Everything not
+/// listed is ALLOW here: the sandbox's main seccomp layer decides those, and
+/// the strictest action of stacked filters wins. A separate filter (not part
+/// of the main one) because it is installed in PID 1, whose relay threads it
+/// watches too, and its listener belongs to PID 1's supervisor.
+pub(crate) fn program() -> Result<Vec<libc::sock_filter>, crate::SandboxError> {
     let nr = |n: libc::c_long| n as u32;
-    vec![
-        /* 0 */ stmt(BPF_LD_W_ABS, OFF_ARCH),
-        /* 1 */ jump(BPF_JEQ_K, AUDIT_ARCH, 1, 0),
-        /* 2 */
-        stmt(BPF_RET_K, libc::SECCOMP_RET_ALLOW), // foreign arch: the main layer kills it
-        /* 3 */ stmt(BPF_LD_W_ABS, OFF_NR),
-        /* 4 */ jump(BPF_JEQ_K, nr(libc::SYS_connect), to(4, NOTIFY), 0),
-        /* 5 */ jump(BPF_JEQ_K, nr(libc::SYS_sendmsg), to(5, NOTIFY), 0),
-        /* 6 */ jump(BPF_JEQ_K, nr(libc::SYS_sendmmsg), to(6, NOTIFY), 0),
-        /* 7 */ jump(BPF_JEQ_K, nr(libc::SYS_socket), to(7, SOCKET), 0),
-        /* 8 */ jump(BPF_JEQ_K, nr(libc::SYS_sendto), 0, to(8, ALLOW)),
-        // sendto with a NULL destination writes to a connected socket, judged at connect.
-        /* 9 */
-        stmt(BPF_LD_W_ABS, off_arg_lo(4)),
-        /* 10 */ jump(BPF_JEQ_K, 0, 0, to(10, NOTIFY)),
-        /* 11 */ stmt(BPF_LD_W_ABS, off_arg_hi(4)),
-        /* 12 */ jump(BPF_JEQ_K, 0, to(12, ALLOW), to(12, NOTIFY)),
-        // socket(domain, type, protocol): packet and raw sockets are watched.
-        /* 13 */
-        stmt(BPF_LD_W_ABS, off_arg_lo(0)),
-        /* 14 */ jump(BPF_JEQ_K, libc::AF_PACKET as u32, to(14, NOTIFY), 0),
-        /* 15 */ stmt(BPF_LD_W_ABS, off_arg_lo(1)),
-        /* 16 */ stmt(BPF_ALU_AND_K, 0xf),
-        /* 17 */
-        jump(
-            BPF_JEQ_K,
-            libc::SOCK_RAW as u32,
-            to(17, NOTIFY),
-            to(17, ALLOW),
-        ),
-        /* 18 */ stmt(BPF_RET_K, libc::SECCOMP_RET_ALLOW),
-        /* 19 */ stmt(BPF_RET_K, libc::SECCOMP_RET_USER_NOTIF),
-    ]
+    // Foreign architectures: ALLOW here, the main layer kills them.
+    let mut f = Filter::new(AUDIT_ARCH, Action::Allow, Action::Allow);
+    for n in [libc::SYS_connect, libc::SYS_sendmsg, libc::SYS_sendmmsg] {
+        f.set(nr(n), Verdict::Always(Action::UserNotif));
+    }
+    // sendto with a NULL destination writes to a connected socket, judged at connect.
+    f.set(
+        nr(libc::SYS_sendto),
+        Verdict::Args(Box::new(|asm: &mut Asm| {
+            let notify = asm.label();
+            asm.load_arg_low(4);
+            asm.jeq(0, Target::Next, Target::Label(notify));
+            asm.load_arg_high(4);
+            asm.jeq(0, Target::Next, Target::Label(notify));
+            asm.ret(Action::Allow);
+            asm.bind(notify);
+            asm.ret(Action::UserNotif);
+        })),
+    );
+    // socket(domain, type, protocol): packet and raw sockets are watched.
+    f.set(
+        nr(libc::SYS_socket),
+        Verdict::Args(Box::new(|asm: &mut Asm| {
+            let notify = asm.label();
+            asm.load_arg_low(0);
+            asm.jeq(libc::AF_PACKET as u32, Target::Label(notify), Target::Next);
+            asm.load_arg_low(1);
+            asm.and(0xf);
+            asm.jeq(libc::SOCK_RAW as u32, Target::Label(notify), Target::Next);
+            asm.ret(Action::Allow);
+            asm.bind(notify);
+            asm.ret(Action::UserNotif);
+        })),
+    );
+    f.assemble()
 }
 
 /// Install the watching filter on the calling thread (inherited by every thread
@@ -120,8 +106,9 @@ pub fn install() -> Result<OwnedFd, NetwatchError> {
     if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         return Err(NetwatchError::Unsupported);
     }
+    let program = program().map_err(|e| NetwatchError::Install(io::Error::other(e.to_string())))?;
     let fd = super::seccomp::load(
-        &program(),
+        &program,
         libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_uint,
     )
     .map_err(NetwatchError::Install)?;
@@ -494,22 +481,46 @@ mod tests {
 
     const INNER_ENV: &str = "AIRLOCK_NETWATCH_INNER";
 
+    /// What the filter hands to the supervisor (the escape corpus and the
+    /// namespace test below show the supervisor's answers).
     #[test]
-    fn filter_program_jumps_stay_in_bounds() {
-        let prog = program();
-        for (i, ins) in prog.iter().enumerate() {
-            if ins.code & libc::BPF_JMP as u16 != 0 && ins.code & 0x07 == libc::BPF_JMP as u16 {
-                assert!(
-                    i + 1 + (ins.jt as usize) < prog.len(),
-                    "jt out of range at {i}"
-                );
-                assert!(
-                    i + 1 + (ins.jf as usize) < prog.len(),
-                    "jf out of range at {i}"
-                );
-            }
-        }
-        assert_eq!(prog.last().map(|i| i.k), Some(libc::SECCOMP_RET_USER_NOTIF));
+    fn filter_notifies_exactly_the_watched_calls() {
+        use crate::native::seccomp::assembler::interp::{run, Data};
+        let prog = program().unwrap();
+        let ask = |n: libc::c_long, args: [u64; 6]| {
+            run(
+                &prog,
+                &Data {
+                    nr: n as u32,
+                    arch: AUDIT_ARCH,
+                    args,
+                },
+            )
+            .ret
+        };
+        let notify = libc::SECCOMP_RET_USER_NOTIF;
+        let allow = libc::SECCOMP_RET_ALLOW;
+        assert_eq!(ask(libc::SYS_connect, [0; 6]), notify);
+        assert_eq!(ask(libc::SYS_sendmsg, [0; 6]), notify);
+        assert_eq!(ask(libc::SYS_sendmmsg, [0; 6]), notify);
+        assert_eq!(ask(libc::SYS_sendto, [0; 6]), allow);
+        assert_eq!(ask(libc::SYS_sendto, [0, 0, 0, 0, 0x1000, 0]), notify);
+        assert_eq!(ask(libc::SYS_sendto, [0, 0, 0, 0, 1 << 32, 0]), notify);
+        let packet = libc::AF_PACKET as u64;
+        let raw = libc::SOCK_RAW as u64;
+        assert_eq!(ask(libc::SYS_socket, [packet, 3, 0, 0, 0, 0]), notify);
+        assert_eq!(
+            ask(libc::SYS_socket, [2, raw | 0x80000, 0, 0, 0, 0]),
+            notify
+        );
+        assert_eq!(ask(libc::SYS_socket, [2, 1, 0, 0, 0, 0]), allow);
+        assert_eq!(ask(libc::SYS_read, [0; 6]), allow);
+        let foreign = Data {
+            nr: libc::SYS_connect as u32,
+            arch: 0x4000_0003,
+            args: [0; 6],
+        };
+        assert_eq!(run(&prog, &foreign).ret, allow);
     }
 
     /// Runs in a fresh user + network namespace (started by the test below):
