@@ -118,6 +118,7 @@ pub fn check_then_run(
     backend: &dyn Backend,
     spec: &SandboxSpec,
     sink: &mut dyn OutputSink,
+    gate: &mut dyn FnMut() -> Result<(), SandboxError>,
 ) -> Result<Outcome, SandboxError> {
     if let Some(kind) = BackendKind::parse(backend.name()) {
         // An engine opened on one backend (serve, mcp) never runs a policy
@@ -136,7 +137,7 @@ pub fn check_then_run(
             });
         }
     }
-    backend.run(spec, sink)
+    backend.run_gated(spec, sink, gate)
 }
 
 #[cfg(test)]

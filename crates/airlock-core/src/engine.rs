@@ -424,6 +424,7 @@ impl Engine {
                 }
             }
         };
+        let mut pending = None;
         if approved.is_none() || options.approval_id.is_some() {
             let use_ = approved.as_ref().map(|a| ApprovalUse {
                 id: a.id.clone(),
@@ -431,7 +432,9 @@ impl Engine {
                 approver: a.decided_by.as_ref().map(|c| c.to_string()),
                 note: a.note.clone(),
             });
-            audit_ids.push(self.record_decision(
+            // Written now, synced while the sandbox is built: the command
+            // starts only once the record is durable (the backend's gate).
+            let event = self.decision_event(
                 caller,
                 policy,
                 &request_id,
@@ -439,7 +442,10 @@ impl Engine {
                 Operation::Run,
                 "run",
                 use_,
-            )?);
+            );
+            let (record, sync) = self.ledger.audit().append_deferred(event)?;
+            audit_ids.push(record.id);
+            pending = Some(sync);
         }
 
         let grant_ids: Vec<String> = judged.grants.iter().map(|g| g.id.clone()).collect();
@@ -450,24 +456,60 @@ impl Engine {
         let mut hashing = HashingSink::new(sink, self.ledger.config().audit.output_bytes);
         // Network allowlist mode: this execution's own egress-proxy context; its
         // connection log joins the outcome (netproxy helper, issue 6).
-        let (egress, mut result) = match crate::egress::open(
-            policy,
-            &judged.request.loosening,
-            &mut spec,
-            self.ledger.state_dir(),
-        ) {
-            Ok(egress) => (
-                egress,
-                crate::backends::check_then_run(policy, self.backend.as_ref(), &spec, &mut hashing),
-            ),
-            Err(e) => (
-                None,
-                Err(SandboxError::Layer {
-                    layer: "network",
-                    detail: e.to_string(),
-                }),
-            ),
-        };
+        let audit = self.ledger.audit();
+        let (egress, mut result, durable) = std::thread::scope(|scope| {
+            let mut syncing = pending.map(|p| scope.spawn(move || audit.make_durable(p)));
+            let mut wait_durable = || -> Result<(), crate::audit::AuditError> {
+                match syncing.take().map(|h| h.join()) {
+                    None => Ok(()),
+                    Some(Ok(r)) => r,
+                    Some(Err(panic)) => std::panic::resume_unwind(panic),
+                }
+            };
+            let mut first_error = None;
+            let mut gate = || {
+                wait_durable().map_err(|e| {
+                    let layer = SandboxError::Layer {
+                        layer: "audit",
+                        detail: format!(
+                            "the decision record could not be made durable, so the command was not started: {e}"
+                        ),
+                    };
+                    first_error = Some(e);
+                    layer
+                })
+            };
+            let (egress, result) = match crate::egress::open(
+                policy,
+                &judged.request.loosening,
+                &mut spec,
+                self.ledger.state_dir(),
+            ) {
+                Ok(egress) => (
+                    egress,
+                    crate::backends::check_then_run(
+                        policy,
+                        self.backend.as_ref(),
+                        &spec,
+                        &mut hashing,
+                        &mut gate,
+                    ),
+                ),
+                Err(e) => (
+                    None,
+                    Err(SandboxError::Layer {
+                        layer: "network",
+                        detail: e.to_string(),
+                    }),
+                ),
+            };
+            // Not yet joined when the run failed before its gate.
+            let durable = match wait_durable() {
+                Ok(()) => first_error.map_or(Ok(()), Err),
+                Err(e) => Err(e),
+            };
+            (egress, result, durable)
+        });
         crate::egress::finish(egress, result.as_mut().ok());
         let (stdout, stderr) = hashing.finish();
         let execution = self.execution_event(
@@ -486,6 +528,9 @@ impl Engine {
             .audit()
             .append(Event::Execution(Box::new(execution)))?;
         audit_ids.push(record.id);
+        // The decision record's own sync failed: its loss may not show in the
+        // execution record's sync (an error is reported once per open file).
+        durable?;
         let outcome = result?;
         let mut message = match (outcome.exit_code, outcome.signal, outcome.killed_by) {
             (_, _, Some(k)) => format!("ran; stopped by airlock: {k:?} limit").to_lowercase(),
@@ -670,6 +715,29 @@ impl Engine {
         disposition: &str,
         approval: Option<ApprovalUse>,
     ) -> Result<String, EngineError> {
+        let event = self.decision_event(
+            caller,
+            policy,
+            request_id,
+            judged,
+            operation,
+            disposition,
+            approval,
+        );
+        Ok(self.ledger.audit().append(event)?.id)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn decision_event(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        request_id: &str,
+        judged: &Judged,
+        operation: Operation,
+        disposition: &str,
+        approval: Option<ApprovalUse>,
+    ) -> Event {
         let d = &judged.decision;
         let mut matched_rules: Vec<String> = Vec::new();
         for rule in d
@@ -702,7 +770,7 @@ impl Engine {
             disposition: disposition.to_string(),
             approval,
         };
-        Ok(self.ledger.audit().append(Event::Decision(event))?.id)
+        Event::Decision(event)
     }
 
     #[allow(clippy::too_many_arguments)]

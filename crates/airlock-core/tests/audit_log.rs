@@ -300,3 +300,56 @@ fn a_full_disk_is_a_clear_error_and_leaves_the_log_intact() {
         report.records
     );
 }
+
+/// A deferred record is in the chain at once, the head anchor names it only
+/// once it is synced, and a later append that overtook it is never undone.
+#[test]
+fn a_deferred_record_chains_at_once_and_anchors_after_its_sync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let log = write_n(&dir, AuditConfig::default(), 2);
+    let (record, pending) = log.append_deferred(test_event(2)).unwrap();
+    assert_eq!(record.seq, 3);
+    let anchor = airlock_core::audit::log::read_anchor(&dir)
+        .unwrap()
+        .unwrap();
+    assert_eq!(anchor.seq, 2, "the anchor must not name an unsynced record");
+    // In the chain already: the next record links to it.
+    let next = log.append(test_event(3)).unwrap();
+    assert_eq!(next.seq, 4);
+    log.make_durable(pending).unwrap();
+    let anchor = airlock_core::audit::log::read_anchor(&dir)
+        .unwrap()
+        .unwrap();
+    assert_eq!(anchor.seq, 4, "an older sync moved the anchor back");
+    let report = verify(&dir).unwrap();
+    assert_eq!(report.records, 4);
+
+    // Alone, the deferred record's sync moves the anchor to it.
+    let (record, pending) = log.append_deferred(test_event(4)).unwrap();
+    std::thread::scope(|s| s.spawn(|| log.make_durable(pending)).join().unwrap()).unwrap();
+    let anchor = airlock_core::audit::log::read_anchor(&dir)
+        .unwrap()
+        .unwrap();
+    assert_eq!(anchor.seq, record.seq);
+    assert_eq!(verify(&dir).unwrap().records, 5);
+}
+
+/// A deferred record in a file that is then rotated away is synced before the
+/// next file's first record (the anchor never leads the log).
+#[test]
+fn rotation_after_a_deferred_record_keeps_the_chain() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let config = AuditConfig {
+        max_file_bytes: 1,
+        ..AuditConfig::default()
+    };
+    let log = write_n(&dir, config, 1);
+    let (_, pending) = log.append_deferred(test_event(1)).unwrap();
+    log.append(test_event(2)).unwrap();
+    log.make_durable(pending).unwrap();
+    let report = verify(&dir).unwrap();
+    assert_eq!(report.records, 3);
+    assert_eq!(report.files, 3);
+}

@@ -22,6 +22,21 @@ impl OutputSink for Discard {
 pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
     fn run(&self, spec: &SandboxSpec, sink: &mut dyn OutputSink) -> Result<Outcome, SandboxError>;
+
+    /// [`Backend::run`], with `gate` called before the command may start: the
+    /// command never runs unless it returned `Ok` (its `Err` names what failed,
+    /// and the run fails with it). A backend that can build the sandbox while
+    /// the gate is still working (the native one) calls it as late as it can;
+    /// this default calls it first.
+    fn run_gated(
+        &self,
+        spec: &SandboxSpec,
+        sink: &mut dyn OutputSink,
+        gate: &mut dyn FnMut() -> Result<(), SandboxError>,
+    ) -> Result<Outcome, SandboxError> {
+        gate()?;
+        self.run(spec, sink)
+    }
 }
 
 /// Why a sandbox could not be built or run. A layer that cannot be applied is an

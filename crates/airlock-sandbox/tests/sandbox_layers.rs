@@ -1110,3 +1110,60 @@ echo planted > "$HOME/.gitconfig" && echo "WROTE:yes"
         assert_eq!(field(&o.stdout, "WROTE:"), "yes", "{o:?}");
     }
 }
+
+/// A gated run builds the sandbox while the gate works, starts the command only
+/// after the gate said yes, and never starts it when the gate says no (the
+/// engine's gate is the decision record's fdatasync).
+#[test]
+fn the_command_starts_only_after_the_gate_and_never_when_it_refuses() {
+    let f = fixture();
+    let mut s = spec(&f, "echo ran > marker");
+    s.workspace.mode = WorkspaceMode::Rw;
+    let backend = NativeBackend::new(PathBuf::from(HELPER), f.runs.clone());
+    let mut refuse = || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        Err(airlock_sandbox::SandboxError::Layer {
+            layer: "audit",
+            detail: "test refusal".into(),
+        })
+    };
+    let err = backend
+        .run_gated(&s, &mut airlock_sandbox::backend::Discard, &mut refuse)
+        .expect_err("a refused gate must fail the run");
+    assert!(err.to_string().contains("test refusal"), "{err}");
+    assert!(!f.ws.join("marker").exists(), "the command ran");
+    // The helper tore the sandbox down on its own (EOF on its control pipe).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_dir(&f.runs).map(|d| d.count()).unwrap_or(0) > 0
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_no_trace(&f, &s.request_id);
+
+    let mut s = spec(&f, "echo ran > marker");
+    s.workspace.mode = WorkspaceMode::Rw;
+    let mut entered = None;
+    let mut open = || {
+        entered = Some(std::time::SystemTime::now());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Ok(())
+    };
+    let o = backend
+        .run_gated(&s, &mut airlock_sandbox::backend::Discard, &mut open)
+        .expect("gated run");
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+    assert_no_trace(&f, &s.request_id);
+    let written = std::fs::metadata(f.ws.join("marker"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    // File times come from the kernel's coarse clock (a tick behind at most):
+    // a command started before the gate returned would have written within
+    // the first tens of ms of its 300 ms.
+    let waited = written.duration_since(entered.unwrap()).unwrap_or_default();
+    assert!(
+        waited >= std::time::Duration::from_millis(250),
+        "the command ran {waited:?} after the gate was entered, before it opened"
+    );
+}

@@ -12,7 +12,9 @@
 //!   append. It lets `verify` notice records cut off the end of the log.
 //!
 //! An append is one `write` of one whole line followed by `fdatasync`; the record
-//! is acknowledged only after both. A writer killed mid-append leaves a line
+//! is acknowledged only after both. [`AuditLog::append_deferred`] splits the two
+//! so that the sync can overlap other work; the head anchor then moves only
+//! after the sync. A writer killed mid-append leaves a line
 //! without its `\n`; the next writer (or `open`) cuts it off and records a
 //! `repair` event. A failed write (a full disk) is cut back the same way and
 //! reported, so that the caller can refuse to act unlogged.
@@ -106,6 +108,14 @@ struct Current {
 /// (re)reads the log; none there means one is due.
 const CHECKPOINT_SCAN_BYTES: u64 = 256 * 1024;
 
+/// A record written but not yet synced: see [`AuditLog::append_deferred`].
+#[must_use = "the record is not durable until AuditLog::make_durable ran"]
+pub struct PendingSync {
+    file: File,
+    path: PathBuf,
+    anchor: HeadAnchor,
+}
+
 pub struct AuditLog {
     dir: PathBuf,
     config: AuditConfig,
@@ -177,6 +187,37 @@ impl AuditLog {
             let record = log.append_locked(current, event)?;
             log.checkpoint_locked(current, false)?;
             Ok(record)
+        })
+    }
+
+    /// Append one event like [`AuditLog::append`], but leave its `fdatasync`
+    /// (and the head anchor, which must never name a record that is not on
+    /// disk) to [`AuditLog::make_durable`], which may run on another thread
+    /// while the caller does other work. The record is in the chain at once
+    /// (the next append links to it); it is durable only once `make_durable`
+    /// returned `Ok`, and nothing that depends on it (a command starting) may
+    /// happen before.
+    pub fn append_deferred(&self, event: Event) -> Result<(Record, PendingSync), AuditError> {
+        self.with_lock(|log, current| {
+            log.refresh(current, true)?;
+            let (record, pending) = log.write_record(current, event)?;
+            log.checkpoint_locked(current, false)?;
+            Ok((record, pending))
+        })
+    }
+
+    /// Sync the record of [`AuditLog::append_deferred`], then move the head
+    /// anchor to it unless a later append already moved it further.
+    pub fn make_durable(&self, pending: PendingSync) -> Result<(), AuditError> {
+        let PendingSync { file, path, anchor } = pending;
+        file.sync_data().map_err(|e| AuditError::write(&path, e))?;
+        drop(file);
+        self.with_lock(|log, _| {
+            let on_disk = read_anchor(&log.dir).ok().flatten();
+            if on_disk.is_none_or(|a| a.seq < anchor.seq) {
+                log.write_head(&anchor)?;
+            }
+            Ok(())
         })
     }
 
@@ -426,8 +467,28 @@ impl AuditLog {
         current: &mut Option<Current>,
         event: Event,
     ) -> Result<Record, AuditError> {
+        let (record, pending) = self.write_record(current, event)?;
+        pending
+            .file
+            .sync_data()
+            .map_err(|e| AuditError::write(&pending.path, e))?;
+        self.write_head(&pending.anchor)?;
+        Ok(record)
+    }
+
+    /// Write one record (not yet synced) and move the chain head to it.
+    fn write_record(
+        &self,
+        current: &mut Option<Current>,
+        event: Event,
+    ) -> Result<(Record, PendingSync), AuditError> {
         let cur = current.as_mut().expect("refresh() ran under the lock");
         if cur.len >= self.config.max_file_bytes {
+            // A record of this file whose sync was deferred is on disk before
+            // the next file's first record can be (the anchor never leads).
+            cur.file
+                .sync_data()
+                .map_err(|e| self.err("syncing", cur.index, e))?;
             let index = cur.index + 1;
             let path = self.dir.join(file_name(index));
             let file =
@@ -462,16 +523,20 @@ impl AuditLog {
         let hash = line_hash(&line);
         line.push(b'\n');
         let path = self.dir.join(file_name(cur.index));
-        if let Err(e) = cur
-            .file
-            .write_all(&line)
-            .and_then(|()| cur.file.sync_data())
-        {
+        if let Err(e) = cur.file.write_all(&line) {
             // Leave no partial line behind: cut back to where we started.
             let _ = cur.file.set_len(cur.len);
             let _ = cur.file.sync_data();
             return Err(AuditError::write(&path, e));
         }
+        let file = match cur.file.try_clone() {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = cur.file.set_len(cur.len);
+                let _ = cur.file.sync_data();
+                return Err(self.err("duplicating the descriptor of", cur.index, e));
+            }
+        };
         cur.len += line.len() as u64;
         cur.head = ChainHead {
             seq,
@@ -483,8 +548,7 @@ impl AuditLog {
             hash,
             file: file_name(cur.index),
         };
-        self.write_head(&anchor)?;
-        Ok(record)
+        Ok((record, PendingSync { file, path, anchor }))
     }
 
     /// Rewritten by rename after each append; not fsynced (the log is). After a

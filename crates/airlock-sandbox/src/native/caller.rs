@@ -105,6 +105,28 @@ impl Backend for NativeBackend {
     }
 
     fn run(&self, spec: &SandboxSpec, sink: &mut dyn OutputSink) -> Result<Outcome, SandboxError> {
+        self.run_with(spec, sink, None)
+    }
+
+    /// The helper builds the sandbox while `gate` runs here; it lets the
+    /// command start only once the gate said yes (a control byte).
+    fn run_gated(
+        &self,
+        spec: &SandboxSpec,
+        sink: &mut dyn OutputSink,
+        gate: &mut dyn FnMut() -> Result<(), SandboxError>,
+    ) -> Result<Outcome, SandboxError> {
+        self.run_with(spec, sink, Some(gate))
+    }
+}
+
+impl NativeBackend {
+    fn run_with(
+        &self,
+        spec: &SandboxSpec,
+        sink: &mut dyn OutputSink,
+        gate: Option<&mut dyn FnMut() -> Result<(), SandboxError>>,
+    ) -> Result<Outcome, SandboxError> {
         if spec.argv.is_empty() {
             return Err(SandboxError::Spec("argv is empty".into()));
         }
@@ -178,6 +200,7 @@ impl Backend for NativeBackend {
             spec: spec.clone(),
             runs_dir: self.runs_dir.clone(),
             runtime_dir,
+            gated: gate.is_some(),
         };
         let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
         // The helper reads the whole request before anything else.
@@ -187,6 +210,26 @@ impl Backend for NativeBackend {
             let _ = child.kill();
             let _ = child.wait();
             return Err(SandboxError::Helper(format!("sending the spec: {e}")));
+        }
+        if let Some(gate) = gate {
+            let t = Instant::now();
+            let opened = gate();
+            if std::env::var_os("AIRLOCK_PROFILE").is_some() {
+                eprintln!(
+                    "airlock profile: {:>8.2} ms  caller: gate passed after {:.2} ms of waiting",
+                    started.elapsed().as_secs_f64() * 1000.0,
+                    t.elapsed().as_secs_f64() * 1000.0
+                );
+            }
+            if let Err(e) = opened {
+                // EOF on the control pipe: the helper tears the sandbox down
+                // before the command was started, and exits.
+                drop(ctl_w);
+                drop(child.stdin.take());
+                let _ = child.wait();
+                return Err(e);
+            }
+            let _ = sys::write_all(ctl_w.as_raw_fd(), &[protocol::CONTROL_GO]);
         }
         let stdin_thread = match (child.stdin.take(), spec.stdin.clone()) {
             (Some(mut pipe), Some(data)) => Some(std::thread::spawn(move || {

@@ -214,7 +214,7 @@ fn run_in(
             .push((what.to_string(), t0.elapsed().as_micros() as u64));
     };
     mark(report, "request read, run dir locked");
-    let program = seccomp::compile(rule)?;
+    let program = seccomp::compile(rule, seccomp::SetIdRule::Refuse)?;
     mark(report, "seccomp compiled");
     // Rootless: the helper's own namespace already maps 0 to the caller, and
     // the sandbox's maps 0 to that 0, so files keep the caller's ownership and
@@ -306,8 +306,17 @@ fn run_in(
             return Err(e);
         }
     }
-    let _ = sys::write_all(go_w.as_raw_fd(), b"g");
     mark(report, "init cloned and in its cgroup");
+    if request.gated {
+        if let Err(e) = wait_for_go(&control) {
+            sys::kill(init_pid, libc::SIGKILL);
+            let _ = sys::waitpid(init_pid, 0);
+            let _ = cgroup.destroy();
+            return Err(e);
+        }
+        mark(report, "caller's go received");
+    }
+    let _ = sys::write_all(go_w.as_raw_fd(), b"g");
 
     let mut watch = Watch {
         kill: None,
@@ -392,6 +401,24 @@ fn run_in(
         report.change_summary = Some(f.summary);
     }
     Ok(())
+}
+
+/// Blocks until the caller lets the command start ([`protocol::CONTROL_GO`]);
+/// EOF means the caller is gone or refused, and nothing may run.
+fn wait_for_go(control: &OwnedFd) -> Result<(), SandboxError> {
+    let mut b = [0u8; 1];
+    loop {
+        match sys::read(control.as_raw_fd(), &mut b) {
+            Ok(1) if b[0] == protocol::CONTROL_GO => return Ok(()),
+            Ok(1) => continue,
+            Ok(_) | Err(_) => {
+                return Err(SandboxError::Layer {
+                    layer: "helper",
+                    detail: "the caller did not let the command start (its audit record could not be made durable, or it went away)".into(),
+                })
+            }
+        }
+    }
 }
 
 /// Rootless mode's cgroup: a delegated cgroup v2 subtree if this user has one,

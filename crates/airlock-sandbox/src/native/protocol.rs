@@ -19,6 +19,8 @@ pub const FD_CONTROL: i32 = 5;
 
 /// Control byte: the output cap was exceeded; kill with reason `output`.
 pub const CONTROL_KILL_OUTPUT: u8 = b'o';
+/// Control byte: the command may start (only with [`HelperRequest::gated`]).
+pub const CONTROL_GO: u8 = b'g';
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HelperRequest {
@@ -30,6 +32,11 @@ pub struct HelperRequest {
     /// holds the shared mount points instead of `/run/airlock/mnt`.
     #[serde(default)]
     pub runtime_dir: Option<PathBuf>,
+    /// The command starts only after [`CONTROL_GO`] arrives on the control
+    /// pipe (the caller's audit record is durable by then); the sandbox is
+    /// built meanwhile.
+    #[serde(default)]
+    pub gated: bool,
 }
 
 /// A layer that failed, by name, with the kernel's words.
