@@ -74,6 +74,44 @@ pub fn mount_point(_run_dir: &Path, which: &str) -> PathBuf {
     mount_base().join(which)
 }
 
+/// Gives the unnamed (O_TMPFILE) file `file` the name `lock` in `dir`.
+/// `linkat(AT_EMPTY_PATH)` needs CAP_DAC_READ_SEARCH before Linux 6.10 (it
+/// answers ENOENT without it, as for an ordinary user on Debian 12's 6.1); the
+/// `/proc/self/fd` form with AT_SYMLINK_FOLLOW is open to anyone there.
+fn link_unnamed(file: &OwnedFd, dir: &OwnedFd) -> std::io::Result<()> {
+    // SAFETY: both fds are open; the names are live C strings.
+    let direct = sys::cvt(unsafe {
+        libc::linkat(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            dir.as_raw_fd(),
+            c"lock".as_ptr(),
+            libc::AT_EMPTY_PATH,
+        )
+    });
+    match direct {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => link_via_proc(file, dir),
+        other => other.map(|_| ()),
+    }
+}
+
+/// `link_unnamed` through `/proc/self/fd/N` (what open(2) documents for
+/// O_TMPFILE without CAP_DAC_READ_SEARCH).
+fn link_via_proc(file: &OwnedFd, dir: &OwnedFd) -> std::io::Result<()> {
+    let proc_path = sys::cpath(Path::new(&format!("/proc/self/fd/{}", file.as_raw_fd())))?;
+    // SAFETY: proc_path and "lock" are live C strings; dir is an open fd.
+    sys::cvt(unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            proc_path.as_ptr(),
+            dir.as_raw_fd(),
+            c"lock".as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    })
+    .map(|_| ())
+}
+
 pub struct RunDir {
     pub path: PathBuf,
     /// Holding this fd holds the lock.
@@ -107,17 +145,7 @@ impl RunDir {
             .map_err(|e| fail("lock run dir", e))?;
         let dir = sys::open(&path, libc::O_PATH | libc::O_DIRECTORY, 0)
             .map_err(|e| fail("run dir", e))?;
-        // SAFETY: both fds are open; the names are live C strings.
-        sys::cvt(unsafe {
-            libc::linkat(
-                lock.as_raw_fd(),
-                c"".as_ptr(),
-                dir.as_raw_fd(),
-                c"lock".as_ptr(),
-                libc::AT_EMPTY_PATH,
-            )
-        })
-        .map_err(|e| fail("link lock file", e))?;
+        link_unnamed(&lock, &dir).map_err(|e| fail("link lock file", e))?;
         let base = mount_base();
         for name in MOUNT_POINTS {
             fs::DirBuilder::new()
@@ -187,4 +215,32 @@ pub fn clean_stale(runs: &Path, mut on_stale: impl FnMut(&str)) -> Vec<String> {
         }
     }
     cleaned
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unnamed_lock_file_is_linked_through_proc() {
+        // The fallback for kernels before 6.10, where an ordinary user's
+        // linkat(AT_EMPTY_PATH) answers ENOENT (the cgroup v2 guest of
+        // scripts/test.d/48-cgroup-v2.sh runs it for real as uid 1000).
+        let d = tempfile::tempdir().unwrap();
+        let file = sys::open(d.path(), libc::O_RDWR | libc::O_TMPFILE, 0o600).unwrap();
+        let dir = sys::open(d.path(), libc::O_PATH | libc::O_DIRECTORY, 0).unwrap();
+        link_via_proc(&file, &dir).unwrap();
+        assert!(d.path().join("lock").is_file());
+        // The name exists now: a second link is refused, not replaced.
+        assert_eq!(
+            link_via_proc(&file, &dir).unwrap_err().raw_os_error(),
+            Some(libc::EEXIST)
+        );
+        // link_unnamed (direct, or through /proc where the kernel wants it) on
+        // a fresh unnamed file: one that was linked once cannot be again.
+        std::fs::remove_file(d.path().join("lock")).unwrap();
+        let file = sys::open(d.path(), libc::O_RDWR | libc::O_TMPFILE, 0o600).unwrap();
+        link_unnamed(&file, &dir).unwrap();
+        assert!(d.path().join("lock").is_file());
+    }
 }
