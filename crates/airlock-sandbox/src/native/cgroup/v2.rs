@@ -93,7 +93,26 @@ fn enable_controllers(dir: &Path) -> Result<(), SandboxError> {
     {
         return Ok(());
     }
-    write_file(&path, "+memory +pids +cpu")
+    write_file(&path, "+memory +pids +cpu").map_err(|e| {
+        // cgroup v2's no-internal-process rule: a cgroup (other than the root)
+        // that holds processes cannot enable controllers for its children. It
+        // happens when airlock runs in the delegated cgroup itself.
+        let busy =
+            std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty());
+        if busy {
+            super::err(format!(
+                "{} holds processes, so it cannot enable memory, pids and cpu for its \
+                 children (cgroup v2 allows no processes in a cgroup that does): start airlock \
+                 in a leaf cgroup below it (e.g. {}/session), or move its processes to one and \
+                 write \"+memory +pids +cpu\" to {}",
+                dir.display(),
+                dir.display(),
+                path.display()
+            ))
+        } else {
+            e
+        }
+    })
 }
 
 #[cfg(test)]
@@ -232,6 +251,31 @@ mod tests {
             .into_iter()
             .find(|(_, t, _)| t == "cgroup2")
             .map(|(p, _, _)| p)
+    }
+
+    #[test]
+    fn v2_a_delegated_cgroup_that_holds_processes_is_named_with_the_fix() {
+        // What the kernel does when airlock runs in the delegated cgroup itself
+        // (EBUSY on cgroup.subtree_control), played by a subtree_control that
+        // cannot be written (a directory) and a non-empty cgroup.procs.
+        let root = fake_v2_root();
+        std::fs::remove_file(root.path().join("cgroup.subtree_control")).unwrap();
+        std::fs::create_dir(root.path().join("cgroup.subtree_control")).unwrap();
+        std::fs::write(root.path().join("cgroup.procs"), "4242\n").unwrap();
+        let e = CgroupHost::v2_at(root.path())
+            .create("1-busy", &limits(MIB, 1, 1.0))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("holds processes"), "{e}");
+        assert!(e.contains("/session"), "{e}");
+        assert!(!root.path().join("airlock/1-busy").exists());
+        // Without processes, the kernel's own error is passed on.
+        std::fs::write(root.path().join("cgroup.procs"), "").unwrap();
+        let e = CgroupHost::v2_at(root.path())
+            .create("1-busy", &limits(MIB, 1, 1.0))
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("holds processes"), "{e}");
     }
 
     /// clone3(CLONE_INTO_CGROUP) on a real cgroup2 hierarchy: the child's first
