@@ -58,7 +58,7 @@ if [ ! -s "$vmlinux" ]; then
   off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "/boot/vmlinuz-$kver" | head -1 | cut -d: -f1)
   [ -n "$off" ] || { echo "48-cgroup-v2: /boot/vmlinuz-$kver holds no xz stream (not a Debian amd64 kernel?)"; exit 1; }
   tail -c +$((off + 1)) "/boot/vmlinuz-$kver" | xz -dc --single-stream > "$vmlinux.tmp" 2>/dev/null
-  file -b "$vmlinux.tmp" | grep -q '^ELF 64-bit' || { echo "48-cgroup-v2: unpacking /boot/vmlinuz-$kver gave no ELF kernel"; rm -f "$vmlinux.tmp"; exit 1; }
+  [ "$(head -c 4 "$vmlinux.tmp" | od -An -c | tr -d ' ')" = '177ELF' ] || { echo "48-cgroup-v2: unpacking /boot/vmlinuz-$kver gave no ELF kernel"; rm -f "$vmlinux.tmp"; exit 1; }
   mv "$vmlinux.tmp" "$vmlinux"
 fi
 
@@ -70,7 +70,7 @@ root=$out/root initramfs=$out/initramfs
 rm -rf "$root" "$initramfs"
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,lib,lib64,etc,proc,sys,dev,tmp,v2} \
   "$initramfs"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,modules}
-file -b /bin/busybox | grep -q 'statically linked' || { echo "48-cgroup-v2: /bin/busybox is not static (busybox-static?)"; exit 1; }
+ldd /bin/busybox 2>&1 | grep -q 'not a dynamic executable' || { echo "48-cgroup-v2: /bin/busybox is not static (busybox-static?)"; exit 1; }
 for d in "$root" "$initramfs"; do
   cp /bin/busybox "$d/bin/busybox"
   for a in $("$d/bin/busybox" --list-full); do
@@ -79,7 +79,11 @@ for d in "$root" "$initramfs"; do
   install -m 0755 scripts/v2guest/init "$d/init"
 done
 # Stripped: the debug binary's line tables would only fill the disk.
-objcopy --strip-debug target/debug/airlock "$root/usr/local/bin/airlock" || exit 1
+if command -v objcopy >/dev/null; then
+  objcopy --strip-debug target/debug/airlock "$root/usr/local/bin/airlock" || exit 1
+else
+  cp target/debug/airlock "$root/usr/local/bin/airlock"
+fi
 for lib in $(ldd target/debug/airlock | grep -o '/[^ ]*'); do
   mkdir -p "$root$(dirname "$lib")" && cp -L "$lib" "$root$lib" || exit 1
 done
