@@ -30,7 +30,7 @@ mkdir -p "$out"
 # -- packages (idempotent)
 missing=()
 for p in qemu-system-x86 busybox-static cpio e2fsprogs; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
 done
 # Debian's kernel: the newest installed linux-image-*-amd64 with its modules.
 find_kernel() {
@@ -70,7 +70,7 @@ root=$out/root initramfs=$out/initramfs
 rm -rf "$root" "$initramfs"
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,lib,lib64,etc,proc,sys,dev,tmp,v2} \
   "$initramfs"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,modules}
-ldd /bin/busybox 2>&1 | grep -q 'not a dynamic executable' || { echo "48-cgroup-v2: /bin/busybox is not static (busybox-static?)"; exit 1; }
+case "$(ldd /bin/busybox 2>&1)" in *"not a dynamic executable"*) ;; *) echo "48-cgroup-v2: /bin/busybox is not static (busybox-static?)"; exit 1 ;; esac
 for d in "$root" "$initramfs"; do
   cp /bin/busybox "$d/bin/busybox"
   for a in $("$d/bin/busybox" --list-full); do
