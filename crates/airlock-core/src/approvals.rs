@@ -55,6 +55,10 @@ pub struct Approval {
     /// if any of them changed since.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<crate::content::ContentPin>,
+    /// For the apply of a kept change set (not a command): the set it covers.
+    /// Such an approval can apply exactly that set and never run a command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_set: Option<ChangeSetPin>,
     pub created_at: String,
     pub expires_at: String,
     pub expires_at_ms: u64,
@@ -69,6 +73,18 @@ pub struct Approval {
     pub used_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_at: Option<String>,
+}
+
+/// The change set an apply approval covers: a person sees these lines and
+/// approves that exact set (its hash), not whatever the kept copy holds later.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeSetPin {
+    /// The run whose kept change set this is.
+    pub run_id: String,
+    /// The set's hash (every change's path, type, mode, link target, content hash).
+    pub sha256: String,
+    /// One escaped line per change, the first ones, then "… and N more".
+    pub changes: Vec<String>,
 }
 
 impl Approval {
@@ -100,6 +116,11 @@ pub enum RefusalCode {
     /// A file the command runs (its program or script) changed since the
     /// approval was asked for.
     ContentChanged,
+    /// An apply approval presented for a command, a command approval for an
+    /// apply, or an apply approval for another run's change set.
+    WrongKind,
+    /// The kept change set is no longer the one the person approved.
+    ChangeSetChanged,
 }
 
 impl RefusalCode {
@@ -116,6 +137,8 @@ impl RefusalCode {
             RefusalCode::Timeout => "timeout",
             RefusalCode::OtherTenant => "other_tenant",
             RefusalCode::ContentChanged => "content_changed",
+            RefusalCode::WrongKind => "wrong_kind",
+            RefusalCode::ChangeSetChanged => "change_set_changed",
         }
     }
 
@@ -147,6 +170,12 @@ impl RefusalCode {
             ),
             RefusalCode::ContentChanged => format!(
                 "a file the command runs changed since approval {id} was given; ask again"
+            ),
+            RefusalCode::WrongKind => format!(
+                "approval {id} covers something else: an approval of a change set applies only that run's set and never runs a command, and a command's approval never applies a change set"
+            ),
+            RefusalCode::ChangeSetChanged => format!(
+                "the kept change set is not the one approval {id} was given for (its content hash changed); review it again with `airlock changes RUN_ID`"
             ),
         }
     }
@@ -194,6 +223,9 @@ pub fn check_use(
         ApprovalStatus::Expired => return Err(RefusalCode::Expired),
         ApprovalStatus::Approved => {}
     }
+    if approval.change_set.is_some() {
+        return Err(RefusalCode::WrongKind);
+    }
     if approval.request.command != request.command {
         return Err(RefusalCode::CommandChanged);
     }
@@ -205,6 +237,40 @@ pub fn check_use(
     }
     if crate::content::first_change(&approval.content, content).is_some() {
         return Err(RefusalCode::ContentChanged);
+    }
+    Ok(())
+}
+
+/// Whether `tenant` may apply the kept change set of `run_id`, whose hash is
+/// now `set_sha256`, under the policy `policy_sha256` with `approval`.
+pub fn check_apply(
+    approval: &Approval,
+    tenant: &TenantId,
+    run_id: &str,
+    set_sha256: &str,
+    policy_sha256: &str,
+) -> Result<(), RefusalCode> {
+    if approval.tenant != *tenant || tenant.is_unknown() {
+        return Err(RefusalCode::OtherTenant);
+    }
+    match approval.status {
+        ApprovalStatus::Pending => return Err(RefusalCode::Pending),
+        ApprovalStatus::Denied => return Err(RefusalCode::Denied),
+        ApprovalStatus::Used => return Err(RefusalCode::Replayed),
+        ApprovalStatus::Expired => return Err(RefusalCode::Expired),
+        ApprovalStatus::Approved => {}
+    }
+    let Some(pin) = &approval.change_set else {
+        return Err(RefusalCode::WrongKind);
+    };
+    if pin.run_id != run_id {
+        return Err(RefusalCode::WrongKind);
+    }
+    if approval.policy_sha256 != policy_sha256 {
+        return Err(RefusalCode::PolicyChanged);
+    }
+    if pin.sha256 != set_sha256 {
+        return Err(RefusalCode::ChangeSetChanged);
     }
     Ok(())
 }

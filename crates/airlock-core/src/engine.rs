@@ -32,6 +32,9 @@ pub struct EngineConfig {
     pub state_dir: PathBuf,
     pub backend: Box<dyn Backend>,
     pub ledger: LedgerConfig,
+    /// More files airlock lives by (a server's tokens file): like the policy
+    /// file and the state directory, no change of any run may write them.
+    pub owned: Vec<PathBuf>,
 }
 
 impl EngineConfig {
@@ -40,6 +43,7 @@ impl EngineConfig {
             state_dir,
             backend,
             ledger: LedgerConfig::default(),
+            owned: Vec::new(),
         }
     }
 }
@@ -147,6 +151,11 @@ pub struct RunResponse {
     pub outcome: Option<Outcome>,
     /// Ids of the audit records this run wrote, in order.
     pub audit_ids: Vec<String>,
+    /// The run asked for its changes to be applied and some need a person:
+    /// the change set was kept and parked as an approval (and, when a person
+    /// answered in time, applied). See [`crate::apply`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply: Option<crate::apply::ApplyResponse>,
 }
 
 /// What a check returns.
@@ -180,6 +189,7 @@ impl EngineError {
 pub struct Engine {
     backend: Box<dyn Backend>,
     ledger: Ledger,
+    owned: Vec<PathBuf>,
 }
 
 /// What the gate said, with the grants that loosened it.
@@ -192,9 +202,20 @@ struct Judged {
 impl Engine {
     pub fn open(config: EngineConfig) -> Result<Engine, EngineError> {
         let ledger = Ledger::open(&config.state_dir, config.ledger)?;
+        let owned = config
+            .owned
+            .iter()
+            .flat_map(|p| {
+                // As written and as resolved: a symlink on the way must not hide it.
+                let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+                let real = std::fs::canonicalize(&abs).ok();
+                std::iter::once(abs).chain(real)
+            })
+            .collect();
         Ok(Engine {
             backend: config.backend,
             ledger,
+            owned,
         })
     }
 
@@ -292,6 +313,7 @@ impl Engine {
             refusal,
             outcome: None,
             audit_ids,
+            apply: None,
         };
 
         let approved: Option<Approval> = match judged.decision.decision {
@@ -453,6 +475,16 @@ impl Engine {
 
         let mut spec = crate::spec::derive(policy, &judged.request, &request_id);
         self.adjust_spec(&mut spec, &judged.request.loosening, &options);
+        // A change set this run does not apply is kept for a while (bounded
+        // in age and total size, pruned here and after the run).
+        let state_dir = self.ledger.state_dir().to_path_buf();
+        let (keep_for, keep_bytes) = crate::kept::bounds(&policy.changes);
+        crate::kept::prune(&state_dir, keep_for, keep_bytes, crate::clock::now_ms());
+        if spec.workspace.mode == airlock_sandbox::WorkspaceMode::Overlay && keep_bytes > 0 {
+            if let Ok(dir) = crate::kept::run_dir(&state_dir, &request_id) {
+                spec.workspace.keep = Some(dir);
+            }
+        }
         let mut hashing = HashingSink::new(sink, self.ledger.config().audit.output_bytes);
         // Network allowlist mode: this execution's own egress-proxy context; its
         // connection log joins the outcome (netproxy helper, issue 6).
@@ -511,6 +543,9 @@ impl Engine {
             (egress, result, durable)
         });
         crate::egress::finish(egress, result.as_mut().ok());
+        if let Ok(o) = result.as_mut() {
+            self.register_kept(caller, policy, &judged, &request_id, o);
+        }
         let (stdout, stderr) = hashing.finish();
         let execution = self.execution_event(
             caller,
@@ -556,8 +591,86 @@ impl Engine {
             audit_ids,
             judged.decision,
         );
+        // Asked to apply, but some changes need a person: the kept set parks
+        // as an approval (and applies if a person answers in time).
+        let park = spec.workspace.apply
+            && outcome
+                .change_summary
+                .as_ref()
+                .is_some_and(|s| s.kept && s.held > 0);
         response.outcome = Some(outcome);
+        if park {
+            let apply = self.apply_kept(
+                caller,
+                policy,
+                &request_id,
+                RunOptions {
+                    wait_approval: options.wait_approval,
+                    prompt: options.prompt.take(),
+                    on_pending: options.on_pending.take(),
+                    ..Default::default()
+                },
+            )?;
+            response
+                .message
+                .push_str(&format!("; changes: {}", apply.message));
+            response.audit_ids.extend(apply.audit_ids.iter().cloned());
+            response.apply = Some(apply);
+        }
         Ok(response)
+    }
+
+    /// After a run that kept its change set: record who made it, then hold
+    /// all kept sets to their bound (which may drop this one, said in the outcome).
+    fn register_kept(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        judged: &Judged,
+        request_id: &str,
+        outcome: &mut Outcome,
+    ) {
+        let Some(summary) = outcome.change_summary.as_mut() else {
+            return;
+        };
+        if !summary.kept {
+            return;
+        }
+        let state_dir = self.ledger.state_dir();
+        let Ok(dir) = crate::kept::run_dir(state_dir, request_id) else {
+            return;
+        };
+        let info = crate::kept::RunInfo {
+            run_id: request_id.to_string(),
+            who: caller.clone(),
+            tenant: caller.tenant(),
+            request: RequestRecord {
+                command: judged.request.command.clone(),
+                cwd: judged.request.cwd.clone(),
+            },
+            policy_sha256: policy.sha256.clone(),
+        };
+        let (keep_for, keep_bytes) = crate::kept::bounds(&policy.changes);
+        let dropped = match crate::kept::write_info(&dir, &info) {
+            Ok(()) => {
+                crate::kept::prune(state_dir, keep_for, keep_bytes, crate::clock::now_ms());
+                !dir.join(crate::kept::RUN_FILE).exists()
+            }
+            Err(_) => {
+                let _ = airlock_sandbox::native::kept::remove(&dir);
+                true
+            }
+        };
+        if dropped {
+            summary.kept = false;
+            outcome.violations.push(airlock_sandbox::Violation {
+                kind: "filesystem".into(),
+                detail: format!(
+                    "the change set was not kept for a later apply: kept change sets may take at most {keep_bytes} bytes together ([changes] keep_bytes); rerun the command to get it again"
+                ),
+                data: serde_json::Value::Null,
+            });
+        }
     }
 
     /// Gate the request as asked; if grants of this tenant, made for this
@@ -688,7 +801,23 @@ impl Engine {
         }
     }
 
+    /// Files airlock lives by beyond the policy: this engine's state
+    /// directory (wherever it was opened) and what the config named.
+    pub fn owned(&self) -> Vec<PathBuf> {
+        let state = self.ledger.state_dir().to_path_buf();
+        let real = std::fs::canonicalize(&state).ok();
+        std::iter::once(state)
+            .chain(real)
+            .chain(self.owned.iter().cloned())
+            .collect()
+    }
+
     fn adjust_spec(&self, spec: &mut SandboxSpec, loosening: &Loosening, options: &RunOptions<'_>) {
+        for p in self.owned() {
+            if !spec.workspace.owned.contains(&p) {
+                spec.workspace.owned.push(p);
+            }
+        }
         if let Some(apply) = options.apply {
             spec.workspace.apply = apply;
         }

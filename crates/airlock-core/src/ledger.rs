@@ -251,6 +251,7 @@ impl Ledger {
             tenant: who.tenant(),
             request_id: request_id.to_string(),
             content,
+            change_set: None,
             created_at: format_rfc3339(now),
             expires_at: format_rfc3339(expires),
             expires_at_ms: expires,
@@ -260,6 +261,15 @@ impl Ledger {
             used_by: None,
             used_at: None,
         };
+        self.store_new(approval, who, request_id)
+    }
+
+    fn store_new(
+        &self,
+        approval: Approval,
+        who: &Caller,
+        request_id: &str,
+    ) -> Result<Approval, LedgerError> {
         self.approvals.check_id(&approval.id)?;
         self.approvals.locked(|| {
             self.audit_approval(
@@ -273,6 +283,91 @@ impl Ledger {
             Ok::<_, LedgerError>(())
         })??;
         Ok(approval)
+    }
+
+    /// Store a pending approval for applying a kept change set that holds
+    /// changes needing a person. `request` is the command that made the set
+    /// (shown to the person); the approval binds the set's hash and the policy.
+    #[allow(clippy::too_many_arguments)]
+    pub fn create_apply_approval(
+        &self,
+        who: &Caller,
+        request_id: &str,
+        request: RequestRecord,
+        policy: &Policy,
+        reasons: Vec<String>,
+        pin: crate::approvals::ChangeSetPin,
+    ) -> Result<Approval, LedgerError> {
+        let now = now_ms();
+        let expires = now + self.config.approval_ttl.as_millis() as u64;
+        let approval = Approval {
+            id: self.new_approval_id(),
+            status: ApprovalStatus::Pending,
+            request,
+            policy_sha256: policy.sha256.clone(),
+            policy_source: policy.source.clone(),
+            reasons,
+            requested_by: who.clone(),
+            tenant: who.tenant(),
+            request_id: request_id.to_string(),
+            content: Vec::new(),
+            change_set: Some(pin),
+            created_at: format_rfc3339(now),
+            expires_at: format_rfc3339(expires),
+            expires_at_ms: expires,
+            decided_by: None,
+            decided_at: None,
+            note: None,
+            used_by: None,
+            used_at: None,
+        };
+        self.store_new(approval, who, request_id)
+    }
+
+    /// Present an apply approval for the kept set of `run_id` (hash
+    /// `set_sha256` now): accepted and spent, or refused with a code.
+    pub fn use_apply_approval(
+        &self,
+        id: &str,
+        who: &Caller,
+        request_id: &str,
+        run_id: &str,
+        set_sha256: &str,
+        policy_sha256: &str,
+    ) -> Result<ApprovalCheck, LedgerError> {
+        if self.approvals.check_id(id).is_err() {
+            return Ok(ApprovalCheck::Refused(RefusalCode::NotFound, None));
+        }
+        self.approvals.locked(|| {
+            let Some(mut approval) = self.approvals.get::<Approval>(id)? else {
+                return Ok(ApprovalCheck::Refused(RefusalCode::NotFound, None));
+            };
+            if approval.tenant != who.tenant() {
+                return Ok(ApprovalCheck::Refused(RefusalCode::OtherTenant, None));
+            }
+            self.expire_if_due(&mut approval)?;
+            if let Err(code) = crate::approvals::check_apply(
+                &approval,
+                &who.tenant(),
+                run_id,
+                set_sha256,
+                policy_sha256,
+            ) {
+                return Ok(ApprovalCheck::Refused(code, Some(approval)));
+            }
+            approval.status = ApprovalStatus::Used;
+            approval.used_by = Some(request_id.to_string());
+            approval.used_at = Some(format_rfc3339(now_ms()));
+            self.audit_approval(
+                ApprovalAction::Consumed,
+                &approval,
+                who,
+                Some(request_id),
+                None,
+            )?;
+            self.approvals.put(id, &approval)?;
+            Ok(ApprovalCheck::Accepted(approval))
+        })?
     }
 
     /// Every approval, after recording the expiry of those whose time has passed.

@@ -2,6 +2,7 @@
 //! Outcome -> Audit -> Response` (DESIGN.md §1), with the state that goes with
 //! it: the audit log, pending approvals and grants, in the state directory.
 
+pub mod apply;
 pub mod approvals;
 pub mod audit;
 pub mod backends;
@@ -11,6 +12,7 @@ pub mod content;
 pub mod egress;
 pub mod engine;
 pub mod grants;
+pub mod kept;
 pub mod ledger;
 pub mod spec;
 pub mod state;

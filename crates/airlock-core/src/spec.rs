@@ -287,6 +287,8 @@ pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSp
             apply,
             changes: policy.changes.clone(),
             owned,
+            // The engine names the run's directory under the state directory.
+            keep: None,
         },
         network,
         limits,

@@ -281,6 +281,7 @@ fn end_to_end(helper: &Path, runs: &Path, limits: &NativeLimits) -> Result<Strin
             apply: false,
             changes: Default::default(),
             owned: vec![],
+            keep: None,
         },
         network: NetworkSpec::None,
         limits: Limits {

@@ -53,6 +53,10 @@ pub struct ChangeSummary {
     /// SHA-256 (hex) of the full list, one line per change:
     /// `kind disposition type mode escaped-path [-> escaped-target]`.
     pub sha256: String,
+    /// The change set was not (fully) applied and is kept for a later
+    /// `airlock changes RUN_ID` / `airlock apply RUN_ID`.
+    #[serde(default)]
+    pub kept: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

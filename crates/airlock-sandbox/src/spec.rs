@@ -76,6 +76,12 @@ pub struct WorkspaceSpec {
     /// directory, a tokens file): never written back, whatever the policy says.
     #[serde(default)]
     pub owned: Vec<PathBuf>,
+    /// Where to keep the change set when it is not (fully) applied, so that a
+    /// person can review it (`airlock changes RUN_ID`) and apply it later
+    /// (`airlock apply RUN_ID`) without running the command again. The
+    /// directory must not exist yet; `None`: the change set ends with the run.
+    #[serde(default)]
+    pub keep: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

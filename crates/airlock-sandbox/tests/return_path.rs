@@ -37,6 +37,7 @@ fn spec(ws: &Path) -> WorkspaceSpec {
         apply: true,
         changes: Default::default(),
         owned: vec![ws.join("airlock.toml")],
+        keep: None,
     }
 }
 
@@ -233,4 +234,100 @@ fn hundred_thousand_files() {
     assert_eq!(f.summary.total, 100_101);
     assert!(d.ws.join("many/d99/f999").exists());
     assert!(json < 1 << 20);
+}
+
+// ---- kept change sets: apply later through the same return path
+
+fn kept_spec(d: &Dirs) -> (WorkspaceSpec, PathBuf) {
+    let keep = d.ws.parent().unwrap().join("state/kept/r1");
+    let mut s = spec(&d.ws);
+    s.keep = Some(keep.clone());
+    (s, keep)
+}
+
+#[test]
+fn a_held_set_is_kept_and_applies_later_only_as_approved() {
+    use airlock_sandbox::native::kept;
+    let d = dirs();
+    fs::write(d.upper.join(".envrc"), "echo reviewed\n").unwrap();
+    fs::write(d.upper.join("ok.txt"), "ok\n").unwrap();
+    fs::set_permissions(d.upper.join("ok.txt"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::write(d.upper.join("airlock.toml"), "[network]\nmode = \"open\"\n").unwrap();
+    let (s, keep) = kept_spec(&d);
+    let f = finish(&d.upper, &s, &limits(), true);
+    assert!(!f.applied);
+    assert!(f.summary.kept, "{:?}", f.violations);
+    assert!(!d.ws.join("ok.txt").exists());
+    // Later, without approval: still held, nothing written.
+    let (f, m) = kept::apply(&keep, &s, &limits(), None).unwrap();
+    assert!(!f.applied);
+    assert_eq!(f.summary.held, 1);
+    assert!(!d.ws.join(".envrc").exists());
+    // An approval of another set applies nothing.
+    let (f, _) = kept::apply(&keep, &s, &limits(), Some("0000")).unwrap();
+    assert!(!f.applied);
+    // The reviewed set: applied, the owned policy file still denied, modes kept.
+    let (f, _) = kept::apply(&keep, &s, &limits(), Some(&m.set_sha256)).unwrap();
+    assert!(f.applied, "{:?}", f.violations);
+    assert_eq!(
+        fs::read_to_string(d.ws.join(".envrc")).unwrap(),
+        "echo reviewed\n"
+    );
+    assert_eq!(
+        fs::metadata(d.ws.join("ok.txt")).unwrap().mode() & 0o777,
+        0o755
+    );
+    assert!(!d.ws.join("airlock.toml").exists());
+    assert!(!keep.exists(), "an applied set is removed");
+}
+
+#[test]
+fn a_kept_set_that_changed_since_the_run_is_refused() {
+    use airlock_sandbox::native::kept;
+    let d = dirs();
+    fs::write(d.upper.join("new.txt"), "reviewed\n").unwrap();
+    fs::write(d.upper.join("readme.txt"), "changed\n").unwrap();
+    let (mut s, keep) = kept_spec(&d);
+    s.apply = false;
+    let f = finish(&d.upper, &s, &limits(), false);
+    assert!(f.summary.kept);
+    // The kept copy altered: refused, naming the file.
+    fs::write(keep.join("upper/new.txt"), "swapped!\n").unwrap();
+    let err = kept::apply(&keep, &s, &limits(), None).unwrap_err();
+    assert!(err.contains("new.txt"), "{err}");
+    fs::write(keep.join("upper/new.txt"), "reviewed\n").unwrap();
+    // The host file the set modifies changed meanwhile: refused too.
+    fs::write(d.ws.join("readme.txt"), "the user's own edit, longer\n").unwrap();
+    let err = kept::apply(&keep, &s, &limits(), None).unwrap_err();
+    assert!(err.contains("readme.txt"), "{err}");
+    assert_eq!(
+        fs::read_to_string(d.ws.join("readme.txt")).unwrap(),
+        "the user's own edit, longer\n"
+    );
+    // Another workspace's policy: refused.
+    let mut other = s.clone();
+    other.root = d.upper.clone();
+    assert!(kept::apply(&keep, &other, &limits(), None).is_err());
+}
+
+#[test]
+fn symlinks_out_through_host_links_are_denied() {
+    let d = dirs();
+    let outside = d.ws.parent().unwrap().join("outside");
+    fs::create_dir(&outside).unwrap();
+    symlink(&outside, d.ws.join("linkdir")).unwrap();
+    symlink("linkdir/secret", d.upper.join("through")).unwrap();
+    symlink("c2", d.upper.join("c1")).unwrap();
+    symlink("linkdir", d.upper.join("c2")).unwrap();
+    symlink("c1/x", d.upper.join("chain")).unwrap();
+    symlink("readme.txt", d.upper.join("inside")).unwrap();
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    assert!(f.applied, "{:?}", f.violations);
+    for gone in ["through", "c2", "c1", "chain"] {
+        assert!(
+            fs::symlink_metadata(d.ws.join(gone)).is_err(),
+            "{gone} arrived"
+        );
+    }
+    assert!(fs::symlink_metadata(d.ws.join("inside")).is_ok());
 }

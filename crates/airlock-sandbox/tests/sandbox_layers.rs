@@ -72,6 +72,7 @@ fn spec(f: &Fixture, script: &str) -> SandboxSpec {
             apply: false,
             changes: Default::default(),
             owned: vec![],
+            keep: None,
         },
         network: NetworkSpec::None,
         limits: limits(),

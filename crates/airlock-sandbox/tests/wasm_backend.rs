@@ -48,6 +48,7 @@ fn spec(ws: &Path, module: &str) -> SandboxSpec {
             apply: false,
             changes: Default::default(),
             owned: vec![],
+            keep: None,
         },
         network: NetworkSpec::None,
         limits: Limits {

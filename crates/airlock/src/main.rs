@@ -45,6 +45,10 @@ enum Cmd {
     /// List and revoke grants.
     #[command(subcommand)]
     Grants(cli::grants::Cmd),
+    /// Show a run's kept change set (the changes an overlay run did not apply).
+    Changes(cli::changes::ChangesArgs),
+    /// Apply a run's kept change set later, through the same change-set policy.
+    Apply(cli::changes::ApplyArgs),
 }
 
 fn main() {
@@ -63,6 +67,8 @@ fn main() {
         Cmd::Approvals(cmd) => cli::approvals::run(cmd),
         Cmd::Grant(args) => cli::grants::grant(args),
         Cmd::Grants(cmd) => cli::grants::run(cmd),
+        Cmd::Changes(args) => cli::changes::changes(args),
+        Cmd::Apply(args) => cli::changes::apply(args),
     };
     match status {
         Ok(code) => std::process::exit(code),

@@ -36,6 +36,7 @@ impl Record {
             Event::Grant(e) => e.request_id.as_deref(),
             Event::FileWrite(e) => Some(&e.request_id),
             Event::FileRead(e) => Some(&e.request_id),
+            Event::Apply(e) => Some(&e.request_id),
             Event::Repair(_) | Event::Reanchor(_) | Event::Checkpoint(_) | Event::Test(_) => None,
         }
     }
@@ -50,6 +51,7 @@ impl Record {
             Event::Grant(e) => Some(&e.tenant),
             Event::FileWrite(e) => Some(&e.tenant),
             Event::FileRead(e) => Some(&e.tenant),
+            Event::Apply(e) => Some(&e.tenant),
             Event::Repair(_) | Event::Reanchor(_) | Event::Checkpoint(_) | Event::Test(_) => None,
         }
     }
@@ -62,6 +64,7 @@ impl Record {
             Event::Grant(_) => "grant",
             Event::FileWrite(_) => "file_write",
             Event::FileRead(_) => "file_read",
+            Event::Apply(_) => "apply",
             Event::Repair(_) => "repair",
             Event::Reanchor(_) => "reanchor",
             Event::Checkpoint(_) => "checkpoint",
@@ -79,6 +82,7 @@ pub enum Event {
     Grant(GrantEvent),
     FileWrite(FileWriteEvent),
     FileRead(FileReadEvent),
+    Apply(Box<ApplyEvent>),
     Repair(RepairEvent),
     Reanchor(ReanchorEvent),
     Checkpoint(CheckpointEvent),
@@ -295,6 +299,38 @@ pub struct FileWriteEvent {
     /// `read_only_workspace`, `too_large`, ...). Only in `finished`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The apply of a kept change set (`airlock apply RUN_ID`, or a run's parked
+/// change set once a person approved it): what was asked, what happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApplyEvent {
+    /// This apply's own id.
+    pub request_id: String,
+    /// The run whose kept change set this is.
+    pub run_id: String,
+    pub who: Caller,
+    #[serde(default)]
+    pub tenant: TenantId,
+    pub workspace: PathBuf,
+    pub policy_sha256: String,
+    /// The kept set's hash (what an approval binds to); empty if it could not be read.
+    pub set_sha256: String,
+    /// `applied`, `not_applied` (held, denied or over a limit), `approval_pending`,
+    /// `approval_refused`, `approval_denied` or `refused` (the kept set is gone or changed).
+    pub disposition: String,
+    pub applied: bool,
+    /// The first changes (at most `engine::AUDIT_CHANGES_LISTED`).
+    pub changes: Vec<FileChange>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_summary: Option<airlock_sandbox::ChangeSummary>,
+    pub violations: Vec<Violation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }

@@ -352,6 +352,7 @@ pub fn proxy_sandbox_spec(
             apply: false,
             changes: Default::default(),
             owned: vec![],
+            keep: None,
         },
         network: NetworkSpec::Proxy {
             socket: socket.to_path_buf(),

@@ -97,7 +97,20 @@ pub struct ChangesPolicy {
     pub max_files: Option<u64>,
     /// Most bytes of file data one apply may write; `None`: the overlay's size cap.
     pub max_bytes: Option<u64>,
+    /// How long a change set that was not applied stays kept for `airlock
+    /// apply RUN_ID` (ms); `None`: [`DEFAULT_KEEP_FOR_MS`].
+    #[serde(default)]
+    pub keep_for_ms: Option<u64>,
+    /// Most bytes all kept change sets together may take in the state
+    /// directory (oldest dropped first); `None`: [`DEFAULT_KEEP_BYTES`]; 0 keeps none.
+    #[serde(default)]
+    pub keep_bytes: Option<u64>,
 }
+
+/// Default age after which a kept change set is removed: one day.
+pub const DEFAULT_KEEP_FOR_MS: u64 = 24 * 3600 * 1000;
+/// Default bound on the bytes of all kept change sets together: 1 GiB.
+pub const DEFAULT_KEEP_BYTES: u64 = 1 << 30;
 
 impl Default for ChangesPolicy {
     fn default() -> Self {
@@ -108,6 +121,8 @@ impl Default for ChangesPolicy {
             discard: DEFAULT_DISCARD.iter().map(|s| s.to_string()).collect(),
             max_files: None,
             max_bytes: None,
+            keep_for_ms: None,
+            keep_bytes: None,
         }
     }
 }
@@ -352,6 +367,17 @@ impl Rules {
 
     /// Judges one change. Pure: reads nothing but its arguments.
     pub fn classify(&self, entry: &Entry<'_>) -> Classification {
+        self.classify_with(entry, &|_| None)
+    }
+
+    /// [`Rules::classify`], with `links` telling which paths of the resulting
+    /// view are symlinks (see [`resolves_inside`]): a symlink change is judged
+    /// by where its target resolves through them, not only lexically.
+    pub fn classify_with(
+        &self,
+        entry: &Entry<'_>,
+        links: &dyn Fn(&Path) -> Option<PathBuf>,
+    ) -> Classification {
         let ctx = &self.ctx;
         let rel = entry.rel;
         let shown = escape_path(rel);
@@ -421,7 +447,9 @@ impl Rules {
                 }
                 EntryType::Symlink => {
                     let target = entry.symlink_target.unwrap_or(Path::new(""));
-                    if !target_inside(rel, target, &ctx.root) {
+                    if !target_inside(rel, target, &ctx.root)
+                        || !resolves_inside(rel, target, &ctx.root, links)
+                    {
                         return deny(
                             "builtin.symlink_out",
                             format!(
@@ -573,8 +601,93 @@ pub fn target_inside(rel: &Path, target: &Path, root: &Path) -> bool {
     true
 }
 
+/// Most symlinks followed while resolving one link's target (as the kernel's 40).
+pub const MAX_LINK_HOPS: usize = 40;
+
+/// True when the symlink at `rel` with `target` resolves inside the workspace
+/// also once the links on the way are followed: `links(p)` returns the target
+/// of the symlink at the workspace-relative path `p` in the view the change
+/// set would leave (a link of the change set, else an existing host link), or
+/// `None` for anything else. `ln -s inner/x link` with `inner -> /etc` on the
+/// host, or a chain of new links, is caught here where the lexical
+/// [`target_inside`] sees only `inner/x`. Too many hops count as outside.
+pub fn resolves_inside(
+    rel: &Path,
+    target: &Path,
+    root: &Path,
+    links: &dyn Fn(&Path) -> Option<PathBuf>,
+) -> bool {
+    use std::collections::VecDeque;
+    use std::ffi::OsString;
+    let mut stack: Vec<OsString> = match rel.parent() {
+        Some(p) => p
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                _ => None,
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut todo: VecDeque<OsString> = VecDeque::new();
+    // Puts a target's components in front of what is left; false if it leaves the root.
+    let push_target =
+        |t: &Path, stack: &mut Vec<OsString>, todo: &mut VecDeque<OsString>| -> bool {
+            let rest = if t.is_absolute() {
+                match t.strip_prefix(root) {
+                    Ok(rest) if root.is_absolute() && root != Path::new("/") => {
+                        stack.clear();
+                        rest
+                    }
+                    _ => return false,
+                }
+            } else {
+                t
+            };
+            let comps: Vec<OsString> = rest
+                .components()
+                .map(|c| c.as_os_str().to_os_string())
+                .collect();
+            for c in comps.into_iter().rev() {
+                todo.push_front(c);
+            }
+            true
+        };
+    if target.as_os_str().is_empty() || !push_target(target, &mut stack, &mut todo) {
+        return false;
+    }
+    let mut hops = 0;
+    while let Some(c) = todo.pop_front() {
+        if c == "." {
+            continue;
+        } else if c == ".." {
+            if stack.pop().is_none() {
+                return false;
+            }
+        } else if c == "/" {
+            return false;
+        } else {
+            {
+                stack.push(c);
+                let here: PathBuf = stack.iter().collect();
+                if let Some(t) = links(&here) {
+                    hops += 1;
+                    if hops > MAX_LINK_HOPS {
+                        return false;
+                    }
+                    stack.pop();
+                    if !push_target(&t, &mut stack, &mut todo) {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
 /// The permission bits an allowed entry gets on the host.
-fn normal_mode(entry: &Entry<'_>) -> u32 {
+pub fn normal_mode(entry: &Entry<'_>) -> u32 {
     let mut mode = entry.mode & 0o777;
     let host_world_writable = entry.host_mode.is_some_and(|m| m & 0o002 != 0);
     if !host_world_writable {
@@ -821,5 +934,49 @@ mod tests {
         for p in ["", "/abs", "../up", "a/../b"] {
             assert_eq!(judge(p), Disposition::Deny, "{p:?}");
         }
+    }
+
+    #[test]
+    fn link_targets_resolve_through_existing_and_new_links() {
+        use std::collections::HashMap;
+        let root = Path::new("/w");
+        let view: HashMap<PathBuf, PathBuf> = [
+            ("inner", "/etc"),
+            ("up", "../.."),
+            ("a", "b"),
+            ("b", "c"),
+            ("c", "/w/ok"),
+            ("loop1", "loop2"),
+            ("loop2", "loop1"),
+            ("sub/rel", "../inner"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (PathBuf::from(k), PathBuf::from(v)))
+        .collect();
+        let links = |p: &Path| view.get(p).cloned();
+        let inside =
+            |rel: &str, t: &str| resolves_inside(Path::new(rel), Path::new(t), root, &links);
+        // Lexically inside, out through a host link on the way.
+        assert!(!inside("link", "inner/passwd"));
+        assert!(!inside("d/link", "../inner/shadow"));
+        assert!(!inside("link", "up/x"));
+        assert!(!inside("link", "sub/rel/passwd"));
+        // Chains of links that stay inside, and loops.
+        assert!(inside("link", "a"));
+        assert!(inside("link", "a/file"));
+        assert!(!inside("link", "loop1"));
+        assert!(inside("link", "src/main.py"));
+        assert!(inside("d/link", "../src"));
+        assert!(!inside("link", "/etc/passwd"));
+        // The classifier denies them.
+        let rules = Rules::new(&ChangesPolicy::default(), ctx());
+        let e = Entry {
+            symlink_target: Some(Path::new("inner/passwd")),
+            ..entry("link", ChangeKind::Added, EntryType::Symlink)
+        };
+        assert_eq!(rules.classify(&e).disposition, Disposition::Allow);
+        let c = rules.classify_with(&e, &links);
+        assert_eq!(c.disposition, Disposition::Deny);
+        assert_eq!(c.rule, "builtin.symlink_out");
     }
 }

@@ -17,6 +17,7 @@ mod cgroup_glue;
 pub mod helper;
 pub mod init;
 pub mod interp;
+pub mod kept;
 pub mod landlock;
 pub mod mounts;
 pub mod namespaces;

@@ -5,6 +5,8 @@
 //! `O_NOFOLLOW` from an fd on the workspace root, files are written to a
 //! temporary name in their final directory and renamed into place, and a
 //! protected path is never written (the attempt is reported as a violation).
+//! A change set that was not applied can be kept ([`super::kept`]) and applied
+//! later through the same [`settle`].
 
 use super::mounts::{is_whiteout, walk};
 use super::sys;
@@ -39,6 +41,30 @@ pub struct Change {
     pub host_mode: Option<u32>,
     /// A symlink's target.
     pub target: Option<PathBuf>,
+    /// What the host entry looked like at the scan (size, mtime s, mtime ns),
+    /// when there is one: a later apply refuses if the host entry moved on.
+    pub host_stamp: Option<HostStamp>,
+}
+
+/// The host entry a change replaces, as seen at the scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HostStamp {
+    pub file_type: EntryType,
+    pub size: u64,
+    pub mtime: i64,
+    pub mtime_ns: i64,
+}
+
+impl HostStamp {
+    pub fn of(m: &fs::Metadata) -> HostStamp {
+        HostStamp {
+            file_type: EntryType::from_mode(m.mode()),
+            // A directory's size says nothing about its content.
+            size: if m.is_dir() { 0 } else { m.len() },
+            mtime: if m.is_dir() { 0 } else { m.mtime() },
+            mtime_ns: if m.is_dir() { 0 } else { m.mtime_nsec() },
+        }
+    }
 }
 
 impl Change {
@@ -67,6 +93,7 @@ impl Change {
             mode: m.mode() & 0o7777,
             host_mode: host.map(|h| h.mode() & 0o7777),
             target,
+            host_stamp: host.map(HostStamp::of),
         }
     }
 
@@ -80,6 +107,7 @@ impl Change {
             mode: host.mode() & 0o7777,
             host_mode: Some(host.mode() & 0o7777),
             target: None,
+            host_stamp: Some(HostStamp::of(host)),
         }
     }
 
@@ -122,7 +150,7 @@ impl Change {
     }
 
     /// One line of the digest of the full list.
-    fn digest_line(&self, d: Disposition) -> String {
+    pub(crate) fn digest_line(&self, d: Disposition) -> String {
         let mut line = format!(
             "{:?} {} {} {:04o} {}",
             self.kind,
@@ -361,11 +389,73 @@ pub fn rules(ws: &WorkspaceSpec) -> Rules {
 /// allowed ones are copied back, unless any change waits for a person (then
 /// nothing is applied, so that what a person later approves is exactly what
 /// was reviewed) or the set is over `[changes] max_files` / `max_bytes`.
-/// Denied changes are never applied.
+/// Denied changes are never applied. A change set that was not applied (and
+/// holds more than discarded caches) is kept in `ws.keep`, when named, for
+/// `airlock changes RUN_ID` / `airlock apply RUN_ID`.
 pub fn finish(upper: &Path, ws: &WorkspaceSpec, limits: &Limits, apply: bool) -> Finished {
     let all = changes(upper, &ws.root);
+    let (mut f, judged) = settle(all, upper, ws, limits, apply, Approved::No);
+    if let Some(dir) = &ws.keep {
+        if !f.applied
+            && judged
+                .iter()
+                .any(|(_, c)| c.disposition != Disposition::Discard)
+        {
+            match super::kept::save(dir, &ws.root, &judged, upper) {
+                Ok(()) => f.summary.kept = true,
+                Err(e) => f.violations.push(fs_violation(
+                    format!(
+                        "the change set could not be kept for a later apply ({}): {e}; rerun the command to get it again",
+                        dir.display()
+                    ),
+                    serde_json::Value::Null,
+                )),
+            }
+        }
+    }
+    f
+}
+
+/// Whether a person approved the change set being settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approved<'a> {
+    No,
+    /// Approved for the set whose SHA-256 (see [`super::kept::set_sha256`]) is this;
+    /// held changes apply only if the set being settled hashes the same.
+    Set {
+        approved: &'a str,
+        current: &'a str,
+    },
+}
+
+/// The one return path, shared by a run's own apply and a later
+/// `airlock apply RUN_ID`: judges `all` (whose added and modified entries are
+/// read from `src`), reports, and when `apply` is asked and nothing is held
+/// (or the held ones were approved as this exact set), applies the allowed
+/// ones within the byte and file limits. Returns the judged list too.
+pub fn settle(
+    all: Vec<Change>,
+    src: &Path,
+    ws: &WorkspaceSpec,
+    limits: &Limits,
+    apply: bool,
+    approved: Approved<'_>,
+) -> (Finished, Vec<(Change, Classification)>) {
+    let upper = src;
     let rules = rules(ws);
     let off = return_path_off();
+    // Which paths of the view the change set leaves are symlinks: the change
+    // set's own (an entry in `src` hides the host's), else the host's.
+    let links = |p: &Path| -> Option<PathBuf> {
+        match fs::symlink_metadata(src.join(p)) {
+            Ok(m) if m.file_type().is_symlink() => fs::read_link(src.join(p)).ok(),
+            Ok(_) => None,
+            Err(_) => match fs::symlink_metadata(ws.root.join(p)) {
+                Ok(m) if m.file_type().is_symlink() => fs::read_link(ws.root.join(p)).ok(),
+                _ => None,
+            },
+        }
+    };
     let judged: Vec<(Change, Classification)> = all
         .into_iter()
         .map(|c| {
@@ -377,11 +467,15 @@ pub fn finish(upper: &Path, ws: &WorkspaceSpec, limits: &Limits, apply: bool) ->
                     mode: Some(c.mode & 0o7777),
                 }
             } else {
-                rules.classify(&c.entry())
+                rules.classify_with(&c.entry(), &links)
             };
             (c, class)
         })
         .collect();
+    let set_approved = match approved {
+        Approved::No => false,
+        Approved::Set { approved, current } => approved == current,
+    };
     let mut f = Finished::default();
     let mut hasher = Sha256::new();
     let mut denied = Vec::new();
@@ -404,11 +498,11 @@ pub fn finish(upper: &Path, ws: &WorkspaceSpec, limits: &Limits, apply: bool) ->
                 s.denied += 1;
                 denied.push(class);
             }
-            Disposition::ApprovalRequired => {
+            Disposition::ApprovalRequired if !set_approved => {
                 s.held += 1;
                 held.push(class);
             }
-            Disposition::Allow => {
+            Disposition::Allow | Disposition::ApprovalRequired => {
                 if c.kind != ChangeKind::Deleted {
                     s.write_entries += 1;
                     s.write_bytes += c.data;
@@ -438,18 +532,23 @@ pub fn finish(upper: &Path, ws: &WorkspaceSpec, limits: &Limits, apply: bool) ->
             f.violations
                 .extend(refusals(&held, "needs a person before it can be applied"));
         }
-        return f;
+        return (f, judged);
     }
     if !held.is_empty() {
         f.violations.extend(refusals(&held, "held for approval"));
+        let later = if ws.keep.is_some() {
+            "; the change set is kept: a person can review it with `airlock changes RUN_ID` and approve its apply (`airlock approvals approve ID`, then `airlock apply RUN_ID --approval ID`)"
+        } else {
+            ""
+        };
         f.violations.push(fs_violation(
             format!(
-                "not applied: {} change(s) need a person (approval_required), so none of this run's changes were applied; a person can allow them with patterns in [changes] allow of the policy file (which no run can write) and rerun",
+                "not applied: {} change(s) need a person (approval_required), so none of this run's changes were applied{later}; a person can also allow them with patterns in [changes] allow of the policy file (which no run can write)",
                 held.len()
             ),
             serde_json::json!({ "held": held.len() }),
         ));
-        return f;
+        return (f, judged);
     }
     let mut max_files = ws
         .changes
@@ -470,12 +569,23 @@ pub fn finish(upper: &Path, ws: &WorkspaceSpec, limits: &Limits, apply: bool) ->
             ),
             serde_json::json!({ "entries": f.summary.write_entries, "bytes": f.summary.write_bytes }),
         ));
-        return f;
+        return (f, judged);
     }
     let allowed: Vec<(&Change, Option<u32>)> = judged
         .iter()
-        .filter(|(_, class)| class.disposition == Disposition::Allow)
-        .map(|(c, class)| (c, class.mode))
+        .filter(|(_, class)| match class.disposition {
+            Disposition::Allow => true,
+            Disposition::ApprovalRequired => set_approved,
+            Disposition::Deny | Disposition::Discard => false,
+        })
+        .map(|(c, class)| {
+            // An approved held change gets the mode an allowed one would.
+            let mode = class.mode.or_else(|| {
+                (c.kind != ChangeKind::Deleted && c.file_type != EntryType::Symlink)
+                    .then(|| airlock_policy::changes::normal_mode(&c.entry()))
+            });
+            (c, mode)
+        })
         .collect();
     match apply_changes(&allowed, upper, &ws.root, max_bytes, off) {
         Ok((errors, written)) => {
@@ -488,7 +598,7 @@ pub fn finish(upper: &Path, ws: &WorkspaceSpec, limits: &Limits, apply: bool) ->
             serde_json::Value::Null,
         )),
     }
-    f
+    (f, judged)
 }
 
 fn fs_violation(detail: String, data: serde_json::Value) -> Violation {
@@ -590,12 +700,12 @@ fn apply_changes(
 }
 
 /// Bytes an apply may still write.
-struct Budget {
-    left: u64,
-    written: u64,
+pub(crate) struct Budget {
+    pub(crate) left: u64,
+    pub(crate) written: u64,
     /// Debug switch only: copy holes as zeros and use the old long temporary
     /// names (see `RETURN_PATH_OFF`).
-    dense: bool,
+    pub(crate) dense: bool,
 }
 
 /// Applies one change in `p`, its parent directory, opened from the root with
@@ -697,7 +807,12 @@ fn apply_one(
 /// Copies `size` bytes keeping holes: only the data segments (SEEK_DATA /
 /// SEEK_HOLE) are read, and blocks of zeros inside them are skipped too, so a
 /// sparse file costs the host no more than its data. Stops at the budget.
-fn copy_sparse(input: &fs::File, out: &fs::File, size: u64, budget: &mut Budget) -> io::Result<()> {
+pub(crate) fn copy_sparse(
+    input: &fs::File,
+    out: &fs::File,
+    size: u64,
+    budget: &mut Budget,
+) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     let fd = input.as_raw_fd();
     let end = i64::try_from(size).map_err(|_| io::Error::other("file too large"))?;

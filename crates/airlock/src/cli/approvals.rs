@@ -71,13 +71,23 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
                     "ID", "STATUS", "EXPIRES", "REQUESTED BY"
                 );
                 for a in &approvals {
+                    // An apply approval names the change set, not a command to run.
+                    let what = match &a.change_set {
+                        Some(set) => format!(
+                            "apply {} change(s) of run {} (made by: {})",
+                            set.changes.len(),
+                            set.run_id,
+                            command_text(&a.request.command)
+                        ),
+                        None => command_text(&a.request.command),
+                    };
                     println!(
                         "{:<16} {:<9} {:<25} {:<24} {}",
                         a.id,
                         a.status.as_str(),
                         a.expires_at,
                         super::audit::clip(&escape_line(&a.requested_by.to_string()), 24),
-                        super::audit::clip(&escape_line(&command_text(&a.request.command)), 80)
+                        super::audit::clip(&escape_line(&what), 80)
                     );
                 }
             }
@@ -94,6 +104,13 @@ pub fn run(cmd: Cmd) -> anyhow::Result<i32> {
         }
         Cmd::Approve { id, note } => {
             let a = ledger.approve(&id, &Caller::cli(), note)?;
+            if let Some(set) = &a.change_set {
+                println!(
+                    "approved {}: the change set of run {} (sha256 {}) may be applied once, exactly as reviewed, with `airlock apply {} --approval {}` until {}",
+                    a.id, set.run_id, set.sha256, set.run_id, a.id, a.expires_at
+                );
+                return Ok(0);
+            }
             println!(
                 "approved {}: it may run once, as `airlock run --approval {} ...` with the same command, cwd and policy, until {}",
                 a.id, a.id, a.expires_at
@@ -134,7 +151,20 @@ pub fn describe(a: &Approval) -> String {
     for reason in &a.reasons {
         out.push_str(&format!("reason     {}\n", e(reason)));
     }
-    out.push_str("command:\n");
+    if let Some(set) = &a.change_set {
+        // Lines are escaped when made; escape again for the terminal all the same.
+        out.push_str(&format!(
+            "apply      the kept change set of run {} (sha256 {}); nothing runs\n",
+            set.run_id, set.sha256
+        ));
+        out.push_str("changes:\n");
+        for line in &set.changes {
+            out.push_str(&format!("    {}\n", e(line)));
+        }
+        out.push_str("made by the command:\n");
+    } else {
+        out.push_str("command:\n");
+    }
     for line in escape_text(&command_text_full(&a.request.command)).split('\n') {
         out.push_str(&format!("    {line}\n"));
     }

@@ -454,6 +454,22 @@ fn summary(record: &Record) -> (String, String) {
             f.who.to_string(),
             format!("{} {}: {}", f.tool, f.path, f.result),
         ),
+        Event::Apply(a) => (
+            a.who.to_string(),
+            format!(
+                "apply {}: {}{}",
+                a.run_id,
+                a.disposition,
+                a.change_summary
+                    .as_ref()
+                    .map(|s| format!(
+                        " ({} change(s), {} bytes written)",
+                        s.total - s.discarded,
+                        s.applied_bytes
+                    ))
+                    .unwrap_or_default()
+            ),
+        ),
         Event::Repair(r) => (
             "airlock".into(),
             format!("repair: cut {} bytes", r.length_before - r.length_after),

@@ -1,6 +1,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod capability;
+pub mod changes;
 pub mod check;
 pub mod compile;
 pub mod doctor;

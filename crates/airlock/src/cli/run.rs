@@ -442,6 +442,8 @@ fn json_view(r: &RunResponse, backend: &str) -> serde_json::Value {
         "change_summary": o.and_then(|o| o.change_summary.as_ref()),
         "applied": o.map(|o| o.applied),
         "violations": o.map(|o| &o.violations),
+        "kept": o.and_then(|o| o.change_summary.as_ref()).is_some_and(|s| s.kept),
+        "apply": r.apply,
         "audit_ids": r.audit_ids,
     })
 }
@@ -471,12 +473,21 @@ fn report_to_terminal(r: &RunResponse, policy: &airlock_policy::Policy) {
     }
     if !o.changes.is_empty() {
         let held = o.change_summary.as_ref().is_some_and(|s| s.held > 0);
+        let kept = o.change_summary.as_ref().is_some_and(|s| s.kept);
+        let later = format!(
+            "kept: `airlock changes {}` shows them, `airlock apply {}` applies them",
+            r.request_id, r.request_id
+        );
         let verb = if o.applied {
-            "applied"
+            "applied".to_string()
+        } else if held && kept {
+            format!("not applied (some need a person, see below); {later}")
         } else if held {
-            "not applied (some need a person, see below)"
+            "not applied (some need a person, see below)".to_string()
+        } else if kept {
+            format!("not applied; {later}")
         } else {
-            "discarded (rerun with --apply to keep them)"
+            "discarded (rerun with --apply to keep them)".to_string()
         };
         let listed = o.changes.len() as u64;
         let total = o
@@ -528,5 +539,11 @@ fn report_to_terminal(r: &RunResponse, policy: &airlock_policy::Policy) {
             escape_line(&v.kind),
             escape_line(&v.detail)
         );
+    }
+    if let Some(a) = &r.apply {
+        eprintln!("airlock: parked change set: {}", escape_line(&a.message));
+        if a.applied {
+            super::changes::report_to_terminal(a);
+        }
     }
 }

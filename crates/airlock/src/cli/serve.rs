@@ -170,7 +170,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(addr) = options.listen {
         crate::serve::listen::check_tcp_address(addr, options.allow_remote)?;
     }
-    let engine = crate::serve::backend::open_engine()?;
+    // The tokens file is airlock's own: no run's changes may write it, in any mode.
+    let owned: Vec<_> = options.tokens.iter().cloned().collect();
+    let engine = crate::serve::backend::open_engine_owning(&owned)?;
     crate::serve::run(options, engine)?;
     Ok(0)
 }

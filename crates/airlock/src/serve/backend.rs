@@ -5,13 +5,18 @@ use airlock_sandbox::native::NativeBackend;
 use anyhow::Context;
 
 pub fn open_engine() -> anyhow::Result<airlock_core::Engine> {
+    open_engine_owning(&[])
+}
+
+/// [`open_engine`], with more files airlock lives by (a tokens file) that no
+/// run's changes may ever write.
+pub fn open_engine_owning(owned: &[std::path::PathBuf]) -> anyhow::Result<airlock_core::Engine> {
     let state_dir = airlock_core::resolve_state_dir()?;
     airlock_core::state::ensure_private_dir(&state_dir)?;
     let mut backend = NativeBackend::current_exe()?;
     backend.runs_dir = state_dir.join("runs");
-    airlock_core::Engine::open(airlock_core::EngineConfig::new(
-        state_dir.clone(),
-        Box::new(backend),
-    ))
-    .with_context(|| format!("cannot open the state directory {}", state_dir.display()))
+    let mut config = airlock_core::EngineConfig::new(state_dir.clone(), Box::new(backend));
+    config.owned = owned.to_vec();
+    airlock_core::Engine::open(config)
+        .with_context(|| format!("cannot open the state directory {}", state_dir.display()))
 }

@@ -397,6 +397,7 @@ fn record_caller(record: &Record) -> Option<&airlock_core::Caller> {
         Event::Grant(e) => Some(&e.who),
         Event::FileWrite(e) => Some(&e.who),
         Event::FileRead(e) => Some(&e.who),
+        Event::Apply(e) => Some(&e.who),
         _ => None,
     }
 }

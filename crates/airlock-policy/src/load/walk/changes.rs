@@ -11,6 +11,8 @@ const CHANGES_KEYS: &[&str] = &[
     "discard",
     "max_files",
     "max_bytes",
+    "keep_for",
+    "keep_bytes",
 ];
 
 impl Walker<'_> {
@@ -21,6 +23,16 @@ impl Walker<'_> {
                 "max_files" => {
                     if let Some(n) = self.integer(v, &what, 1, i64::MAX) {
                         out.max_files = Some(n as u64);
+                    }
+                }
+                "keep_for" => {
+                    if let Some(d) = self.duration(v, &what) {
+                        out.keep_for_ms = Some(d.ms);
+                    }
+                }
+                "keep_bytes" => {
+                    if let Some(n) = self.size(v, &what, 0, "0 bytes") {
+                        out.keep_bytes = Some(n);
                     }
                 }
                 "max_bytes" => {
