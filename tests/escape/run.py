@@ -1266,6 +1266,10 @@ class Session:
             rel = os.path.relpath(p, self.state_dir)
             if os.sep not in rel:
                 continue
+            # kept change sets (kept/<run id>/): an unapplied change set kept on
+            # purpose for `airlock apply RUN_ID`, bounded by [changes] keep_for/keep_bytes
+            if rel.split(os.sep)[0] == "kept":
+                continue
             # lock files and logs anywhere; a state file (audit/head.json) one level down
             if after[p][0] == "file" and (os.path.basename(p) == "lock" or re.search(r"\.(jsonl|log|lock)$", p)):
                 continue
