@@ -462,6 +462,10 @@ class Session:
             # debug builds only: the change-set policy, mode normalisation and the
             # hole-keeping copy are switched off, to show the return-path cases fail
             self.env["AIRLOCK_TEST_RETURN_PATH_OFF"] = "1"
+        if getattr(args, "cgroup_attach_late", False):
+            # debug builds only: init may fork the command before the helper
+            # has moved it into its cgroup (v1), to show that case failing
+            self.env["AIRLOCK_TEST_CGROUP_ATTACH_LATE"] = "1"
         self.sentinel = self._start_sentinel()
         self.leak_fd = os.open(self.home, os.O_RDONLY | os.O_DIRECTORY)
         self.cgroup_safety: list[Path] = []
@@ -1479,6 +1483,10 @@ def main() -> int:
     ap.add_argument("--return-path-off", action="store_true",
                     help="with a debug build of airlock only: switch the return path's checks off "
                          "(AIRLOCK_TEST_RETURN_PATH_OFF=1) to prove that its cases can fail")
+    ap.add_argument("--cgroup-attach-late", action="store_true",
+                    help="with a debug build of airlock only: let init fork the command before it "
+                         "is in its cgroup (AIRLOCK_TEST_CGROUP_ATTACH_LATE=1; cgroup v1) to prove "
+                         "that res_memory_first_instruction can fail")
     ap.add_argument("--report", help="write a JSON report here")
     ap.add_argument("--keep", action="store_true", help="keep the session directory")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each case's output on failure")

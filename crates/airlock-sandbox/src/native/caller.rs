@@ -153,6 +153,10 @@ impl NativeBackend {
         if let Some(v) = std::env::var_os(super::workspace::RETURN_PATH_OFF) {
             cmd.env(super::workspace::RETURN_PATH_OFF, v);
         }
+        #[cfg(debug_assertions)]
+        if let Some(v) = std::env::var_os(super::cgroup_glue::CGROUP_ATTACH_LATE) {
+            cmd.env(super::cgroup_glue::CGROUP_ATTACH_LATE, v);
+        }
         // SAFETY: the closure runs between fork and exec and only calls fcntl and
         // dup2, which are async-signal-safe; it allocates nothing.
         unsafe {

@@ -19,6 +19,28 @@ pub struct RunStats {
     pub pids_limit_hit: bool,
 }
 
+/// Debug builds only: with this variable set to `1` (passed from the caller to
+/// the helper), the helper lets init go on before moving it into its cgroup
+/// and moves it 300 ms later, so that init forks the command outside the
+/// run's cgroup (v1; on v2 init is born in it): the ordering as it would be
+/// without the wait, so that the escape corpus can show
+/// `res_memory_first_instruction` failing (`run.py --cgroup-attach-late`).
+/// Release builds have no such switch.
+#[cfg(debug_assertions)]
+pub const CGROUP_ATTACH_LATE: &str = "AIRLOCK_TEST_CGROUP_ATTACH_LATE";
+
+/// See [`CGROUP_ATTACH_LATE`].
+pub fn attach_late() -> bool {
+    #[cfg(debug_assertions)]
+    {
+        std::env::var_os(CGROUP_ATTACH_LATE).is_some_and(|v| v == "1")
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        false
+    }
+}
+
 /// Where a freshly cloned init stands (see [`RunCgroup::clone_init`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {

@@ -297,14 +297,22 @@ fn run_in(
     drop(msg_w);
     // The helper keeps no end of the command's stdio.
     sys::stdio_to_devnull();
-    if placement == Placement::Attach {
-        mark(report, "init cloned");
-        if let Err(e) = cgroup.add(init_pid) {
-            sys::kill(init_pid, libc::SIGKILL);
-            let _ = sys::waitpid(init_pid, 0);
-            let _ = cgroup.destroy();
-            return Err(e);
+    // Debug builds only: the escape corpus' proof that the order matters.
+    let late = super::cgroup_glue::attach_late();
+    let attach = |report: &mut HelperReport| -> Result<(), SandboxError> {
+        if placement == Placement::Attach {
+            mark(report, "init cloned");
+            if let Err(e) = cgroup.add(init_pid) {
+                sys::kill(init_pid, libc::SIGKILL);
+                let _ = sys::waitpid(init_pid, 0);
+                let _ = cgroup.destroy();
+                return Err(e);
+            }
         }
+        Ok(())
+    };
+    if !late {
+        attach(report)?;
     }
     mark(report, "init cloned and in its cgroup");
     if request.gated {
@@ -317,6 +325,10 @@ fn run_in(
         mark(report, "caller's go received");
     }
     let _ = sys::write_all(go_w.as_raw_fd(), b"g");
+    if late {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        attach(report)?;
+    }
 
     let mut watch = Watch {
         kill: None,
