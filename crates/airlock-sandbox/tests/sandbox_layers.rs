@@ -729,14 +729,13 @@ fn memory_limit_is_reported_as_memory() {
     );
 }
 
-/// The command never runs outside its cgroup. Its very first act (cat reading
+/// The command starts in its run's cgroup. Its very first act (cat reading
 /// /proc/self/cgroup, no shell before it) finds it at the root of the
-/// sandbox's cgroup namespace in the memory, pids and cpu hierarchies, in the
-/// same groups as the sandbox's init. Were init to fork the command before
-/// the helper had moved init into the run's cgroup, the command would be left
-/// behind in the helper's groups while init moved on (the two halves would
-/// differ); were init to unshare its cgroup namespace before the move, neither
-/// would be at the namespace's root.
+/// sandbox's cgroup namespace in the memory, pids and cpu hierarchies (v2: the
+/// unified line), in the same groups as the sandbox's init: init unshared that
+/// namespace only once it was in the run's cgroup. (From inside, a command and
+/// an init both left outside would look the same; the escape case
+/// res_memory_first_instruction proves the ordering by the limit itself.)
 #[test]
 fn the_command_starts_inside_its_cgroup() {
     let f = fixture();
