@@ -9,6 +9,7 @@ use crate::audit::record::{ApplyEvent, Event};
 use crate::engine::{ApprovalRef, Refusal, RunOptions, AUDIT_CHANGES_LISTED};
 use crate::ledger::ApprovalCheck;
 use crate::{Caller, Engine, EngineError, PromptAnswer};
+use airlock_policy::changes::Disposition;
 use airlock_policy::{Policy, Request};
 use airlock_sandbox::native::kept as sk;
 use airlock_sandbox::native::workspace::Finished;
@@ -460,9 +461,9 @@ pub fn change_line(c: &FileChange) -> String {
     if let Some(m) = &c.mode {
         line.push_str(&format!(" [{m}]"));
     }
-    match c.disposition.as_deref() {
-        Some("deny") => line.push_str(" DENIED"),
-        Some("approval_required") => line.push_str(" NEEDS APPROVAL"),
+    match c.disposition {
+        Some(Disposition::Deny) => line.push_str(" DENIED"),
+        Some(Disposition::ApprovalRequired) => line.push_str(" NEEDS APPROVAL"),
         _ => {}
     }
     crate::terminal::escape_line(&line).into_owned()

@@ -86,7 +86,7 @@ pub struct FileChange {
     pub target: Option<String>,
     /// What the change-set policy said: `allow`, `approval_required` or `deny`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disposition: Option<String>,
+    pub disposition: Option<airlock_policy::changes::Disposition>,
     /// Why, for anything but `allow`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -142,7 +142,7 @@ impl Change {
             size: self.size,
             mode: mode.map(|m| format!("{m:04o}")),
             target: self.target.as_deref().map(escape_path),
-            disposition: class.map(|c| c.disposition.as_str().to_string()),
+            disposition: class.map(|c| c.disposition),
             reason: class
                 .filter(|c| !c.reason.is_empty())
                 .map(|c| c.reason.clone()),

@@ -498,28 +498,7 @@ fn report_to_terminal(r: &RunResponse, policy: &airlock_policy::Policy) {
             .max(listed);
         eprintln!("airlock: {total} workspace change(s) {verb}:");
         for c in o.changes.iter().take(50) {
-            let kind = match c.kind {
-                airlock_sandbox::ChangeKind::Added => "added",
-                airlock_sandbox::ChangeKind::Modified => "modified",
-                airlock_sandbox::ChangeKind::Deleted => "deleted",
-            };
-            let mut line = format!("  {kind:8} {}", c.path);
-            if let Some(t) = &c.target {
-                line.push_str(" -> ");
-                line.push_str(t);
-            }
-            if c.file_type != "file" && c.file_type != "dir" {
-                line.push_str(&format!(" ({})", c.file_type));
-            }
-            if let Some(m) = &c.mode {
-                line.push_str(&format!(" [{m}]"));
-            }
-            match c.disposition.as_deref() {
-                Some("deny") => line.push_str(" DENIED"),
-                Some("approval_required") => line.push_str(" NEEDS APPROVAL"),
-                _ => {}
-            }
-            eprintln!("{}", escape_line(&line));
+            eprintln!("  {}", airlock_core::apply::change_line(c));
         }
         if total > 50 {
             eprintln!("  … and {} more", total - 50.min(listed));
