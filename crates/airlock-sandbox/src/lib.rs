@@ -11,6 +11,7 @@ pub mod native;
 pub mod outcome;
 pub mod spec;
 pub mod tier;
+pub mod view;
 pub mod wasm;
 
 pub use backend::{Backend, OutputSink, SandboxError};

@@ -118,9 +118,8 @@ fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
         spec,
         run_dir: plan.run_dir,
         idmaps: &idmaps,
-        passwd: "root:x:0:0:airlock sandbox:/home/airlock:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n".into(),
-        group: "root:x:0:\nnogroup:x:65534:\n".into(),
-        isolated_network: isolated,
+        passwd: crate::view::PASSWD.into(),
+        group: crate::view::GROUP.into(),
         upper_fs: plan.upper_fs,
         rootless: plan.rootless,
     };

@@ -1,19 +1,18 @@
-//! Filesystem layer: the sandbox's whole view, built by real root inside a
-//! private mount namespace, then pivoted into.
+//! Filesystem layer: executes the sandbox's view ([`crate::view`], a list of
+//! operations built from the spec) as real root inside a private mount
+//! namespace, then pivots into it.
 //!
-//! Order: propagation private; a tmpfs as the new root; system directories bound
-//! read-only, nosuid, nodev (symlinks such as merged-usr `/bin` are recreated as
-//! symlinks); a handful of `/etc` files (passwd and group generated); a fresh
-//! `/proc` with its dangerous corners read-only or masked; a minimal `/dev`; a
-//! size-capped `/tmp`; an empty per-run home (`/home/airlock`); the workspace at its real path; the policy's read and
-//! write paths; the hidden paths masked; `pivot_root`; old root detached; the
-//! root tmpfs made read-only.
+//! Around the list: propagation private; the workspace tree cloned before
+//! anything is mounted (the runs directory may lie inside it); a tmpfs as the
+//! new root. Then each [`ViewOp`] in order, in one loop. After it:
+//! `pivot_root`, old root detached, the root tmpfs made read-only.
 //!
 //! Mount points are created by walking from an fd on the new root with
 //! `O_NOFOLLOW` at every step, and trees are attached by fd (`open_tree` +
 //! `move_mount`), so a symlink placed in a visible tree cannot redirect a mount.
 
 use super::sys::{self, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
+use crate::view::{self, Owner, ViewOp};
 use crate::{SandboxError, SandboxSpec, WorkspaceMode};
 use std::ffi::CString;
 use std::io;
@@ -21,68 +20,6 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Component, Path, PathBuf};
-
-/// System directories bound read-only (or recreated as symlinks).
-pub const SYSTEM_DIRS: &[&str] = &["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"];
-
-/// Host `/etc` entries programs need. Nothing with secrets: no shadow, no ssh
-/// keys, no machine-id.
-pub const ETC_ENTRIES: &[&str] = &[
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "nsswitch.conf",
-    "localtime",
-    "timezone",
-    "ssl",
-    "ca-certificates",
-    "ca-certificates.conf",
-    "alternatives",
-    "protocols",
-    "services",
-    "host.conf",
-    "gai.conf",
-    "mime.types",
-    "os-release",
-    "debian_version",
-    "profile",
-    "bash.bashrc",
-    "inputrc",
-    "environment",
-    "login.defs",
-    "python3",
-    "python3.11",
-    "terminfo",
-    "magic",
-    "magic.mime",
-    "mailcap",
-    "xdg",
-    "locale.alias",
-    "locale.gen",
-    "default",
-    "pki",
-];
-
-/// `/proc` entries remounted read-only.
-const PROC_READ_ONLY: &[&str] = &["sys", "sysrq-trigger", "irq", "bus", "fs"];
-/// `/proc` entries masked (files with /dev/null, directories with an empty tmpfs).
-const PROC_MASKED: &[&str] = &[
-    "kcore",
-    "keys",
-    "key-users",
-    "timer_list",
-    "kmsg",
-    "sched_debug",
-    "latency_stats",
-    "timer_stats",
-    "kallsyms",
-    "vmallocinfo",
-    "acpi",
-    "scsi",
-    "config.gz",
-];
-/// Device nodes bound from the host.
-pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
 
 pub const LAYER: &str = "filesystem";
 
@@ -94,6 +31,17 @@ fn fail(
     SandboxError::Layer {
         layer,
         detail: format!("{what}: {e}"),
+    }
+}
+
+/// The layer a failure of an operation on `path` is reported under.
+fn layer_of(path: &Path) -> &'static str {
+    if path.starts_with("/dev") {
+        "dev"
+    } else if path.starts_with("/proc") {
+        "proc"
+    } else {
+        LAYER
     }
 }
 
@@ -110,8 +58,6 @@ pub struct ViewPlan<'a> {
     pub group: String,
     /// The detached tmpfs holding `upper/` and `work/` (overlay mode).
     pub upper_fs: Option<&'a OwnedFd>,
-    /// Network namespace in force (otherwise the host's resolv.conf and hosts are used).
-    pub isolated_network: bool,
     /// Rootless mode: the overlay keeps its marks in `user.*` xattrs (`userxattr`),
     /// since `trusted.*` needs host privilege.
     pub rootless: bool,
@@ -121,12 +67,23 @@ pub struct ViewPlan<'a> {
 /// in its own mount namespace.
 pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
     let spec = plan.spec;
+    let ops = view::plan(
+        &view::ViewInput {
+            spec,
+            run_dir: plan.run_dir,
+            passwd: &plan.passwd,
+            group: &plan.group,
+        },
+        &view::RealHost,
+    );
     let root = super::rundir::mount_point(plan.run_dir, "root");
     sys::make_mounts_private().map_err(|e| fail("mounts", "make / private", e))?;
     // The workspace tree is copied before anything is mounted: the runs
     // directory (and so the new root) may lie inside the workspace.
-    let ws_tree = sys::clone_tree(&spec.workspace.root, true)
-        .map_err(|e| fail("workspace", spec.workspace.root.display(), e))?;
+    let mut ws_tree = Some(
+        sys::clone_tree(&spec.workspace.root, true)
+            .map_err(|e| fail("workspace", spec.workspace.root.display(), e))?,
+    );
     sys::mount(
         Some(c"airlock"),
         &root,
@@ -138,91 +95,151 @@ pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
     let root_fd = sys::open(&root, libc::O_PATH | libc::O_DIRECTORY, 0)
         .map_err(|e| fail("mounts", "open new root", e))?;
     let r = root_fd.as_raw_fd();
+    for op in &ops {
+        execute(plan, op, r, &root, &mut ws_tree)?;
+    }
+    pivot(&root)?;
+    Ok(())
+}
 
-    for name in SYSTEM_DIRS {
-        let host = Path::new("/").join(name);
-        match std::fs::symlink_metadata(&host) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let target =
-                    std::fs::read_link(&host).map_err(|e| fail(LAYER, host.display(), e))?;
-                symlink_in(r, &target, Path::new(name))?;
+/// Executes one operation of the view inside the new root (`r`, at `root`).
+fn execute(
+    plan: &ViewPlan,
+    op: &ViewOp,
+    r: RawFd,
+    root: &Path,
+    ws_tree: &mut Option<OwnedFd>,
+) -> Result<(), SandboxError> {
+    match op {
+        ViewOp::Symlink { link, target } => symlink_in(r, target, link),
+        ViewOp::BindRo { src, dst } => bind_ro(src, r, dst),
+        ViewOp::WriteFile { path, content } => write_file_in(r, path, content),
+        ViewOp::Tmpfs {
+            path,
+            mode,
+            size_bytes,
+            inodes,
+            flags,
+            owner,
+        } => {
+            let l = layer_of(path);
+            let at = mountpoint(r, path, true)?;
+            let mode = format!("{mode:04o}");
+            let size = size_bytes.to_string();
+            let inodes = inodes.map(|n| n.to_string());
+            let uid = super::namespaces::SANDBOX_HOST_UID.to_string();
+            let gid = super::namespaces::SANDBOX_HOST_GID.to_string();
+            let mut options: Vec<(&str, &str)> = vec![("mode", &mode), ("size", &size)];
+            if let Some(n) = &inodes {
+                options.push(("nr_inodes", n));
             }
-            Ok(m) if m.is_dir() => bind_ro(&host, r, &host)?,
-            _ => {}
+            // As root, the tmpfs is made in the initial user namespace: its
+            // owner is the host uid that sandbox root maps to. Rootless, it is
+            // made inside the caller's own namespace, whose root (the caller)
+            // is already its owner.
+            if *owner == Owner::SandboxUser && !plan.rootless {
+                options.extend([("uid", uid.as_str()), ("gid", gid.as_str())]);
+            }
+            let mut attrs = MOUNT_ATTR_NOSUID;
+            if flags.nodev {
+                attrs |= MOUNT_ATTR_NODEV;
+            }
+            if flags.noexec {
+                attrs |= MOUNT_ATTR_NOEXEC;
+            }
+            let fs = sys::new_fs(c"tmpfs", &options, attrs)
+                .map_err(|e| fail(l, format!("tmpfs {}", path.display()), e))?;
+            sys::attach_tree(&fs, &at).map_err(|e| fail(l, format!("mount {}", path.display()), e))
         }
-    }
-
-    build_etc(plan, r)?;
-    build_dev(spec, r, &root)?;
-    build_proc(r, &root)?;
-
-    let tmp = mountpoint(r, Path::new("/tmp"), true)?;
-    let size = format!("{}", spec.limits.tmp_bytes.max(4096));
-    let inodes = inode_cap(spec.limits.tmp_bytes);
-    let tmpfs = sys::new_fs(
-        c"tmpfs",
-        &[("mode", "1777"), ("size", &size), ("nr_inodes", &inodes)],
-        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-    )
-    .map_err(|e| fail(LAYER, "tmpfs /tmp", e))?;
-    sys::attach_tree(&tmpfs, &tmp).map_err(|e| fail(LAYER, "mount /tmp", e))?;
-    build_home(spec, r, plan.rootless)?;
-
-    // Extra read paths go first (they may be parents of nothing we mount later);
-    // the workspace and write paths after, so they win over a read-only parent.
-    let mut reads: Vec<&PathBuf> = spec.read_paths.iter().collect();
-    reads.sort_by_key(|p| p.components().count());
-    for p in reads {
-        if p.exists() {
-            bind_ro(p, r, p)?;
+        ViewOp::Device { path } => {
+            const L: &str = "dev";
+            let at = mountpoint(r, path, false)?;
+            let tree = sys::clone_tree(path, false).map_err(|e| fail(L, path.display(), e))?;
+            sys::set_tree_attrs(&tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, None)
+                .map_err(|e| fail(L, path.display(), e))?;
+            sys::attach_tree(&tree, &at).map_err(|e| fail(L, path.display(), e))
         }
-    }
-
-    build_workspace(plan, r, ws_tree)?;
-    // airlock's own state (audit log, other runs) is never visible, even when
-    // it lies inside the workspace.
-    if let Some(state) = plan.run_dir.parent().and_then(Path::parent) {
-        if state.starts_with(&spec.workspace.root) {
-            hide(r, &root, state)?;
+        ViewOp::Devpts { path } => {
+            drop(mountpoint(r, path, true)?);
+            sys::mount(
+                Some(c"devpts"),
+                &inside(root, path)?,
+                Some(c"devpts"),
+                libc::MS_NOSUID | libc::MS_NOEXEC,
+                Some(c"newinstance,ptmxmode=0666,mode=0620"),
+            )
+            .map_err(|e| fail("dev", "devpts", e))
         }
-    }
-
-    let mut writes: Vec<&PathBuf> = spec.write_paths.iter().collect();
-    writes.sort_by_key(|p| p.components().count());
-    for p in writes {
-        if p.exists() {
-            let tree = sys::clone_tree(p, true).map_err(|e| fail(LAYER, p.display(), e))?;
+        ViewOp::Proc { path } => {
+            drop(mountpoint(r, path, true)?);
+            sys::mount(
+                Some(c"proc"),
+                &inside(root, path)?,
+                Some(c"proc"),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                None,
+            )
+            .map_err(|e| fail("proc", "mount proc", e))
+        }
+        ViewOp::ReadOnly { path } => {
+            let l = layer_of(path);
+            let p = inside(root, path)?;
+            if p.exists() {
+                let tree = sys::clone_tree(&p, true).map_err(|e| fail(l, p.display(), e))?;
+                sys::set_tree_attrs(
+                    &tree,
+                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                    None,
+                )
+                .map_err(|e| fail(l, p.display(), e))?;
+                sys::attach_tree_at(&tree, &p).map_err(|e| fail(l, p.display(), e))?;
+            }
+            Ok(())
+        }
+        ViewOp::Mask { path } => mask(&inside(root, path)?, layer_of(path)),
+        ViewOp::Workspace {
+            root: ws_root,
+            mode,
+            protect,
+        } => {
+            let tree = ws_tree
+                .take()
+                .ok_or_else(|| fail("workspace", ws_root.display(), "shown twice"))?;
+            build_workspace(plan, r, tree, ws_root, *mode, protect)
+        }
+        ViewOp::BindRw { src, dst } => {
+            let tree = sys::clone_tree(src, true).map_err(|e| fail(LAYER, src.display(), e))?;
             sys::set_tree_attrs(
                 &tree,
                 MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                (plan.idmaps)(p),
+                (plan.idmaps)(src),
             )
-            .map_err(|e| fail(LAYER, format!("idmap {}", p.display()), e))?;
-            let at = mountpoint(r, p, p.is_dir())?;
-            sys::attach_tree(&tree, &at).map_err(|e| fail(LAYER, p.display(), e))?;
+            .map_err(|e| fail(LAYER, format!("idmap {}", src.display()), e))?;
+            let at = mountpoint(r, dst, src.is_dir())?;
+            sys::attach_tree(&tree, &at).map_err(|e| fail(LAYER, src.display(), e))
         }
+        ViewOp::ProxySocket { src, dst } => {
+            // The egress proxy's socket, idmapped so that sandbox root may connect.
+            let at = mountpoint(r, dst, false)?;
+            let tree =
+                sys::clone_tree(src, false).map_err(|e| fail("network", src.display(), e))?;
+            sys::set_tree_attrs(
+                &tree,
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                (plan.idmaps)(src),
+            )
+            .map_err(|e| fail("network", "idmap proxy socket", e))?;
+            sys::attach_tree(&tree, &at).map_err(|e| fail("network", "bind proxy socket", e))
+        }
+        ViewOp::Hide { path } => hide(r, root, path),
     }
+}
 
-    if let crate::NetworkSpec::Proxy { socket } = &spec.network {
-        // The egress proxy's socket, idmapped so that sandbox root may connect.
-        let at = mountpoint(r, Path::new(super::relay::SOCKET_IN_SANDBOX), false)?;
-        let tree =
-            sys::clone_tree(socket, false).map_err(|e| fail("network", socket.display(), e))?;
-        sys::set_tree_attrs(
-            &tree,
-            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-            (plan.idmaps)(socket),
-        )
-        .map_err(|e| fail("network", "idmap proxy socket", e))?;
-        sys::attach_tree(&tree, &at).map_err(|e| fail("network", "bind proxy socket", e))?;
-    }
-
-    for p in &spec.hide_paths {
-        hide(r, &root, p)?;
-    }
-
-    pivot(&root)?;
-    Ok(())
+/// The host path (before the pivot) of the sandbox path `path`.
+fn inside(root: &Path, path: &Path) -> Result<PathBuf, SandboxError> {
+    relative_inside(path)
+        .map(|rel| root.join(rel))
+        .ok_or_else(|| fail(LAYER, path.display(), "path must not contain `..`"))
 }
 
 fn pivot(root: &Path) -> Result<(), SandboxError> {
@@ -242,162 +259,6 @@ fn pivot(root: &Path) -> Result<(), SandboxError> {
         None,
     )
     .map_err(|e| fail("mounts", "remount / read-only", e))?;
-    Ok(())
-}
-
-fn build_etc(plan: &ViewPlan, r: RawFd) -> Result<(), SandboxError> {
-    let etc = Path::new("/etc");
-    mkdir_in(r, etc)?;
-    for name in ETC_ENTRIES {
-        let host = etc.join(name);
-        match std::fs::symlink_metadata(&host) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let target =
-                    std::fs::read_link(&host).map_err(|e| fail(LAYER, host.display(), e))?;
-                symlink_in(r, &target, &host)?;
-            }
-            Ok(m) if m.is_dir() || m.is_file() => bind_ro(&host, r, &host)?,
-            _ => {}
-        }
-    }
-    write_file_in(r, &etc.join("passwd"), plan.passwd.as_bytes())?;
-    write_file_in(r, &etc.join("group"), plan.group.as_bytes())?;
-    write_file_in(r, &etc.join("hostname"), b"airlock\n")?;
-    // The only global git configuration: in the root tmpfs, read-only after
-    // the pivot, named by GIT_CONFIG_GLOBAL (with GIT_CONFIG_NOSYSTEM=1).
-    write_file_in(
-        r,
-        Path::new(crate::GIT_CONFIG_FILE),
-        plan.spec.git_config.as_bytes(),
-    )?;
-    if plan.isolated_network {
-        write_file_in(
-            r,
-            &etc.join("hosts"),
-            b"127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-        )?;
-        write_file_in(
-            r,
-            &etc.join("resolv.conf"),
-            b"# airlock: no network in this sandbox\n",
-        )?;
-    } else {
-        for name in ["hosts", "resolv.conf"] {
-            let host = etc.join(name);
-            if let Ok(real) = std::fs::canonicalize(&host) {
-                let at = mountpoint(r, &host, false)?;
-                bind_ro_at(&real, &at)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The run's home: an empty tmpfs of its own at [`crate::SANDBOX_HOME`], owned
-/// by the sandbox's user and capped like `/tmp`. Not `/tmp`, so a file
-/// planted in `/tmp` is no `~/.gitconfig` or `~/.config/…`; made for this run
-/// only, so nothing in it reaches the next.
-fn build_home(spec: &SandboxSpec, r: RawFd, rootless: bool) -> Result<(), SandboxError> {
-    let at = mountpoint(r, Path::new(crate::SANDBOX_HOME), true)?;
-    let size = format!("{}", spec.limits.tmp_bytes.max(4096));
-    let inodes = inode_cap(spec.limits.tmp_bytes);
-    let uid = super::namespaces::SANDBOX_HOST_UID.to_string();
-    let gid = super::namespaces::SANDBOX_HOST_GID.to_string();
-    let mut options: Vec<(&str, &str)> =
-        vec![("mode", "0700"), ("size", &size), ("nr_inodes", &inodes)];
-    // As root, the tmpfs is made in the initial user namespace: its owner is
-    // the host uid that sandbox root maps to. Rootless, it is made inside the
-    // caller's own namespace, whose root (the caller) is already its owner.
-    if !rootless {
-        options.extend([("uid", uid.as_str()), ("gid", gid.as_str())]);
-    }
-    let fs = sys::new_fs(c"tmpfs", &options, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
-        .map_err(|e| fail(LAYER, format!("tmpfs {}", crate::SANDBOX_HOME), e))?;
-    sys::attach_tree(&fs, &at).map_err(|e| fail(LAYER, format!("mount {}", crate::SANDBOX_HOME), e))
-}
-
-fn build_dev(spec: &SandboxSpec, r: RawFd, root: &Path) -> Result<(), SandboxError> {
-    const L: &str = "dev";
-    let dev = mountpoint(r, Path::new("/dev"), true)?;
-    let tmpfs = sys::new_fs(
-        c"tmpfs",
-        &[("mode", "0755"), ("size", "64k")],
-        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
-    )
-    .map_err(|e| fail(L, "tmpfs /dev", e))?;
-    sys::attach_tree(&tmpfs, &dev).map_err(|e| fail(L, "mount /dev", e))?;
-    drop(dev);
-    for name in DEVICES {
-        let host = Path::new("/dev").join(name);
-        let at = mountpoint(r, &host, false)?;
-        let tree = sys::clone_tree(&host, false).map_err(|e| fail(L, host.display(), e))?;
-        sys::set_tree_attrs(&tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, None)
-            .map_err(|e| fail(L, host.display(), e))?;
-        sys::attach_tree(&tree, &at).map_err(|e| fail(L, host.display(), e))?;
-    }
-    let pts = mountpoint(r, Path::new("/dev/pts"), true)?;
-    drop(pts);
-    sys::mount(
-        Some(c"devpts"),
-        &root.join("dev/pts"),
-        Some(c"devpts"),
-        libc::MS_NOSUID | libc::MS_NOEXEC,
-        Some(c"newinstance,ptmxmode=0666,mode=0620"),
-    )
-    .map_err(|e| fail(L, "devpts", e))?;
-    symlink_in(r, Path::new("pts/ptmx"), Path::new("/dev/ptmx"))?;
-    let shm = mountpoint(r, Path::new("/dev/shm"), true)?;
-    let size = format!("{}", spec.limits.tmp_bytes.max(4096));
-    let shm_fs = sys::new_fs(
-        c"tmpfs",
-        &[
-            ("mode", "1777"),
-            ("size", &size),
-            ("nr_inodes", &inode_cap(spec.limits.tmp_bytes)),
-        ],
-        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-    )
-    .map_err(|e| fail(L, "tmpfs /dev/shm", e))?;
-    sys::attach_tree(&shm_fs, &shm).map_err(|e| fail(L, "mount /dev/shm", e))?;
-    for (link, target) in [
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-    ] {
-        symlink_in(r, Path::new(target), &Path::new("/dev").join(link))?;
-    }
-    Ok(())
-}
-
-fn build_proc(r: RawFd, root: &Path) -> Result<(), SandboxError> {
-    const L: &str = "proc";
-    drop(mountpoint(r, Path::new("/proc"), true)?);
-    let proc = root.join("proc");
-    sys::mount(
-        Some(c"proc"),
-        &proc,
-        Some(c"proc"),
-        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        None,
-    )
-    .map_err(|e| fail(L, "mount proc", e))?;
-    for name in PROC_READ_ONLY {
-        let p = proc.join(name);
-        if p.exists() {
-            let tree = sys::clone_tree(&p, true).map_err(|e| fail(L, p.display(), e))?;
-            sys::set_tree_attrs(
-                &tree,
-                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                None,
-            )
-            .map_err(|e| fail(L, p.display(), e))?;
-            sys::attach_tree_at(&tree, &p).map_err(|e| fail(L, p.display(), e))?;
-        }
-    }
-    for name in PROC_MASKED {
-        mask(&proc.join(name), L)?;
-    }
     Ok(())
 }
 
@@ -452,12 +313,18 @@ fn hide(r: RawFd, root: &Path, path: &Path) -> Result<(), SandboxError> {
     }
 }
 
-fn build_workspace(plan: &ViewPlan, r: RawFd, tree: OwnedFd) -> Result<(), SandboxError> {
+fn build_workspace(
+    plan: &ViewPlan,
+    r: RawFd,
+    tree: OwnedFd,
+    ws_root: &Path,
+    mode: WorkspaceMode,
+    protected: &[PathBuf],
+) -> Result<(), SandboxError> {
     const L: &str = "workspace";
-    let ws = &plan.spec.workspace;
-    let idmap = (plan.idmaps)(&ws.root);
-    let at = mountpoint(r, &ws.root, true)?;
-    match ws.mode {
+    let idmap = (plan.idmaps)(ws_root);
+    let at = mountpoint(r, ws_root, true)?;
+    match mode {
         WorkspaceMode::Ro => {
             sys::set_tree_attrs(
                 &tree,
@@ -474,7 +341,7 @@ fn build_workspace(plan: &ViewPlan, r: RawFd, tree: OwnedFd) -> Result<(), Sandb
             drop(at);
             let ws_inside = walk(
                 r,
-                &relative_inside(&ws.root).unwrap_or_default(),
+                &relative_inside(ws_root).unwrap_or_default(),
                 libc::O_PATH | libc::O_DIRECTORY,
             )
             .map_err(|e| fail(L, "reopen workspace", e))?;
@@ -483,7 +350,7 @@ fn build_workspace(plan: &ViewPlan, r: RawFd, tree: OwnedFd) -> Result<(), Sandb
             // mount point (EBUSY), so `.git` cannot be moved aside and rebuilt
             // with hooks of the sandbox's choosing.
             let mut pinned: Vec<PathBuf> = Vec::new();
-            for p in &ws.protect {
+            for p in protected {
                 let Some(rel) = relative_inside(p) else {
                     continue;
                 };
@@ -511,7 +378,7 @@ fn build_workspace(plan: &ViewPlan, r: RawFd, tree: OwnedFd) -> Result<(), Sandb
                     }
                 }
             }
-            for p in &ws.protect {
+            for p in protected {
                 protect(ws_inside.as_raw_fd(), p)?;
             }
         }
@@ -604,7 +471,7 @@ fn protect(ws: RawFd, rel: &Path) -> Result<(), SandboxError> {
 /// Inodes of a tmpfs of `bytes`: one per 4 KiB page (at least 1024), so that
 /// empty files cannot exhaust kernel memory long before the size cap.
 pub fn inode_cap(bytes: u64) -> String {
-    (bytes / 4096).max(1024).to_string()
+    view::inode_cap(bytes).to_string()
 }
 
 /// The components of an absolute path, refusing `..`.
@@ -638,10 +505,6 @@ pub fn walk(dir: RawFd, rel: &Path, last_flags: libc::c_int) -> io::Result<Owned
         Some(f) => Ok(f),
         None => sys::openat(dir, c".", last_flags, 0),
     }
-}
-
-fn mkdir_in(r: RawFd, path: &Path) -> Result<OwnedFd, SandboxError> {
-    mountpoint(r, path, true)
 }
 
 /// Creates (if needed) the mount point for `path` inside the new root and
