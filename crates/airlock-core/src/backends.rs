@@ -75,6 +75,7 @@ pub fn available(kind: BackendKind) -> Result<String, String> {
         ),
         #[cfg(feature = "wasm")]
         BackendKind::Wasm => airlock_sandbox::wasm::WasmBackend::probe(),
+        BackendKind::Oci | BackendKind::Gvisor => airlock_sandbox::oci::OciBackend::probe(kind),
         other => Err(other.not_built_reason()),
     }
 }
@@ -97,6 +98,9 @@ pub fn open(kind: BackendKind, state_dir: &Path) -> Result<Box<dyn Backend>, San
         BackendKind::Wasm => Ok(Box::new(airlock_sandbox::wasm::WasmBackend::current_exe(
             state_dir,
         )?)),
+        BackendKind::Oci | BackendKind::Gvisor => Ok(Box::new(
+            airlock_sandbox::oci::OciBackend::current_exe(kind, state_dir)?,
+        )),
         other => Err(SandboxError::Layer {
             layer: "backend",
             detail: other.not_built_reason(),

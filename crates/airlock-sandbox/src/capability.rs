@@ -365,6 +365,8 @@ pub fn report_with(
             let support = match kind {
                 BackendKind::Native => native(boundary, spec, &native_limits),
                 BackendKind::Wasm => crate::wasm::caps::support(boundary, spec),
+                BackendKind::Oci => crate::oci::caps::support(boundary, spec, false),
+                BackendKind::Gvisor => crate::oci::caps::support(boundary, spec, true),
                 _ => Support::Missing(kind.not_built_reason()),
             };
             Line {
@@ -433,7 +435,7 @@ mod tests {
         let s = spec();
         let r = report(BackendKind::Native, &s, Ok("ok".into()));
         assert!(r.refusal().is_none(), "{r:?}");
-        let g = report(BackendKind::Gvisor, &s, Ok("ok".into()));
+        let g = report(BackendKind::Docker, &s, Ok("ok".into()));
         let why = g.refusal().unwrap();
         assert!(why.contains("not built in this version"), "{why}");
     }

@@ -8,6 +8,7 @@ pub mod backend;
 pub mod capability;
 pub mod doctor;
 pub mod native;
+pub mod oci;
 pub mod outcome;
 pub mod spec;
 pub mod tier;

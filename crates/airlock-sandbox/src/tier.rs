@@ -90,9 +90,8 @@ impl BackendKind {
         match self {
             BackendKind::Native => true,
             BackendKind::Wasm => cfg!(feature = "wasm"),
-            BackendKind::Gvisor | BackendKind::Oci | BackendKind::Docker | BackendKind::Microvm => {
-                false
-            }
+            BackendKind::Gvisor | BackendKind::Oci => true,
+            BackendKind::Docker | BackendKind::Microvm => false,
         }
     }
 
@@ -104,7 +103,7 @@ impl BackendKind {
                 .to_string(),
             other => format!(
                 "the {} backend is not built in this version of airlock; \
-                 Hint: use a backend that is (native, wasm) in `[sandbox] backend` or `--backend`",
+                 Hint: use a backend that is (native, oci, gvisor, wasm) in `[sandbox] backend` or `--backend`",
                 other.as_str()
             ),
         }

@@ -55,6 +55,7 @@ fn main() {
     // The sandbox helper is this binary re-executed; it must run before anything else.
     airlock_sandbox::native::maybe_run_helper();
     airlock_sandbox::wasm::maybe_run_helper();
+    airlock_sandbox::oci::maybe_run_helper();
     let cli = Cli::parse();
     let status = match cli.command {
         Cmd::Check(args) => cli::check::run(args),

@@ -13,7 +13,7 @@
 pub mod caller;
 pub mod caps;
 pub mod cgroup;
-mod cgroup_glue;
+pub(crate) mod cgroup_glue;
 pub mod helper;
 pub mod init;
 pub mod interp;

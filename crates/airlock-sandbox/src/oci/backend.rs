@@ -1,0 +1,297 @@
+//! The caller's side of the OCI and gVisor backends: choose the runtime,
+//! start the helper, stream and cap its output, and turn its report into an
+//! [`Outcome`].
+
+use super::helper::{FD_CONTROL, FD_REPORT, HELPER_ARG};
+use super::runtime::{self, Runtime};
+use super::{HelperReport, Request};
+use crate::native::{protocol, sys};
+use crate::{Backend, BackendKind, Outcome, OutputSink, SandboxError, SandboxSpec};
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct OciBackend {
+    /// `Oci` (crun, runc, youki) or `Gvisor` (runsc).
+    pub kind: BackendKind,
+    pub runtime: Runtime,
+    pub runtime_exe: PathBuf,
+    /// The executable that runs the helper when given [`HELPER_ARG`] first.
+    pub helper_exe: PathBuf,
+    /// Where per-run directories live (only used to hide the state directory
+    /// when it lies inside the workspace).
+    pub runs_dir: PathBuf,
+}
+
+fn io_err(context: &str) -> impl Fn(std::io::Error) -> SandboxError + '_ {
+    move |source| SandboxError::Io {
+        context: context.to_string(),
+        source,
+    }
+}
+
+impl OciBackend {
+    /// The backend of `kind` (`Oci` or `Gvisor`) with the runtime chosen here.
+    pub fn current_exe(kind: BackendKind, state_dir: &Path) -> Result<OciBackend, SandboxError> {
+        let (runtime, runtime_exe) = Self::choose(kind).map_err(|detail| SandboxError::Layer {
+            layer: "runtime",
+            detail,
+        })?;
+        let exe =
+            std::fs::read_link("/proc/self/exe").map_err(io_err("resolving /proc/self/exe"))?;
+        Ok(OciBackend {
+            kind,
+            runtime,
+            runtime_exe,
+            helper_exe: exe,
+            runs_dir: state_dir.join("runs"),
+        })
+    }
+
+    fn choose(kind: BackendKind) -> Result<(Runtime, PathBuf), String> {
+        match kind {
+            BackendKind::Gvisor => runtime::choose_gvisor(),
+            BackendKind::Oci => runtime::choose_oci(),
+            other => Err(format!("{other} is not an OCI backend")),
+        }
+    }
+
+    /// Whether the backend can run here, and with what.
+    pub fn probe(kind: BackendKind) -> Result<String, String> {
+        let (rt, exe) = Self::choose(kind)?;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(format!(
+                "the {kind} backend stages the workspace with idmapped mounts and runs {} as root; \
+                 Hint: run airlock as root, or use the native backend (which runs unprivileged)",
+                rt.exe_name()
+            ));
+        }
+        let platform = match rt {
+            Runtime::Runsc(p) => format!(", platform {}", p.as_str()),
+            _ => String::new(),
+        };
+        Ok(format!(
+            "{} at {} ({}){platform}",
+            rt.exe_name(),
+            exe.display(),
+            runtime::version(&exe)
+        ))
+    }
+}
+
+/// One captured stream, cut at the cap.
+struct Capture {
+    bytes: Vec<u8>,
+    cap: usize,
+    truncated: bool,
+}
+
+impl Capture {
+    fn new(cap: u64) -> Capture {
+        Capture {
+            bytes: Vec::new(),
+            cap: usize::try_from(cap).unwrap_or(usize::MAX),
+            truncated: false,
+        }
+    }
+
+    /// Keeps what fits; returns the part kept and whether the cap was passed.
+    fn push<'a>(&mut self, chunk: &'a [u8]) -> (&'a [u8], bool) {
+        let room = self.cap.saturating_sub(self.bytes.len());
+        let kept = &chunk[..room.min(chunk.len())];
+        let over = kept.len() < chunk.len();
+        self.truncated |= over;
+        self.bytes.extend_from_slice(kept);
+        (kept, over)
+    }
+
+    fn text(&self) -> String {
+        let mut s = String::from_utf8_lossy(&self.bytes).into_owned();
+        if self.truncated {
+            s.push_str(&format!(
+                "\n[airlock: output truncated at {} bytes]\n",
+                self.cap
+            ));
+        }
+        s
+    }
+}
+
+impl Backend for OciBackend {
+    fn name(&self) -> &'static str {
+        self.kind.as_str()
+    }
+
+    fn run(&self, spec: &SandboxSpec, sink: &mut dyn OutputSink) -> Result<Outcome, SandboxError> {
+        if spec.argv.is_empty() {
+            return Err(SandboxError::Spec("argv is empty".into()));
+        }
+        let request = Request {
+            spec: spec.clone(),
+            runs_dir: self.runs_dir.clone(),
+            runtime: self.runtime,
+            runtime_exe: self.runtime_exe.clone(),
+        };
+        let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
+
+        // The helper, with an empty environment, the report on fd 3 and the
+        // control pipe (its lifeline) on fd 4.
+        let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
+        let (ctl_r, ctl_w) = sys::pipe().map_err(io_err("pipe"))?;
+        let passed: [(RawFd, RawFd); 2] = [
+            (rep_w.as_raw_fd(), FD_REPORT),
+            (ctl_r.as_raw_fd(), FD_CONTROL),
+        ];
+        let mut cmd = Command::new(&self.helper_exe);
+        cmd.arg(HELPER_ARG)
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: the closure runs between fork and exec and only calls fcntl
+        // and dup2 (async-signal-safe); it allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Every source is moved above the targets first, so that no
+                // dup2 clobbers a source that is itself a target number.
+                let mut high = [0 as RawFd; 2];
+                for (i, (src, _)) in passed.iter().enumerate() {
+                    high[i] = sys::cvt(libc::fcntl(*src, libc::F_DUPFD_CLOEXEC, 10))?;
+                }
+                for (i, (_, target)) in passed.iter().enumerate() {
+                    sys::cvt(libc::dup2(high[i], *target))?;
+                }
+                Ok(())
+            });
+        }
+        let started = Instant::now();
+        let mut child = cmd.spawn().map_err(io_err("spawning the OCI helper"))?;
+        drop(rep_w);
+        drop(ctl_r);
+        if let Some(mut stdin) = child.stdin.take() {
+            if let Err(e) = stdin.write_all(&bytes) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(SandboxError::Helper(format!("sending the spec: {e}")));
+            }
+        }
+        let stdout: OwnedFd = child
+            .stdout
+            .take()
+            .map(OwnedFd::from)
+            .ok_or_else(|| SandboxError::Helper("no stdout pipe".into()))?;
+        let stderr: OwnedFd = child
+            .stderr
+            .take()
+            .map(OwnedFd::from)
+            .ok_or_else(|| SandboxError::Helper("no stderr pipe".into()))?;
+
+        // Relay output as it comes, capped; collect the report.
+        let mut out = Capture::new(spec.limits.output_bytes);
+        let mut err = Capture::new(spec.limits.output_bytes);
+        let mut report_bytes = Vec::new();
+        let mut open = [true, true, true];
+        let mut output_kill_sent = false;
+        let backstop =
+            started + Duration::from_millis(spec.limits.timeout_ms) + Duration::from_secs(90);
+        let mut buf = vec![0u8; 64 * 1024];
+        while open.iter().any(|o| *o) {
+            let fds = [stdout.as_raw_fd(), stderr.as_raw_fd(), rep_r.as_raw_fd()];
+            let live: Vec<RawFd> = fds
+                .iter()
+                .zip(open)
+                .filter(|(_, o)| *o)
+                .map(|(f, _)| *f)
+                .collect();
+            let wait = backstop.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(SandboxError::Helper(
+                    "the OCI helper stopped responding; killed".into(),
+                ));
+            }
+            let revents =
+                sys::poll(&live, wait.as_millis().min(1000) as i32).map_err(io_err("poll"))?;
+            for (fd, rev) in live.iter().zip(revents) {
+                if rev == 0 {
+                    continue;
+                }
+                let idx = fds.iter().position(|f| f == fd).unwrap_or(2);
+                let n = sys::read(*fd, &mut buf).unwrap_or(0);
+                if n == 0 {
+                    open[idx] = false;
+                    continue;
+                }
+                let chunk = &buf[..n];
+                let over = match idx {
+                    0 => {
+                        let (kept, over) = out.push(chunk);
+                        if !kept.is_empty() {
+                            sink.stdout(kept);
+                        }
+                        over
+                    }
+                    1 => {
+                        let (kept, over) = err.push(chunk);
+                        if !kept.is_empty() {
+                            sink.stderr(kept);
+                        }
+                        over
+                    }
+                    _ => {
+                        report_bytes.extend_from_slice(chunk);
+                        false
+                    }
+                };
+                if over && !output_kill_sent {
+                    output_kill_sent = true;
+                    let _ = sys::write_all(ctl_w.as_raw_fd(), &[protocol::CONTROL_KILL_OUTPUT]);
+                }
+            }
+        }
+        let status = child.wait().map_err(io_err("waiting for the OCI helper"))?;
+        drop(ctl_w);
+        if report_bytes.is_empty() {
+            return Err(SandboxError::Helper(format!(
+                "the OCI helper exited ({status}) without a report"
+            )));
+        }
+        let report: HelperReport = serde_json::from_slice(&report_bytes)
+            .map_err(|e| SandboxError::Helper(format!("unreadable OCI helper report: {e}")))?;
+        if report.failure.is_some() {
+            return Err(report.into_error());
+        }
+        if std::env::var_os("AIRLOCK_PROFILE").is_some() {
+            for n in &report.notes {
+                eprintln!("airlock profile: note: {n}");
+            }
+            eprintln!(
+                "airlock profile: {:>8.2} ms  caller total ({})",
+                started.elapsed().as_secs_f64() * 1000.0,
+                self.runtime.exe_name()
+            );
+        }
+        Ok(Outcome {
+            exit_code: report.exit_code,
+            signal: report.signal,
+            killed_by: report.killed_by,
+            duration_ms: report.duration_ms,
+            cpu_ms: report.cpu_ms,
+            peak_memory_bytes: report.peak_memory_bytes,
+            stdout: out.text(),
+            stderr: err.text(),
+            truncated: out.truncated || err.truncated,
+            changes: report.changes,
+            applied: report.applied,
+            violations: report.violations,
+            change_summary: report.change_summary,
+        })
+    }
+}

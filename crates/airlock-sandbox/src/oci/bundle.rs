@@ -1,0 +1,565 @@
+//! The view translated into an OCI bundle: `config.json` and the few files
+//! and symlinks of the (read-only) root filesystem. Pure: the helper writes
+//! what this returns, so the translation is unit-tested without root.
+//!
+//! | view operation        | OCI                                                        |
+//! |-----------------------|------------------------------------------------------------|
+//! | `Symlink`, `WriteFile`| made in `rootfs/` (`root.readonly`); under `/dev` the runtime makes them |
+//! | `BindRo`              | bind mount `rbind,ro,nosuid,nodev`                         |
+//! | `BindRw`              | bind mount of the helper's idmapped copy, `nosuid,nodev`   |
+//! | `Tmpfs`               | tmpfs mount with `mode`, `size`, `nr_inodes`               |
+//! | `Device`              | the runtime's default devices (a superset of the view's)   |
+//! | `Devpts`, `Proc`      | devpts / proc mounts                                       |
+//! | `ReadOnly`            | `linux.readonlyPaths`                                      |
+//! | `Mask`, `Hide`        | `linux.maskedPaths`                                        |
+//! | `Workspace`           | bind of the helper's overlay (or idmapped tree); `rw` mode pins the protected paths' parents and binds the protected paths read-only |
+//! | `ProxySocket`         | refused: the in-sandbox relay is not built for this backend |
+
+use super::runtime::Runtime;
+use crate::native::rlimits::RlimitSpec;
+use crate::view::ViewOp;
+use crate::{NetworkSpec, SandboxSpec, WorkspaceMode};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// The host uid and gid sandbox root maps to (as under the native backend).
+pub const HOST_ID: u32 = crate::native::namespaces::SANDBOX_HOST_UID;
+
+/// What the helper prepared on the host for the bundle to bind.
+#[derive(Debug, Clone)]
+pub struct Staged {
+    /// What appears at the workspace's path: the overlay's merged directory,
+    /// or the idmapped tree (ro and rw modes).
+    pub workspace: PathBuf,
+    /// Idmapped copies of the write paths: (path inside, host source).
+    pub write_paths: Vec<(PathBuf, PathBuf)>,
+    /// Read-only sources the runtime could not reach from the container's
+    /// user namespace (a parent directory closed to others, such as
+    /// `/root`), bound into the stage: (path inside, host source).
+    pub read_paths: Vec<(PathBuf, PathBuf)>,
+}
+
+/// An entry of the root filesystem directory.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RootfsEntry {
+    Symlink { link: PathBuf, target: PathBuf },
+    File { path: PathBuf, content: Vec<u8> },
+}
+
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    pub config: Value,
+    pub rootfs: Vec<RootfsEntry>,
+}
+
+/// System calls the OCI seccomp profile refuses with EPERM: kernel
+/// configuration, modules, other namespaces, mounts, keyrings, BPF, perf,
+/// userfaultfd, io_uring, handles that open files by inode, process memory of
+/// others. The rest is allowed (a deny list, not airlock's native allowlist).
+pub const SECCOMP_DENY: &[&str] = &[
+    "acct",
+    "add_key",
+    "bpf",
+    "clock_adjtime",
+    "clock_settime",
+    "create_module",
+    "delete_module",
+    "finit_module",
+    "fsconfig",
+    "fsmount",
+    "fsopen",
+    "fspick",
+    "get_kernel_syms",
+    "init_module",
+    "io_uring_enter",
+    "io_uring_register",
+    "io_uring_setup",
+    "ioperm",
+    "iopl",
+    "kcmp",
+    "kexec_file_load",
+    "kexec_load",
+    "keyctl",
+    "lookup_dcookie",
+    "mount",
+    "mount_setattr",
+    "move_mount",
+    "move_pages",
+    "name_to_handle_at",
+    "nfsservctl",
+    "open_by_handle_at",
+    "open_tree",
+    "perf_event_open",
+    "pivot_root",
+    "process_vm_readv",
+    "process_vm_writev",
+    "ptrace",
+    "query_module",
+    "quotactl",
+    "reboot",
+    "request_key",
+    "setns",
+    "settimeofday",
+    "swapoff",
+    "swapon",
+    "syslog",
+    "umount",
+    "umount2",
+    "unshare",
+    "uselib",
+    "userfaultfd",
+    "ustat",
+    "vhangup",
+];
+
+/// Namespace flags `clone` may not ask for (CLONE_NEWTIME, NEWNS,
+/// NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET).
+const CLONE_NEW_FLAGS: [u64; 8] = [
+    0x0000_0080,
+    0x0002_0000,
+    0x0200_0000,
+    0x0400_0000,
+    0x0800_0000,
+    0x1000_0000,
+    0x2000_0000,
+    0x4000_0000,
+];
+
+fn seccomp_profile() -> Value {
+    let mut rules = vec![json!({
+        "names": SECCOMP_DENY, "action": "SCMP_ACT_ERRNO", "errnoRet": libc::EPERM
+    })];
+    // clone with any new-namespace flag (one rule per flag: the conditions
+    // of one rule are all required); clone3 cannot be inspected, so it
+    // reports ENOSYS and libc falls back to clone.
+    for flag in CLONE_NEW_FLAGS {
+        rules.push(json!({
+            "names": ["clone"], "action": "SCMP_ACT_ERRNO", "errnoRet": libc::EPERM,
+            "args": [{"index": 0, "value": flag, "valueTwo": flag, "op": "SCMP_CMP_MASKED_EQ"}]
+        }));
+    }
+    rules.push(json!({"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": libc::ENOSYS}));
+    json!({
+        "defaultAction": "SCMP_ACT_ALLOW",
+        // Only the native ABI: i386 (int 0x80) and x32 calls meet the
+        // runtime's bad-architecture action.
+        "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": rules
+    })
+}
+
+fn bind(src: &Path, dst: &Path, ro: bool) -> Value {
+    let mut options = vec!["rbind", "nosuid", "nodev"];
+    if ro {
+        options.push("ro");
+    }
+    json!({"destination": dst, "type": "bind", "source": src, "options": options})
+}
+
+fn fail(detail: impl Into<String>) -> String {
+    detail.into()
+}
+
+/// The mounts of the workspace at `root` from `staged` (see the module docs).
+fn workspace_mounts(
+    root: &Path,
+    mode: WorkspaceMode,
+    protect: &[PathBuf],
+    staged: &Path,
+    mounts: &mut Vec<Value>,
+) -> Result<(), String> {
+    mounts.push(bind(staged, root, mode == WorkspaceMode::Ro));
+    if mode != WorkspaceMode::Rw {
+        return Ok(());
+    }
+    // rw: every directory between the root and a protected path becomes a
+    // mount point of its own (the kernel refuses to rename a mount point, so
+    // `.git` cannot be moved aside and rebuilt), then the protected paths are
+    // bound read-only.
+    let mut pinned: Vec<PathBuf> = Vec::new();
+    for p in protect {
+        let Some(rel) = crate::native::mounts::relative_inside(p) else {
+            return Err(fail(format!(
+                "protected path {}: must stay inside the workspace",
+                p.display()
+            )));
+        };
+        let ancestors: Vec<&Path> = rel
+            .ancestors()
+            .skip(1)
+            .filter(|a| !a.as_os_str().is_empty())
+            .collect();
+        for a in ancestors.into_iter().rev() {
+            let host = staged.join(a);
+            let is_dir = std::fs::symlink_metadata(&host)
+                .map(|m| m.is_dir())
+                .unwrap_or(false);
+            if !is_dir {
+                break;
+            }
+            if !pinned.iter().any(|x| x == a) {
+                mounts.push(bind(&host, &root.join(a), false));
+                pinned.push(a.to_path_buf());
+            }
+        }
+        let host = staged.join(&rel);
+        match std::fs::symlink_metadata(&host) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(fail(format!(
+                    "protected path {} is a symlink; Hint: use the overlay mode",
+                    rel.display()
+                )))
+            }
+            Ok(_) => mounts.push(bind(&host, &root.join(&rel), true)),
+            Err(_) => {
+                let parent = rel.parent().unwrap_or(Path::new(""));
+                if !parent.as_os_str().is_empty() && staged.join(parent).is_dir() {
+                    return Err(fail(format!(
+                        "protected path {}: does not exist, so a read-only mount cannot keep it \
+                         from being created in rw mode (create it, or use the overlay mode)",
+                        rel.display()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The bundle for `spec`'s view (`ops`), with the helper's `staged` sources.
+pub fn translate(
+    spec: &SandboxSpec,
+    ops: &[ViewOp],
+    staged: &Staged,
+    runtime: Runtime,
+) -> Result<Bundle, String> {
+    let mut rootfs = Vec::new();
+    let mut mounts: Vec<Value> = Vec::new();
+    let mut masked: Vec<PathBuf> = Vec::new();
+    let mut readonly: Vec<PathBuf> = Vec::new();
+    let dev = Path::new("/dev");
+    for op in ops {
+        match op {
+            // The runtime makes /dev's links (fd, stdin, stdout, stderr, ptmx).
+            ViewOp::Symlink { link, .. } if link.starts_with(dev) => {}
+            ViewOp::Symlink { link, target } => rootfs.push(RootfsEntry::Symlink {
+                link: link.clone(),
+                target: target.clone(),
+            }),
+            ViewOp::WriteFile { path, content } => rootfs.push(RootfsEntry::File {
+                path: path.clone(),
+                content: content.clone(),
+            }),
+            ViewOp::BindRo { src, dst } => {
+                let src = staged
+                    .read_paths
+                    .iter()
+                    .find(|(d, _)| d == dst)
+                    .map_or(src, |(_, s)| s);
+                mounts.push(bind(src, dst, true));
+            }
+            ViewOp::BindRw { dst, .. } => {
+                let src = staged
+                    .write_paths
+                    .iter()
+                    .find(|(d, _)| d == dst)
+                    .map(|(_, s)| s)
+                    .ok_or_else(|| fail(format!("write path {} was not staged", dst.display())))?;
+                mounts.push(bind(src, dst, false));
+            }
+            ViewOp::Tmpfs {
+                path,
+                mode,
+                size_bytes,
+                inodes,
+                flags,
+                owner: _,
+            } => {
+                // In the container's user namespace the mounter is sandbox
+                // root, so every tmpfs (the home too) already belongs to it.
+                let mut options = vec!["nosuid".to_string()];
+                if flags.nodev {
+                    options.push("nodev".into());
+                }
+                if flags.noexec {
+                    options.push("noexec".into());
+                }
+                options.push(format!("mode={mode:o}"));
+                options.push(format!("size={size_bytes}"));
+                if let Some(n) = inodes {
+                    options.push(format!("nr_inodes={n}"));
+                }
+                mounts.push(json!({"destination": path, "type": "tmpfs", "source": "tmpfs", "options": options}));
+            }
+            // null, zero, full, random, urandom (and tty) are the runtime's
+            // default devices.
+            ViewOp::Device { .. } => {}
+            ViewOp::Devpts { path } => mounts.push(json!({
+                "destination": path, "type": "devpts", "source": "devpts",
+                "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]
+            })),
+            ViewOp::Proc { path } => mounts.push(json!({
+                "destination": path, "type": "proc", "source": "proc",
+                "options": ["nosuid", "nodev", "noexec"]
+            })),
+            ViewOp::ReadOnly { path } => readonly.push(path.clone()),
+            ViewOp::Mask { path } | ViewOp::Hide { path } => masked.push(path.clone()),
+            ViewOp::Workspace {
+                root,
+                mode,
+                protect,
+            } => workspace_mounts(root, *mode, protect, &staged.workspace, &mut mounts)?,
+            ViewOp::ProxySocket { .. } => {
+                return Err(fail(
+                    "network allowlist mode needs the in-sandbox relay to the egress proxy, \
+                     which this backend does not have",
+                ))
+            }
+        }
+    }
+    let mut namespaces = vec![
+        json!({"type": "pid"}),
+        json!({"type": "ipc"}),
+        json!({"type": "uts"}),
+        json!({"type": "mount"}),
+        json!({"type": "user"}),
+        json!({"type": "cgroup"}),
+    ];
+    if crate::view::isolated_network(spec) {
+        namespaces.push(json!({"type": "network"}));
+    }
+    if matches!(spec.network, NetworkSpec::Proxy { .. }) {
+        return Err(fail(
+            "network allowlist mode is not supported by this backend",
+        ));
+    }
+    let rl = RlimitSpec::from_limits(&spec.limits);
+    let mut rlimits: Vec<Value> = rl
+        .entries()
+        .iter()
+        .map(|(_, soft, hard, name)| json!({"type": name, "soft": soft, "hard": hard}))
+        .collect();
+    // Processes of sandbox root in its own user namespace (gVisor's Sentry
+    // applies it to the guest's processes, which no host cgroup sees).
+    let nproc = u64::from(spec.limits.pids);
+    rlimits.push(json!({"type": "RLIMIT_NPROC", "soft": nproc, "hard": nproc}));
+    let env: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let no_caps: Vec<&str> = Vec::new();
+    let mut linux = json!({
+        "namespaces": namespaces,
+        "uidMappings": [{"containerID": 0, "hostID": HOST_ID, "size": 1}],
+        "gidMappings": [{"containerID": 0, "hostID": HOST_ID, "size": 1}],
+        "maskedPaths": masked,
+        "readonlyPaths": readonly,
+        "seccomp": seccomp_profile(),
+    });
+    if matches!(runtime, Runtime::Runc | Runtime::Youki) {
+        // Relative: below the run cgroup the runtime is started in.
+        linux["cgroupsPath"] = json!(format!("airlock-{}", spec.request_id));
+    }
+    let config = json!({
+        "ociVersion": "1.0.2",
+        "process": {
+            "terminal": false,
+            "user": {"uid": 0, "gid": 0},
+            "args": spec.argv,
+            "env": env,
+            "cwd": spec.cwd,
+            "capabilities": {
+                "bounding": no_caps, "effective": no_caps, "inheritable": no_caps,
+                "permitted": no_caps, "ambient": no_caps
+            },
+            "rlimits": rlimits,
+            "noNewPrivileges": true,
+        },
+        "root": {"path": "rootfs", "readonly": true},
+        "hostname": "airlock",
+        "mounts": mounts,
+        "linux": linux,
+    });
+    Ok(Bundle { config, rootfs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::{self, ViewInput};
+    use crate::GIT_CONFIG_FILE;
+
+    fn spec(ws: &Path) -> SandboxSpec {
+        SandboxSpec {
+            request_id: "r1".into(),
+            argv: vec!["sh".into(), "-c".into(), "true".into()],
+            cwd: ws.to_path_buf(),
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            workspace: crate::WorkspaceSpec {
+                root: ws.to_path_buf(),
+                mode: WorkspaceMode::Overlay,
+                protect: vec![".git/hooks".into()],
+                apply: false,
+                changes: Default::default(),
+                owned: vec![],
+            },
+            network: NetworkSpec::None,
+            limits: crate::Limits {
+                timeout_ms: 1000,
+                cpu_time_ms: 2500,
+                memory_bytes: 256 << 20,
+                pids: 64,
+                cpus: 1.0,
+                output_bytes: 1 << 20,
+                tmp_bytes: 32 << 20,
+                file_size_bytes: 1 << 20,
+                open_files: 256,
+            },
+            read_paths: vec![],
+            write_paths: vec![],
+            hide_paths: vec![ws.join("secret")],
+            stdin: None,
+            limit_enforcement: Default::default(),
+            git_config: String::new(),
+        }
+    }
+
+    fn bundle_of(spec: &SandboxSpec, staged: &Path, runtime: Runtime) -> Result<Bundle, String> {
+        let ops = view::plan(
+            &ViewInput {
+                spec,
+                run_dir: Path::new("/var/lib/airlock/runs/r1"),
+                passwd: view::PASSWD,
+                group: view::GROUP,
+            },
+            &view::RealHost,
+        );
+        translate(
+            spec,
+            &ops,
+            &Staged {
+                workspace: staged.to_path_buf(),
+                write_paths: vec![],
+                read_paths: vec![],
+            },
+            runtime,
+        )
+    }
+
+    fn mount_at<'a>(config: &'a Value, dst: &str) -> Option<&'a Value> {
+        config["mounts"]
+            .as_array()?
+            .iter()
+            .find(|m| m["destination"] == dst)
+    }
+
+    #[test]
+    fn the_view_becomes_a_locked_down_bundle() {
+        let s = spec(Path::new("/w"));
+        let b = bundle_of(&s, Path::new("/run/airlock/oci/r1/merged"), Runtime::Crun).unwrap();
+        let c = &b.config;
+        assert_eq!(c["root"]["readonly"], true);
+        assert_eq!(c["process"]["noNewPrivileges"], true);
+        assert_eq!(c["process"]["capabilities"]["bounding"], json!([]));
+        assert_eq!(c["process"]["user"]["uid"], 0);
+        assert_eq!(c["linux"]["uidMappings"][0]["hostID"], HOST_ID);
+        let ns: Vec<&str> = c["linux"]["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["type"].as_str().unwrap())
+            .collect();
+        for t in ["pid", "network", "ipc", "uts", "mount", "user", "cgroup"] {
+            assert!(ns.contains(&t), "{t} missing from {ns:?}");
+        }
+        // The workspace is the staged overlay, at its own path.
+        let ws = mount_at(c, "/w").unwrap();
+        assert_eq!(ws["source"], "/run/airlock/oci/r1/merged");
+        assert!(!ws["options"].as_array().unwrap().contains(&json!("ro")));
+        // /tmp is capped by limits.tmp; the hidden path and /proc/kcore are masked.
+        let tmp = mount_at(c, "/tmp").unwrap();
+        assert!(tmp["options"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("size=33554432")));
+        let masked = c["linux"]["maskedPaths"].as_array().unwrap();
+        assert!(masked.contains(&json!("/w/secret")) && masked.contains(&json!("/proc/kcore")));
+        assert!(c["linux"]["readonlyPaths"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("/proc/sys")));
+        // Limits that are rlimits.
+        let rl = c["process"]["rlimits"].as_array().unwrap();
+        assert!(rl.contains(&json!({"type": "RLIMIT_CPU", "soft": 3, "hard": 4})));
+        assert!(rl.contains(&json!({"type": "RLIMIT_NPROC", "soft": 64, "hard": 64})));
+        // The generated /etc files go into the root filesystem; /dev's links are the runtime's.
+        assert!(b.rootfs.iter().any(
+            |e| matches!(e, RootfsEntry::File { path, .. } if path == Path::new(GIT_CONFIG_FILE))
+        ));
+        assert!(!b
+            .rootfs
+            .iter()
+            .any(|e| matches!(e, RootfsEntry::Symlink { link, .. } if link.starts_with("/dev"))));
+        // crun runs in airlock's cgroup: no cgroupsPath; runc gets a relative one.
+        assert!(c["linux"].get("cgroupsPath").is_none());
+        let r = bundle_of(&s, Path::new("/m"), Runtime::Runc).unwrap();
+        assert_eq!(r.config["linux"]["cgroupsPath"], "airlock-r1");
+    }
+
+    #[test]
+    fn seccomp_refuses_namespaces_mounts_and_kernel_knobs() {
+        let s = spec(Path::new("/w"));
+        let b = bundle_of(&s, Path::new("/m"), Runtime::Crun).unwrap();
+        let sc = &b.config["linux"]["seccomp"];
+        assert_eq!(sc["defaultAction"], "SCMP_ACT_ALLOW");
+        let rules = sc["syscalls"].as_array().unwrap();
+        let denied = rules[0]["names"].as_array().unwrap();
+        for name in [
+            "mount",
+            "unshare",
+            "setns",
+            "bpf",
+            "keyctl",
+            "ptrace",
+            "userfaultfd",
+        ] {
+            assert!(denied.contains(&json!(name)), "{name}");
+        }
+        let user_ns = rules
+            .iter()
+            .find(|r| r["args"][0]["value"] == json!(0x1000_0000u64))
+            .expect("clone(CLONE_NEWUSER) refused");
+        assert_eq!(user_ns["args"][0]["op"], "SCMP_CMP_MASKED_EQ");
+        assert_eq!(user_ns["args"][0]["valueTwo"], json!(0x1000_0000u64));
+    }
+
+    #[test]
+    fn open_network_shares_the_host_netns_and_allowlist_is_refused() {
+        let mut s = spec(Path::new("/w"));
+        s.network = NetworkSpec::Open;
+        let b = bundle_of(&s, Path::new("/m"), Runtime::Crun).unwrap();
+        assert!(!b.config["linux"]["namespaces"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"type": "network"})));
+        s.network = NetworkSpec::Proxy {
+            socket: "/run/p.sock".into(),
+        };
+        let e = bundle_of(&s, Path::new("/m"), Runtime::Crun).unwrap_err();
+        assert!(e.contains("relay"), "{e}");
+    }
+
+    #[test]
+    fn rw_mode_pins_parents_and_binds_protected_paths_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+        let mut s = spec(Path::new("/w"));
+        s.workspace.mode = WorkspaceMode::Rw;
+        let b = bundle_of(&s, dir.path(), Runtime::Crun).unwrap();
+        let git = mount_at(&b.config, "/w/.git").expect(".git pinned");
+        assert!(!git["options"].as_array().unwrap().contains(&json!("ro")));
+        let hooks = mount_at(&b.config, "/w/.git/hooks").expect("hooks bound");
+        assert!(hooks["options"].as_array().unwrap().contains(&json!("ro")));
+        // A protected path missing under an existing parent cannot be held.
+        std::fs::remove_dir(dir.path().join(".git/hooks")).unwrap();
+        let e = bundle_of(&s, dir.path(), Runtime::Crun).unwrap_err();
+        assert!(e.contains("does not exist"), "{e}");
+    }
+}

@@ -1,0 +1,82 @@
+//! What the OCI and gVisor backends enforce, boundary by boundary.
+
+use crate::capability::{Boundary, Support};
+use crate::{NetworkSpec, SandboxSpec, WorkspaceMode};
+
+/// The support of `boundary` for `spec` under OCI runtimes (`gvisor` false)
+/// or gVisor's runsc (`gvisor` true).
+pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
+    let e = |s: &str| Support::Enforced(s.to_string());
+    match b {
+        Boundary::Programs if gvisor => e(
+            "host programs under gVisor's Sentry (a user-space kernel answers their system calls; \
+             some calls are missing or partial in the installed runsc, see docs/tiers.md)",
+        ),
+        Boundary::Programs => e("any host program, run by the OCI runtime in its own namespaces"),
+        Boundary::FilesystemView => e(
+            "OCI bundle translated from the same view as the native backend: read-only root, \
+             read-only binds of the system directories; no landlock second wall (no OCI equivalent; \
+             the mount namespace is the boundary)",
+        ),
+        Boundary::Workspace => e(match spec.workspace.mode {
+            WorkspaceMode::Overlay => {
+                "overlayfs staged by the helper (idmapped lower layer, per-run upper layer); \
+                 changes reported and applied as under the native backend"
+            }
+            WorkspaceMode::Ro => "read-only idmapped bind",
+            WorkspaceMode::Rw => "idmapped bind, protected paths read-only",
+        }),
+        Boundary::ProtectedPaths => e(match spec.workspace.mode {
+            WorkspaceMode::Rw => {
+                "read-only binds, their parent directories pinned as mount points; never applied back"
+            }
+            _ => "never applied back",
+        }),
+        Boundary::ReadPaths => e("read-only binds"),
+        Boundary::WritePaths => e("idmapped read-write binds"),
+        Boundary::HidePaths => e("linux.maskedPaths (/dev/null or an empty read-only directory)"),
+        Boundary::Network => match &spec.network {
+            NetworkSpec::None if gvisor => {
+                e("runsc --network=none: gVisor's own network stack with loopback only")
+            }
+            NetworkSpec::None => e("new network namespace with loopback only"),
+            NetworkSpec::Proxy { .. } => Support::Missing(
+                "allowlist mode needs the in-sandbox relay to the egress proxy and seccomp user \
+                 notification to log direct connections; neither exists for this backend \
+                 (use network mode none or open, or the native backend)"
+                    .into(),
+            ),
+            NetworkSpec::Open => e("host network (as the policy says)"),
+        },
+        Boundary::Timeout => e(
+            "wall-clock timer in the helper from the runtime's start; the runtime kills the \
+             container and the run's cgroup is killed",
+        ),
+        Boundary::CpuTime => e("RLIMIT_CPU and cgroup CPU accounting"),
+        Boundary::Memory if gvisor => {
+            e("memory cgroup around runsc (the Sentry's and the guest's memory together)")
+        }
+        Boundary::Memory => e("memory cgroup (OOM kill reported as memory)"),
+        Boundary::Pids if gvisor => e(
+            "RLIMIT_NPROC as gVisor's Sentry applies it to the guest's processes, and the pids \
+             cgroup around runsc (limits.pids plus 512 for the Sentry's and gofer's host threads)",
+        ),
+        Boundary::Pids => e("pids cgroup and RLIMIT_NPROC"),
+        Boundary::Cpus => e("cgroup CPU bandwidth"),
+        Boundary::Output => e("captured and capped by the caller; killed at the cap"),
+        Boundary::Tmp => e("size- and inode-capped tmpfs /tmp and /dev/shm"),
+        Boundary::FileSize => e("RLIMIT_FSIZE (process.rlimits)"),
+        Boundary::OpenFiles => e("RLIMIT_NOFILE (process.rlimits)"),
+        Boundary::Environment => {
+            e("the bundle's process.env is the spec's environment; nothing else is inherited")
+        }
+        Boundary::Privileges if gvisor => e(
+            "gVisor sandbox: user namespace (root inside is host uid 100000), no capabilities, \
+             noNewPrivileges; the Sentry and gofer run under runsc's own seccomp filters",
+        ),
+        Boundary::Privileges => e(
+            "user namespace (root inside is host uid 100000), no capabilities, noNewPrivileges, \
+             an OCI seccomp deny list (not airlock's native allowlist; no user notification)",
+        ),
+    }
+}

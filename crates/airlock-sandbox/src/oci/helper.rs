@@ -1,0 +1,688 @@
+//! The OCI helper: the airlock binary re-executed with [`HELPER_ARG`]. It
+//! reads the request on stdin, makes a private mount namespace, stages the
+//! workspace (the native backend's layout: an idmapped lower layer, an
+//! overlay whose upper layer is a size-capped tmpfs), writes the bundle, runs
+//! the runtime inside the run's cgroup, enforces the timeout, the output cap
+//! and the caller's lifeline, always kills and deletes the container, reads
+//! the change report (applying it when asked), tears everything down and
+//! writes its report on fd 3.
+
+use super::bundle::{self, RootfsEntry, Staged};
+use super::runtime::Runtime;
+use super::{HelperReport, Request};
+use crate::native::cgroup_glue::RunCgroup;
+use crate::native::{namespaces, protocol, sys, workspace};
+use crate::view::{self, ViewOp};
+use crate::{KillReason, NetworkSpec, SandboxError, WorkspaceMode};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// First argument that makes the airlock binary the OCI helper.
+pub const HELPER_ARG: &str = "__airlock-oci-helper";
+/// The fd the report is written to.
+pub const FD_REPORT: RawFd = 3;
+/// The caller's lifeline: EOF means the caller is gone; a
+/// [`protocol::CONTROL_KILL_OUTPUT`] byte means the output passed its cap.
+pub const FD_CONTROL: RawFd = 4;
+/// Where runs stage their bundles: outside every workspace and state
+/// directory, traversable by sandbox root (the runtime resolves the bundle's
+/// paths inside the container's user namespace).
+pub const STAGE_BASE: &str = "/run/airlock-oci";
+/// Host threads allowed in the run's cgroup for gVisor's own processes, on top
+/// of `limits.pids`.
+pub const GVISOR_HOST_THREADS: u32 = 512;
+/// How often the helper looks at the runtime, the cgroup and the caller.
+const TICK: Duration = Duration::from_millis(20);
+/// Setup (bundle, runtime start) gets its own bound on top of the timeout.
+const SETUP_GRACE: Duration = Duration::from_secs(30);
+
+fn fail(
+    layer: &'static str,
+    what: impl std::fmt::Display,
+    e: impl std::fmt::Display,
+) -> SandboxError {
+    SandboxError::Layer {
+        layer,
+        detail: format!("{what}: {e}"),
+    }
+}
+
+pub fn helper_main() -> ! {
+    // SAFETY: signal dispositions are process-wide; the helper is single-threaded.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        // A terminal's Ctrl-C reaches the whole process group: the helper
+        // outlives it to tear down (the caller's death closes the lifeline).
+        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+    let report = match std::io::read_to_string(std::io::stdin()) {
+        Ok(text) => match serde_json::from_str::<Request>(&text) {
+            Ok(req) => run(&req),
+            Err(e) => HelperReport::failed("spec", format!("unreadable request: {e}")),
+        },
+        Err(e) => HelperReport::failed("spec", format!("reading the request: {e}")),
+    };
+    let bytes = serde_json::to_vec(&report).unwrap_or_default();
+    let _ = sys::write_all(FD_REPORT, &bytes);
+    sys::exit_now(0)
+}
+
+/// Everything staged on the host for one run; torn down by [`Stage::remove`].
+struct Stage {
+    dir: PathBuf,
+    /// The overlay's upper directory (overlay mode).
+    upper: Option<PathBuf>,
+    staged: Staged,
+}
+
+impl Stage {
+    fn remove(&self) {
+        let _ = sys::umount_detach(&self.dir);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn run(req: &Request) -> HelperReport {
+    let spec = &req.spec;
+    if !crate::native::rundir::valid_run_name(&spec.request_id) {
+        return HelperReport::failed(
+            "spec",
+            format!("request id `{}` is not a valid run name", spec.request_id),
+        );
+    }
+    if spec.argv.is_empty() || !spec.cwd.is_absolute() || !spec.workspace.root.is_absolute() {
+        return HelperReport::failed(
+            "spec",
+            "argv must not be empty; cwd and the workspace root must be absolute".into(),
+        );
+    }
+    // Step 1: a mount namespace of our own: nothing staged here is seen outside.
+    if let Err(e) = sys::unshare(libc::CLONE_NEWNS) {
+        return HelperReport::failed("namespaces", format!("unshare(CLONE_NEWNS): {e}"));
+    }
+    if let Err(e) = sys::make_mounts_private() {
+        return HelperReport::failed("mounts", format!("make mounts private: {e}"));
+    }
+    // Step 2: the workspace and the bundle.
+    let stage = match stage(req) {
+        Ok(s) => s,
+        Err(e) => return HelperReport::from_error(e),
+    };
+    // Step 3: the run.
+    let mut report = match run_container(req, &stage) {
+        Ok(r) => r,
+        Err(e) => {
+            stage.remove();
+            return HelperReport::from_error(e);
+        }
+    };
+    // Step 4: the change report and apply, from the overlay's upper layer.
+    if let (Some(upper), false) = (&stage.upper, report.failure.is_some()) {
+        let f = workspace::finish(upper, &spec.workspace, &spec.limits, spec.workspace.apply);
+        report.applied = f.applied;
+        report.violations.extend(f.violations);
+        report.changes = f.changes;
+        report.change_summary = Some(f.summary);
+    }
+    // Step 5: teardown.
+    stage.remove();
+    report
+}
+
+fn mkdir(p: &Path, mode: u32) -> Result<(), SandboxError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(mode)
+        .create(p)
+        .map_err(|e| fail("mounts", format!("mkdir {}", p.display()), e))?;
+    // The umask may have narrowed it.
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| fail("mounts", format!("chmod {}", p.display()), e))
+}
+
+fn tmpfs(at: &Path, bytes: u64, mode: &str, what: &str) -> Result<(), SandboxError> {
+    tmpfs_with(at, bytes, mode, what, libc::MS_NOSUID | libc::MS_NODEV)
+}
+
+fn tmpfs_with(
+    at: &Path,
+    bytes: u64,
+    mode: &str,
+    what: &str,
+    flags: libc::c_ulong,
+) -> Result<(), SandboxError> {
+    let data = CString::new(format!(
+        "size={bytes},nr_inodes={},mode={mode}",
+        view::inode_cap(bytes)
+    ))
+    .map_err(|e| fail("mounts", what, e))?;
+    sys::mount(Some(c"tmpfs"), at, Some(c"tmpfs"), flags, Some(&data))
+        .map_err(|e| fail("mounts", what, e))
+}
+
+/// A user namespace whose root maps `path`'s owner to sandbox root, for an
+/// idmapped mount of `path` (files the caller owns belong to sandbox root).
+fn idmap_for(path: &Path) -> Result<Option<OwnedFd>, SandboxError> {
+    match crate::native::mounts::owner(path) {
+        Some((uid, gid)) => namespaces::user_ns(uid, gid).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Clones `src` (recursively), idmapped, and attaches it at `at`.
+fn attach_idmapped(
+    tree: OwnedFd,
+    src: &Path,
+    at: &Path,
+    read_only: bool,
+) -> Result<(), SandboxError> {
+    let userns = idmap_for(src)?;
+    let mut attrs = sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV;
+    if read_only {
+        attrs |= sys::MOUNT_ATTR_RDONLY;
+    }
+    sys::set_tree_attrs(&tree, attrs, userns.as_ref().map(|f| f.as_raw_fd())).map_err(|e| {
+        fail(
+            "workspace",
+            format!("idmapped bind of {}", src.display()),
+            e,
+        )
+    })?;
+    sys::attach_tree_at(&tree, at)
+        .map_err(|e| fail("workspace", format!("attach {}", src.display()), e))
+}
+
+fn stage(req: &Request) -> Result<Stage, SandboxError> {
+    let spec = &req.spec;
+    // The workspace tree is copied before anything is mounted.
+    let ws_tree = sys::clone_tree(&spec.workspace.root, true)
+        .map_err(|e| fail("workspace", spec.workspace.root.display(), e))?;
+    let base = Path::new(STAGE_BASE);
+    mkdir(base, 0o711)?;
+    let dir = base.join(&spec.request_id);
+    std::fs::DirBuilder::new()
+        .mode(0o711)
+        .create(&dir)
+        .map_err(|e| fail("mounts", format!("mkdir {}", dir.display()), e))?;
+    // Bundle, rootfs files and the runtime's state: a small tmpfs of the run's own.
+    // No mount flags: a runtime inside the container's user namespace could
+    // not remount the root read-only over flags locked by this namespace.
+    if let Err(e) = tmpfs_with(&dir, 16 << 20, "0711", "tmpfs for the bundle", 0) {
+        let _ = std::fs::remove_dir(&dir);
+        return Err(e);
+    }
+    let mut stage = Stage {
+        dir: dir.clone(),
+        upper: None,
+        staged: Staged {
+            workspace: dir.join("lower"),
+            write_paths: Vec::new(),
+            read_paths: Vec::new(),
+        },
+    };
+    match fill(req, ws_tree, &mut stage) {
+        Ok(()) => Ok(stage),
+        Err(e) => {
+            stage.remove();
+            Err(e)
+        }
+    }
+}
+
+fn fill(req: &Request, ws_tree: OwnedFd, stage: &mut Stage) -> Result<(), SandboxError> {
+    let spec = &req.spec;
+    let dir = stage.dir.clone();
+    let ops = view::plan(
+        &view::ViewInput {
+            spec,
+            run_dir: &req.runs_dir.join(&spec.request_id),
+            passwd: view::PASSWD,
+            group: view::GROUP,
+        },
+        &view::RealHost,
+    );
+
+    // The workspace: idmapped (its owner is sandbox root inside), and in
+    // overlay mode the lower layer of an overlay whose upper layer is a
+    // tmpfs capped at 3/4 of the memory limit (as under the native backend).
+    let lower = dir.join("lower");
+    mkdir(&lower, 0o755)?;
+    attach_idmapped(
+        ws_tree,
+        &spec.workspace.root,
+        &lower,
+        spec.workspace.mode == WorkspaceMode::Ro,
+    )?;
+    if spec.workspace.mode == WorkspaceMode::Overlay {
+        let layer = dir.join("layer");
+        mkdir(&layer, 0o755)?;
+        let bytes = (spec.limits.memory_bytes / 4 * 3).max(1 << 20);
+        tmpfs(
+            &layer,
+            bytes,
+            "0755",
+            "tmpfs for the workspace's upper layer",
+        )?;
+        let (upper, work, merged) = (layer.join("upper"), layer.join("work"), dir.join("merged"));
+        for d in [&upper, &work, &merged] {
+            mkdir(d, 0o755)?;
+        }
+        std::os::unix::fs::chown(
+            &upper,
+            Some(namespaces::SANDBOX_HOST_UID),
+            Some(namespaces::SANDBOX_HOST_GID),
+        )
+        .map_err(|e| fail("workspace", "chown upper dir", e))?;
+        let opts = CString::new(format!(
+            "lowerdir={},upperdir={},workdir={},redirect_dir=off,metacopy=off,index=off",
+            lower.display(),
+            upper.display(),
+            work.display()
+        ))
+        .map_err(|e| fail("workspace", "overlay options", e))?;
+        sys::mount(
+            Some(c"overlay"),
+            &merged,
+            Some(c"overlay"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&opts),
+        )
+        .map_err(|e| fail("workspace", "overlay mount", e))?;
+        stage.upper = Some(upper);
+        stage.staged.workspace = merged;
+    }
+
+    // The write paths, idmapped like the workspace.
+    for (i, op) in ops.iter().enumerate() {
+        if let ViewOp::BindRw { src, dst } = op {
+            let at = dir.join(format!("w{i}"));
+            if src.is_dir() {
+                mkdir(&at, 0o755)?;
+            } else {
+                std::fs::write(&at, b"").map_err(|e| fail("filesystem", at.display(), e))?;
+            }
+            let tree =
+                sys::clone_tree(src, true).map_err(|e| fail("filesystem", src.display(), e))?;
+            attach_idmapped(tree, src, &at, false)?;
+            stage.staged.write_paths.push((dst.clone(), at));
+        }
+    }
+
+    // Read-only sources behind a directory closed to others: bound into the
+    // stage, which the container's user namespace can reach.
+    for (i, op) in ops.iter().enumerate() {
+        if let ViewOp::BindRo { src, dst } = op {
+            if reachable(src) {
+                continue;
+            }
+            let at = dir.join(format!("r{i}"));
+            if src.is_dir() {
+                mkdir(&at, 0o755)?;
+            } else {
+                std::fs::write(&at, b"").map_err(|e| fail("filesystem", at.display(), e))?;
+            }
+            let c = sys::cpath(src).map_err(|e| fail("filesystem", src.display(), e))?;
+            sys::mount(Some(&c), &at, None, libc::MS_BIND | libc::MS_REC, None)
+                .map_err(|e| fail("filesystem", format!("bind {}", src.display()), e))?;
+            stage.staged.read_paths.push((dst.clone(), at));
+        }
+    }
+
+    // The bundle.
+    let b = bundle::translate(spec, &ops, &stage.staged, req.runtime).map_err(|detail| {
+        SandboxError::Layer {
+            layer: "bundle",
+            detail,
+        }
+    })?;
+    let bundle_dir = dir.join("bundle");
+    let rootfs = bundle_dir.join("rootfs");
+    mkdir(&rootfs, 0o755)?;
+    for entry in &b.rootfs {
+        let path = match entry {
+            RootfsEntry::Symlink { link, .. } => link,
+            RootfsEntry::File { path, .. } => path,
+        };
+        let rel = crate::native::mounts::relative_inside(path)
+            .ok_or_else(|| fail("bundle", path.display(), "path must not contain `..`"))?;
+        let host = rootfs.join(rel);
+        if let Some(parent) = host.parent() {
+            mkdir(parent, 0o755)?;
+        }
+        match entry {
+            RootfsEntry::Symlink { target, .. } => std::os::unix::fs::symlink(target, &host),
+            RootfsEntry::File { content, .. } => std::fs::write(&host, content),
+        }
+        .map_err(|e| fail("bundle", path.display(), e))?;
+    }
+    // Sandbox root owns the root filesystem's directory (read-only once the
+    // container starts), so that the runtime, inside the container's user
+    // namespace, can make its mount points.
+    chown_tree(&rootfs).map_err(|e| fail("bundle", "chown rootfs", e))?;
+    let config =
+        serde_json::to_vec_pretty(&b.config).map_err(|e| fail("bundle", "config.json", e))?;
+    std::fs::write(bundle_dir.join("config.json"), config)
+        .map_err(|e| fail("bundle", "config.json", e))?;
+    mkdir(&dir.join("state"), 0o700)?;
+    Ok(())
+}
+
+/// Whether every directory above `path` lets others through (so that the
+/// runtime reaches it from inside the container's user namespace).
+fn reachable(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    path.ancestors()
+        .skip(1)
+        .all(|a| std::fs::metadata(a).is_ok_and(|m| m.mode() & 0o001 != 0))
+}
+
+fn chown_tree(dir: &Path) -> std::io::Result<()> {
+    let id = Some(namespaces::SANDBOX_HOST_UID);
+    let gid = Some(namespaces::SANDBOX_HOST_GID);
+    std::os::unix::fs::lchown(dir, id, gid)?;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            chown_tree(&entry.path())?;
+        } else {
+            std::os::unix::fs::lchown(entry.path(), id, gid)?;
+        }
+    }
+    Ok(())
+}
+
+/// crun 1.8 refuses a hybrid cgroup layout whose v2 hierarchy still holds a
+/// controller (hugetlb on this kind of host). Mounting the hugetlb controller
+/// as a v1 hierarchy (here, in the helper's private mount namespace, below the
+/// run's own directory) empties the v2 hierarchy while the mount lives; the
+/// kernel hands the controller back when the last such mount goes.
+fn hybrid_workaround(stage: &Stage) -> Result<Option<String>, SandboxError> {
+    let unified = Path::new("/sys/fs/cgroup/unified/cgroup.controllers");
+    let controllers = std::fs::read_to_string(unified).unwrap_or_default();
+    let controllers = controllers.split_whitespace().collect::<Vec<_>>();
+    if controllers.is_empty() {
+        return Ok(None);
+    }
+    for c in &controllers {
+        let at = stage.dir.join(format!("cgroup-{c}"));
+        mkdir(&at, 0o700)?;
+        let data = CString::new(*c).map_err(|e| fail("cgroup", "controller name", e))?;
+        sys::mount(Some(c"cgroup"), &at, Some(c"cgroup"), 0, Some(&data)).map_err(|e| {
+            fail(
+                "cgroup",
+                format!(
+                    "crun refuses a hybrid cgroup layout whose v2 hierarchy holds `{c}`, \
+                     and mounting `{c}` as a v1 hierarchy failed"
+                ),
+                e,
+            )
+        })?;
+    }
+    Ok(Some(format!(
+        "hybrid cgroups: {} mounted as v1 for this run so that crun accepts the layout",
+        controllers.join(", ")
+    )))
+}
+
+/// `runtime GLOBAL... ARGS...`, waited for, bounded.
+fn runtime_cmd(req: &Request, stage: &Stage, args: &[&str]) -> Result<(), String> {
+    let mut cmd = std::process::Command::new(&req.runtime_exe);
+    cmd.args(
+        req.runtime
+            .global_args(&stage.dir.join("state"), network_none(req)),
+    )
+    .args(args)
+    .env_clear()
+    .env(
+        "PATH",
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    )
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) if s.success() => return Ok(()),
+            Ok(Some(s)) => {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                return Err(format!("{s}: {}", err.trim()));
+            }
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("did not finish within 10 s; killed".into());
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+fn network_none(req: &Request) -> bool {
+    !matches!(req.spec.network, NetworkSpec::Open)
+}
+
+fn container_id(req: &Request) -> String {
+    format!("airlock-{}", req.spec.request_id)
+}
+
+/// The command's stdin: the spec's bytes (from a file in the stage), or /dev/null.
+fn stdin_fd(req: &Request, stage: &Stage) -> Result<OwnedFd, SandboxError> {
+    let path = match &req.spec.stdin {
+        Some(bytes) => {
+            let p = stage.dir.join("stdin");
+            std::fs::write(&p, bytes).map_err(|e| fail("oci", "stdin file", e))?;
+            p
+        }
+        None => PathBuf::from("/dev/null"),
+    };
+    sys::open(&path, libc::O_RDONLY | libc::O_CLOEXEC, 0).map_err(|e| fail("oci", "open stdin", e))
+}
+
+fn run_container(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxError> {
+    let spec = &req.spec;
+    let mut report = HelperReport::default();
+    if req.runtime == Runtime::Crun {
+        if let Some(note) = hybrid_workaround(stage)? {
+            report.notes.push(note);
+        }
+    }
+    let stdin = stdin_fd(req, stage)?;
+    let id = container_id(req);
+    let bundle_dir = stage.dir.join("bundle");
+    let mut args: Vec<String> = vec![req.runtime_exe.display().to_string()];
+    args.extend(
+        req.runtime
+            .global_args(&stage.dir.join("state"), network_none(req)),
+    );
+    args.extend([
+        "run".to_string(),
+        "--bundle".into(),
+        bundle_dir.display().to_string(),
+        id.clone(),
+    ]);
+    let argv: Vec<CString> = args
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| fail("runtime", "argv", e))?;
+    let envp: Vec<CString> =
+        vec![c"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned()];
+    let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_p.push(std::ptr::null());
+    let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
+    envp_p.push(std::ptr::null());
+
+    let mut cg_limits = spec.limits.clone();
+    if req.runtime.is_gvisor() {
+        // The Sentry and the gofer are host threads in the run's cgroup (with
+        // the ptrace platform, one per guest thread, plus the Go runtime's);
+        // the guest's own processes are held by RLIMIT_NPROC in the Sentry.
+        cg_limits.pids = cg_limits.pids.saturating_add(GVISOR_HOST_THREADS);
+    }
+    let cgroup = RunCgroup::create(&spec.request_id, &cg_limits)?;
+    let (go_r, go_w) = sys::pipe().map_err(|e| fail("oci", "pipe", e))?;
+    let pid = match sys::fork() {
+        Ok(0) => {
+            // The runtime's process: wait until it is in the run's cgroup.
+            drop(go_w);
+            let mut b = [0u8; 1];
+            if !matches!(sys::read(go_r.as_raw_fd(), &mut b), Ok(1)) {
+                sys::exit_now(1);
+            }
+            let _ = sys::set_pdeathsig(libc::SIGKILL);
+            if sys::dup_to(stdin.as_raw_fd(), 0).is_err() {
+                sys::exit_now(126);
+            }
+            sys::close_from(3);
+            // SAFETY: argv_p and envp_p are NULL-terminated arrays of live C strings.
+            unsafe { libc::execve(argv_p[0], argv_p.as_ptr(), envp_p.as_ptr()) };
+            let _ = sys::write_all(2, b"airlock: could not start the OCI runtime\n");
+            sys::exit_now(127)
+        }
+        Ok(pid) => pid,
+        Err(e) => {
+            let _ = cgroup.destroy();
+            return Err(fail("runtime", "fork", e));
+        }
+    };
+    drop(go_r);
+    drop(stdin);
+    if let Err(e) = cgroup.add(pid) {
+        sys::kill(pid, libc::SIGKILL);
+        let _ = sys::waitpid(pid, 0);
+        let _ = cgroup.destroy();
+        return Err(e);
+    }
+    let started = Instant::now();
+    let _ = sys::write_all(go_w.as_raw_fd(), b"g");
+    drop(go_w);
+
+    // SAFETY: the caller passed fd 4 to us and nothing else owns it.
+    let control = unsafe { OwnedFd::from_raw_fd(FD_CONTROL) };
+    let status = watch(req, stage, pid, &control, &cgroup, started, &mut report);
+    let duration = started.elapsed();
+    if let Err(e) = runtime_cmd(req, stage, &["delete", "--force", &id]) {
+        // Already gone is the usual case after `run` returned.
+        if !e.contains("does not exist") && !e.contains("not exist") && !e.contains("not found") {
+            report
+                .notes
+                .push(format!("{} delete: {e}", req.runtime.exe_name()));
+        }
+    }
+    cgroup.kill_all();
+    let stats = cgroup.stats();
+    if let Err(e) = cgroup.destroy() {
+        report.notes.push(format!("cgroup teardown: {e}"));
+    }
+    report.duration_ms = duration.as_millis() as u64;
+    report.cpu_ms = stats.cpu_ms;
+    report.peak_memory_bytes = stats.peak_memory_bytes;
+    match status {
+        Some(s) if libc::WIFEXITED(s) => {
+            let code = libc::WEXITSTATUS(s);
+            // The runtimes report a command killed by signal N as 128 + N.
+            if (129..=159).contains(&code) {
+                report.signal = Some(code - 128);
+            } else {
+                report.exit_code = Some(code);
+            }
+        }
+        Some(s) if libc::WIFSIGNALED(s) => report.signal = Some(libc::WTERMSIG(s)),
+        _ => report.signal = Some(libc::SIGKILL),
+    }
+    if report.killed_by.is_none() {
+        if stats.oom_killed && report.exit_code != Some(0) {
+            report.killed_by = Some(KillReason::Memory);
+        } else if stats.pids_limit_hit {
+            report.killed_by = Some(KillReason::Pids);
+        } else if report.signal == Some(libc::SIGXCPU)
+            || (report.signal == Some(libc::SIGKILL) && stats.cpu_ms >= spec.limits.cpu_time_ms)
+        {
+            report.killed_by = Some(KillReason::CpuTime);
+        }
+    }
+    Ok(report)
+}
+
+/// Waits for the runtime, killing the container at the timeout, at the
+/// output cap, at the pids limit or CPU time, or when the caller goes.
+/// Returns the runtime's wait status.
+fn watch(
+    req: &Request,
+    stage: &Stage,
+    pid: libc::pid_t,
+    control: &OwnedFd,
+    cgroup: &RunCgroup,
+    started: Instant,
+    report: &mut HelperReport,
+) -> Option<libc::c_int> {
+    let spec = &req.spec;
+    let deadline = started + Duration::from_millis(spec.limits.timeout_ms);
+    let backstop = deadline + SETUP_GRACE;
+    let mut control_open = true;
+    let mut killed = false;
+    let id = container_id(req);
+    let kill = |report: &mut HelperReport, reason: Option<KillReason>, killed: &mut bool| {
+        if report.killed_by.is_none() {
+            report.killed_by = reason;
+        }
+        if !*killed {
+            *killed = true;
+            let _ = runtime_cmd(req, stage, &["kill", &id, "9"]);
+        }
+        cgroup.kill_all();
+    };
+    loop {
+        match sys::waitpid(pid, libc::WNOHANG) {
+            Ok((p, status)) if p == pid => return Some(status),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+        let now = Instant::now();
+        if now >= deadline && !killed {
+            kill(report, Some(KillReason::Timeout), &mut killed);
+        }
+        if now >= backstop {
+            sys::kill(pid, libc::SIGKILL);
+        }
+        if control_open {
+            let r = sys::poll(&[control.as_raw_fd()], TICK.as_millis() as i32)
+                .unwrap_or_else(|_| vec![0]);
+            if r[0] != 0 {
+                let mut b = [0u8; 16];
+                match sys::read(control.as_raw_fd(), &mut b) {
+                    Ok(0) | Err(_) => {
+                        control_open = false;
+                        kill(report, None, &mut killed);
+                    }
+                    Ok(n) => {
+                        if b[..n].contains(&protocol::CONTROL_KILL_OUTPUT) {
+                            kill(report, Some(KillReason::Output), &mut killed);
+                        }
+                    }
+                }
+            }
+        } else {
+            std::thread::sleep(TICK);
+        }
+        if !killed {
+            let s = cgroup.stats();
+            if s.pids_limit_hit {
+                kill(report, Some(KillReason::Pids), &mut killed);
+            } else if s.cpu_ms > spec.limits.cpu_time_ms {
+                kill(report, Some(KillReason::CpuTime), &mut killed);
+            }
+        }
+    }
+}

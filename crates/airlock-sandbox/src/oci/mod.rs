@@ -1,0 +1,112 @@
+//! The OCI and gVisor backends: the sandbox's view ([`crate::view`])
+//! translated into an OCI bundle ([`bundle`]) and run by an OCI runtime —
+//! crun, runc or youki for `backend = "oci"`, gVisor's `runsc` for
+//! `backend = "gvisor"`.
+//!
+//! Process model, as for the other backends: the caller ([`backend`]) never
+//! runs the runtime itself. It starts a helper (this binary re-executed,
+//! [`helper`]) that, in a private mount namespace, prepares the workspace with
+//! the native backend's layout (an idmapped lower layer and a size-capped
+//! upper layer the change report is read from), writes the bundle, starts the
+//! runtime inside the run's own cgroup (airlock's cgroup code holds the
+//! memory, pids and CPU limits, as under the native backend), watches the
+//! wall clock, the cgroup and the caller, and always kills and deletes the
+//! container before it reports.
+
+pub mod backend;
+pub mod bundle;
+pub mod caps;
+pub mod helper;
+pub mod runtime;
+
+pub use backend::OciBackend;
+pub use runtime::Runtime;
+
+use crate::{KillReason, SandboxError, SandboxSpec, Violation};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What the caller hands the helper (on its stdin).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    pub spec: SandboxSpec,
+    pub runs_dir: PathBuf,
+    pub runtime: Runtime,
+    /// The runtime's executable.
+    pub runtime_exe: PathBuf,
+}
+
+/// What the helper reports to the caller (fd 3).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HelperReport {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub killed_by: Option<KillReason>,
+    pub duration_ms: u64,
+    pub cpu_ms: u64,
+    pub peak_memory_bytes: u64,
+    pub changes: Vec<crate::FileChange>,
+    pub applied: bool,
+    pub violations: Vec<Violation>,
+    #[serde(default)]
+    pub change_summary: Option<crate::ChangeSummary>,
+    /// Notes for the operator (what the runtime said on teardown).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// The layer that could not be built, and why.
+    pub failure: Option<(String, String)>,
+}
+
+impl HelperReport {
+    fn failed(layer: &str, detail: String) -> HelperReport {
+        HelperReport {
+            failure: Some((layer.to_string(), detail)),
+            ..Default::default()
+        }
+    }
+
+    fn from_error(e: SandboxError) -> HelperReport {
+        match e {
+            SandboxError::Layer { layer, detail } => HelperReport::failed(layer, detail),
+            SandboxError::Spec(d) => HelperReport::failed("spec", d),
+            other => HelperReport::failed("oci", other.to_string()),
+        }
+    }
+
+    fn into_error(self) -> SandboxError {
+        let (layer, detail) = self.failure.unwrap_or_default();
+        match layer.as_str() {
+            "spec" => SandboxError::Spec(detail),
+            _ => SandboxError::Layer {
+                layer: layer_name(&layer),
+                detail,
+            },
+        }
+    }
+}
+
+/// Layer names cross the pipe as text; the error type wants a static one.
+fn layer_name(layer: &str) -> &'static str {
+    match layer {
+        "namespaces" => "namespaces",
+        "mounts" => "mounts",
+        "filesystem" => "filesystem",
+        "workspace" => "workspace",
+        "cgroup" => "cgroup",
+        "network" => "network",
+        "runtime" => "runtime",
+        "bundle" => "bundle",
+        _ => "oci",
+    }
+}
+
+/// Runs the OCI helper and never returns if this process was started as one;
+/// otherwise returns at once. Binaries that embed the backend call this first.
+pub fn maybe_run_helper() {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == helper::HELPER_ARG)
+    {
+        helper::helper_main();
+    }
+}
