@@ -2,7 +2,7 @@
 //! start the helper, stream and cap its output, and turn its report into an
 //! [`Outcome`].
 
-use super::helper::{FD_CONTROL, FD_REPORT, HELPER_ARG};
+use super::helper::{FD_CONTROL, FD_REPORT, FD_STDIN, HELPER_ARG};
 use super::runtime::{self, Runtime};
 use super::{HelperReport, Request};
 use crate::native::{protocol, sys};
@@ -25,6 +25,9 @@ pub struct OciBackend {
     /// Where per-run directories live (only used to hide the state directory
     /// when it lies inside the workspace).
     pub runs_dir: PathBuf,
+    /// Stream this process's own stdin to the command when a spec brings no
+    /// bytes of its own; it always reaches the command as a pipe.
+    pub stdin_from_caller: bool,
 }
 
 fn io_err(context: &str) -> impl Fn(std::io::Error) -> SandboxError + '_ {
@@ -49,6 +52,7 @@ impl OciBackend {
             runtime_exe,
             helper_exe: exe,
             runs_dir: state_dir.join("runs"),
+            stdin_from_caller: false,
         })
     }
 
@@ -143,9 +147,11 @@ impl Backend for OciBackend {
         // control pipe (its lifeline) on fd 4.
         let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
         let (ctl_r, ctl_w) = sys::pipe().map_err(io_err("pipe"))?;
-        let passed: [(RawFd, RawFd); 2] = [
+        let (in_r, in_w) = sys::pipe().map_err(io_err("pipe"))?;
+        let passed: [(RawFd, RawFd); 3] = [
             (rep_w.as_raw_fd(), FD_REPORT),
             (ctl_r.as_raw_fd(), FD_CONTROL),
+            (in_r.as_raw_fd(), FD_STDIN),
         ];
         let mut cmd = Command::new(&self.helper_exe);
         cmd.arg(HELPER_ARG)
@@ -160,7 +166,7 @@ impl Backend for OciBackend {
             cmd.pre_exec(move || {
                 // Every source is moved above the targets first, so that no
                 // dup2 clobbers a source that is itself a target number.
-                let mut high = [0 as RawFd; 2];
+                let mut high = [0 as RawFd; 3];
                 for (i, (src, _)) in passed.iter().enumerate() {
                     high[i] = sys::cvt(libc::fcntl(*src, libc::F_DUPFD_CLOEXEC, 10))?;
                 }
@@ -174,6 +180,24 @@ impl Backend for OciBackend {
         let mut child = cmd.spawn().map_err(io_err("spawning the OCI helper"))?;
         drop(rep_w);
         drop(ctl_r);
+        drop(in_r);
+        // The command's stdin: the spec's bytes, or this process's own stdin,
+        // pumped by a thread of its own (EPIPE ends it when the command is done).
+        let mut in_w = std::fs::File::from(in_w);
+        match (spec.stdin.clone(), self.stdin_from_caller) {
+            (Some(data), _) => {
+                std::thread::spawn(move || {
+                    let _ = in_w.write_all(&data);
+                });
+            }
+            (None, true) => {
+                std::thread::spawn(move || {
+                    let mut input = std::io::stdin().lock();
+                    let _ = std::io::copy(&mut input, &mut in_w);
+                });
+            }
+            (None, false) => drop(in_w),
+        }
         if let Some(mut stdin) = child.stdin.take() {
             if let Err(e) = stdin.write_all(&bytes) {
                 let _ = child.kill();

@@ -71,9 +71,6 @@ pub const SECCOMP_DENY: &[&str] = &[
     "fspick",
     "get_kernel_syms",
     "init_module",
-    "io_uring_enter",
-    "io_uring_register",
-    "io_uring_setup",
     "ioperm",
     "iopl",
     "kcmp",
@@ -125,10 +122,27 @@ const CLONE_NEW_FLAGS: [u64; 8] = [
     0x4000_0000,
 ];
 
-fn seccomp_profile() -> Value {
-    let mut rules = vec![json!({
-        "names": SECCOMP_DENY, "action": "SCMP_ACT_ERRNO", "errnoRet": libc::EPERM
-    })];
+/// The OCI seccomp profile; `unix_only` (network none) refuses every socket
+/// family but AF_UNIX, as the native backend does.
+fn seccomp_profile(unix_only: bool) -> Value {
+    let mut rules = vec![
+        json!({"names": SECCOMP_DENY, "action": "SCMP_ACT_ERRNO", "errnoRet": libc::EPERM}),
+        // As under the native backend: io_uring does not exist.
+        json!({"names": ["io_uring_setup", "io_uring_enter", "io_uring_register"],
+               "action": "SCMP_ACT_ERRNO", "errnoRet": libc::ENOSYS}),
+    ];
+    if unix_only {
+        rules.push(json!({
+            "names": ["socket"], "action": "SCMP_ACT_ERRNO", "errnoRet": libc::EAFNOSUPPORT,
+            "args": [{"index": 0, "value": libc::AF_UNIX, "op": "SCMP_CMP_NE"}]
+        }));
+    } else {
+        // AF_VSOCK reaches the host whatever the network namespace.
+        rules.push(json!({
+            "names": ["socket"], "action": "SCMP_ACT_ERRNO", "errnoRet": libc::EAFNOSUPPORT,
+            "args": [{"index": 0, "value": libc::AF_VSOCK, "op": "SCMP_CMP_EQ"}]
+        }));
+    }
     // clone with any new-namespace flag (one rule per flag: the conditions
     // of one rule are all required); clone3 cannot be inspected, so it
     // reports ENOSYS and libc falls back to clone.
@@ -351,7 +365,7 @@ pub fn translate(
         "gidMappings": [{"containerID": 0, "hostID": HOST_ID, "size": 1}],
         "maskedPaths": masked,
         "readonlyPaths": readonly,
-        "seccomp": seccomp_profile(),
+        "seccomp": seccomp_profile(matches!(spec.network, NetworkSpec::None)),
     });
     if matches!(runtime, Runtime::Runc | Runtime::Youki) {
         // Relative: below the run cgroup the runtime is started in.

@@ -27,6 +27,8 @@ pub const FD_REPORT: RawFd = 3;
 /// The caller's lifeline: EOF means the caller is gone; a
 /// [`protocol::CONTROL_KILL_OUTPUT`] byte means the output passed its cap.
 pub const FD_CONTROL: RawFd = 4;
+/// The read end of the command's stdin pipe.
+pub const FD_STDIN: RawFd = 5;
 /// Where runs stage their bundles: outside every workspace and state
 /// directory, traversable by sandbox root (the runtime resolves the bundle's
 /// paths inside the container's user namespace).
@@ -145,10 +147,6 @@ fn mkdir(p: &Path, mode: u32) -> Result<(), SandboxError> {
         .map_err(|e| fail("mounts", format!("chmod {}", p.display()), e))
 }
 
-fn tmpfs(at: &Path, bytes: u64, mode: &str, what: &str) -> Result<(), SandboxError> {
-    tmpfs_with(at, bytes, mode, what, libc::MS_NOSUID | libc::MS_NODEV)
-}
-
 fn tmpfs_with(
     at: &Path,
     bytes: u64,
@@ -262,12 +260,20 @@ fn fill(req: &Request, ws_tree: OwnedFd, stage: &mut Stage) -> Result<(), Sandbo
         let layer = dir.join("layer");
         mkdir(&layer, 0o755)?;
         let bytes = (spec.limits.memory_bytes / 4 * 3).max(1 << 20);
-        tmpfs(
+        // Inodes as under the native backend: one per page of the memory limit.
+        let data = CString::new(format!(
+            "size={bytes},nr_inodes={},mode=0755",
+            view::inode_cap(spec.limits.memory_bytes)
+        ))
+        .map_err(|e| fail("workspace", "upper layer options", e))?;
+        sys::mount(
+            Some(c"tmpfs"),
             &layer,
-            bytes,
-            "0755",
-            "tmpfs for the workspace's upper layer",
-        )?;
+            Some(c"tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&data),
+        )
+        .map_err(|e| fail("workspace", "tmpfs for the workspace's upper layer", e))?;
         let (upper, work, merged) = (layer.join("upper"), layer.join("work"), dir.join("merged"));
         for d in [&upper, &work, &merged] {
             mkdir(d, 0o755)?;
@@ -352,7 +358,7 @@ fn fill(req: &Request, ws_tree: OwnedFd, stage: &mut Stage) -> Result<(), Sandbo
             .ok_or_else(|| fail("bundle", path.display(), "path must not contain `..`"))?;
         let host = rootfs.join(rel);
         if let Some(parent) = host.parent() {
-            mkdir(parent, 0o755)?;
+            mkdir_in_root(&rootfs, parent)?;
         }
         match entry {
             RootfsEntry::Symlink { target, .. } => std::os::unix::fs::symlink(target, &host),
@@ -360,10 +366,12 @@ fn fill(req: &Request, ws_tree: OwnedFd, stage: &mut Stage) -> Result<(), Sandbo
         }
         .map_err(|e| fail("bundle", path.display(), e))?;
     }
-    // Sandbox root owns the root filesystem's directory (read-only once the
-    // container starts), so that the runtime, inside the container's user
-    // namespace, can make its mount points.
-    chown_tree(&rootfs).map_err(|e| fail("bundle", "chown rootfs", e))?;
+    // Every mount point is made here, by host root, as under the native
+    // backend: directories of the root that sandbox root may pass through but
+    // not list (mode 0711; mount points themselves 0755, the runtime opens
+    // them), so the runtime has nothing to create inside the container's user
+    // namespace.
+    make_mount_points(&rootfs, &b.config)?;
     let config =
         serde_json::to_vec_pretty(&b.config).map_err(|e| fail("bundle", "config.json", e))?;
     std::fs::write(bundle_dir.join("config.json"), config)
@@ -381,16 +389,39 @@ fn reachable(path: &Path) -> bool {
         .all(|a| std::fs::metadata(a).is_ok_and(|m| m.mode() & 0o001 != 0))
 }
 
-fn chown_tree(dir: &Path) -> std::io::Result<()> {
-    let id = Some(namespaces::SANDBOX_HOST_UID);
-    let gid = Some(namespaces::SANDBOX_HOST_GID);
-    std::os::unix::fs::lchown(dir, id, gid)?;
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            chown_tree(&entry.path())?;
+/// Makes `dir` and its missing parents below `rootfs` with mode 0711.
+fn mkdir_in_root(rootfs: &Path, dir: &Path) -> Result<(), SandboxError> {
+    if dir == rootfs || dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent() {
+        mkdir_in_root(rootfs, parent)?;
+    }
+    mkdir(dir, 0o711)
+}
+
+fn make_mount_points(rootfs: &Path, config: &serde_json::Value) -> Result<(), SandboxError> {
+    let mounts = config["mounts"].as_array().cloned().unwrap_or_default();
+    for m in mounts {
+        let (Some(dst), Some(kind)) = (m["destination"].as_str(), m["type"].as_str()) else {
+            continue;
+        };
+        let Some(rel) = crate::native::mounts::relative_inside(Path::new(dst)) else {
+            return Err(fail("bundle", dst, "path must not contain `..`"));
+        };
+        let at = rootfs.join(rel);
+        let is_dir = kind != "bind" || m["source"].as_str().is_some_and(|s| Path::new(s).is_dir());
+        if is_dir {
+            // The mount point itself is opened by the runtime: readable.
+            mkdir_in_root(rootfs, &at)?;
+            mkdir(&at, 0o755)?;
         } else {
-            std::os::unix::fs::lchown(entry.path(), id, gid)?;
+            if let Some(parent) = at.parent() {
+                mkdir_in_root(rootfs, parent)?;
+            }
+            if std::fs::symlink_metadata(&at).is_err() {
+                std::fs::write(&at, b"").map_err(|e| fail("bundle", at.display(), e))?;
+            }
         }
     }
     Ok(())
@@ -476,17 +507,11 @@ fn container_id(req: &Request) -> String {
     format!("airlock-{}", req.spec.request_id)
 }
 
-/// The command's stdin: the spec's bytes (from a file in the stage), or /dev/null.
-fn stdin_fd(req: &Request, stage: &Stage) -> Result<OwnedFd, SandboxError> {
-    let path = match &req.spec.stdin {
-        Some(bytes) => {
-            let p = stage.dir.join("stdin");
-            std::fs::write(&p, bytes).map_err(|e| fail("oci", "stdin file", e))?;
-            p
-        }
-        None => PathBuf::from("/dev/null"),
-    };
-    sys::open(&path, libc::O_RDONLY | libc::O_CLOEXEC, 0).map_err(|e| fail("oci", "open stdin", e))
+/// The command's stdin: a pipe from the caller (the spec's bytes, the
+/// caller's own stdin, or nothing), never a host file.
+fn stdin_fd() -> OwnedFd {
+    // SAFETY: the caller passed fd FD_STDIN to us and nothing else owns it.
+    unsafe { OwnedFd::from_raw_fd(FD_STDIN) }
 }
 
 fn run_container(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxError> {
@@ -497,7 +522,7 @@ fn run_container(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
             report.notes.push(note);
         }
     }
-    let stdin = stdin_fd(req, stage)?;
+    let stdin = stdin_fd();
     let id = container_id(req);
     let bundle_dir = stage.dir.join("bundle");
     let mut args: Vec<String> = vec![req.runtime_exe.display().to_string()];

@@ -81,6 +81,8 @@ impl Runtime {
                     if network_none { "none" } else { "host" }
                 ));
                 a.push("--ignore-cgroups".into());
+                // The bundle's seccomp profile, applied by the Sentry to the guest.
+                a.push("--oci-seccomp".into());
             }
             // runc and youki make a cgroup of their own below the one they
             // start in (a relative cgroupsPath), so the limits still hold.

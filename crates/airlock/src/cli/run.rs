@@ -233,6 +233,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         backend.runs_dir = state_dir.join("runs");
         backend.stdin_from_caller = take_stdin(args.stdin.as_deref())?;
         Box::new(backend)
+    } else if matches!(
+        kind,
+        airlock_sandbox::BackendKind::Oci | airlock_sandbox::BackendKind::Gvisor
+    ) && airlock_sandbox::oci::OciBackend::current_exe(kind, &state_dir).is_ok()
+    {
+        let mut backend = airlock_sandbox::oci::OciBackend::current_exe(kind, &state_dir)?;
+        backend.stdin_from_caller = take_stdin(args.stdin.as_deref())?;
+        Box::new(backend)
     } else {
         match airlock_core::backends::open(kind, &state_dir) {
             Ok(b) => b,
