@@ -317,6 +317,16 @@ pub fn translate(
                 "options": ["nosuid", "nodev", "noexec"]
             })),
             ViewOp::ReadOnly { path } => readonly.push(path.clone()),
+            // The installed runsc (2022) does not apply maskedPaths to the
+            // guest: a hidden path would stay visible, so the run is refused.
+            ViewOp::Hide { path } if runtime.is_gvisor() => {
+                return Err(fail(format!(
+                    "hidden path {} cannot be masked under gVisor: this runsc does not apply \
+                     linux.maskedPaths (use another backend, or keep airlock's state directory \
+                     and filesystem.hide paths out of the workspace)",
+                    path.display()
+                )))
+            }
             ViewOp::Mask { path } | ViewOp::Hide { path } => masked.push(path.clone()),
             ViewOp::Workspace {
                 root,

@@ -34,6 +34,9 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
         }),
         Boundary::ReadPaths => e("read-only binds"),
         Boundary::WritePaths => e("idmapped read-write binds"),
+        Boundary::HidePaths if gvisor => Support::Missing(
+            "the installed runsc does not apply linux.maskedPaths to the guest".into(),
+        ),
         Boundary::HidePaths => e("linux.maskedPaths (/dev/null or an empty read-only directory)"),
         Boundary::Network => match &spec.network {
             NetworkSpec::None if gvisor => {
