@@ -487,6 +487,7 @@ mod tests {
                 apply: false,
                 changes: Default::default(),
                 owned: vec![],
+                keep: None,
             },
             network: NetworkSpec::None,
             limits: crate::Limits {
