@@ -192,9 +192,8 @@ pub fn clone_into_cgroup(
         cgroup: cgroup_dir.as_raw_fd() as u64,
         ..CloneArgs::default()
     };
-    // SAFETY: without CLONE_VM and with no stack this is fork(2) (a copied address
-    // space), as in clone_process; args is a live, fully initialised block of the
-    // size passed, which the kernel only reads.
+    // Without CLONE_VM and with no stack this is fork(2), a copied address space.
+    // SAFETY: a fork as in clone_process; args is live, initialised, of the size passed, only read.
     let r = unsafe {
         libc::syscall(
             libc::SYS_clone3,
