@@ -402,10 +402,9 @@ pub fn new_fs(fstype: &CStr, options: &[(&str, &str)], attrs: u64) -> io::Result
         } else {
             (FSCONFIG_SET_STRING, v.as_ptr())
         };
-        // SAFETY: fs is open; k is a live C string and vp is either a live C
-        // string or NULL (for a flag).
-        let r =
-            unsafe { libc::syscall(libc::SYS_fsconfig, fs.as_raw_fd(), cmd, k.as_ptr(), vp, 0) };
+        let (fd, kp) = (fs.as_raw_fd(), k.as_ptr());
+        // SAFETY: fd is open; kp is a live C string, vp a live C string or NULL (a flag).
+        let r = unsafe { libc::syscall(libc::SYS_fsconfig, fd, cmd, kp, vp, 0) };
         if r < 0 {
             let e = io::Error::last_os_error();
             return Err(io::Error::new(
