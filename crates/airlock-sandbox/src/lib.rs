@@ -7,6 +7,7 @@
 pub mod backend;
 pub mod capability;
 pub mod doctor;
+pub mod failure;
 pub mod native;
 pub mod oci;
 pub mod outcome;

@@ -351,7 +351,7 @@ impl NativeBackend {
                 return Err(SandboxError::Spec(f.detail));
             }
             return Err(SandboxError::Layer {
-                layer: protocol::layer_name(&f.layer),
+                layer: crate::failure::layer_name(&f.layer, "helper"),
                 detail: f.detail,
             });
         }

@@ -86,33 +86,3 @@ pub enum InitMsg {
         violations: Vec<Violation>,
     },
 }
-
-/// Maps a layer name that crossed the pipe back to a static one.
-pub fn layer_name(name: &str) -> &'static str {
-    const KNOWN: &[&str] = &[
-        "namespaces",
-        "user_namespace",
-        "mounts",
-        "filesystem",
-        "proc",
-        "dev",
-        "workspace",
-        "network",
-        "seccomp",
-        "landlock",
-        "cgroup",
-        "rlimits",
-        "capabilities",
-        "no_new_privs",
-        "privileges",
-        "session",
-        "exec",
-        "state_dir",
-        "helper",
-    ];
-    KNOWN
-        .iter()
-        .find(|k| **k == name)
-        .copied()
-        .unwrap_or("helper")
-}

@@ -66,37 +66,14 @@ impl HelperReport {
     }
 
     fn from_error(e: SandboxError) -> HelperReport {
-        match e {
-            SandboxError::Layer { layer, detail } => HelperReport::failed(layer, detail),
-            SandboxError::Spec(d) => HelperReport::failed("spec", d),
-            other => HelperReport::failed("oci", other.to_string()),
+        HelperReport {
+            failure: Some(crate::failure::report(e, "oci")),
+            ..Default::default()
         }
     }
 
     fn into_error(self) -> SandboxError {
-        let (layer, detail) = self.failure.unwrap_or_default();
-        match layer.as_str() {
-            "spec" => SandboxError::Spec(detail),
-            _ => SandboxError::Layer {
-                layer: layer_name(&layer),
-                detail,
-            },
-        }
-    }
-}
-
-/// Layer names cross the pipe as text; the error type wants a static one.
-fn layer_name(layer: &str) -> &'static str {
-    match layer {
-        "namespaces" => "namespaces",
-        "mounts" => "mounts",
-        "filesystem" => "filesystem",
-        "workspace" => "workspace",
-        "cgroup" => "cgroup",
-        "network" => "network",
-        "runtime" => "runtime",
-        "bundle" => "bundle",
-        _ => "oci",
+        crate::failure::error(self.failure, "oci")
     }
 }
 

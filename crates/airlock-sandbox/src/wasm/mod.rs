@@ -122,22 +122,14 @@ impl HelperReport {
     }
 
     fn from_error(e: SandboxError) -> HelperReport {
-        match e {
-            SandboxError::Layer { layer, detail } => HelperReport::failed(layer, detail),
-            SandboxError::Spec(d) => HelperReport::failed("spec", d),
-            other => HelperReport::failed("wasm", other.to_string()),
+        HelperReport {
+            failure: Some(crate::failure::report(e, "wasm")),
+            ..Default::default()
         }
     }
 
     fn into_error(self) -> SandboxError {
-        let (layer, detail) = self.failure.unwrap_or_default();
-        match layer.as_str() {
-            "spec" => SandboxError::Spec(detail),
-            _ => SandboxError::Layer {
-                layer: layer_name(&layer),
-                detail,
-            },
-        }
+        crate::failure::error(self.failure, "wasm")
     }
 
     fn ran(g: GuestResult, duration_ms: u64) -> HelperReport {
@@ -151,19 +143,5 @@ impl HelperReport {
             trap: g.trap,
             ..Default::default()
         }
-    }
-}
-
-/// Layer names cross the pipe as text; the error type wants a static one.
-#[cfg(feature = "wasm")]
-fn layer_name(layer: &str) -> &'static str {
-    match layer {
-        "namespaces" => "namespaces",
-        "mounts" => "mounts",
-        "landlock" => "landlock",
-        "seccomp" => "seccomp",
-        "capabilities" => "capabilities",
-        "rlimits" => "rlimits",
-        _ => "wasm",
     }
 }
