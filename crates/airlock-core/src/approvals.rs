@@ -203,16 +203,10 @@ impl RefusalCode {
     }
 }
 
-/// Whether `tenant` may run `request` under the policy `policy_sha256` with
-/// `approval`, ignoring expiry (checked by the ledger, which also records it).
-/// The tenant is checked first: another tenant learns nothing of its state.
-pub fn check_use(
-    approval: &Approval,
-    tenant: &TenantId,
-    request: &RequestRecord,
-    policy_sha256: &str,
-    content: &[crate::content::ContentPin],
-) -> Result<(), RefusalCode> {
+/// What every use of an approval needs first: it is `tenant`'s (checked first,
+/// so another tenant learns nothing of its state) and approved, not pending,
+/// denied, used or expired.
+fn check_spendable(approval: &Approval, tenant: &TenantId) -> Result<(), RefusalCode> {
     if approval.tenant != *tenant || tenant.is_unknown() {
         return Err(RefusalCode::OtherTenant);
     }
@@ -223,6 +217,20 @@ pub fn check_use(
         ApprovalStatus::Expired => return Err(RefusalCode::Expired),
         ApprovalStatus::Approved => {}
     }
+    Ok(())
+}
+
+/// Whether `tenant` may run `request` under the policy `policy_sha256` with
+/// `approval`, ignoring expiry (checked by the ledger, which also records it).
+/// The tenant is checked first: another tenant learns nothing of its state.
+pub fn check_use(
+    approval: &Approval,
+    tenant: &TenantId,
+    request: &RequestRecord,
+    policy_sha256: &str,
+    content: &[crate::content::ContentPin],
+) -> Result<(), RefusalCode> {
+    check_spendable(approval, tenant)?;
     if approval.change_set.is_some() {
         return Err(RefusalCode::WrongKind);
     }
@@ -250,16 +258,7 @@ pub fn check_apply(
     set_sha256: &str,
     policy_sha256: &str,
 ) -> Result<(), RefusalCode> {
-    if approval.tenant != *tenant || tenant.is_unknown() {
-        return Err(RefusalCode::OtherTenant);
-    }
-    match approval.status {
-        ApprovalStatus::Pending => return Err(RefusalCode::Pending),
-        ApprovalStatus::Denied => return Err(RefusalCode::Denied),
-        ApprovalStatus::Used => return Err(RefusalCode::Replayed),
-        ApprovalStatus::Expired => return Err(RefusalCode::Expired),
-        ApprovalStatus::Approved => {}
-    }
+    check_spendable(approval, tenant)?;
     let Some(pin) = &approval.change_set else {
         return Err(RefusalCode::WrongKind);
     };

@@ -335,39 +335,15 @@ impl Ledger {
         set_sha256: &str,
         policy_sha256: &str,
     ) -> Result<ApprovalCheck, LedgerError> {
-        if self.approvals.check_id(id).is_err() {
-            return Ok(ApprovalCheck::Refused(RefusalCode::NotFound, None));
-        }
-        self.approvals.locked(|| {
-            let Some(mut approval) = self.approvals.get::<Approval>(id)? else {
-                return Ok(ApprovalCheck::Refused(RefusalCode::NotFound, None));
-            };
-            if approval.tenant != who.tenant() {
-                return Ok(ApprovalCheck::Refused(RefusalCode::OtherTenant, None));
-            }
-            self.expire_if_due(&mut approval)?;
-            if let Err(code) = crate::approvals::check_apply(
-                &approval,
+        self.spend(id, who, request_id, |approval| {
+            crate::approvals::check_apply(
+                approval,
                 &who.tenant(),
                 run_id,
                 set_sha256,
                 policy_sha256,
-            ) {
-                return Ok(ApprovalCheck::Refused(code, Some(approval)));
-            }
-            approval.status = ApprovalStatus::Used;
-            approval.used_by = Some(request_id.to_string());
-            approval.used_at = Some(format_rfc3339(now_ms()));
-            self.audit_approval(
-                ApprovalAction::Consumed,
-                &approval,
-                who,
-                Some(request_id),
-                None,
-            )?;
-            self.approvals.put(id, &approval)?;
-            Ok(ApprovalCheck::Accepted(approval))
-        })?
+            )
+        })
     }
 
     /// Every approval, after recording the expiry of those whose time has passed.
@@ -471,6 +447,23 @@ impl Ledger {
         policy_sha256: &str,
         content: &[crate::content::ContentPin],
     ) -> Result<ApprovalCheck, LedgerError> {
+        self.spend(id, who, request_id, |approval| {
+            check_use(approval, &who.tenant(), request, policy_sha256, content)
+        })
+    }
+
+    /// The one way an approval is spent: it must exist and be the caller's
+    /// tenant's (another tenant's is neither expired nor revealed), is expired
+    /// first if its time has passed, then must pass `check` (which names the
+    /// refusal); only then is it marked used, audited and stored, all under the
+    /// store's lock so that it is spent at most once.
+    fn spend(
+        &self,
+        id: &str,
+        who: &Caller,
+        request_id: &str,
+        check: impl FnOnce(&Approval) -> Result<(), RefusalCode>,
+    ) -> Result<ApprovalCheck, LedgerError> {
         if self.approvals.check_id(id).is_err() {
             return Ok(ApprovalCheck::Refused(RefusalCode::NotFound, None));
         }
@@ -479,12 +472,10 @@ impl Ledger {
                 return Ok(ApprovalCheck::Refused(RefusalCode::NotFound, None));
             };
             if approval.tenant != who.tenant() {
-                // Neither expire nor reveal another tenant's approval.
                 return Ok(ApprovalCheck::Refused(RefusalCode::OtherTenant, None));
             }
             self.expire_if_due(&mut approval)?;
-            if let Err(code) = check_use(&approval, &who.tenant(), request, policy_sha256, content)
-            {
+            if let Err(code) = check(&approval) {
                 return Ok(ApprovalCheck::Refused(code, Some(approval)));
             }
             approval.status = ApprovalStatus::Used;
