@@ -1038,8 +1038,12 @@ fn slow_clients_are_capped_and_dropped_while_others_are_served() {
             worst = worst.max(t.elapsed());
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // Starvation would show as an answer only once the slow clients are
+        // dropped (the 2 s header timeout); the bound sits well below that and
+        // well above scheduling noise on a loaded 2-core machine. Latency
+        // itself is measured in bench/interfaces, not here.
         assert!(
-            worst < Duration::from_millis(100),
+            worst < Duration::from_millis(1000),
             "slowest answer to the normal client: {worst:?}"
         );
         let (mut refused, mut closed) = (0, 0);
