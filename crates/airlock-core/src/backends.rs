@@ -5,9 +5,13 @@
 use airlock_policy::model::SandboxBackend;
 use airlock_policy::{Policy, Request};
 use airlock_sandbox::capability::{self, CapabilityReport};
-use airlock_sandbox::native::NativeBackend;
-use airlock_sandbox::{Backend, BackendKind, Outcome, OutputSink, SandboxError, SandboxSpec};
+use airlock_sandbox::{
+    Backend, BackendKind, OpenOptions, Outcome, OutputSink, SandboxError, SandboxSpec,
+};
+use std::collections::HashMap;
+#[cfg(test)]
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// The sandbox crate's name for a policy's backend.
 pub fn kind_of(b: SandboxBackend) -> BackendKind {
@@ -62,49 +66,75 @@ pub fn choose(policy: &Policy, asked: Option<BackendKind>) -> Result<BackendKind
     }
 }
 
-/// Whether `kind` can run on this host at all (its own probe; the native
-/// backend's layers are checked in full by `airlock doctor`).
+/// Whether `kind` can run on this host at all (its own probe). The native
+/// backend's layers are built for real only by `airlock doctor`, which is too
+/// slow for every `policy explain`; here it is taken as available.
 pub fn available(kind: BackendKind) -> Result<String, String> {
     if !kind.built() {
         return Err(kind.not_built_reason());
     }
-    match kind {
-        BackendKind::Native => Ok(
+    if kind == BackendKind::Native {
+        return Ok(
             "namespaces, seccomp, landlock, cgroups (each layer checked by `airlock doctor`)"
                 .into(),
-        ),
-        #[cfg(feature = "wasm")]
-        BackendKind::Wasm => airlock_sandbox::wasm::WasmBackend::probe(),
-        BackendKind::Oci | BackendKind::Gvisor => airlock_sandbox::oci::OciBackend::probe(kind),
-        other => Err(other.not_built_reason()),
+        );
     }
+    let opts = OpenOptions::new(crate::resolve_state_dir().unwrap_or_default());
+    airlock_sandbox::probe(kind, &opts).into_result()
 }
 
-/// The one backend factory: what the CLI, `serve` and `mcp` run on.
-pub fn open(kind: BackendKind, state_dir: &Path) -> Result<Box<dyn Backend>, SandboxError> {
-    if !kind.built() {
-        return Err(SandboxError::Layer {
-            layer: "backend",
-            detail: kind.not_built_reason(),
-        });
+/// Where an engine's runs get their backend.
+pub enum Backends {
+    /// One backend, chosen before the engine opened (`airlock run`: the
+    /// policy's, or `--backend` when that is not a weaker tier). A policy
+    /// asking for a stronger tier than it is refused.
+    Fixed(Arc<dyn Backend>),
+    /// Each run on the backend its own policy names (`serve`, `mcp`: tenants'
+    /// policies may name different ones), opened by the factory on first use
+    /// and kept. A backend that cannot be opened fails that run, naming why.
+    PerPolicy {
+        opts: OpenOptions,
+        opened: Mutex<HashMap<BackendKind, Arc<dyn Backend>>>,
+    },
+}
+
+impl Backends {
+    pub fn fixed(backend: Box<dyn Backend>) -> Backends {
+        Backends::Fixed(Arc::from(backend))
     }
-    match kind {
-        BackendKind::Native => {
-            let mut backend = NativeBackend::current_exe()?;
-            backend.runs_dir = state_dir.join("runs");
-            Ok(Box::new(backend))
+
+    pub fn per_policy(opts: OpenOptions) -> Backends {
+        Backends::PerPolicy {
+            opts,
+            opened: Mutex::new(HashMap::new()),
         }
-        #[cfg(feature = "wasm")]
-        BackendKind::Wasm => Ok(Box::new(airlock_sandbox::wasm::WasmBackend::current_exe(
-            state_dir,
-        )?)),
-        BackendKind::Oci | BackendKind::Gvisor => Ok(Box::new(
-            airlock_sandbox::oci::OciBackend::current_exe(kind, state_dir)?,
-        )),
-        other => Err(SandboxError::Layer {
-            layer: "backend",
-            detail: other.not_built_reason(),
-        }),
+    }
+
+    /// The name of the backend a run under `policy` uses (for its record,
+    /// also when the backend could not be opened).
+    pub fn name_for(&self, policy: &Policy) -> &'static str {
+        match self {
+            Backends::Fixed(b) => b.name(),
+            Backends::PerPolicy { .. } => kind_of(policy.sandbox.backend).as_str(),
+        }
+    }
+
+    /// The backend a run under `policy` uses.
+    pub fn for_policy(&self, policy: &Policy) -> Result<Arc<dyn Backend>, SandboxError> {
+        match self {
+            Backends::Fixed(b) => Ok(b.clone()),
+            Backends::PerPolicy { opts, opened } => {
+                let kind = kind_of(policy.sandbox.backend);
+                // A poisoned map only lost an insert: the backends in it are whole.
+                let mut opened = opened.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(b) = opened.get(&kind) {
+                    return Ok(b.clone());
+                }
+                let b: Arc<dyn Backend> = Arc::from(airlock_sandbox::open(kind, opts)?);
+                opened.insert(kind, b.clone());
+                Ok(b)
+            }
+        }
     }
 }
 
@@ -125,8 +155,8 @@ pub fn check_then_run(
     gate: &mut dyn FnMut() -> Result<(), SandboxError>,
 ) -> Result<Outcome, SandboxError> {
     if let Some(kind) = BackendKind::parse(backend.name()) {
-        // An engine opened on one backend (serve, mcp) never runs a policy
-        // that asks for a stronger one.
+        // An engine opened on one backend (`airlock run`) never runs a
+        // policy that asks for a stronger one.
         choose(policy, Some(kind)).map_err(|e| SandboxError::Layer {
             layer: "backend",
             detail: e.to_string(),
@@ -166,5 +196,30 @@ mod tests {
             choose(&policy, Some(BackendKind::Wasm)).unwrap(),
             BackendKind::Wasm
         );
+    }
+
+    #[test]
+    fn a_per_policy_engine_opens_the_policys_backend_or_names_why_not() {
+        let mut policy = airlock_policy::load::builtin_default(Path::new("/tmp"));
+        let backends = Backends::per_policy(OpenOptions::new("/nonexistent".into()));
+        // A backend this build lacks is an error naming it, never another one.
+        let unbuilt = SandboxBackend::ALL
+            .into_iter()
+            .map(|(_, b)| b)
+            .find(|b| !kind_of(*b).built());
+        if let Some(b) = unbuilt {
+            policy.sandbox.backend = b;
+            let name = kind_of(b).as_str();
+            assert_eq!(backends.name_for(&policy), name);
+            let e = match backends.for_policy(&policy) {
+                Ok(opened) => panic!("opened {} for a policy naming {name}", opened.name()),
+                Err(e) => e.to_string(),
+            };
+            assert!(e.contains(name) && e.contains("Hint:"), "{e}");
+        }
+        policy.sandbox.backend = SandboxBackend::Native;
+        let native = backends.for_policy(&policy).unwrap();
+        assert_eq!(native.name(), "native");
+        assert!(Arc::ptr_eq(&native, &backends.for_policy(&policy).unwrap()));
     }
 }

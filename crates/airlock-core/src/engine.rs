@@ -13,6 +13,7 @@ use crate::audit::record::{
     StreamRecord,
 };
 use crate::audit::AuditError;
+use crate::backends::Backends;
 use crate::grants::{Boundary, Grant, NETWORK_ALLOWLIST_ENFORCED};
 use crate::ledger::{ApprovalCheck, Ledger, LedgerConfig, LedgerError};
 use crate::state::new_request_id;
@@ -30,7 +31,7 @@ pub use crate::state::new_request_id as request_id;
 pub struct EngineConfig {
     /// The state directory (see [`crate::state::resolve_state_dir`]).
     pub state_dir: PathBuf,
-    pub backend: Box<dyn Backend>,
+    pub backends: Backends,
     pub ledger: LedgerConfig,
     /// More files airlock lives by (a server's tokens file): like the policy
     /// file and the state directory, no change of any run may write them.
@@ -38,10 +39,21 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
+    /// Every run on `backend` (see [`Backends::Fixed`]).
     pub fn new(state_dir: PathBuf, backend: Box<dyn Backend>) -> EngineConfig {
+        EngineConfig::with(state_dir, Backends::fixed(backend))
+    }
+
+    /// Each run on the backend its policy names, opened by the factory (see
+    /// [`Backends::PerPolicy`]).
+    pub fn per_policy(state_dir: PathBuf, opts: airlock_sandbox::OpenOptions) -> EngineConfig {
+        EngineConfig::with(state_dir, Backends::per_policy(opts))
+    }
+
+    pub fn with(state_dir: PathBuf, backends: Backends) -> EngineConfig {
         EngineConfig {
             state_dir,
-            backend,
+            backends,
             ledger: LedgerConfig::default(),
             owned: Vec::new(),
         }
@@ -187,7 +199,7 @@ impl EngineError {
 }
 
 pub struct Engine {
-    backend: Box<dyn Backend>,
+    backends: Backends,
     ledger: Ledger,
     owned: Vec<PathBuf>,
 }
@@ -213,7 +225,7 @@ impl Engine {
             })
             .collect();
         Ok(Engine {
-            backend: config.backend,
+            backends: config.backends,
             ledger,
             owned,
         })
@@ -223,8 +235,9 @@ impl Engine {
         &self.ledger
     }
 
-    pub fn backend_name(&self) -> &'static str {
-        self.backend.name()
+    /// The name of the backend a run under `policy` uses.
+    pub fn backend_name(&self, policy: &Policy) -> &'static str {
+        self.backends.name_for(policy)
     }
 
     /// Judge a request without running it, and record the decision.
@@ -519,13 +532,15 @@ impl Engine {
             ) {
                 Ok(egress) => (
                     egress,
-                    crate::backends::check_then_run(
-                        policy,
-                        self.backend.as_ref(),
-                        &spec,
-                        &mut hashing,
-                        &mut gate,
-                    ),
+                    self.backends.for_policy(policy).and_then(|backend| {
+                        crate::backends::check_then_run(
+                            policy,
+                            backend.as_ref(),
+                            &spec,
+                            &mut hashing,
+                            &mut gate,
+                        )
+                    }),
                 ),
                 Err(e) => (
                     None,
@@ -957,7 +972,7 @@ impl Engine {
                 cwd: judged.request.cwd.clone(),
             },
             policy_sha256: policy.sha256.clone(),
-            backend: self.backend.name().to_string(),
+            backend: self.backends.name_for(policy).to_string(),
             argv: spec.argv.clone(),
             env_names: spec.env.iter().map(|(name, _)| name.clone()).collect(),
             limits: spec.limits.clone(),

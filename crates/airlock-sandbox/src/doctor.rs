@@ -8,7 +8,7 @@ use crate::{Backend, Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceS
 use serde::Serialize;
 use std::path::Path;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LayerCheck {
     pub layer: &'static str,
     pub ok: bool,

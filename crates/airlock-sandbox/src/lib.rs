@@ -7,16 +7,19 @@
 pub mod backend;
 pub mod capability;
 pub mod doctor;
+pub mod factory;
 pub mod failure;
 pub mod native;
 pub mod oci;
 pub mod outcome;
+pub mod probe;
 pub mod spec;
 pub mod tier;
 pub mod view;
 pub mod wasm;
 
 pub use backend::{Backend, OutputSink, SandboxError};
+pub use factory::{open, probe, OpenOptions};
 pub use outcome::{ChangeKind, ChangeSummary, FileChange, KillReason, Outcome, Violation};
 pub use spec::{
     Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceSpec, GIT_CONFIG_FILE, SANDBOX_HOME,

@@ -156,6 +156,53 @@ fn tokens_authenticate_and_each_token_has_its_own_policy() {
 }
 
 #[test]
+fn each_tenant_runs_on_the_backend_its_policy_names() {
+    // agent-b's policy names the OCI backend (crun here); agent-a's none, so native.
+    let oci_here = rustix::process::geteuid().is_root()
+        && ["/usr/bin/crun", "/usr/sbin/runc", "/usr/bin/runc"]
+            .iter()
+            .any(|p| std::path::Path::new(p).exists());
+    if !oci_here {
+        eprintln!("skipped: the OCI backend needs root and crun or runc on this host");
+        return;
+    }
+    let dir = layout();
+    let policy_b = format!("{POLICY_A}[sandbox]\nbackend = \"oci\"\n");
+    std::fs::write(dir.path().join("policy-b.toml"), policy_b).unwrap();
+    let mut server = Server::start_in(dir, &["--tokens", "tokens.toml"]);
+    rt().block_on(async {
+        let sock = &server.socket;
+        let body = r#"{"command":"cat data.csv"}"#;
+        let mut ids = Vec::new();
+        for token in [TOKEN_A, TOKEN_B] {
+            let r = request(
+                Target::Unix(sock),
+                "POST",
+                "/v1/run",
+                Some(token),
+                Some(body),
+            )
+            .await;
+            assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+            let r = r.json();
+            assert_eq!(r["status"], "ran", "{r}");
+            assert_eq!(r["outcome"]["stdout"], "name,qty\napple,3\npear,5\n");
+            ids.push(r["request_id"].clone());
+        }
+        let records = audit_records(&server.state());
+        let backend_of = |rid: &serde_json::Value| {
+            records
+                .iter()
+                .find(|r| r["request_id"] == *rid && r["kind"] == "execution")
+                .map(|r| r["backend"].clone())
+        };
+        assert_eq!(backend_of(&ids[0]), Some(serde_json::json!("native")));
+        assert_eq!(backend_of(&ids[1]), Some(serde_json::json!("oci")));
+    });
+    server.stop();
+}
+
+#[test]
 fn loopback_tcp_works_and_non_loopback_is_refused() {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");

@@ -22,6 +22,7 @@ pub mod landlock;
 pub mod mounts;
 pub mod namespaces;
 pub mod netwatch;
+pub mod probe;
 pub mod protocol;
 pub mod relay;
 pub mod rlimits;
@@ -33,6 +34,7 @@ pub mod workspace;
 
 pub use caller::NativeBackend;
 pub use helper::helper_main;
+pub use probe::probe;
 
 /// Runs the helper and never returns if this process was started as one
 /// (first argument [`protocol::HELPER_ARG`]); otherwise returns at once.

@@ -5,12 +5,14 @@
 use super::helper::{FD_CONTROL, FD_REPORT, FD_STDIN, HELPER_ARG};
 use super::runtime::{self, Runtime};
 use super::{HelperReport, Request};
+use crate::factory::OpenOptions;
 use crate::native::{protocol, sys};
+use crate::probe::{Probe, RuntimeFound};
 use crate::{Backend, BackendKind, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -39,11 +41,12 @@ fn io_err(context: &str) -> impl Fn(std::io::Error) -> SandboxError + '_ {
 
 impl OciBackend {
     /// The backend of `kind` (`Oci` or `Gvisor`) with the runtime chosen here.
-    pub fn current_exe(kind: BackendKind, state_dir: &Path) -> Result<OciBackend, SandboxError> {
-        let (runtime, runtime_exe) = Self::choose(kind).map_err(|detail| SandboxError::Layer {
-            layer: "runtime",
-            detail,
-        })?;
+    pub fn open(kind: BackendKind, opts: &OpenOptions) -> Result<OciBackend, SandboxError> {
+        let (runtime, runtime_exe) =
+            Self::choose(kind, opts).map_err(|detail| SandboxError::Layer {
+                layer: "runtime",
+                detail,
+            })?;
         let exe =
             std::fs::read_link("/proc/self/exe").map_err(io_err("resolving /proc/self/exe"))?;
         Ok(OciBackend {
@@ -51,40 +54,47 @@ impl OciBackend {
             runtime,
             runtime_exe,
             helper_exe: exe,
-            runs_dir: state_dir.join("runs"),
-            stdin_from_caller: false,
+            runs_dir: opts.runs_dir(),
+            stdin_from_caller: opts.stdin_from_caller,
         })
     }
 
-    fn choose(kind: BackendKind) -> Result<(Runtime, PathBuf), String> {
+    fn choose(kind: BackendKind, opts: &OpenOptions) -> Result<(Runtime, PathBuf), String> {
         match kind {
             BackendKind::Gvisor => runtime::choose_gvisor(),
-            BackendKind::Oci => runtime::choose_oci(),
+            BackendKind::Oci => runtime::choose_oci(opts.oci_runtime.as_deref()),
             other => Err(format!("{other} is not an OCI backend")),
         }
     }
 
     /// Whether the backend can run here, and with what.
-    pub fn probe(kind: BackendKind) -> Result<String, String> {
-        let (rt, exe) = Self::choose(kind)?;
+    pub fn probe(kind: BackendKind, opts: &OpenOptions) -> Probe {
+        let (rt, exe) = match Self::choose(kind, opts) {
+            Ok(found) => found,
+            Err(why) => return Probe::unavailable(kind, why),
+        };
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            return Err(format!(
-                "the {kind} backend stages the workspace with idmapped mounts and runs {} as root; \
-                 Hint: run airlock as root, or use the native backend (which runs unprivileged)",
-                rt.exe_name()
-            ));
+            return Probe::unavailable(
+                kind,
+                format!(
+                    "the {kind} backend stages the workspace with idmapped mounts and runs {} as root; \
+                     Hint: run airlock as root, or use the native backend (which runs unprivileged)",
+                    rt.exe_name()
+                ),
+            );
         }
         let platform = match rt {
-            Runtime::Runsc(p) => format!(", platform {}", p.as_str()),
-            _ => String::new(),
+            Runtime::Runsc(p) => Some(p.as_str().to_string()),
+            _ => None,
         };
-        Ok(format!(
-            "{} at {} ({}){platform}",
-            rt.exe_name(),
-            exe.display(),
-            runtime::version(&exe)
-        ))
+        let found = RuntimeFound {
+            name: rt.exe_name().to_string(),
+            version: runtime::version(&exe),
+            path: Some(exe),
+            platform,
+        };
+        Probe::available(kind, found, super::caps::enforces(kind).to_vec())
     }
 }
 

@@ -3,6 +3,28 @@
 use crate::capability::{Boundary, Support};
 use crate::{NetworkSpec, SandboxSpec, WorkspaceMode};
 
+/// The mechanisms that hold the sandbox's boundaries under `kind`.
+pub fn enforces(kind: crate::BackendKind) -> &'static [&'static str] {
+    const SHARED: &[&str] = &[
+        "OCI bundle from the shared view: read-only root, masked paths",
+        "overlay workspace staged by the helper (idmapped lower layer)",
+        "cgroups held by airlock (memory, pids, cpu)",
+        "every capability dropped, noNewPrivileges, seccomp profile",
+    ];
+    const GVISOR: &[&str] = &[
+        "gVisor's Sentry answers the program's system calls",
+        "OCI bundle from the shared view: read-only root",
+        "overlay workspace staged by the helper (idmapped lower layer)",
+        "cgroups held by airlock (memory, pids, cpu)",
+        "every capability dropped, noNewPrivileges",
+    ];
+    if kind == crate::BackendKind::Gvisor {
+        GVISOR
+    } else {
+        SHARED
+    }
+}
+
 /// The support of `boundary` for `spec` under OCI runtimes (`gvisor` false)
 /// or gVisor's runsc (`gvisor` true).
 pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {

@@ -100,12 +100,11 @@ pub fn locate(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The runtime `backend = "oci"` uses here: [`RUNTIME_ENV`] if set (it must
-/// be installed), else the first of crun, runc, youki found.
-pub fn choose_oci() -> Result<(Runtime, PathBuf), String> {
-    if let Some(name) = std::env::var_os(RUNTIME_ENV).filter(|v| !v.is_empty()) {
-        let name = name.to_string_lossy().into_owned();
-        let rt = Runtime::parse_oci(&name).ok_or_else(|| {
+/// The runtime `backend = "oci"` uses here: `asked` (from [`RUNTIME_ENV`])
+/// if given (it must be installed), else the first of crun, runc, youki found.
+pub fn choose_oci(asked: Option<&str>) -> Result<(Runtime, PathBuf), String> {
+    if let Some(name) = asked {
+        let rt = Runtime::parse_oci(name).ok_or_else(|| {
             format!("{RUNTIME_ENV}={name} names no OCI runtime airlock knows; Hint: crun, runc or youki")
         })?;
         let exe = locate(rt.exe_name()).ok_or_else(|| {

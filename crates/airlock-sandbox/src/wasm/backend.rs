@@ -5,17 +5,16 @@
 use super::helper::{FD_REPORT, HELPER_ARG};
 use super::program::{classify, Program};
 use super::{cache, runtime, HelperReport, Request};
+use crate::factory::OpenOptions;
 use crate::native::sys;
-use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
+use crate::probe::{Probe, RuntimeFound};
+use crate::{Backend, BackendKind, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Overrides where precompiled modules are kept.
-pub const CACHE_ENV: &str = "AIRLOCK_WASM_CACHE";
 
 #[derive(Debug, Clone)]
 pub struct WasmBackend {
@@ -28,41 +27,50 @@ pub struct WasmBackend {
 }
 
 impl WasmBackend {
-    /// The running executable as helper; runs and cache under `state_dir`
-    /// (the cache under `$AIRLOCK_WASM_CACHE` when set).
-    pub fn current_exe(state_dir: &Path) -> Result<WasmBackend, SandboxError> {
+    /// The running executable as helper; runs under the state directory, the
+    /// cache where `opts` says.
+    pub fn open(opts: &OpenOptions) -> Result<WasmBackend, SandboxError> {
         let exe = std::fs::read_link("/proc/self/exe").map_err(|e| SandboxError::Io {
             context: "resolving /proc/self/exe".into(),
             source: e,
         })?;
-        let cache_dir = std::env::var_os(CACHE_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| state_dir.join("wasm-cache"));
+        let cache_dir = opts
+            .wasm_cache
+            .clone()
+            .unwrap_or_else(|| opts.state_dir.join("wasm-cache"));
         Ok(WasmBackend {
             helper_exe: exe,
-            runs_dir: state_dir.join("runs"),
+            runs_dir: opts.runs_dir(),
             cache_dir,
         })
     }
 
     /// Whether the backend can run here: the runtime is installed and the
     /// helper can build its view (it needs CAP_SYS_ADMIN for its mounts).
-    pub fn probe() -> Result<String, String> {
+    pub fn probe() -> Probe {
+        let kind = BackendKind::Wasm;
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            return Err(
+            return Probe::unavailable(
+                kind,
                 "the wasm helper builds its overlay view with mounts, which needs root; \
-                        Hint: run airlock as root, as for the native backend"
+                 Hint: run airlock as root, as for the native backend"
                     .into(),
             );
         }
-        let python = runtime::locate_python()?;
-        Ok(format!(
-            "wasmtime {} embedded; CPython WASI runtime at {}",
-            cache::WASMTIME_VERSION,
-            python.display()
-        ))
+        match runtime::locate_python() {
+            Ok(python) => Probe::available(
+                kind,
+                RuntimeFound {
+                    name: "wasmtime (embedded), CPython WASI".into(),
+                    path: Some(python),
+                    version: format!("wasmtime {}", cache::WASMTIME_VERSION),
+                    platform: None,
+                },
+                super::caps::ENFORCES.to_vec(),
+            ),
+            Err(why) => Probe::unavailable(kind, why),
+        }
     }
 
     /// The module and the guest's argv for `spec.argv`.

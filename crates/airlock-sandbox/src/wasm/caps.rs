@@ -4,6 +4,14 @@
 use crate::capability::{Boundary, Support};
 use crate::{NetworkSpec, SandboxSpec, WorkspaceMode};
 
+/// The mechanisms that hold the sandbox's boundaries on the wasm backend.
+pub const ENFORCES: &[&str] = &[
+    "wasmtime: only the WASI functions it implements, no sockets",
+    "fuel/epoch time limit and memory limit on the guest",
+    "preopened overlay workspace (changes reported and applied as native)",
+    "the guest's process: rlimits, landlock, no capabilities, seccomp",
+];
+
 fn ok(how: &str) -> Support {
     Support::Enforced(how.to_string())
 }

@@ -68,11 +68,11 @@ fn open(
     }
     let state_dir = airlock_core::resolve_state_dir()?;
     airlock_core::state::ensure_private_dir(&state_dir)?;
-    // No command runs: the backend is never asked for anything.
-    let backend = airlock_sandbox::native::NativeBackend::current_exe()?;
-    let engine = airlock_core::Engine::open(airlock_core::EngineConfig::new(
+    // No command runs: the factory is never asked to open a backend.
+    let opts = airlock_sandbox::OpenOptions::new(state_dir.clone());
+    let engine = airlock_core::Engine::open(airlock_core::EngineConfig::per_policy(
         state_dir.clone(),
-        Box::new(backend),
+        opts,
     ))
     .with_context(|| format!("cannot open the state directory {}", state_dir.display()))?;
     Ok((engine, loaded.policy))

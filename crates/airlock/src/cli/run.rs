@@ -3,7 +3,6 @@
 use airlock_core::engine::{RunOptions, RunResponse, RunStatus};
 use airlock_core::terminal::{escape_line, json_safe, StreamFilter};
 use airlock_policy::{Command, Request};
-use airlock_sandbox::native::NativeBackend;
 use airlock_sandbox::{KillReason, OutputSink};
 use anyhow::Context;
 use std::io::{IsTerminal, Write};
@@ -226,35 +225,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let state_dir = airlock_core::resolve_state_dir()?;
     airlock_core::state::ensure_private_dir(&state_dir)?;
-    // The native backend streams the caller's stdin; the factory opens the others.
-    let backend: Box<dyn airlock_sandbox::Backend> = if kind == airlock_sandbox::BackendKind::Native
-    {
-        let mut backend = NativeBackend::current_exe()?;
-        backend.runs_dir = state_dir.join("runs");
-        backend.stdin_from_caller = take_stdin(args.stdin.as_deref())?;
-        Box::new(backend)
-    } else if matches!(
-        kind,
-        airlock_sandbox::BackendKind::Oci | airlock_sandbox::BackendKind::Gvisor
-    ) && airlock_sandbox::oci::OciBackend::current_exe(kind, &state_dir).is_ok()
-    {
-        let mut backend = airlock_sandbox::oci::OciBackend::current_exe(kind, &state_dir)?;
-        backend.stdin_from_caller = take_stdin(args.stdin.as_deref())?;
-        Box::new(backend)
-    } else {
-        match airlock_core::backends::open(kind, &state_dir) {
-            Ok(b) => b,
-            Err(e) => {
-                if args.json {
-                    println!(
-                        "{}",
-                        serde_json::json!({ "error": "sandbox", "detail": e.to_string() })
-                    );
-                } else {
-                    eprintln!("airlock: sandbox error: {e}");
-                }
-                return Ok(exit::SANDBOX_ERROR);
+    let mut opts = airlock_sandbox::OpenOptions::new(state_dir.clone());
+    opts.stdin_from_caller = take_stdin(args.stdin.as_deref())?;
+    let backend = match airlock_sandbox::open(kind, &opts) {
+        Ok(b) => b,
+        Err(e) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "error": "sandbox", "detail": e.to_string() })
+                );
+            } else {
+                eprintln!("airlock: sandbox error: {e}");
             }
+            return Ok(exit::SANDBOX_ERROR);
         }
     };
     let engine =

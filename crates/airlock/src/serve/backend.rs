@@ -1,7 +1,7 @@
-//! The engine every interface uses: the state directory's ledger and the
-//! native backend, opened the same way `airlock run` opens it.
+//! The engine every interface uses: the state directory's ledger, and each
+//! run on the backend its policy's `[sandbox] backend` names, opened by the
+//! sandbox crate's factory as `airlock run` opens it.
 
-use airlock_sandbox::native::NativeBackend;
 use anyhow::Context;
 
 pub fn open_engine() -> anyhow::Result<airlock_core::Engine> {
@@ -13,9 +13,8 @@ pub fn open_engine() -> anyhow::Result<airlock_core::Engine> {
 pub fn open_engine_owning(owned: &[std::path::PathBuf]) -> anyhow::Result<airlock_core::Engine> {
     let state_dir = airlock_core::resolve_state_dir()?;
     airlock_core::state::ensure_private_dir(&state_dir)?;
-    let mut backend = NativeBackend::current_exe()?;
-    backend.runs_dir = state_dir.join("runs");
-    let mut config = airlock_core::EngineConfig::new(state_dir.clone(), Box::new(backend));
+    let opts = airlock_sandbox::OpenOptions::new(state_dir.clone());
+    let mut config = airlock_core::EngineConfig::per_policy(state_dir.clone(), opts);
     config.owned = owned.to_vec();
     airlock_core::Engine::open(config)
         .with_context(|| format!("cannot open the state directory {}", state_dir.display()))

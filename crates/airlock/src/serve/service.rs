@@ -484,6 +484,7 @@ impl Service {
             endpoint,
             started.elapsed(),
         );
+        let backend = self.engine.backend_name(&policy);
         let service = self.clone();
         let tenant_caller = tenant.caller.clone();
         let task = tokio::task::spawn_blocking(move || {
@@ -517,7 +518,7 @@ impl Service {
             self.metrics.observe(
                 "airlock_sandbox_duration_seconds",
                 "backend",
-                "native",
+                backend,
                 ran_for,
             );
             let ended = match outcome.killed_by {
