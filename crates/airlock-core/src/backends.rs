@@ -140,8 +140,18 @@ impl Backends {
 
 /// The capability report of `kind` for what `request` would run under `policy`.
 pub fn report(policy: &Policy, request: &Request, kind: BackendKind) -> CapabilityReport {
+    report_probed(policy, request, kind, available(kind))
+}
+
+/// [`report`] with the backend's availability already probed (`airlock doctor`).
+pub fn report_probed(
+    policy: &Policy,
+    request: &Request,
+    kind: BackendKind,
+    available: Result<String, String>,
+) -> CapabilityReport {
     let spec = crate::spec::derive(policy, request, "capability-report");
-    capability::report(kind, &spec, available(kind))
+    capability::report(kind, &spec, available)
 }
 
 /// Runs `spec` on `backend` if the backend is not a weaker tier than the

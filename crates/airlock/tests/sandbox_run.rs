@@ -196,6 +196,40 @@ fn doctor_passes_here_and_fails_without_a_working_helper() {
     assert!(failed.contains(&"end_to_end"), "{failed:?}");
 }
 
+#[test]
+fn doctor_prints_the_backends_own_probe() {
+    let e = Env::new();
+    // Native: the probe is the layer checks, built for real.
+    let o = e.airlock(&["doctor", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["probe"]["backend"], "native");
+    assert_eq!(v["probe"]["available"], true, "{v}");
+    assert_eq!(v["probe"]["layers"], v["layers"]);
+    // A backend this build lacks: not available, saying what would allow it.
+    if let Some(kind) = airlock_sandbox::BackendKind::ALL
+        .into_iter()
+        .find(|k| !k.built())
+    {
+        let o = e.airlock(&["doctor", "--backend", kind.as_str()]);
+        assert_eq!(o.status.code(), Some(1));
+        let out = text(&o.stdout);
+        assert!(
+            out.contains(&format!("backend {kind} (")) && out.contains("NOT AVAILABLE"),
+            "{out}"
+        );
+        assert!(out.contains("Hint:"), "{out}");
+    }
+    // An OCI runtime found here: named with its version.
+    if Path::new("/usr/bin/crun").exists() && rustix::process::geteuid().is_root() {
+        let o = e.airlock(&["doctor", "--backend", "oci", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["probe"]["available"], true, "{v}");
+        let rt = &v["probe"]["runtime"];
+        assert!(rt["name"].is_string() && rt["version"].is_string(), "{v}");
+        assert!(!v["probe"]["enforces"].as_array().unwrap().is_empty());
+    }
+}
+
 /// Runs airlock in the workspace with `input` on its stdin (a pipe).
 fn airlock_with_stdin(e: &Env, args: &[&str], input: &[u8]) -> Output {
     use std::io::Write;

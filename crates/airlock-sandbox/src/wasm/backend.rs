@@ -59,16 +59,22 @@ impl WasmBackend {
             );
         }
         match runtime::locate_python() {
-            Ok(python) => Probe::available(
-                kind,
-                RuntimeFound {
-                    name: "wasmtime (embedded), CPython WASI".into(),
+            Ok(python) => {
+                let detail = format!(
+                    "wasmtime {} embedded; CPython WASI runtime at {}",
+                    cache::WASMTIME_VERSION,
+                    python.display()
+                );
+                let found = RuntimeFound {
+                    name: "wasmtime".into(),
                     path: Some(python),
-                    version: format!("wasmtime {}", cache::WASMTIME_VERSION),
+                    version: cache::WASMTIME_VERSION.into(),
                     platform: None,
-                },
-                super::caps::ENFORCES.to_vec(),
-            ),
+                };
+                let mut probe = Probe::available(kind, found, super::caps::ENFORCES.to_vec());
+                probe.detail = detail;
+                probe
+            }
             Err(why) => Probe::unavailable(kind, why),
         }
     }

@@ -3,9 +3,8 @@
 
 use airlock_core::backends;
 use airlock_policy::{Command, Request};
-use airlock_sandbox::doctor;
-use airlock_sandbox::native::NativeBackend;
-use airlock_sandbox::BackendKind;
+use airlock_sandbox::probe::Probe;
+use airlock_sandbox::{BackendKind, OpenOptions};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -28,14 +27,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(name) => backends::parse(name)?,
         None => BackendKind::Native,
     };
-    let native = if kind == BackendKind::Native {
-        let state_dir = airlock_core::resolve_state_dir()?;
-        airlock_core::state::ensure_private_dir(&state_dir)?;
-        let backend = NativeBackend::current_exe()?;
-        Some(doctor::run(&backend.helper_exe, &state_dir.join("runs")))
-    } else {
-        None
-    };
+    let state_dir = airlock_core::resolve_state_dir()?;
+    airlock_core::state::ensure_private_dir(&state_dir)?;
+    // The backend's own probe: the native one builds every layer for real.
+    let probe = airlock_sandbox::probe(kind, &OpenOptions::new(state_dir));
+    let native = (kind == BackendKind::Native).then(|| probe.layers.clone());
     let report = if args.backend.is_some() || args.policy.is_some() {
         let here = std::env::current_dir()?;
         let policy_path = args.policy.as_ref().map(|p| here.join(p));
@@ -45,24 +41,32 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             cwd: here,
             loosening: Default::default(),
         };
-        Some(backends::report(&loaded.policy, &request, kind))
+        Some(backends::report_probed(
+            &loaded.policy,
+            &request,
+            kind,
+            probe.clone().into_result(),
+        ))
     } else {
         None
     };
-    let layers_ok = native.as_ref().is_none_or(|c| doctor::all_required_ok(c));
     let report_ok = report.as_ref().is_none_or(|r| r.refusal().is_none());
-    let ok = layers_ok && report_ok;
+    let ok = probe.available && report_ok;
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "ok": ok,
                 "backend": kind,
+                "probe": probe,
                 "layers": native,
                 "capabilities": report,
             }))?
         );
         return Ok(if ok { 0 } else { 1 });
+    }
+    if native.as_ref().is_none_or(|layers| layers.is_empty()) {
+        print_probe(&probe);
     }
     if let Some(checks) = &native {
         for c in checks {
@@ -74,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             println!("{mark}  {:<16} {}", c.layer, c.detail);
         }
         let limits_ok = checks.iter().all(|c| c.layer != "limits" || c.ok);
+        let layers_ok = probe.available;
         if layers_ok && !limits_ok {
             println!(
                 "every layer can be built on this host, but not every limit: a policy that sets \
@@ -87,10 +92,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     }
     if let Some(r) = &report {
-        if native.is_some() {
-            println!();
-        }
+        println!();
         super::capability::print(r);
     }
     Ok(if ok { 0 } else { 1 })
+}
+
+/// What the backend's probe found: its runtime, or why it cannot run here.
+fn print_probe(p: &Probe) {
+    let verdict = if p.available {
+        "available"
+    } else {
+        "NOT AVAILABLE"
+    };
+    println!("backend {} ({}): {verdict}", p.backend, p.tier);
+    let label = if p.available { "runtime" } else { "why" };
+    println!("  {label:<9} {}", p.detail);
+    for e in &p.enforces {
+        println!("  enforces  {e}");
+    }
 }
