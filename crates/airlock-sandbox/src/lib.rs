@@ -12,6 +12,7 @@ pub mod failure;
 pub mod native;
 pub mod oci;
 pub mod outcome;
+pub mod output;
 pub mod probe;
 pub mod spec;
 pub mod tier;

@@ -9,6 +9,7 @@
 
 use super::protocol::{self, HelperReport, HelperRequest};
 use super::sys;
+use crate::output::{self, Relay};
 use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -48,47 +49,6 @@ impl NativeBackend {
             source: e,
         })?;
         Ok(NativeBackend::new(exe, super::rundir::default_runs_dir()))
-    }
-}
-
-/// Captured output of one stream, cut at the cap.
-struct Capture {
-    bytes: Vec<u8>,
-    cap: usize,
-    truncated: bool,
-}
-
-impl Capture {
-    fn new(cap: u64) -> Capture {
-        Capture {
-            bytes: Vec::new(),
-            cap: usize::try_from(cap).unwrap_or(usize::MAX),
-            truncated: false,
-        }
-    }
-
-    /// Keeps what fits; returns the part kept (to stream) and whether the cap was passed.
-    fn push<'a>(&mut self, chunk: &'a [u8]) -> (&'a [u8], bool) {
-        let room = self.cap.saturating_sub(self.bytes.len());
-        if chunk.len() > room {
-            self.bytes.extend_from_slice(&chunk[..room]);
-            self.truncated = true;
-            (&chunk[..room], true)
-        } else {
-            self.bytes.extend_from_slice(chunk);
-            (chunk, false)
-        }
-    }
-
-    fn text(&self) -> String {
-        let mut s = String::from_utf8_lossy(&self.bytes).into_owned();
-        if self.truncated {
-            s.push_str(&format!(
-                "\n[airlock: output truncated at {} bytes]\n",
-                self.cap
-            ));
-        }
-        s
     }
 }
 
@@ -258,71 +218,35 @@ impl NativeBackend {
             .map(OwnedFd::from)
             .ok_or_else(|| SandboxError::Helper("no stderr pipe".into()))?;
 
-        let mut out = Capture::new(spec.limits.output_bytes);
-        let mut err = Capture::new(spec.limits.output_bytes);
-        let mut report_bytes = Vec::new();
-        let mut open = [true, true, true];
-        let mut output_kill_sent = false;
         // A backstop if the helper itself wedges: it enforces the timeout, this
         // only catches a helper that stopped working.
         let backstop =
             started + Duration::from_millis(spec.limits.timeout_ms) + Duration::from_secs(60);
-        let mut buf = vec![0u8; 64 * 1024];
-        while open.iter().any(|o| *o) {
-            let fds = [stdout.as_raw_fd(), stderr.as_raw_fd(), rep_r.as_raw_fd()];
-            let live: Vec<RawFd> = fds
-                .iter()
-                .zip(open)
-                .filter(|(_, o)| *o)
-                .map(|(f, _)| *f)
-                .collect();
-            let wait = backstop.saturating_duration_since(Instant::now());
-            if wait.is_zero() {
+        let pipes = output::Pipes {
+            stdout: &stdout,
+            stderr: &stderr,
+            report: &rep_r,
+        };
+        let mut kill_for_output = || {
+            let _ = sys::write_all(ctl_w.as_raw_fd(), &[protocol::CONTROL_KILL_OUTPUT]);
+        };
+        let relayed = match output::relay(
+            pipes,
+            spec.limits.output_bytes,
+            backstop,
+            sink,
+            &mut kill_for_output,
+        )? {
+            Relay::Finished(r) => r,
+            Relay::Stalled => {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(SandboxError::Helper(
                     "the sandbox helper stopped responding; killed".into(),
                 ));
             }
-            let revents =
-                sys::poll(&live, wait.as_millis().min(1000) as i32).map_err(io_err("poll"))?;
-            for (fd, rev) in live.iter().zip(revents) {
-                if rev == 0 {
-                    continue;
-                }
-                let idx = fds.iter().position(|f| f == fd).unwrap_or(2);
-                let n = sys::read(*fd, &mut buf).unwrap_or(0);
-                if n == 0 {
-                    open[idx] = false;
-                    continue;
-                }
-                let chunk = &buf[..n];
-                let over = match idx {
-                    0 => {
-                        let (kept, over) = out.push(chunk);
-                        if !kept.is_empty() {
-                            sink.stdout(kept);
-                        }
-                        over
-                    }
-                    1 => {
-                        let (kept, over) = err.push(chunk);
-                        if !kept.is_empty() {
-                            sink.stderr(kept);
-                        }
-                        over
-                    }
-                    _ => {
-                        report_bytes.extend_from_slice(chunk);
-                        false
-                    }
-                };
-                if over && !output_kill_sent {
-                    output_kill_sent = true;
-                    let _ = sys::write_all(ctl_w.as_raw_fd(), &[protocol::CONTROL_KILL_OUTPUT]);
-                }
-            }
-        }
+        };
+        let (out, err, report_bytes) = (relayed.stdout, relayed.stderr, relayed.report);
         let status = child
             .wait()
             .map_err(io_err("waiting for the sandbox helper"))?;
@@ -380,19 +304,4 @@ fn pump_own_stdin(mut pipe: std::process::ChildStdin) {
         let mut input = std::io::stdin().lock();
         let _ = std::io::copy(&mut input, &mut pipe);
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Capture;
-
-    #[test]
-    fn capture_cuts_at_the_cap_and_marks_it() {
-        let mut c = Capture::new(5);
-        assert_eq!(c.push(b"abc"), (&b"abc"[..], false));
-        assert_eq!(c.push(b"defg"), (&b"de"[..], true));
-        assert_eq!(c.push(b"x"), (&b""[..], true));
-        assert!(c.truncated);
-        assert!(c.text().starts_with("abcde\n[airlock: output truncated"));
-    }
 }

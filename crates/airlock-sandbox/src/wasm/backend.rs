@@ -7,6 +7,7 @@ use super::program::{classify, Program};
 use super::{cache, runtime, HelperReport, Request};
 use crate::factory::OpenOptions;
 use crate::native::sys;
+use crate::output::{self, Relay};
 use crate::probe::{Probe, RuntimeFound};
 use crate::{Backend, BackendKind, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::Write;
@@ -114,34 +115,6 @@ impl WasmBackend {
     }
 }
 
-/// One captured stream, cut at the cap.
-struct Capture {
-    bytes: Vec<u8>,
-    cap: usize,
-    truncated: bool,
-}
-
-impl Capture {
-    fn push<'a>(&mut self, chunk: &'a [u8]) -> &'a [u8] {
-        let room = self.cap.saturating_sub(self.bytes.len());
-        let kept = &chunk[..room.min(chunk.len())];
-        self.truncated |= kept.len() < chunk.len();
-        self.bytes.extend_from_slice(kept);
-        kept
-    }
-
-    fn text(&self) -> String {
-        let mut s = String::from_utf8_lossy(&self.bytes).into_owned();
-        if self.truncated {
-            s.push_str(&format!(
-                "\n[airlock: output truncated at {} bytes]\n",
-                self.cap
-            ));
-        }
-        s
-    }
-}
-
 fn io_err(context: &str) -> impl Fn(std::io::Error) -> SandboxError + '_ {
     move |source| SandboxError::Io {
         context: context.to_string(),
@@ -210,68 +183,26 @@ impl Backend for WasmBackend {
             .ok_or_else(|| SandboxError::Helper("no stderr pipe".into()))?;
 
         // Step 3: relay output as it comes, capped; collect the report.
-        let cap = usize::try_from(spec.limits.output_bytes).unwrap_or(usize::MAX);
-        let mut out = Capture {
-            bytes: Vec::new(),
-            cap,
-            truncated: false,
-        };
-        let mut err = Capture {
-            bytes: Vec::new(),
-            cap,
-            truncated: false,
-        };
-        let mut report_bytes = Vec::new();
-        let mut open = [true, true, true];
         let backstop =
             started + Duration::from_millis(spec.limits.timeout_ms) + Duration::from_secs(60);
-        let mut buf = vec![0u8; 64 * 1024];
-        while open.iter().any(|o| *o) {
-            let fds = [stdout.as_raw_fd(), stderr.as_raw_fd(), rep_r.as_raw_fd()];
-            let live: Vec<RawFd> = fds
-                .iter()
-                .zip(open)
-                .filter(|(_, o)| *o)
-                .map(|(f, _)| *f)
-                .collect();
-            let wait = backstop.saturating_duration_since(Instant::now());
-            if wait.is_zero() {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(SandboxError::Helper(
-                    "the wasm helper stopped responding; killed".into(),
-                ));
-            }
-            let revents =
-                sys::poll(&live, wait.as_millis().min(1000) as i32).map_err(io_err("poll"))?;
-            for (fd, rev) in live.iter().zip(revents) {
-                if rev == 0 {
-                    continue;
+        let pipes = output::Pipes {
+            stdout: &stdout,
+            stderr: &stderr,
+            report: &rep_r,
+        };
+        // The guest traps itself at the cap (see `output`): nothing to tell the helper.
+        let relayed =
+            match output::relay(pipes, spec.limits.output_bytes, backstop, sink, &mut || {})? {
+                Relay::Finished(r) => r,
+                Relay::Stalled => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(SandboxError::Helper(
+                        "the wasm helper stopped responding; killed".into(),
+                    ));
                 }
-                let idx = fds.iter().position(|f| f == fd).unwrap_or(2);
-                let n = sys::read(*fd, &mut buf).unwrap_or(0);
-                if n == 0 {
-                    open[idx] = false;
-                    continue;
-                }
-                let chunk = &buf[..n];
-                match idx {
-                    0 => {
-                        let kept = out.push(chunk);
-                        if !kept.is_empty() {
-                            sink.stdout(kept);
-                        }
-                    }
-                    1 => {
-                        let kept = err.push(chunk);
-                        if !kept.is_empty() {
-                            sink.stderr(kept);
-                        }
-                    }
-                    _ => report_bytes.extend_from_slice(chunk),
-                }
-            }
-        }
+            };
+        let (mut out, err, report_bytes) = (relayed.stdout, relayed.stderr, relayed.report);
         let status = child
             .wait()
             .map_err(io_err("waiting for the wasm helper"))?;
