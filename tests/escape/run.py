@@ -617,6 +617,8 @@ class Session:
         }
         for k, p in self.canaries.items():
             t[k] = p
+        # The tier's own facts (tiers/NAME.toml [targets]), e.g. DENY_ERRNO.
+        t.update(getattr(self, "tier_targets", {}))
         return "".join(f"{k}={v}\n" for k, v in t.items())
 
     # ---- build
@@ -1380,6 +1382,36 @@ def load_manifest() -> tuple[dict, list[Case]]:
     return data.get("defaults", {}), cases
 
 
+def load_tier_overrides(name: str, cases: list[Case], all_cases: list[Case]) -> tuple[list[Case], dict]:
+    """A tier's `[override.CASE]` tables (tiers/NAME.toml): the same attack judged
+    on what stops it on that backend. Each names its `reason`; its other keys
+    replace the manifest's, and `drop` lists keys to remove. Also the tier's
+    `[targets]`, added to every case's targets file."""
+    if name == "native":
+        return cases, {}
+    with open(HERE / "tiers" / f"{name}.toml", "rb") as f:
+        data = tomllib.load(f)
+    over = data.get("override", {})
+    unknown = sorted(set(over) - {c.name for c in all_cases})
+    if unknown:
+        raise SystemExit(f"tiers/{name}.toml overrides cases that do not exist: {unknown}")
+    out = []
+    for c in cases:
+        o = over.get(c.name)
+        if o is None:
+            out.append(c)
+            continue
+        if not o.get("reason"):
+            raise SystemExit(f"tiers/{name}.toml: override.{c.name} needs a reason")
+        spec = {k: v for k, v in c.spec.items() if k not in o.get("drop", [])}
+        spec.update({k: v for k, v in o.items() if k not in ("reason", "drop")})
+        if "limits" in o:
+            spec["limits"] = {**c.spec.get("limits", {}), **o["limits"]}
+        print(f"tier {name}: {c.name} judged as overridden: {o['reason']}")
+        out.append(Case(c.name, c.file, c.category, c.expect, c.what, spec))
+    return out, data.get("targets", {})
+
+
 def load_tier(name: str, cases: list[Case], all_cases: list[Case]) -> dict[str, str]:
     """Cases that do not apply to a backend tier, with the reason (tiers/NAME.toml)."""
     if name == "native":
@@ -1525,9 +1557,13 @@ def main() -> int:
             print(f"0 passed, {len(cases)} failed")
             return 1
     not_applicable = load_tier(args.backend_tier, cases, all_cases) if args.backend == "airlock" else {}
+    tier_targets = {}
+    if args.backend == "airlock":
+        cases, tier_targets = load_tier_overrides(args.backend_tier, cases, all_cases)
     needs_cgroup = load_rootless(cases, all_cases) if ROOTLESS_BEST_EFFORT else {}
     sess = Session(args)
     sess.defaults = defaults
+    sess.tier_targets = tier_targets
     report = []
     passed = failed = 0
     t_all = time.monotonic()

@@ -30,11 +30,28 @@ plant() { # FILE TAG
   printf '[core]\n\tfsmonitor = "%s %s-fsmonitor"\n\tpager = "%s %s-pager; cat"\n[alias]\n\tst = "!%s %s-alias"\n' \
     "$P" "$2" "$P" "$2" "$P" "$2" > "$1" 2>/dev/null
 }
+# Runs a command under a new pty until it exits (not until the master reads
+# EOF, which gVisor's pty never reports: pty.spawn would hang there).
+IN_PTY='
+import os, pty, select, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+while True:
+    if select.select([fd], [], [], 0.1)[0]:
+        try:
+            if not os.read(fd, 4096):
+                break
+        except OSError:
+            break
+    elif os.waitpid(pid, os.WNOHANG)[0]:
+        break
+'
 run_git() {
   ( cd "$REPO" || exit 1
     git status >/dev/null 2>&1
     git st >/dev/null 2>&1
-    PAGER=cat timeout 10 python3 -c 'import pty; pty.spawn(["git", "log", "-1"])' >/dev/null 2>&1 </dev/null
+    PAGER=cat timeout 10 python3 -c "$IN_PTY" git log -1 >/dev/null 2>&1 </dev/null
   )
 }
 verdict() { # WHAT

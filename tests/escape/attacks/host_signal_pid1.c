@@ -13,6 +13,15 @@ int main(void) {
         escaped("signal pid 1", "not attempted: no sandbox (pid 1 is the VM's init)");
         return 0;
     }
+    if (getpid() == 1) {
+        /* The command is its namespace's init (OCI and gVisor tiers): no airlock
+         * process shares the namespace, so pid 1 is this program. (gVisor's Sentry
+         * lets init kill itself, which ends only the command.) */
+        blocked("signal pid 1", "pid 1 is this command: no airlock process is in its namespace");
+        if (kill(-1, SIGKILL) == 0) say("kill(-1, SIGKILL) delivered inside the namespace");
+        else blocked_errno("kill(-1, SIGKILL)", errno);
+        return 0;
+    }
     if (kill(1, SIGKILL) == 0) blocked("kill(1, SIGKILL)", "delivered, but init of a pid namespace ignores it");
     else blocked_errno("kill(1, SIGKILL)", errno);
     kill(1, SIGSTOP);

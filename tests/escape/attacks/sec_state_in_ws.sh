@@ -6,6 +6,8 @@
 . ./escape_lib.sh
 start sec_state_in_ws
 d=.local/state/airlock
-if [ -n "$(ls -A "$d" 2>/dev/null)" ]; then escaped "list the state dir in the workspace" "$(ls -A "$d" | tr '\n' ' ')"; else blocked "list the state dir in the workspace" "empty or absent"; fi
+# Shell globs, not ls: a failed ls (statx rejected under gVisor) must not read as empty.
+left=$(cd "$d" 2>/dev/null && for f in * .[!.]* ..?*; do [ -e "$f" ] && printf '%s ' "$f"; done)
+if [ -n "$left" ]; then escaped "list the state dir in the workspace" "$left"; else blocked "list the state dir in the workspace" "empty or absent"; fi
 if cat "$d"/audit/* >/dev/null 2>&1; then escaped "read the audit log in the workspace" "readable"; else blocked "read the audit log in the workspace" "not readable"; fi
 if (echo pwned > "$d/audit/$PWNED") 2>/dev/null && [ -e "$d/audit/$PWNED" ]; then echo "wrote into the state dir view (the host copy is what counts)"; else blocked "write into the state dir" "refused"; fi

@@ -124,7 +124,7 @@ const CLONE_NEW_FLAGS: [u64; 8] = [
 
 /// The OCI seccomp profile; `unix_only` (network none) refuses every socket
 /// family but AF_UNIX, as the native backend does.
-fn seccomp_profile(unix_only: bool) -> Value {
+fn seccomp_profile(unix_only: bool, runtime: Runtime) -> Value {
     let mut rules = vec![
         json!({"names": SECCOMP_DENY, "action": "SCMP_ACT_ERRNO", "errnoRet": libc::EPERM}),
         // As under the native backend: io_uring does not exist.
@@ -152,7 +152,16 @@ fn seccomp_profile(unix_only: bool) -> Value {
             "args": [{"index": 0, "value": flag, "valueTwo": flag, "op": "SCMP_CMP_MASKED_EQ"}]
         }));
     }
-    rules.push(json!({"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": libc::ENOSYS}));
+    // The installed runsc answers every SCMP_ACT_ERRNO rule with EPERM
+    // (errnoRet is ignored), and glibc falls back from clone3 to clone only on
+    // ENOSYS, so a clone3 rule would break every thread. Its Sentry has no
+    // clone3 and answers ENOSYS itself (escape case priv_userns_nested
+    // asserts that answer, so a runsc that gains clone3 is caught there).
+    if !runtime.is_gvisor() {
+        rules.push(
+            json!({"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": libc::ENOSYS}),
+        );
+    }
     json!({
         "defaultAction": "SCMP_ACT_ALLOW",
         // Only the native ABI: i386 (int 0x80) and x32 calls meet the
@@ -172,6 +181,31 @@ fn bind(src: &Path, dst: &Path, ro: bool) -> Value {
 
 fn fail(detail: impl Into<String>) -> String {
     detail.into()
+}
+
+/// A hidden path under gVisor: an empty read-only tmpfs over a directory.
+/// (runsc ignores `linux.maskedPaths`.) A hidden file, or a path missing from
+/// what the workspace shows, is refused: there is no empty file to bind.
+fn gvisor_hide(path: &Path, spec: &SandboxSpec, staged: &Staged) -> Result<Value, String> {
+    let shown = path
+        .strip_prefix(&spec.workspace.root)
+        .map(|rel| staged.workspace.join(rel))
+        .unwrap_or_else(|_| path.to_path_buf());
+    let is_dir = std::fs::symlink_metadata(&shown)
+        .map(|m| m.is_dir())
+        .unwrap_or(false);
+    if !is_dir {
+        return Err(fail(format!(
+            "hidden path {} cannot be hidden under gVisor: this runsc does not apply \
+             linux.maskedPaths, and only a directory can be covered with an empty mount; \
+             Hint: hide its directory instead, or use another backend",
+            path.display()
+        )));
+    }
+    Ok(
+        json!({"destination": path, "type": "tmpfs", "source": "tmpfs",
+              "options": ["ro", "nosuid", "nodev", "noexec", "mode=000", "size=4096"]}),
+    )
 }
 
 /// The mounts of the workspace at `root` from `staged` (see the module docs).
@@ -318,14 +352,9 @@ pub fn translate(
             })),
             ViewOp::ReadOnly { path } => readonly.push(path.clone()),
             // The installed runsc (2022) does not apply maskedPaths to the
-            // guest: a hidden path would stay visible, so the run is refused.
+            // guest, so a hidden path becomes a mount of its own.
             ViewOp::Hide { path } if runtime.is_gvisor() => {
-                return Err(fail(format!(
-                    "hidden path {} cannot be masked under gVisor: this runsc does not apply \
-                     linux.maskedPaths (use another backend, or keep airlock's state directory \
-                     and filesystem.hide paths out of the workspace)",
-                    path.display()
-                )))
+                mounts.push(gvisor_hide(path, spec, staged)?)
             }
             ViewOp::Mask { path } | ViewOp::Hide { path } => masked.push(path.clone()),
             ViewOp::Workspace {
@@ -375,7 +404,7 @@ pub fn translate(
         "gidMappings": [{"containerID": 0, "hostID": HOST_ID, "size": 1}],
         "maskedPaths": masked,
         "readonlyPaths": readonly,
-        "seccomp": seccomp_profile(matches!(spec.network, NetworkSpec::None)),
+        "seccomp": seccomp_profile(matches!(spec.network, NetworkSpec::None), runtime),
     });
     if matches!(runtime, Runtime::Runc | Runtime::Youki) {
         // Relative: below the run cgroup the runtime is started in.
@@ -569,6 +598,34 @@ mod tests {
         };
         let e = bundle_of(&s, Path::new("/m"), Runtime::Crun).unwrap_err();
         assert!(e.contains("relay"), "{e}");
+    }
+
+    #[test]
+    fn gvisor_covers_a_hidden_directory_and_refuses_a_hidden_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("secret")).unwrap();
+        let s = spec(Path::new("/w"));
+        let gvisor = Runtime::Runsc(super::super::runtime::GvisorPlatform::Ptrace);
+        let b = bundle_of(&s, dir.path(), gvisor).unwrap();
+        let hide = mount_at(&b.config, "/w/secret").expect("hidden dir covered");
+        assert_eq!(hide["type"], "tmpfs");
+        assert!(hide["options"].as_array().unwrap().contains(&json!("ro")));
+        // After the workspace, or the workspace's bind would cover it.
+        let pos = |d: &str| {
+            b.config["mounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .position(|m| m["destination"] == d)
+        };
+        assert!(pos("/w") < pos("/w/secret"));
+        // The same runsc's threads need clone3 to answer ENOSYS (no rule: the Sentry's own).
+        let rules = b.config["linux"]["seccomp"]["syscalls"].as_array().unwrap();
+        assert!(!rules.iter().any(|r| r["names"] == json!(["clone3"])));
+        std::fs::remove_dir(dir.path().join("secret")).unwrap();
+        std::fs::write(dir.path().join("secret"), "x").unwrap();
+        let e = bundle_of(&s, dir.path(), gvisor).unwrap_err();
+        assert!(e.contains("/w/secret") && e.contains("Hint:"), "{e}");
     }
 
     #[test]

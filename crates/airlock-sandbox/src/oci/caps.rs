@@ -56,8 +56,9 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
         }),
         Boundary::ReadPaths => e("read-only binds"),
         Boundary::WritePaths => e("idmapped read-write binds"),
-        Boundary::HidePaths if gvisor => Support::Missing(
-            "the installed runsc does not apply linux.maskedPaths to the guest".into(),
+        Boundary::HidePaths if gvisor => e(
+            "an empty read-only tmpfs over each hidden directory (this runsc ignores \
+             linux.maskedPaths); a hidden file cannot be covered, so such a run is refused",
         ),
         Boundary::HidePaths => e("linux.maskedPaths (/dev/null or an empty read-only directory)"),
         Boundary::Network => match &spec.network {
@@ -89,6 +90,11 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
         Boundary::Pids => e("pids cgroup and RLIMIT_NPROC"),
         Boundary::Cpus => e("cgroup CPU bandwidth"),
         Boundary::Output => e("captured and capped by the caller; killed at the cap"),
+        Boundary::Tmp if gvisor => e(
+            "size-capped tmpfs /tmp and /dev/shm in the Sentry; this runsc ignores nr_inodes, so \
+             their file count is bounded by limits.memory (the Sentry's memory cgroup), not by an \
+             inode cap",
+        ),
         Boundary::Tmp => e("size- and inode-capped tmpfs /tmp and /dev/shm"),
         Boundary::FileSize => e("RLIMIT_FSIZE (process.rlimits)"),
         Boundary::OpenFiles => e("RLIMIT_NOFILE (process.rlimits)"),
@@ -96,8 +102,10 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
             e("the bundle's process.env is the spec's environment; nothing else is inherited")
         }
         Boundary::Privileges if gvisor => e(
-            "gVisor sandbox: user namespace (root inside is host uid 100000), no capabilities, \
-             noNewPrivileges; the Sentry and gofer run under runsc's own seccomp filters",
+            "gVisor sandbox: root inside is the Sentry's bookkeeping; on the host the Sentry runs \
+             as nobody in a user namespace of its own and the gofer as uid 100000, both with \
+             noNewPrivileges under runsc's own seccomp filters; no capabilities inside; nice and \
+             oom_score_adj inside do not reach the host",
         ),
         Boundary::Privileges => e(
             "user namespace (root inside is host uid 100000), no capabilities, noNewPrivileges, \
