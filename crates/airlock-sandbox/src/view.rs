@@ -150,6 +150,10 @@ pub enum ViewOp {
     /// A path masked if it is visible in the view (a symlink is masked only
     /// as the final component; a path that is not there is left alone).
     Hide { path: PathBuf },
+    /// A directory airlock prepared on the host (the `/etc` of [`split_etc`]),
+    /// bound read-only, nosuid, nodev; the native backend attaches the tree
+    /// its helper opened and checked, other backends bind `src`.
+    Prepared { src: PathBuf, dst: PathBuf },
 }
 
 /// What a host path is, as far as the view cares.
@@ -432,6 +436,130 @@ pub fn plan(input: &ViewInput, host: &dyn HostFs) -> Vec<ViewOp> {
     ops
 }
 
+/// One entry of a prepared `/etc` (see [`split_etc`]), relative to `/etc`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EtcEntry {
+    /// A host file, copied with its mode, owner and times.
+    Copy { rel: PathBuf, src: PathBuf },
+    /// A symlink, as the host has it.
+    Symlink { rel: PathBuf, target: PathBuf },
+    /// A file airlock writes (passwd, group, git config, ...).
+    File { rel: PathBuf, content: Vec<u8> },
+    /// An empty directory or file that a live bind covers (a host directory,
+    /// or a file bound from elsewhere, such as a resolved `resolv.conf`).
+    MountPoint { rel: PathBuf, dir: bool },
+}
+
+/// A view whose `/etc` is one prepared directory instead of one operation per
+/// entry: what that directory holds, and the view around it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EtcSplit {
+    /// The operations before `/etc`.
+    pub before: Vec<ViewOp>,
+    /// What the prepared directory holds, in the order the view had it.
+    pub entries: Vec<EtcEntry>,
+    /// Binds that stay live, on mount points the prepared directory holds.
+    pub live: Vec<ViewOp>,
+    /// The operations after `/etc`.
+    pub after: Vec<ViewOp>,
+}
+
+impl EtcSplit {
+    /// The view with `/etc` bound read-only from `prepared` (a host path to the
+    /// directory built from [`EtcSplit::entries`]), then the live binds on it.
+    pub fn join(self, prepared: PathBuf) -> Vec<ViewOp> {
+        let mut ops = self.before;
+        ops.push(ViewOp::Prepared {
+            src: prepared,
+            dst: "/etc".into(),
+        });
+        ops.extend(self.live);
+        ops.extend(self.after);
+        ops
+    }
+}
+
+/// The path an operation makes or changes in the view.
+fn target_of(op: &ViewOp) -> &Path {
+    match op {
+        ViewOp::Symlink { link, .. } => link,
+        ViewOp::BindRo { dst, .. } | ViewOp::BindRw { dst, .. } => dst,
+        ViewOp::ProxySocket { dst, .. } | ViewOp::Prepared { dst, .. } => dst,
+        ViewOp::WriteFile { path, .. }
+        | ViewOp::Tmpfs { path, .. }
+        | ViewOp::Device { path }
+        | ViewOp::Devpts { path }
+        | ViewOp::Proc { path }
+        | ViewOp::ReadOnly { path }
+        | ViewOp::Mask { path }
+        | ViewOp::Hide { path } => path,
+        ViewOp::Workspace { root, .. } => root,
+    }
+}
+
+/// Splits the `/etc` part out of `ops` (the consecutive operations under
+/// `/etc` that [`plan`] makes), so that it can be served by one bind of a
+/// prepared directory. `None` when that would change the view: no `/etc` part,
+/// a path that is not plain (`..`), or a later operation that creates
+/// something under `/etc` (the prepared directory is bound read-only, so it
+/// could not; masking or hiding what is already there still works).
+pub fn split_etc(ops: Vec<ViewOp>, host: &dyn HostFs) -> Option<EtcSplit> {
+    let etc = Path::new("/etc");
+    let under = |op: &ViewOp| target_of(op).starts_with(etc);
+    let start = ops.iter().position(under)?;
+    let end = start + ops[start..].iter().take_while(|o| under(o)).count();
+    let creates_later = ops[end..].iter().any(|o| {
+        under(o)
+            && !matches!(
+                o,
+                ViewOp::Hide { .. } | ViewOp::Mask { .. } | ViewOp::ReadOnly { .. }
+            )
+    });
+    if creates_later {
+        return None;
+    }
+    let mut ops = ops;
+    let after = ops.split_off(end);
+    let part = ops.split_off(start);
+    let mut entries = Vec::new();
+    let mut live = Vec::new();
+    for op in part {
+        let rel = relative_to_etc(target_of(&op))?;
+        match op {
+            ViewOp::Symlink { target, .. } => entries.push(EtcEntry::Symlink { rel, target }),
+            ViewOp::WriteFile { content, .. } => entries.push(EtcEntry::File { rel, content }),
+            ViewOp::BindRo { src, dst } => match host.entry(&src) {
+                HostEntry::File if src == dst => entries.push(EtcEntry::Copy { rel, src }),
+                HostEntry::Dir => {
+                    entries.push(EtcEntry::MountPoint { rel, dir: true });
+                    live.push(ViewOp::BindRo { src, dst });
+                }
+                _ => {
+                    entries.push(EtcEntry::MountPoint { rel, dir: false });
+                    live.push(ViewOp::BindRo { src, dst });
+                }
+            },
+            // Nothing else is made under /etc by `plan`.
+            _ => return None,
+        }
+    }
+    Some(EtcSplit {
+        before: ops,
+        entries,
+        live,
+        after,
+    })
+}
+
+/// `path` relative to `/etc`, if it lies strictly below it with plain components.
+fn relative_to_etc(path: &Path) -> Option<PathBuf> {
+    let rel = path.strip_prefix("/etc").ok()?;
+    let plain = rel
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    (plain && !rel.as_os_str().is_empty()).then(|| rel.to_path_buf())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -661,5 +789,110 @@ mod tests {
                 path: "/w/.airlock".into()
             }
         );
+    }
+
+    #[test]
+    fn etc_splits_into_copies_symlinks_written_files_and_live_binds() {
+        let mut host = FakeHost::new();
+        host.0.insert("/etc/nsswitch.conf".into(), HostEntry::File);
+        let mut open = spec();
+        open.network = NetworkSpec::Open;
+        let ops = plan(
+            &ViewInput {
+                spec: &open,
+                run_dir: Path::new("/var/lib/airlock/runs/t"),
+                passwd: PASSWD,
+                group: GROUP,
+            },
+            &host,
+        );
+        let split = split_etc(ops.clone(), &host).expect("an /etc part");
+        assert!(split.entries.contains(&EtcEntry::Copy {
+            rel: "ld.so.cache".into(),
+            src: "/etc/ld.so.cache".into()
+        }));
+        assert!(split.entries.contains(&EtcEntry::Symlink {
+            rel: "localtime".into(),
+            target: "/usr/share/zoneinfo/UTC".into()
+        }));
+        assert!(split.entries.contains(&EtcEntry::File {
+            rel: "airlock/gitconfig".into(),
+            content: b"[user]\n".to_vec()
+        }));
+        // A host directory and a file bound from elsewhere stay live binds,
+        // on mount points the prepared directory holds.
+        assert!(split.entries.contains(&EtcEntry::MountPoint {
+            rel: "ssl".into(),
+            dir: true
+        }));
+        assert!(split.entries.contains(&EtcEntry::MountPoint {
+            rel: "resolv.conf".into(),
+            dir: false
+        }));
+        assert_eq!(
+            split.live,
+            [
+                ViewOp::BindRo {
+                    src: "/etc/ssl".into(),
+                    dst: "/etc/ssl".into()
+                },
+                ViewOp::BindRo {
+                    src: "/real/hosts".into(),
+                    dst: "/etc/hosts".into()
+                },
+                ViewOp::BindRo {
+                    src: "/real/resolv.conf".into(),
+                    dst: "/etc/resolv.conf".into()
+                },
+            ]
+        );
+        // Joined: everything else in its place, /etc one bind where it began.
+        let joined = split.join("/cache/etc-x".into());
+        let etc_at = ops
+            .iter()
+            .position(|o| target_of(o).starts_with("/etc"))
+            .unwrap();
+        assert_eq!(joined[..etc_at], ops[..etc_at]);
+        assert_eq!(
+            joined[etc_at],
+            ViewOp::Prepared {
+                src: "/cache/etc-x".into(),
+                dst: "/etc".into()
+            }
+        );
+        assert!(!joined[etc_at + 4..]
+            .iter()
+            .any(|o| target_of(o).starts_with("/etc")));
+        assert_eq!(joined.last(), ops.last());
+    }
+
+    #[test]
+    fn etc_is_not_split_when_a_later_operation_creates_something_in_it() {
+        let host = FakeHost::new();
+        let mut s = spec();
+        s.read_paths = vec!["/etc/extra".into()];
+        let mut host2 = FakeHost::new();
+        host2.0.insert("/etc/extra".into(), HostEntry::Dir);
+        let ops = ops_of(&s, "/var/lib/airlock/runs/t");
+        // Not on this host: nothing is bound there, so the split is fine.
+        assert!(split_etc(ops, &host).is_some());
+        let ops = plan(
+            &ViewInput {
+                spec: &s,
+                run_dir: Path::new("/var/lib/airlock/runs/t"),
+                passwd: PASSWD,
+                group: GROUP,
+            },
+            &host2,
+        );
+        assert!(split_etc(ops, &host2).is_none());
+        // Hiding something already in /etc is fine (a mount over an entry).
+        let mut hide = spec();
+        hide.hide_paths = vec!["/etc/ssl/private".into()];
+        assert!(split_etc(ops_of(&hide, "/var/lib/airlock/runs/t"), &host).is_some());
+        // A workspace under /etc would need a mount point in it.
+        let mut ws = spec();
+        ws.workspace.root = "/etc/project".into();
+        assert!(split_etc(ops_of(&ws, "/var/lib/airlock/runs/t"), &host).is_none());
     }
 }

@@ -14,10 +14,12 @@ use super::protocol::InitMsg;
 use super::rlimits::RlimitSpec;
 use super::seccomp::SeccompProgram;
 use super::{caps, landlock, namespaces, netwatch, relay, rlimits, seccomp, sys};
+use crate::view::ViewOp;
 use crate::{NetworkSpec, SandboxError, SandboxSpec, WorkspaceMode};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Signals PID 1 passes on to the command.
 pub const FORWARDED: &[libc::c_int] = &[
@@ -34,6 +36,8 @@ pub const FORWARDED: &[libc::c_int] = &[
 /// Everything init needs, prepared by the helper before the clone.
 pub struct InitPlan<'a> {
     pub spec: &'a SandboxSpec,
+    /// The filesystem view to build.
+    pub view: &'a [ViewOp],
     pub run_dir: &'a Path,
     pub sandbox_userns: &'a OwnedFd,
     /// Idmapping user namespaces by host owner uid.
@@ -41,6 +45,8 @@ pub struct InitPlan<'a> {
     pub seccomp: &'a SeccompProgram,
     /// The detached tmpfs for the overlay's upper layer (overlay mode).
     pub upper_fs: Option<&'a OwnedFd>,
+    /// The prepared `/etc`'s detached tree, if the view has one.
+    pub prepared: Option<&'a OwnedFd>,
     pub rlimits: RlimitSpec,
     /// Rootless mode: rlimits that stand in for the cgroup.
     pub stand_ins: rlimits::StandIns,
@@ -52,6 +58,22 @@ pub struct InitPlan<'a> {
     /// Rootless mode (see [`super::rootless`]): init is root of the helper's
     /// user namespace, not of the host.
     pub rootless: bool,
+    /// The helper's start (init is its fork, so the clock is shared): init's
+    /// setup steps are timed from it for the profile.
+    pub t0: Instant,
+}
+
+/// Init's setup steps, timed for the profile (`AIRLOCK_PROFILE=1`).
+struct Marks {
+    t0: Instant,
+    steps: Vec<(String, u64)>,
+}
+
+impl Marks {
+    fn mark(&mut self, what: &str) {
+        let us = self.t0.elapsed().as_micros() as u64;
+        self.steps.push((format!("init: {what}"), us));
+    }
 }
 
 fn send(fd: RawFd, msg: &InitMsg) {
@@ -83,14 +105,19 @@ pub fn run(plan: &InitPlan) -> ! {
         // SAFETY: resetting a disposition in this single-threaded process.
         unsafe { libc::signal(*sig, libc::SIG_DFL) };
     }
-    match setup(plan) {
+    let mut marks = Marks {
+        t0: plan.t0,
+        steps: Vec::new(),
+    };
+    marks.mark("started");
+    match setup(plan, &mut marks) {
         Ok(()) => {}
         Err(e) => {
             send(plan.report, &fail_msg(e));
             sys::exit_now(1);
         }
     }
-    supervise(plan)
+    supervise(plan, marks)
 }
 
 fn layer(layer: &'static str, what: &str, e: impl std::fmt::Display) -> SandboxError {
@@ -100,7 +127,7 @@ fn layer(layer: &'static str, what: &str, e: impl std::fmt::Display) -> SandboxE
     }
 }
 
-fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
+fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<(), SandboxError> {
     let spec = plan.spec;
     namespaces::set_hostname("airlock")?;
     let isolated = !matches!(spec.network, NetworkSpec::Open);
@@ -117,10 +144,10 @@ fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
     let view = ViewPlan {
         spec,
         run_dir: plan.run_dir,
+        ops: plan.view,
         idmaps: &idmaps,
-        passwd: crate::view::PASSWD.into(),
-        group: crate::view::GROUP.into(),
         upper_fs: plan.upper_fs,
+        prepared: plan.prepared,
         rootless: plan.rootless,
     };
     // The view is built while the helper moves init into its cgroup (a v1
@@ -128,10 +155,12 @@ fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
     // there by clone3(CLONE_INTO_CGROUP)); nothing forks before the helper
     // says it is done.
     mounts::build(&view)?;
+    marks.mark("view built");
     let mut b = [0u8; 1];
     if !matches!(sys::read(plan.go, &mut b), Ok(1)) {
         sys::exit_now(1);
     }
+    marks.mark("go received");
     sys::unshare(libc::CLONE_NEWCGROUP)
         .map_err(|e| layer("namespaces", "unshare(CLONE_NEWCGROUP)", e))?;
     namespaces::enter_user_ns(plan.sandbox_userns, !plan.rootless)?;
@@ -146,6 +175,7 @@ fn setup(plan: &InitPlan) -> Result<(), SandboxError> {
     }
     caps::set_no_new_privs()?;
     caps::drop_all_capabilities()?;
+    marks.mark("user namespace entered, capabilities dropped");
     Ok(())
 }
 
@@ -298,7 +328,7 @@ fn program_candidates(prog: &str, env: &[(String, String)]) -> Vec<CString> {
         .collect()
 }
 
-fn supervise(plan: &InitPlan) -> ! {
+fn supervise(plan: &InitPlan, mut marks: Marks) -> ! {
     // Block the signals we handle; they are read from a signalfd.
     // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -352,6 +382,7 @@ fn supervise(plan: &InitPlan) -> ! {
         }
         _ => None,
     };
+    marks.mark("forking the command");
     let child = match sys::fork() {
         Ok(0) => {
             drop(err_r);
@@ -405,7 +436,13 @@ fn supervise(plan: &InitPlan) -> ! {
             }
         }
     }
-    send(plan.report, &InitMsg::Started);
+    marks.mark("command exec'd");
+    send(
+        plan.report,
+        &InitMsg::Started {
+            timings: marks.steps,
+        },
+    );
     // Init keeps no end of the command's stdio pipes.
     sys::stdio_to_devnull();
     let mut info = [0u8; std::mem::size_of::<libc::signalfd_siginfo>()];

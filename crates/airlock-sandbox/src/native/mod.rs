@@ -5,7 +5,8 @@
 //! server) spawns a single-threaded helper — the same binary re-executed with
 //! [`protocol::HELPER_ARG`] — and talks to it over pipes ([`caller`]). The
 //! helper ([`helper`]) prepares what needs host privilege and clones the
-//! sandbox's PID 1 ([`init`]), which builds the filesystem view ([`mounts`]),
+//! sandbox's PID 1 ([`init`]), which builds the filesystem view ([`mounts`],
+//! its `/etc` one directory the helper prepared once ([`prepared_etc`])),
 //! enters the sandbox's user namespace ([`namespaces`]), drops privileges
 //! ([`caps`]) and forks the command, which takes on its limits ([`rlimits`]),
 //! landlock ([`landlock`]) and seccomp ([`seccomp`]) before `execve`.
@@ -22,6 +23,7 @@ pub mod landlock;
 pub mod mounts;
 pub mod namespaces;
 pub mod netwatch;
+pub mod prepared_etc;
 pub mod probe;
 pub mod protocol;
 pub mod relay;

@@ -48,16 +48,19 @@ fn layer_of(path: &Path) -> &'static str {
 /// What the view needs besides the spec.
 pub struct ViewPlan<'a> {
     pub spec: &'a SandboxSpec,
+    /// The view's operations ([`view::plan`], made by the helper before the
+    /// clone, its `/etc` possibly one prepared directory).
+    pub ops: &'a [ViewOp],
     /// Per-run directory on the host (holds `root`, `lower`, `upper`, `work`).
     pub run_dir: &'a Path,
     /// Idmapping for the workspace and the write paths: maps the owner of the
     /// tree to sandbox root.
     pub idmaps: &'a dyn Fn(&Path) -> Option<RawFd>,
-    /// The generated `/etc/passwd` and `/etc/group`.
-    pub passwd: String,
-    pub group: String,
     /// The detached tmpfs holding `upper/` and `work/` (overlay mode).
     pub upper_fs: Option<&'a OwnedFd>,
+    /// The detached, read-only tree of the prepared `/etc`
+    /// ([`ViewOp::Prepared`]), opened and checked by the helper.
+    pub prepared: Option<&'a OwnedFd>,
     /// Rootless mode: the overlay keeps its marks in `user.*` xattrs (`userxattr`),
     /// since `trusted.*` needs host privilege.
     pub rootless: bool,
@@ -67,15 +70,6 @@ pub struct ViewPlan<'a> {
 /// in its own mount namespace.
 pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
     let spec = plan.spec;
-    let ops = view::plan(
-        &view::ViewInput {
-            spec,
-            run_dir: plan.run_dir,
-            passwd: &plan.passwd,
-            group: &plan.group,
-        },
-        &view::RealHost,
-    );
     let root = super::rundir::mount_point(plan.run_dir, "root");
     sys::make_mounts_private().map_err(|e| fail("mounts", "make / private", e))?;
     // The workspace tree is copied before anything is mounted: the runs
@@ -95,7 +89,7 @@ pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
     let root_fd = sys::open(&root, libc::O_PATH | libc::O_DIRECTORY, 0)
         .map_err(|e| fail("mounts", "open new root", e))?;
     let r = root_fd.as_raw_fd();
-    for op in &ops {
+    for op in plan.ops {
         execute(plan, op, r, &root, &mut ws_tree)?;
     }
     pivot(&root)?;
@@ -113,6 +107,13 @@ fn execute(
     match op {
         ViewOp::Symlink { link, target } => symlink_in(r, target, link),
         ViewOp::BindRo { src, dst } => bind_ro(src, r, dst),
+        ViewOp::Prepared { src, dst } => {
+            let tree = plan
+                .prepared
+                .ok_or_else(|| fail(LAYER, src.display(), "the prepared tree was not opened"))?;
+            let at = mountpoint(r, dst, true)?;
+            sys::attach_tree(tree, &at).map_err(|e| fail(LAYER, src.display(), e))
+        }
         ViewOp::WriteFile { path, content } => write_file_in(r, path, content),
         ViewOp::Tmpfs {
             path,

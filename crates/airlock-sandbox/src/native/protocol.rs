@@ -74,7 +74,12 @@ pub struct HelperReport {
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum InitMsg {
     /// The command was exec'd.
-    Started,
+    Started {
+        /// Microseconds since helper start at each of init's setup steps, for
+        /// profiling (`AIRLOCK_PROFILE=1`).
+        #[serde(default)]
+        timings: Vec<(String, u64)>,
+    },
     /// Building the sandbox failed; nothing ran.
     Failed { layer: String, detail: String },
     /// The command ended (all other processes were killed after it).

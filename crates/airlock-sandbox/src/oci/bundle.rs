@@ -306,6 +306,7 @@ pub fn translate(
                     .map_or(src, |(_, s)| s);
                 mounts.push(bind(src, dst, true));
             }
+            ViewOp::Prepared { src, dst } => mounts.push(bind(src, dst, true)),
             ViewOp::BindRw { dst, .. } => {
                 let src = staged
                     .write_paths
