@@ -61,17 +61,7 @@ impl PreparedEtc {
 /// The prepared directory for `entries` under `cache` (made if missing).
 /// An error says why the view keeps its per-entry binds instead.
 pub fn prepare(cache: &Path, entries: &[EtcEntry]) -> Result<PreparedEtc, String> {
-    let name = format!("etc-{}", fingerprint(entries)?);
-    let root = private_dir(cache)?;
-    let dir = match open_checked(&root, &name)? {
-        Some(dir) => dir,
-        None => {
-            build(&root, &name, entries)?;
-            remove_stale(&root, &name);
-            open_checked(&root, &name)?
-                .ok_or_else(|| format!("{name} vanished right after it was built"))?
-        }
-    };
+    let (dir, name) = ensure(cache, entries)?;
     let fd_path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
     let tree = sys::clone_tree(&fd_path, false).map_err(|e| format!("binding {name}: {e}"))?;
     sys::set_tree_attrs(
@@ -85,6 +75,21 @@ pub fn prepare(cache: &Path, entries: &[EtcEntry]) -> Result<PreparedEtc, String
         tree,
         path: cache.join(name),
     })
+}
+
+/// The prepared directory for `entries` (built if missing), opened, checked
+/// and share-locked, with its name.
+fn ensure(cache: &Path, entries: &[EtcEntry]) -> Result<(File, String), String> {
+    let name = format!("etc-{}", fingerprint(entries)?);
+    let root = private_dir(cache)?;
+    if let Some(dir) = open_checked(&root, &name)? {
+        return Ok((dir, name));
+    }
+    build(&root, &name, entries)?;
+    remove_stale(&root, &name);
+    let dir = open_checked(&root, &name)?
+        .ok_or_else(|| format!("{name} vanished right after it was built"))?;
+    Ok((dir, name))
 }
 
 /// The hash of what a prepared directory for `entries` holds.
@@ -397,5 +402,111 @@ fn remove_stale(root: &File, keep: &str) {
                 let _ = std::fs::remove_dir_all(&aside);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn entries(host: &Path) -> Vec<EtcEntry> {
+        vec![
+            EtcEntry::Copy {
+                rel: "nsswitch.conf".into(),
+                src: host.join("nsswitch.conf"),
+            },
+            EtcEntry::Symlink {
+                rel: "localtime".into(),
+                target: "/usr/share/zoneinfo/UTC".into(),
+            },
+            EtcEntry::File {
+                rel: "airlock/gitconfig".into(),
+                content: b"[user]\n".to_vec(),
+            },
+            EtcEntry::MountPoint {
+                rel: "ssl".into(),
+                dir: true,
+            },
+        ]
+    }
+
+    #[test]
+    fn built_once_reused_and_renamed_when_a_host_file_changes() {
+        let t = tempfile::tempdir().unwrap();
+        let host = t.path().join("host");
+        std::fs::create_dir(&host).unwrap();
+        let src = host.join("nsswitch.conf");
+        std::fs::write(&src, "hosts: files\n").unwrap();
+        std::fs::set_permissions(&src, PermissionsExt::from_mode(0o640)).unwrap();
+        let cache = t.path().join("cache/etc");
+        let (_, first) = ensure(&cache, &entries(&host)).unwrap();
+        let dir = cache.join(&first);
+        assert_eq!(
+            std::fs::read(dir.join("nsswitch.conf")).unwrap(),
+            b"hosts: files\n"
+        );
+        let copied = std::fs::metadata(dir.join("nsswitch.conf")).unwrap();
+        let original = std::fs::metadata(&src).unwrap();
+        assert_eq!(copied.mode() & 0o7777, 0o640);
+        assert_eq!(copied.mtime(), original.mtime());
+        assert_eq!(
+            std::fs::read_link(dir.join("localtime")).unwrap(),
+            Path::new("/usr/share/zoneinfo/UTC")
+        );
+        assert_eq!(
+            std::fs::read(dir.join("airlock/gitconfig")).unwrap(),
+            b"[user]\n"
+        );
+        assert_eq!(
+            std::fs::metadata(dir.join("airlock")).unwrap().mode() & 0o777,
+            0o755
+        );
+        assert!(dir.join("ssl").is_dir());
+        assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o755);
+        // Same inputs: the same directory, nothing rebuilt.
+        let (_, again) = ensure(&cache, &entries(&host)).unwrap();
+        assert_eq!(again, first);
+        // The host file changes in place: another directory, with the new content.
+        std::fs::write(&src, "hosts: files dns\n").unwrap();
+        let (_, changed) = ensure(&cache, &entries(&host)).unwrap();
+        assert_ne!(changed, first);
+        assert_eq!(
+            std::fs::read(cache.join(&changed).join("nsswitch.conf")).unwrap(),
+            b"hosts: files dns\n"
+        );
+        // Different written content (another policy's git configuration): another one too.
+        let mut other = entries(&host);
+        other[2] = EtcEntry::File {
+            rel: "airlock/gitconfig".into(),
+            content: b"[core]\n".to_vec(),
+        };
+        assert_ne!(ensure(&cache, &other).unwrap().1, changed);
+        // No temporary directory is left behind.
+        let names: Vec<String> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| n.starts_with("etc-")), "{names:?}");
+    }
+
+    #[test]
+    fn a_cache_others_can_write_to_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let host = t.path().join("host");
+        std::fs::create_dir(&host).unwrap();
+        std::fs::write(host.join("nsswitch.conf"), "x").unwrap();
+        let cache = t.path().join("cache");
+        std::fs::create_dir(&cache).unwrap();
+        std::fs::set_permissions(&cache, PermissionsExt::from_mode(0o777)).unwrap();
+        let e = ensure(&cache, &entries(&host)).unwrap_err();
+        assert!(e.contains("closed to others"), "{e}");
+        // A planted prepared directory that others could write to is refused too.
+        std::fs::set_permissions(&cache, PermissionsExt::from_mode(0o700)).unwrap();
+        let name = format!("etc-{}", fingerprint(&entries(&host)).unwrap());
+        std::fs::create_dir(cache.join(&name)).unwrap();
+        std::fs::set_permissions(cache.join(&name), PermissionsExt::from_mode(0o777)).unwrap();
+        let e = ensure(&cache, &entries(&host)).unwrap_err();
+        assert!(e.contains("closed to others"), "{e}");
     }
 }
