@@ -1276,6 +1276,11 @@ class Session:
             # purpose for `airlock apply RUN_ID`, bounded by [changes] keep_for/keep_bytes
             if rel.split(os.sep)[0] == "kept":
                 continue
+            # the prepared /etc (cache/etc/etc-<hash>/...): one directory per input hash, reused by
+            # every run, renamed when a host file or the policy changes (native/prepared_etc.rs)
+            parts = rel.split(os.sep)
+            if parts[:2] == ["cache", "etc"] and (len(parts) == 2 or re.fullmatch(r"etc-[0-9a-f]{32}", parts[2])):
+                continue
             # lock files and logs anywhere; a state file (audit/head.json) one level down
             if after[p][0] == "file" and (os.path.basename(p) == "lock" or re.search(r"\.(jsonl|log|lock)$", p)):
                 continue
