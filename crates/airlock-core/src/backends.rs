@@ -110,6 +110,21 @@ impl Backends {
         }
     }
 
+    /// [`Backends::per_policy`] with `kind` already opened as `backend` (serve's
+    /// warm pool stands in for the native backend).
+    pub fn per_policy_with(
+        opts: OpenOptions,
+        kind: BackendKind,
+        backend: Box<dyn Backend>,
+    ) -> Backends {
+        let mut opened: HashMap<BackendKind, Arc<dyn Backend>> = HashMap::new();
+        opened.insert(kind, Arc::from(backend));
+        Backends::PerPolicy {
+            opts,
+            opened: Mutex::new(opened),
+        }
+    }
+
     /// The name of the backend a run under `policy` uses (for its record,
     /// also when the backend could not be opened).
     pub fn name_for(&self, policy: &Policy) -> &'static str {

@@ -20,6 +20,7 @@ pub mod store;
 pub mod terminal;
 pub mod toolchains;
 
+pub use backends::Backends;
 pub use caller::{Caller, CallerKind, TenantId};
 pub use engine::{
     ApprovalPrompt, ApprovalRef, CheckResponse, Engine, EngineConfig, EngineError, PromptAnswer,

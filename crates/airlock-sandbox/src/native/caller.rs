@@ -90,6 +90,36 @@ impl NativeBackend {
         if spec.argv.is_empty() {
             return Err(SandboxError::Spec("argv is empty".into()));
         }
+        let helper = self.spawn(spec, gate.is_some(), false)?;
+        if let Some(gate) = gate {
+            let t = Instant::now();
+            let opened = gate();
+            if std::env::var_os("AIRLOCK_PROFILE").is_some() {
+                eprintln!(
+                    "airlock profile: {:>8.2} ms  caller: gate passed after {:.2} ms of waiting",
+                    helper.started.elapsed().as_secs_f64() * 1000.0,
+                    t.elapsed().as_secs_f64() * 1000.0
+                );
+            }
+            if let Err(e) = opened {
+                // EOF on the control pipe: the helper tears the sandbox down
+                // before the command was started, and exits.
+                helper.abandon();
+                return Err(e);
+            }
+            let _ = sys::write_all(helper.ctl_w.as_raw_fd(), &[protocol::CONTROL_GO]);
+        }
+        self.drive(helper, spec, sink)
+    }
+
+    /// Starts a helper for `spec` and hands it the request. `pooled`: a warm
+    /// sandbox for [`super::pool`], built from `spec` as a template.
+    pub(crate) fn spawn(
+        &self,
+        spec: &SandboxSpec,
+        gated: bool,
+        pooled: bool,
+    ) -> Result<Helper, SandboxError> {
         let (req_r, req_w) = sys::pipe().map_err(io_err("pipe"))?;
         let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
         let (ctl_r, ctl_w) = sys::pipe().map_err(io_err("pipe"))?;
@@ -164,7 +194,8 @@ impl NativeBackend {
             spec: spec.clone(),
             runs_dir: self.runs_dir.clone(),
             runtime_dir,
-            gated: gate.is_some(),
+            gated,
+            pooled,
         };
         let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
         // The helper reads the whole request before anything else.
@@ -175,26 +206,28 @@ impl NativeBackend {
             let _ = child.wait();
             return Err(SandboxError::Helper(format!("sending the spec: {e}")));
         }
-        if let Some(gate) = gate {
-            let t = Instant::now();
-            let opened = gate();
-            if std::env::var_os("AIRLOCK_PROFILE").is_some() {
-                eprintln!(
-                    "airlock profile: {:>8.2} ms  caller: gate passed after {:.2} ms of waiting",
-                    started.elapsed().as_secs_f64() * 1000.0,
-                    t.elapsed().as_secs_f64() * 1000.0
-                );
-            }
-            if let Err(e) = opened {
-                // EOF on the control pipe: the helper tears the sandbox down
-                // before the command was started, and exits.
-                drop(ctl_w);
-                drop(child.stdin.take());
-                let _ = child.wait();
-                return Err(e);
-            }
-            let _ = sys::write_all(ctl_w.as_raw_fd(), &[protocol::CONTROL_GO]);
-        }
+        Ok(Helper {
+            child,
+            ctl_w,
+            rep_r,
+            started,
+        })
+    }
+
+    /// Feeds the command's stdin, streams and caps its output, reads the
+    /// helper's report and turns it into the outcome.
+    pub(crate) fn drive(
+        &self,
+        helper: Helper,
+        spec: &SandboxSpec,
+        sink: &mut dyn OutputSink,
+    ) -> Result<Outcome, SandboxError> {
+        let Helper {
+            mut child,
+            ctl_w,
+            rep_r,
+            started,
+        } = helper;
         let stdin_thread = match (child.stdin.take(), spec.stdin.clone()) {
             (Some(mut pipe), Some(data)) => Some(std::thread::spawn(move || {
                 let _ = pipe.write_all(&data);
@@ -294,6 +327,28 @@ impl NativeBackend {
             violations: report.violations,
             change_summary: report.change_summary,
         })
+    }
+}
+
+/// A started helper: its process, the caller's ends of the control and
+/// report pipes (stdin, stdout and stderr stay in `child`).
+pub(crate) struct Helper {
+    pub(crate) child: std::process::Child,
+    pub(crate) ctl_w: OwnedFd,
+    pub(crate) rep_r: OwnedFd,
+    pub(crate) started: Instant,
+}
+
+impl Helper {
+    /// Lets the helper go before any command ran: EOF on the control pipe
+    /// makes it tear the sandbox down and exit; this waits for that.
+    pub(crate) fn abandon(self) {
+        let Helper {
+            mut child, ctl_w, ..
+        } = self;
+        drop(ctl_w);
+        drop(child.stdin.take());
+        let _ = child.wait();
     }
 }
 

@@ -109,19 +109,13 @@ fn spec_error(msg: impl Into<String>) -> SandboxError {
 
 fn validate(request: &HelperRequest) -> Result<(), SandboxError> {
     let spec = &request.spec;
-    if spec.argv.is_empty() || spec.argv[0].is_empty() {
-        return Err(spec_error("argv is empty"));
+    if !request.pooled {
+        validate_command(&spec.argv, &spec.cwd)?;
     }
     if !spec.workspace.root.is_absolute() || !spec.workspace.root.is_dir() {
         return Err(spec_error(format!(
             "workspace root {} is not an existing absolute directory",
             spec.workspace.root.display()
-        )));
-    }
-    if !spec.cwd.is_absolute() {
-        return Err(spec_error(format!(
-            "cwd {} is not absolute",
-            spec.cwd.display()
         )));
     }
     for p in spec
@@ -139,6 +133,17 @@ fn validate(request: &HelperRequest) -> Result<(), SandboxError> {
     }
     if spec.limits.timeout_ms == 0 {
         return Err(spec_error("limits.timeout must be positive"));
+    }
+    Ok(())
+}
+
+/// The per-command part of a request (a pooled sandbox gets it at launch).
+fn validate_command(argv: &[String], cwd: &std::path::Path) -> Result<(), SandboxError> {
+    if argv.is_empty() || argv[0].is_empty() {
+        return Err(spec_error("argv is empty"));
+    }
+    if !cwd.is_absolute() {
+        return Err(spec_error(format!("cwd {} is not absolute", cwd.display())));
     }
     Ok(())
 }
@@ -325,7 +330,20 @@ fn run_in(
         attach(report)?;
     }
     mark(report, "init cloned and in its cgroup");
-    if request.gated {
+    let mut launched = None;
+    if request.pooled {
+        // Warm: blocked in this read (no CPU) until a request takes the sandbox.
+        match wait_for_launch(&control) {
+            Ok(l) => launched = Some(l),
+            Err(e) => {
+                sys::kill(init_pid, libc::SIGKILL);
+                let _ = sys::waitpid(init_pid, 0);
+                let _ = cgroup.destroy();
+                return Err(e);
+            }
+        }
+        mark(report, "pooled: launch received");
+    } else if request.gated {
         if let Err(e) = wait_for_go(&control) {
             sys::kill(init_pid, libc::SIGKILL);
             let _ = sys::waitpid(init_pid, 0);
@@ -334,7 +352,20 @@ fn run_in(
         }
         mark(report, "caller's go received");
     }
-    let _ = sys::write_all(go_w.as_raw_fd(), b"g");
+    let spec_launched;
+    let spec = match &launched {
+        Some(l) => {
+            let _ = sys::write_all(go_w.as_raw_fd(), &l.frame(protocol::CONTROL_LAUNCH));
+            let mut s = spec.clone();
+            l.apply_to(&mut s);
+            spec_launched = s;
+            &spec_launched
+        }
+        None => {
+            let _ = sys::write_all(go_w.as_raw_fd(), b"g");
+            spec
+        }
+    };
     if late {
         std::thread::sleep(std::time::Duration::from_millis(300));
         attach(report)?;
@@ -479,6 +510,26 @@ fn wait_for_go(control: &OwnedFd) -> Result<(), SandboxError> {
             }
         }
     }
+}
+
+/// Blocks until a request takes this pooled sandbox: [`protocol::CONTROL_LAUNCH`]
+/// and its frame. EOF means the pool let it go, and nothing may run.
+fn wait_for_launch(control: &OwnedFd) -> Result<protocol::Launch, SandboxError> {
+    let gone = || SandboxError::Layer {
+        layer: "helper",
+        detail: "the pooled sandbox was released before any command ran in it".into(),
+    };
+    let mut b = [0u8; 1];
+    loop {
+        match sys::read(control.as_raw_fd(), &mut b) {
+            Ok(1) if b[0] == protocol::CONTROL_LAUNCH => break,
+            Ok(1) => continue,
+            Ok(_) | Err(_) => return Err(gone()),
+        }
+    }
+    let launch = protocol::Launch::read_after_tag(control.as_raw_fd()).map_err(spec_error)?;
+    validate_command(&launch.argv, &launch.cwd)?;
+    Ok(launch)
 }
 
 /// Rootless mode's cgroup: a delegated cgroup v2 subtree if this user has one,

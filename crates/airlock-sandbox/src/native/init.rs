@@ -10,7 +10,7 @@
 
 use super::landlock::FsRules;
 use super::mounts::{self, ViewPlan};
-use super::protocol::InitMsg;
+use super::protocol::{InitMsg, Launch, CONTROL_LAUNCH};
 use super::rlimits::RlimitSpec;
 use super::seccomp::SeccompProgram;
 use super::{caps, landlock, namespaces, netwatch, relay, rlimits, seccomp, sys};
@@ -110,14 +110,19 @@ pub fn run(plan: &InitPlan) -> ! {
         steps: Vec::new(),
     };
     marks.mark("started");
-    match setup(plan, &mut marks) {
-        Ok(()) => {}
+    let launch = match setup(plan, &mut marks) {
+        Ok(l) => l,
         Err(e) => {
             send(plan.report, &fail_msg(e));
             sys::exit_now(1);
         }
+    };
+    // A pooled sandbox learns its command only now (see protocol::Launch).
+    let mut spec = plan.spec.clone();
+    if let Some(l) = &launch {
+        l.apply_to(&mut spec);
     }
-    supervise(plan, marks)
+    supervise(plan, &spec, marks)
 }
 
 fn layer(layer: &'static str, what: &str, e: impl std::fmt::Display) -> SandboxError {
@@ -127,7 +132,9 @@ fn layer(layer: &'static str, what: &str, e: impl std::fmt::Display) -> SandboxE
     }
 }
 
-fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<(), SandboxError> {
+/// Builds the sandbox, then waits for the helper's go: a plain go byte, or a
+/// [`Launch`] frame for a pooled sandbox (returned).
+fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxError> {
     let spec = plan.spec;
     namespaces::set_hostname("airlock")?;
     let isolated = !matches!(spec.network, NetworkSpec::Open);
@@ -161,6 +168,12 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<(), SandboxError> {
         sys::exit_now(1);
     }
     marks.mark("go received");
+    let launch = match b[0] {
+        CONTROL_LAUNCH => {
+            Some(Launch::read_after_tag(plan.go).map_err(|e| layer("helper", "pooled launch", e))?)
+        }
+        _ => None,
+    };
     sys::unshare(libc::CLONE_NEWCGROUP)
         .map_err(|e| layer("namespaces", "unshare(CLONE_NEWCGROUP)", e))?;
     namespaces::enter_user_ns(plan.sandbox_userns, !plan.rootless)?;
@@ -176,7 +189,7 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<(), SandboxError> {
     caps::set_no_new_privs()?;
     caps::drop_all_capabilities()?;
     marks.mark("user namespace entered, capabilities dropped");
-    Ok(())
+    Ok(launch)
 }
 
 /// Tell PID 1 which layer failed (`layer\0detail` on the error pipe) and exit
@@ -191,7 +204,7 @@ fn report_exec_failure(err_w: RawFd, e: SandboxError) -> ! {
 }
 
 /// The command's side of the fork: privileges, limits, walls, exec.
-fn exec_command(plan: &InitPlan, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
+fn exec_command(plan: &InitPlan, spec: &SandboxSpec, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
     let report = |e: SandboxError| -> ! { report_exec_failure(err_w, e) };
     // SAFETY: restoring the mask and default dispositions before exec; the
     // pointers are to a live sigset_t.
@@ -213,7 +226,6 @@ fn exec_command(plan: &InitPlan, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
     if let Err(e) = rlimits::apply_stand_ins(&plan.stand_ins) {
         report(e);
     }
-    let spec = plan.spec;
     let cwd = match sys::cpath(&spec.cwd) {
         Ok(c) => c,
         Err(e) => report(layer("exec", "cwd", e)),
@@ -328,7 +340,7 @@ fn program_candidates(prog: &str, env: &[(String, String)]) -> Vec<CString> {
         .collect()
 }
 
-fn supervise(plan: &InitPlan, mut marks: Marks) -> ! {
+fn supervise(plan: &InitPlan, spec: &SandboxSpec, mut marks: Marks) -> ! {
     // Block the signals we handle; they are read from a signalfd.
     // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -362,7 +374,7 @@ fn supervise(plan: &InitPlan, mut marks: Marks) -> ! {
     // Proxy mode: the relay listens before the command exists (so its first
     // connect finds it) and netwatch's filter is installed while PID 1 is still
     // single-threaded, so that the command inherits it.
-    let proxy = match plan.spec.network {
+    let proxy = match spec.network {
         NetworkSpec::Proxy { .. } => {
             let relay = match relay::Relay::bind_standard(Path::new(relay::SOCKET_IN_SANDBOX)) {
                 Ok(r) => r,
@@ -386,7 +398,7 @@ fn supervise(plan: &InitPlan, mut marks: Marks) -> ! {
     let child = match sys::fork() {
         Ok(0) => {
             drop(err_r);
-            exec_command(plan, err_w.as_raw_fd(), &old)
+            exec_command(plan, spec, err_w.as_raw_fd(), &old)
         }
         Ok(pid) => pid,
         Err(e) => {

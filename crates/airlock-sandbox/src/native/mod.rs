@@ -23,6 +23,7 @@ pub mod landlock;
 pub mod mounts;
 pub mod namespaces;
 pub mod netwatch;
+pub mod pool;
 pub mod prepared_etc;
 pub mod probe;
 pub mod protocol;
@@ -36,6 +37,7 @@ pub mod workspace;
 
 pub use caller::NativeBackend;
 pub use helper::helper_main;
+pub use pool::WarmPool;
 pub use probe::probe;
 
 /// Runs the helper and never returns if this process was started as one

@@ -21,6 +21,9 @@ pub const FD_CONTROL: i32 = 5;
 pub const CONTROL_KILL_OUTPUT: u8 = b'o';
 /// Control byte: the command may start (only with [`HelperRequest::gated`]).
 pub const CONTROL_GO: u8 = b'g';
+/// Control byte: a [`Launch`] frame follows and the command may start with it
+/// (only with [`HelperRequest::pooled`]).
+pub const CONTROL_LAUNCH: u8 = b'l';
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HelperRequest {
@@ -37,6 +40,85 @@ pub struct HelperRequest {
     /// built meanwhile.
     #[serde(default)]
     pub gated: bool,
+    /// A warm sandbox of `airlock serve`'s pool: built for a template spec
+    /// (no argv, cwd, env or kept-set place yet), then waiting, blocked in a
+    /// read, for one [`CONTROL_LAUNCH`] frame that brings them. Implies `gated`.
+    #[serde(default)]
+    pub pooled: bool,
+}
+
+/// What a request adds to the template a pooled sandbox was built for: read
+/// only when the command starts (exec, chdir) or after it ended (keep), never
+/// while the view is built, so a sandbox built without them is the one a cold
+/// run would have built.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Launch {
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub keep: Option<PathBuf>,
+}
+
+/// Frames bigger than this are refused (an argv and environment of this size
+/// would not pass `execve` anyway).
+pub const LAUNCH_MAX_BYTES: usize = 8 << 20;
+
+impl Launch {
+    /// The per-request part of `spec`.
+    pub fn of(spec: &SandboxSpec) -> Launch {
+        Launch {
+            argv: spec.argv.clone(),
+            cwd: spec.cwd.clone(),
+            env: spec.env.clone(),
+            keep: spec.workspace.keep.clone(),
+        }
+    }
+
+    /// `spec` without its per-request part: what a pooled sandbox is built
+    /// for, and what a request must match to take one.
+    pub fn template_of(spec: &SandboxSpec) -> SandboxSpec {
+        let mut t = spec.clone();
+        t.request_id = String::new();
+        t.argv = Vec::new();
+        t.cwd = PathBuf::new();
+        t.env = Vec::new();
+        t.workspace.keep = None;
+        // Only whether bytes come matters to the build (a pipe or /dev/null).
+        t.stdin = spec.stdin.as_ref().map(|_| Vec::new());
+        t
+    }
+
+    pub fn apply_to(&self, spec: &mut SandboxSpec) {
+        spec.argv = self.argv.clone();
+        spec.cwd = self.cwd.clone();
+        spec.env = self.env.clone();
+        spec.workspace.keep = self.keep.clone();
+    }
+
+    /// `tag`, the JSON's length (u32, little endian), the JSON.
+    pub fn frame(&self, tag: u8) -> Vec<u8> {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        let mut out = Vec::with_capacity(json.len() + 5);
+        out.push(tag);
+        out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        out.extend_from_slice(&json);
+        out
+    }
+
+    /// Reads the rest of a frame whose tag was already read from `fd`.
+    pub fn read_after_tag(fd: i32) -> Result<Launch, String> {
+        let mut len = [0u8; 4];
+        super::sys::read_exact(fd, &mut len).map_err(|e| format!("reading the launch: {e}"))?;
+        let len = u32::from_le_bytes(len) as usize;
+        if len > LAUNCH_MAX_BYTES {
+            return Err(format!(
+                "launch of {len} bytes refused (at most {LAUNCH_MAX_BYTES})"
+            ));
+        }
+        let mut json = vec![0u8; len];
+        super::sys::read_exact(fd, &mut json).map_err(|e| format!("reading the launch: {e}"))?;
+        serde_json::from_slice(&json).map_err(|e| format!("bad launch: {e}"))
+    }
 }
 
 /// A layer that failed, by name, with the kernel's words.

@@ -88,6 +88,18 @@ pub fn read_to_end(fd: RawFd) -> io::Result<Vec<u8>> {
     }
 }
 
+/// Fills `buf` from `fd`; EOF before it is full is an error.
+pub fn read_exact(fd: RawFd, mut buf: &mut [u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        let n = read(fd, buf)?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        buf = &mut buf[n..];
+    }
+    Ok(())
+}
+
 /// poll(2) over the given fds; returns the revents in the same order. EINTR
 /// returns all-zero revents so that callers re-check their deadlines.
 pub fn poll(fds: &[RawFd], timeout_ms: i32) -> io::Result<Vec<i16>> {

@@ -51,6 +51,10 @@ pub struct Args {
     /// Run requests that may wait for a slot; past that, 429 with Retry-After.
     #[arg(long, default_value_t = 64)]
     pub queue: usize,
+    /// Warm sandboxes kept built ahead of demand, each used by one command
+    /// and then destroyed (0: build every sandbox when its request comes).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub pool: usize,
     /// Checks (`/v1/check`, MCP `check_command`) judged at once (default: twice
     /// the CPUs, at least 4): each costs shell analysis and an fsynced record.
     #[arg(long)]
@@ -100,6 +104,9 @@ pub struct Args {
     #[arg(long = "mcp-allow-origin", value_name = "ORIGIN")]
     pub mcp_allow_origins: Vec<String>,
 }
+
+/// The largest `--pool`.
+pub const MAX_POOL: usize = 64;
 
 pub fn languages(list: &[String]) -> anyhow::Result<Vec<Language>> {
     if list.is_empty() {
@@ -166,13 +173,25 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         mcp: !args.no_mcp,
         mcp_allowed_origins: args.mcp_allow_origins,
         conn,
+        pool: None,
     };
     if let Some(addr) = options.listen {
         crate::serve::listen::check_tcp_address(addr, options.allow_remote)?;
     }
     // The tokens file is airlock's own: no run's changes may write it, in any mode.
     let owned: Vec<_> = options.tokens.iter().cloned().collect();
-    let engine = crate::serve::backend::open_engine_owning(&owned)?;
+    if args.pool > MAX_POOL {
+        anyhow::bail!(
+            "--pool {} is more than {MAX_POOL} warm sandboxes; each holds two processes and a \
+             tmpfs. Hint: a pool as large as --concurrency is enough",
+            args.pool
+        );
+    }
+    let (engine, pool) = crate::serve::backend::open_engine_pooled(&owned, args.pool)?;
+    let options = Options {
+        pool: Some(pool),
+        ..options
+    };
     crate::serve::run(options, engine)?;
     Ok(0)
 }

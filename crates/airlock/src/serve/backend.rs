@@ -2,6 +2,8 @@
 //! run on the backend its policy's `[sandbox] backend` names, opened by the
 //! sandbox crate's factory as `airlock run` opens it.
 
+use airlock_sandbox::native::pool::PoolHandle;
+use airlock_sandbox::native::WarmPool;
 use anyhow::Context;
 
 pub fn open_engine() -> anyhow::Result<airlock_core::Engine> {
@@ -18,4 +20,33 @@ pub fn open_engine_owning(owned: &[std::path::PathBuf]) -> anyhow::Result<airloc
     config.owned = owned.to_vec();
     airlock_core::Engine::open(config)
         .with_context(|| format!("cannot open the state directory {}", state_dir.display()))
+}
+
+/// [`open_engine_owning`] with `pool` warm sandboxes in front of the native
+/// backend (`airlock serve --pool N`; 0: every run is cold). Runs whose policy
+/// names another backend still open it through the factory.
+pub fn open_engine_pooled(
+    owned: &[std::path::PathBuf],
+    pool: usize,
+) -> anyhow::Result<(airlock_core::Engine, PoolHandle)> {
+    let state_dir = airlock_core::resolve_state_dir()?;
+    airlock_core::state::ensure_private_dir(&state_dir)?;
+    let opts = airlock_sandbox::OpenOptions::new(state_dir.clone());
+    let backend = airlock_sandbox::native::NativeBackend::current_exe()?;
+    let backend = airlock_sandbox::native::NativeBackend {
+        runs_dir: opts.runs_dir(),
+        ..backend
+    };
+    let pool = WarmPool::new(backend, pool);
+    let handle = pool.handle();
+    let backends = airlock_core::Backends::per_policy_with(
+        opts,
+        airlock_sandbox::BackendKind::Native,
+        Box::new(pool),
+    );
+    let mut config = airlock_core::EngineConfig::with(state_dir.clone(), backends);
+    config.owned = owned.to_vec();
+    let engine = airlock_core::Engine::open(config)
+        .with_context(|| format!("cannot open the state directory {}", state_dir.display()))?;
+    Ok((engine, handle))
 }

@@ -48,6 +48,8 @@ pub struct Options {
     pub mcp_allowed_origins: Vec<String>,
     /// Timeouts and connection caps.
     pub conn: conn::ConnConfig,
+    /// The warm sandbox pool in front of the engine's backend, for metrics.
+    pub pool: Option<airlock_sandbox::native::pool::PoolHandle>,
 }
 
 /// Bind the listeners (before any thread exists), then run the server until
@@ -136,6 +138,7 @@ async fn serve(
         options.languages.clone(),
     );
     service.tokens_file = options.tokens.clone();
+    service.pool = options.pool.clone();
     let service = Arc::new(service);
     let tenants = Arc::new(tenants);
     let stop = tokio_util_token();
@@ -185,9 +188,10 @@ async fn serve(
         )));
     }
     eprintln!(
-        "airlock serve: {} run slot(s), queue {}; {} check slot(s), queue {}; at most {} connections ({} per peer), header/body/idle timeouts {:?}/{:?}/{:?}; tenants: {}",
+        "airlock serve: {} run slot(s), queue {}, {} warm sandbox(es); {} check slot(s), queue {}; at most {} connections ({} per peer), header/body/idle timeouts {:?}/{:?}/{:?}; tenants: {}",
         service.admission.concurrency(),
         service.admission.max_queue(),
+        options.pool.as_ref().map_or(0, |p| p.size()),
         service.check_admission.concurrency(),
         service.check_admission.max_queue(),
         options.conn.max_connections,

@@ -362,7 +362,38 @@ async fn healthz(State(state): State<AppState>) -> Response {
 
 async fn metrics(State(state): State<AppState>) -> Response {
     let adm = &state.service.admission;
+    let pool = state
+        .service
+        .pool
+        .as_ref()
+        .map(|p| p.stats())
+        .unwrap_or_default();
     let text = state.service.metrics.render(&[
+        (
+            "airlock_pool_ready",
+            "Warm sandboxes built and waiting for a command.",
+            pool.ready as f64,
+        ),
+        (
+            "airlock_pool_warm_runs",
+            "Runs that took a warm sandbox since the start.",
+            pool.warm as f64,
+        ),
+        (
+            "airlock_pool_cold_runs",
+            "Runs built on demand since the start (pool empty, disabled, or built for another spec).",
+            pool.cold as f64,
+        ),
+        (
+            "airlock_pool_built",
+            "Warm sandboxes started since the start.",
+            pool.built as f64,
+        ),
+        (
+            "airlock_pool_discarded",
+            "Warm sandboxes let go without running anything since the start.",
+            pool.discarded as f64,
+        ),
         (
             "airlock_queue_depth",
             "Run requests waiting for a slot.",

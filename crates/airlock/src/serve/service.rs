@@ -182,6 +182,8 @@ pub struct Service {
     pub languages: Vec<Language>,
     /// The tokens file, which no file tool may read or write (`--tokens`).
     pub tokens_file: Option<std::path::PathBuf>,
+    /// The warm sandbox pool, when the backend has one (its counters go to `/metrics`).
+    pub pool: Option<airlock_sandbox::native::pool::PoolHandle>,
     shutting_down: AtomicBool,
 }
 
@@ -247,6 +249,7 @@ impl Service {
             limits,
             languages,
             tokens_file: None,
+            pool: None,
             shutting_down: AtomicBool::new(false),
         }
     }

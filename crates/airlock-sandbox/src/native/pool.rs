@@ -1,0 +1,489 @@
+//! The warm path of `airlock serve`: a few native sandboxes built ahead of
+//! demand, each consumed by exactly one command.
+//!
+//! A warm sandbox is a helper started with [`HelperRequest::pooled`]: it
+//! builds everything a cold run builds (namespaces, view, cgroup, seccomp
+//! program, landlock rules) for a *template* spec (the request's spec without
+//! argv, cwd, env and kept-set place, see [`Launch::template_of`]), then
+//! blocks in a read of its control pipe. A request whose template is equal
+//! takes one, the caller's gate runs (the audit record is durable), and one
+//! [`Launch`] frame starts the command. The helper reports and tears the
+//! sandbox down exactly as after a cold run; nothing ever puts a sandbox back.
+//!
+//! Equivalence with a cold run: the view depends on the host paths it binds,
+//! protects and hides, some only if they exist when it is built. A
+//! [`ViewStamp`] of those paths is taken before the build and compared when a
+//! request takes the sandbox; any difference discards the whole pool and the
+//! request runs cold. Everything else a request brings is in the template.
+//!
+//! An idle pool costs no CPU: the helpers and their inits block in reads, the
+//! refill thread waits on a condition variable.
+//!
+//! [`HelperRequest::pooled`]: super::protocol::HelperRequest::pooled
+
+use super::caller::{Helper, NativeBackend};
+use super::protocol::{self, Launch};
+use super::sys;
+use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
+use std::collections::VecDeque;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+/// Why a request ran cold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColdReason {
+    /// Pool size 0.
+    Disabled,
+    /// No warm sandbox for this spec is ready yet (first request, or a burst
+    /// faster than the refill).
+    Empty,
+    /// The pool was built for another spec (policy, workspace, limits,
+    /// network...); it is rebuilt for this one.
+    OtherSpec,
+    /// A path the view binds, protects or hides changed since the warm
+    /// sandboxes were built; they are discarded.
+    ViewChanged,
+}
+
+impl ColdReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ColdReason::Disabled => "pool disabled",
+            ColdReason::Empty => "no warm sandbox ready",
+            ColdReason::OtherSpec => "the pool was built for another spec",
+            ColdReason::ViewChanged => "a path of the view changed since the pool was built",
+        }
+    }
+}
+
+/// Which path one run took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunPath {
+    /// A warm sandbox, by its pool id, built this long before it was taken.
+    Warm {
+        id: String,
+        age_ms: u64,
+    },
+    Cold(ColdReason),
+}
+
+/// Counters since the pool started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Runs that took a warm sandbox.
+    pub warm: u64,
+    /// Runs that went the cold way (size 0, empty, other spec, view changed).
+    pub cold: u64,
+    /// Warm sandboxes started.
+    pub built: u64,
+    /// Warm sandboxes let go without running anything (spec or view changed,
+    /// helper found dead, shutdown).
+    pub discarded: u64,
+    /// Warm sandboxes ready now.
+    pub ready: u64,
+}
+
+/// What the view of a template depends on besides the template itself: the
+/// identity (device, inode, type) of each host path it binds, protects or
+/// hides, or its absence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewStamp(Vec<(PathBuf, Option<FileId>, Option<FileId>)>);
+
+/// Device, inode and file type.
+type FileId = (u64, u64, u32);
+
+impl ViewStamp {
+    pub fn of(spec: &SandboxSpec) -> ViewStamp {
+        let ws = &spec.workspace;
+        let proxy = match &spec.network {
+            crate::NetworkSpec::Proxy { socket } => Some(socket.clone()),
+            _ => None,
+        };
+        let id = |m: std::fs::Metadata| (m.dev(), m.ino(), m.mode() & libc::S_IFMT);
+        let paths = std::iter::once(ws.root.clone())
+            .chain(ws.protect.iter().map(|p| ws.root.join(p)))
+            .chain(spec.read_paths.iter().cloned())
+            .chain(spec.write_paths.iter().cloned())
+            .chain(spec.hide_paths.iter().cloned())
+            .chain(proxy);
+        ViewStamp(
+            paths
+                .map(|p| {
+                    let link = std::fs::symlink_metadata(&p).ok().map(id);
+                    let target = std::fs::metadata(&p).ok().map(id);
+                    (p, link, target)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// One warm sandbox: a helper waiting for its launch.
+struct Warm {
+    helper: Helper,
+    id: String,
+    stamp: ViewStamp,
+    built: Instant,
+}
+
+impl Warm {
+    /// Whether its helper is still waiting (it exits if its build failed).
+    fn alive(&mut self) -> bool {
+        matches!(self.helper.child.try_wait(), Ok(None))
+    }
+
+    /// Tears it down off the caller's thread (the helper cleans up and exits).
+    fn release(self) {
+        std::thread::spawn(move || self.helper.abandon());
+    }
+}
+
+struct State {
+    /// The spec warm sandboxes are built for (learnt from the last request).
+    template: Option<SandboxSpec>,
+    ready: VecDeque<Warm>,
+    stopping: bool,
+    stats: PoolStats,
+}
+
+struct Shared {
+    size: usize,
+    backend: NativeBackend,
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+/// The native backend with a pool of warm sandboxes in front of it. Runs
+/// whose spec matches the pool's template take a warm sandbox; every other
+/// run is the native backend's cold run.
+pub struct WarmPool {
+    shared: Arc<Shared>,
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+fn pool_id() -> String {
+    format!(
+        "warm-{:05x}-{:x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn profile(line: std::fmt::Arguments<'_>) {
+    if std::env::var_os("AIRLOCK_PROFILE").is_some() {
+        eprintln!("airlock profile: {line}");
+    }
+}
+
+impl WarmPool {
+    /// A pool of `size` warm sandboxes (0: every run is cold) in front of
+    /// `backend`. The refill thread starts now and builds nothing until a
+    /// request shows which spec to build for.
+    pub fn new(backend: NativeBackend, size: usize) -> WarmPool {
+        let shared = Arc::new(Shared {
+            size,
+            backend,
+            state: Mutex::new(State {
+                template: None,
+                ready: VecDeque::new(),
+                stopping: false,
+                stats: PoolStats::default(),
+            }),
+            wake: Condvar::new(),
+        });
+        if size > 0 {
+            let refill = shared.clone();
+            std::thread::Builder::new()
+                .name("airlock-pool".into())
+                .spawn(move || refill_loop(&refill))
+                .ok();
+        }
+        WarmPool { shared }
+    }
+
+    pub fn size(&self) -> usize {
+        self.shared.size
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        self.handle().stats()
+    }
+
+    /// A handle that reads the counters (for metrics) without owning the pool.
+    pub fn handle(&self) -> PoolHandle {
+        PoolHandle(self.shared.clone())
+    }
+
+    /// Builds warm sandboxes for `spec` now, before the first request.
+    pub fn prime(&self, spec: &SandboxSpec) {
+        if self.shared.size == 0 {
+            return;
+        }
+        if let Ok(mut state) = self.shared.state.lock() {
+            retarget(&mut state, Launch::template_of(spec));
+            self.shared.wake.notify_all();
+        }
+    }
+
+    /// A warm sandbox built for `spec`'s template, or why there is none. The
+    /// pool learns the template and is refilled either way.
+    fn take(&self, spec: &SandboxSpec) -> Result<Warm, ColdReason> {
+        if self.shared.size == 0 {
+            return Err(ColdReason::Disabled);
+        }
+        let template = Launch::template_of(spec);
+        let Ok(mut state) = self.shared.state.lock() else {
+            return Err(ColdReason::Empty);
+        };
+        let taken = if state.template.as_ref() != Some(&template) {
+            let had = state.template.is_some();
+            retarget(&mut state, template);
+            Err(if had {
+                ColdReason::OtherSpec
+            } else {
+                ColdReason::Empty
+            })
+        } else {
+            let next = state.ready.pop_front().map(|mut w| {
+                let alive = w.alive();
+                (w, alive)
+            });
+            match next {
+                None => Err(ColdReason::Empty),
+                Some((warm, false)) => {
+                    // Its build failed: stop building for this spec until a
+                    // request asks again (no rebuild loop on a broken host).
+                    state.stats.discarded += 1;
+                    state.template = None;
+                    warm.release();
+                    drain(&mut state);
+                    Err(ColdReason::Empty)
+                }
+                Some((warm, _)) if warm.stamp != ViewStamp::of(spec) => {
+                    state.stats.discarded += 1;
+                    warm.release();
+                    // The others were built on the same stale view.
+                    drain(&mut state);
+                    Err(ColdReason::ViewChanged)
+                }
+                Some((warm, _)) => Ok(warm),
+            }
+        };
+        match taken {
+            Ok(_) => state.stats.warm += 1,
+            Err(_) => state.stats.cold += 1,
+        }
+        self.shared.wake.notify_all();
+        taken
+    }
+
+    /// Runs `spec` in `warm`: the gate, then the launch, then the same
+    /// streaming and report as a cold run.
+    fn run_warm(
+        &self,
+        warm: Warm,
+        spec: &SandboxSpec,
+        sink: &mut dyn OutputSink,
+        gate: &mut dyn FnMut() -> Result<(), SandboxError>,
+    ) -> Result<Outcome, SandboxError> {
+        let t = Instant::now();
+        profile(format_args!(
+            "{:>8.2} ms  pool: warm sandbox {} taken (built {:.1} ms before)",
+            0.0,
+            warm.id,
+            warm.built.elapsed().as_secs_f64() * 1000.0
+        ));
+        if let Err(e) = gate() {
+            warm.helper.abandon();
+            return Err(e);
+        }
+        profile(format_args!(
+            "{:>8.2} ms  pool: gate passed",
+            t.elapsed().as_secs_f64() * 1000.0
+        ));
+        let frame = Launch::of(spec).frame(protocol::CONTROL_LAUNCH);
+        if let Err(e) = sys::write_all(warm.helper.ctl_w.as_raw_fd(), &frame) {
+            warm.helper.abandon();
+            return Err(SandboxError::Helper(format!(
+                "the warm sandbox {} went away before its launch: {e}",
+                warm.id
+            )));
+        }
+        profile(format_args!(
+            "{:>8.2} ms  pool: launch sent",
+            t.elapsed().as_secs_f64() * 1000.0
+        ));
+        let outcome = self.shared.backend.drive(warm.helper, spec, sink);
+        profile(format_args!(
+            "{:>8.2} ms  pool: warm run total",
+            t.elapsed().as_secs_f64() * 1000.0
+        ));
+        outcome
+    }
+
+    /// [`Backend::run_gated`], and which path the run took.
+    pub fn run_reporting(
+        &self,
+        spec: &SandboxSpec,
+        sink: &mut dyn OutputSink,
+        gate: &mut dyn FnMut() -> Result<(), SandboxError>,
+    ) -> (RunPath, Result<Outcome, SandboxError>) {
+        if spec.argv.is_empty() {
+            return (
+                RunPath::Cold(ColdReason::Empty),
+                Err(SandboxError::Spec("argv is empty".into())),
+            );
+        }
+        match self.take(spec) {
+            Ok(warm) => {
+                let path = RunPath::Warm {
+                    id: warm.id.clone(),
+                    age_ms: warm.built.elapsed().as_millis() as u64,
+                };
+                (path, self.run_warm(warm, spec, sink, gate))
+            }
+            Err(why) => {
+                profile(format_args!(
+                    "{:>8.2} ms  pool: cold path ({})",
+                    0.0,
+                    why.as_str()
+                ));
+                (
+                    RunPath::Cold(why),
+                    self.shared.backend.run_gated(spec, sink, gate),
+                )
+            }
+        }
+    }
+}
+
+/// Reads a pool's counters; the pool stops when its [`WarmPool`] is dropped.
+#[derive(Clone)]
+pub struct PoolHandle(Arc<Shared>);
+
+impl std::fmt::Debug for PoolHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PoolHandle(size {})", self.0.size)
+    }
+}
+
+impl PoolHandle {
+    pub fn size(&self) -> usize {
+        self.0.size
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        let Ok(state) = self.0.state.lock() else {
+            return PoolStats::default();
+        };
+        PoolStats {
+            ready: state.ready.len() as u64,
+            ..state.stats
+        }
+    }
+}
+
+impl Drop for WarmPool {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.shared.state.lock() {
+            state.stopping = true;
+            drain(&mut state);
+        }
+        self.shared.wake.notify_all();
+    }
+}
+
+impl Backend for WarmPool {
+    fn name(&self) -> &'static str {
+        "native"
+    }
+
+    fn run(&self, spec: &SandboxSpec, sink: &mut dyn OutputSink) -> Result<Outcome, SandboxError> {
+        self.run_gated(spec, sink, &mut || Ok(()))
+    }
+
+    fn run_gated(
+        &self,
+        spec: &SandboxSpec,
+        sink: &mut dyn OutputSink,
+        gate: &mut dyn FnMut() -> Result<(), SandboxError>,
+    ) -> Result<Outcome, SandboxError> {
+        self.run_reporting(spec, sink, gate).1
+    }
+}
+
+/// Lets every ready sandbox go.
+fn drain(state: &mut State) {
+    while let Some(w) = state.ready.pop_front() {
+        state.stats.discarded += 1;
+        w.release();
+    }
+}
+
+/// Builds for `template` from now on; what was built for another is let go.
+fn retarget(state: &mut State, template: SandboxSpec) {
+    drain(state);
+    state.template = Some(template);
+}
+
+/// Keeps `size` sandboxes ready for the current template; blocks (no CPU)
+/// while the pool is full or has no template.
+fn refill_loop(shared: &Shared) {
+    loop {
+        let template = {
+            let Ok(mut state) = shared.state.lock() else {
+                return;
+            };
+            loop {
+                if state.stopping {
+                    return;
+                }
+                match &state.template {
+                    Some(t) if state.ready.len() < shared.size => break t.clone(),
+                    _ => {}
+                }
+                state = match shared.wake.wait(state) {
+                    Ok(s) => s,
+                    Err(_) => return,
+                };
+            }
+        };
+        let mut spec = template.clone();
+        spec.request_id = pool_id();
+        let stamp = ViewStamp::of(&spec);
+        let built = shared.backend.spawn(&spec, true, true);
+        let Ok(mut state) = shared.state.lock() else {
+            return;
+        };
+        match built {
+            Ok(helper) => {
+                state.stats.built += 1;
+                let warm = Warm {
+                    helper,
+                    id: spec.request_id,
+                    stamp,
+                    built: Instant::now(),
+                };
+                if !state.stopping
+                    && state.template.as_ref() == Some(&template)
+                    && state.ready.len() < shared.size
+                {
+                    state.ready.push_back(warm);
+                } else {
+                    state.stats.discarded += 1;
+                    warm.release();
+                }
+            }
+            Err(e) => {
+                // Cold runs still work; build again only when asked again.
+                eprintln!("airlock: warm sandbox pool: cannot start a helper: {e}");
+                state.template = None;
+            }
+        }
+    }
+}
