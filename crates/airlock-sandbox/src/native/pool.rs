@@ -233,13 +233,14 @@ impl WarmPool {
     /// A warm sandbox built for `spec`'s template, or why there is none. The
     /// pool learns the template and is refilled either way.
     fn take(&self, spec: &SandboxSpec) -> Result<Warm, ColdReason> {
-        if self.shared.size == 0 {
-            return Err(ColdReason::Disabled);
-        }
-        let template = Launch::template_of(spec);
         let Ok(mut state) = self.shared.state.lock() else {
             return Err(ColdReason::Empty);
         };
+        if self.shared.size == 0 {
+            state.stats.cold += 1;
+            return Err(ColdReason::Disabled);
+        }
+        let template = Launch::template_of(spec);
         let taken = if state.template.as_ref() != Some(&template) {
             let had = state.template.is_some();
             retarget(&mut state, template);
@@ -377,6 +378,23 @@ impl PoolHandle {
         self.0.size
     }
 
+    /// Builds no more, and tears down every ready sandbox, waiting for each
+    /// helper to have removed its cgroup and run directory.
+    pub fn stop(&self) {
+        let ready: Vec<Warm> = match self.0.state.lock() {
+            Ok(mut state) => {
+                state.stopping = true;
+                state.stats.discarded += state.ready.len() as u64;
+                state.ready.drain(..).collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        self.0.wake.notify_all();
+        for w in ready {
+            w.helper.abandon();
+        }
+    }
+
     pub fn stats(&self) -> PoolStats {
         let Ok(state) = self.0.state.lock() else {
             return PoolStats::default();
@@ -390,11 +408,7 @@ impl PoolHandle {
 
 impl Drop for WarmPool {
     fn drop(&mut self) {
-        if let Ok(mut state) = self.shared.state.lock() {
-            state.stopping = true;
-            drain(&mut state);
-        }
-        self.shared.wake.notify_all();
+        self.handle().stop();
     }
 }
 
@@ -476,7 +490,8 @@ fn refill_loop(shared: &Shared) {
                     state.ready.push_back(warm);
                 } else {
                     state.stats.discarded += 1;
-                    warm.release();
+                    drop(state);
+                    warm.helper.abandon();
                 }
             }
             Err(e) => {

@@ -244,6 +244,10 @@ async fn serve(
     service.begin_shutdown();
     stop.cancel();
     let killed = shutdown::drain(&service, options.shutdown_grace).await;
+    // Warm sandboxes never ran anything: tear them down and wait for it.
+    if let Some(pool) = options.pool.clone() {
+        let _ = tokio::task::spawn_blocking(move || pool.stop()).await;
+    }
     // Connections still open (streams delivering their last line) get a moment.
     for server in servers {
         let _ = tokio::time::timeout(Duration::from_secs(2), server).await;

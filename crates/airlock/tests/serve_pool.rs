@@ -1,0 +1,249 @@
+//! `airlock serve --pool`: warm sandboxes, each consumed by one command. The
+//! real binary, real sandboxes, a real HTTP client over the unix socket.
+//!
+//! Every run executes `probe.py`, which reports what a reused sandbox could not
+//! hide: a marker file it leaves in the sandbox's own `/tmp` and `$HOME`, its
+//! mount and PID namespaces and its PID 1's start time. The server's own
+//! counters (`/metrics`) say which path each run took.
+
+mod serve_support;
+
+use serve_support::*;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+const PROBE: &str = r#"
+import json, os
+def ns(n):
+    return os.readlink("/proc/self/ns/" + n)
+home = os.environ.get("HOME", "/home/airlock")
+seen = [p for p in ("/tmp/pool-marker", home + "/pool-marker") if os.path.exists(p)]
+start = open("/proc/1/stat").read().rsplit(")", 1)[1].split()[19]
+print(json.dumps({"mnt": ns("mnt"), "pid": ns("pid"), "init_start": start, "seen": seen}))
+for p in ("/tmp/pool-marker", home + "/pool-marker"):
+    open(p, "w").write("used")
+"#;
+
+const RUN: &str = r#"{"command":"python3 probe.py"}"#;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn start(pool: &str, extra: &[&str]) -> Server {
+    let dir = layout();
+    std::fs::write(dir.path().join("ws/probe.py"), PROBE).unwrap();
+    let mut args = vec!["--tokens", "tokens.toml", "--pool", pool];
+    args.extend_from_slice(extra);
+    Server::start_in(dir, &args)
+}
+
+async fn metric(server: &Server, name: &str) -> u64 {
+    let m = request(
+        Target::Unix(&server.socket),
+        "GET",
+        "/metrics",
+        Some(TOKEN_A),
+        None,
+    )
+    .await;
+    let text = String::from_utf8(m.body).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
+        .trim()
+        .parse::<f64>()
+        .unwrap() as u64
+}
+
+/// Waits until the pool holds `n` ready sandboxes.
+async fn ready(server: &Server, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric(server, "airlock_pool_ready").await != n {
+        assert!(
+            Instant::now() < deadline,
+            "pool never reached {n} ready: {}",
+            server.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// One run of the probe; its report.
+async fn probe(server: &Server, body: &str) -> serde_json::Value {
+    let r = request(
+        Target::Unix(&server.socket),
+        "POST",
+        "/v1/run",
+        Some(TOKEN_A),
+        Some(body),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let r = r.json();
+    assert_eq!(r["status"], "ran", "{r}");
+    assert_eq!(r["outcome"]["exit_code"], 0, "{r}");
+    let out = r["outcome"]["stdout"].as_str().unwrap().trim().to_string();
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("probe said {out:?}: {e}; {r}"))
+}
+
+/// A sandbox identity: two runs in one sandbox would share all three.
+fn identity(p: &serde_json::Value) -> (String, String, String) {
+    (
+        p["mnt"].as_str().unwrap().to_string(),
+        p["pid"].as_str().unwrap().to_string(),
+        p["init_start"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn warm_sandboxes_run_one_command_each_and_the_pool_refills() {
+    let mut server = start("2", &[]);
+    rt().block_on(async {
+        // The first request teaches the pool its spec and runs cold.
+        let first = probe(&server, RUN).await;
+        assert_eq!(first["seen"], serde_json::json!([]), "{first}");
+        let mut alive_ids = HashSet::new();
+        for i in 0..6 {
+            // Refilled after each consumption, up to the size.
+            ready(&server, 2).await;
+            let p = probe(&server, RUN).await;
+            assert_eq!(
+                p["seen"],
+                serde_json::json!([]),
+                "run {i} found a marker of an earlier command: a sandbox was reused"
+            );
+            alive_ids.insert(identity(&p));
+        }
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 6);
+        assert_eq!(metric(&server, "airlock_pool_cold_runs").await, 1);
+        assert_eq!(alive_ids.len(), 6, "{alive_ids:?}");
+        ready(&server, 2).await;
+        // Built: the six consumed and the two ready; never more runs than builds.
+        assert_eq!(metric(&server, "airlock_pool_built").await, 8);
+    });
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+    // Nothing of the warm sandboxes is left: helpers gone, run dirs removed.
+    let runs = server.state().join("runs");
+    let left: Vec<_> = std::fs::read_dir(&runs)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "run dirs left behind: {left:?}");
+}
+
+#[test]
+fn a_burst_of_200_runs_loses_none_and_reuses_no_sandbox() {
+    let mut server = start(
+        "2",
+        &[
+            "--queue",
+            "256",
+            "--concurrency",
+            "2",
+            "--max-connections-per-peer",
+            "512",
+        ],
+    );
+    let socket = server.socket.clone();
+    let probes = rt().block_on(async {
+        probe(&server, RUN).await;
+        ready(&server, 2).await;
+        let tasks: Vec<_> = (0..200)
+            .map(|_| {
+                let socket = socket.clone();
+                tokio::spawn(async move {
+                    request(
+                        Target::Unix(&socket),
+                        "POST",
+                        "/v1/run",
+                        Some(TOKEN_A),
+                        Some(RUN),
+                    )
+                    .await
+                })
+            })
+            .collect();
+        let mut probes = Vec::new();
+        for t in tasks {
+            let r = t.await.unwrap();
+            assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+            let r = r.json();
+            assert_eq!(r["outcome"]["exit_code"], 0, "{r}");
+            let out = r["outcome"]["stdout"].as_str().unwrap().trim().to_string();
+            probes.push(serde_json::from_str::<serde_json::Value>(&out).unwrap());
+        }
+        let warm = metric(&server, "airlock_pool_warm_runs").await;
+        let cold = metric(&server, "airlock_pool_cold_runs").await;
+        let built = metric(&server, "airlock_pool_built").await;
+        assert_eq!(warm + cold, 201, "every run took one path");
+        assert!(
+            warm >= 2,
+            "the burst used the pool: {warm} warm, {cold} cold"
+        );
+        assert!(built >= warm, "{built} built for {warm} warm runs");
+        probes
+    });
+    assert_eq!(probes.len(), 200);
+    for p in &probes {
+        assert_eq!(
+            p["seen"],
+            serde_json::json!([]),
+            "a command saw an earlier one's marker: {p}"
+        );
+    }
+    let audit = audit_records(&server.state());
+    let executions = audit.iter().filter(|r| r["kind"] == "execution").count();
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+    assert_eq!(executions, 201, "one execution record per run");
+}
+
+#[test]
+fn pool_size_zero_runs_every_request_cold() {
+    let mut server = start("0", &[]);
+    rt().block_on(async {
+        for _ in 0..2 {
+            let p = probe(&server, RUN).await;
+            assert_eq!(p["seen"], serde_json::json!([]));
+        }
+        assert_eq!(metric(&server, "airlock_pool_cold_runs").await, 2);
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 0);
+        assert_eq!(metric(&server, "airlock_pool_built").await, 0);
+        assert_eq!(metric(&server, "airlock_pool_ready").await, 0);
+    });
+    server.stop();
+}
+
+#[test]
+fn another_spec_or_a_changed_view_runs_cold() {
+    let mut server = start("2", &[]);
+    rt().block_on(async {
+        probe(&server, RUN).await;
+        ready(&server, 2).await;
+        // Other limits: not the spec the pool was built for.
+        let body = r#"{"command":"python3 probe.py","timeout_s":7}"#;
+        probe(&server, body).await;
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 0);
+        assert_eq!(metric(&server, "airlock_pool_cold_runs").await, 2);
+        // The pool now builds for the new spec, and serves it warm.
+        ready(&server, 2).await;
+        probe(&server, body).await;
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 1);
+        // A protected path appears after the pool was built: its sandboxes
+        // would leave it writable, so they are let go and the run is cold.
+        ready(&server, 2).await;
+        std::fs::create_dir_all(server.ws().join(".git/hooks")).unwrap();
+        probe(&server, body).await;
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 1);
+        assert_eq!(metric(&server, "airlock_pool_cold_runs").await, 3);
+        ready(&server, 2).await;
+        probe(&server, body).await;
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 2);
+    });
+    server.stop();
+}
