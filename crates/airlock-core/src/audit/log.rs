@@ -122,6 +122,32 @@ pub struct AuditLog {
     lock_file: File,
     /// Serialises threads of this process; `flock` serialises processes.
     current: Mutex<Option<Current>>,
+    /// Concurrent [`AuditLog::make_durable`] calls share one `fdatasync`.
+    group: GroupCommit,
+}
+
+/// Group commit: one thread syncs (the leader) while the others whose records
+/// were written before its sync began wait for its result instead of issuing
+/// their own. A record is acknowledged only when a sync that started after it
+/// was written succeeded.
+#[derive(Default)]
+struct GroupCommit {
+    state: Mutex<GroupState>,
+    done: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct GroupState {
+    /// The last record this process wrote: its seq and file.
+    written: Option<(u64, String)>,
+    /// Every record up to this seq is on disk.
+    durable: u64,
+    /// A sync covering up to this seq failed: those records are not
+    /// acknowledged, whatever a later sync says (an error is reported once).
+    failed: Option<(u64, String)>,
+    syncing: bool,
+    /// `fdatasync`s issued by [`AuditLog::make_durable`] (for tests and benches).
+    syncs: u64,
 }
 
 impl AuditLog {
@@ -151,6 +177,7 @@ impl AuditLog {
             config,
             lock_file,
             current: Mutex::new(None),
+            group: GroupCommit::default(),
         };
         Ok(log)
     }
@@ -210,7 +237,7 @@ impl AuditLog {
     /// anchor to it unless a later append already moved it further.
     pub fn make_durable(&self, pending: PendingSync) -> Result<(), AuditError> {
         let PendingSync { file, path, anchor } = pending;
-        file.sync_data().map_err(|e| AuditError::write(&path, e))?;
+        self.group_sync(&file, &path, &anchor)?;
         drop(file);
         self.with_lock(|log, _| {
             let on_disk = read_anchor(&log.dir).ok().flatten();
@@ -219,6 +246,80 @@ impl AuditLog {
             }
             Ok(())
         })
+    }
+
+    /// Makes the record `anchor` names durable, sharing a sync with other
+    /// threads: a sync in flight that began after the record was written
+    /// covers it; otherwise this thread syncs, for every record of this file
+    /// written so far.
+    fn group_sync(&self, file: &File, path: &Path, anchor: &HeadAnchor) -> Result<(), AuditError> {
+        let gc = &self.group;
+        let lost = |what: String| {
+            AuditError::write(
+                path,
+                std::io::Error::other(format!("an earlier sync failed: {what}")),
+            )
+        };
+        let mut st = gc.state.lock().map_err(|_| lost("lock poisoned".into()))?;
+        loop {
+            if let Some((upto, what)) = &st.failed {
+                if *upto >= anchor.seq {
+                    return Err(lost(what.clone()));
+                }
+            }
+            if st.durable >= anchor.seq {
+                return Ok(());
+            }
+            if st.syncing {
+                st = gc.done.wait(st).map_err(|_| lost("lock poisoned".into()))?;
+                continue;
+            }
+            // Leader: everything this process wrote to this file so far is
+            // covered by one sync of it (earlier files were synced when the
+            // log moved on to the next one).
+            let target = match &st.written {
+                Some((seq, f)) if *f == anchor.file && *seq > anchor.seq => *seq,
+                _ => anchor.seq,
+            };
+            st.syncing = true;
+            st.syncs += 1;
+            drop(st);
+            let synced = file.sync_data();
+            st = gc.state.lock().map_err(|_| lost("lock poisoned".into()))?;
+            st.syncing = false;
+            match synced {
+                Ok(()) => st.durable = st.durable.max(target),
+                Err(e) => {
+                    st.failed = Some((target, e.to_string()));
+                    gc.done.notify_all();
+                    return Err(AuditError::write(path, e));
+                }
+            }
+            gc.done.notify_all();
+        }
+    }
+
+    /// How many `fdatasync`s [`AuditLog::make_durable`] issued so far (the
+    /// others were covered by one of these).
+    pub fn group_syncs(&self) -> u64 {
+        self.group.state.lock().map(|s| s.syncs).unwrap_or(0)
+    }
+
+    /// Notes a record written (not yet synced), for the group commit.
+    fn note_written(&self, anchor: &HeadAnchor) {
+        if let Ok(mut st) = self.group.state.lock() {
+            if st.written.as_ref().is_none_or(|(s, _)| *s < anchor.seq) {
+                st.written = Some((anchor.seq, anchor.file.clone()));
+            }
+        }
+    }
+
+    /// Notes a record synced by a plain append: it and every earlier record
+    /// of this process are on disk.
+    fn note_durable(&self, seq: u64) {
+        if let Ok(mut st) = self.group.state.lock() {
+            st.durable = st.durable.max(seq);
+        }
     }
 
     /// Sign the chain's head now (`force`), or only when a checkpoint is due
@@ -472,6 +573,7 @@ impl AuditLog {
             .file
             .sync_data()
             .map_err(|e| AuditError::write(&pending.path, e))?;
+        self.note_durable(pending.anchor.seq);
         self.write_head(&pending.anchor)?;
         Ok(record)
     }
@@ -548,6 +650,7 @@ impl AuditLog {
             hash,
             file: file_name(cur.index),
         };
+        self.note_written(&anchor);
         Ok((record, PendingSync { file, path, anchor }))
     }
 
