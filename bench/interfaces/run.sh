@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interface benchmarks (issue 5): latency of /v1/check and /v1/run against the
-# CLI, and the 200-request burst. Uses target/release/airlock (built here).
+# CLI, and the 200-request burst; the warm pool's /v1/run (issue 15, warm.py). Uses target/release/airlock (built here).
 #
 # Every decision is an fsynced audit record before the answer leaves, so the
 # latency run is done twice: state dir on disk (what a deployment pays), and on
@@ -19,3 +19,5 @@ mkdir -p bench/results
   echo "== burst"
   python3 bench/interfaces/burst.py
 } 2>&1 | tee bench/results/interfaces.txt
+# The warm path (issue 15): state dir on disk, as deployed.
+python3 bench/interfaces/warm.py 2>&1 | tee bench/results/warm-pool.txt

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""The warm path of `airlock serve` (issue 15): POST /v1/run of /bin/true,
+median from request to response over a keep-alive loopback connection, one
+request at a time.
+
+Three series from one server binary:
+
+* warm: `--pool 2`, each request sent once the pool is full again (what a
+  caller whose requests are not back to back sees); target median < 2 ms;
+* back to back: `--pool 2`, the next request as soon as the last answered
+  (the refill races the caller; some runs take a sandbox still being built);
+* cold: `--pool 0`, every sandbox built on demand (the comparison).
+
+The pool's own counters (/metrics) are printed with each series: a warm series
+whose runs were not all warm is reported as such.
+"""
+
+import json
+import os
+import sys
+import time
+
+from common import TOKEN, Server, percentiles, post
+
+N = int(os.environ.get("N_RUN", "200"))
+BODY = {"argv": ["/bin/true"]}
+
+
+def metrics(conn) -> dict:
+    conn.request("GET", "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    text = conn.getresponse().read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("airlock_pool_"):
+            name, value = line.split()
+            out[name.removeprefix("airlock_pool_")] = int(float(value))
+    return out
+
+
+def wait_ready(conn, n: int) -> None:
+    deadline = time.time() + 20
+    while metrics(conn).get("ready", 0) < n:
+        if time.time() > deadline:
+            raise SystemExit("the pool did not refill within 20 s")
+        time.sleep(0.002)
+
+
+def series(pool: int, wait: bool) -> dict:
+    srv = Server(extra=("--pool", str(pool)))
+    try:
+        conn = srv.conn()
+        for _ in range(10):  # teaches the pool the spec; warms caches
+            post(conn, "/v1/run", BODY)
+        before = metrics(conn)
+        samples = []
+        for _ in range(N):
+            if wait and pool:
+                wait_ready(conn, pool)
+            t = time.perf_counter()
+            status, _, body = post(conn, "/v1/run", BODY)
+            samples.append(time.perf_counter() - t)
+            out = json.loads(body)
+            assert status == 200 and out["outcome"]["exit_code"] == 0, body
+        after = metrics(conn)
+    finally:
+        assert srv.stop() == 0
+    import shutil
+    shutil.rmtree(srv.dir, ignore_errors=True)
+    counts = {k: after.get(k, 0) - before.get(k, 0) for k in ("warm_runs", "cold_runs")}
+    return {"pool": pool, "wait_for_refill": wait, **percentiles(samples), **counts}
+
+
+def main() -> int:
+    warm = series(2, True)
+    back_to_back = series(2, False)
+    cold = series(0, False)
+    print(json.dumps({"warm": warm, "back_to_back": back_to_back, "cold": cold}, indent=2))
+    ok = warm["median_ms"] < 2.0 and warm["warm_runs"] == N
+    print(f"POST /v1/run /bin/true: warm median {warm['median_ms']:.2f} ms "
+          f"({warm['warm_runs']}/{N} warm; target < 2 ms: {'MET' if ok else 'MISSED'}), "
+          f"back to back {back_to_back['median_ms']:.2f} ms "
+          f"({back_to_back['warm_runs']}/{N} warm), cold {cold['median_ms']:.2f} ms; "
+          f"warm/cold median ratio {warm['median_ms'] / cold['median_ms']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
