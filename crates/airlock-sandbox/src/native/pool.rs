@@ -164,14 +164,6 @@ pub struct WarmPool {
     shared: Arc<Shared>,
 }
 
-/// Debug builds only: take warm sandboxes without comparing their view
-/// stamp, to show that the test of that check (serve_pool.rs) can fail.
-pub const VIEW_STAMP_OFF: &str = "AIRLOCK_TEST_POOL_VIEW_STAMP_OFF";
-
-fn view_stamp_off() -> bool {
-    cfg!(debug_assertions) && std::env::var_os(VIEW_STAMP_OFF).is_some()
-}
-
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 fn pool_id() -> String {
@@ -273,7 +265,7 @@ impl WarmPool {
                     drain(&mut state);
                     Err(ColdReason::Empty)
                 }
-                Some((warm, _)) if warm.stamp != ViewStamp::of(spec) && !view_stamp_off() => {
+                Some((warm, _)) if warm.stamp != ViewStamp::of(spec) => {
                     state.stats.discarded += 1;
                     warm.release();
                     // The others were built on the same stale view.
