@@ -762,7 +762,17 @@ fn grants_are_for_approvers_only() {
 
 #[test]
 fn sigterm_drains_then_kills_and_leaves_nothing_behind() {
-    let mut server = Server::start(&["--tokens", "tokens.toml", "--shutdown-grace", "1"]);
+    // No warm pool: its idle helpers are children of the server too, and
+    // this counts the running sandboxes' helpers (serve_pool.rs checks that
+    // shutdown tears the pool down).
+    let mut server = Server::start(&[
+        "--tokens",
+        "tokens.toml",
+        "--shutdown-grace",
+        "1",
+        "--pool",
+        "0",
+    ]);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
