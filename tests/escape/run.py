@@ -1510,7 +1510,7 @@ def main() -> int:
                     help="none: run the programs on the host with no sandbox, to prove the checks fail")
     ap.add_argument("--only", action="append", default=[], help="run only cases whose name contains this (repeatable)")
     ap.add_argument("--category", action="append", default=[], help="run only these categories")
-    ap.add_argument("--backend-tier", choices=["native", "wasm", "oci", "gvisor"], default="native",
+    ap.add_argument("--backend-tier", choices=["native", "wasm", "oci", "gvisor", "docker"], default="native",
                     help="the sandbox backend every generated policy names ([sandbox] backend)")
     ap.add_argument("--network", choices=["none", "allowlist"], default="none",
                     help="network.mode of the generated policies (allowlist: egress proxy, issue 6)")

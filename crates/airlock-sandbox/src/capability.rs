@@ -367,6 +367,7 @@ pub fn report_with(
                 BackendKind::Wasm => crate::wasm::caps::support(boundary, spec),
                 BackendKind::Oci => crate::oci::caps::support(boundary, spec, false),
                 BackendKind::Gvisor => crate::oci::caps::support(boundary, spec, true),
+                BackendKind::Docker => crate::docker::caps::support(boundary, spec),
                 _ => Support::Missing(kind.not_built_reason()),
             };
             Line {
@@ -435,7 +436,7 @@ mod tests {
         let s = spec();
         let r = report(BackendKind::Native, &s, Ok("ok".into()));
         assert!(r.refusal().is_none(), "{r:?}");
-        let g = report(BackendKind::Docker, &s, Ok("ok".into()));
+        let g = report(BackendKind::Microvm, &s, Ok("ok".into()));
         let why = g.refusal().unwrap();
         assert!(why.contains("not built in this version"), "{why}");
     }

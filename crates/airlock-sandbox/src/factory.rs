@@ -71,6 +71,12 @@ pub fn open(kind: BackendKind, opts: &OpenOptions) -> Result<Box<dyn Backend>, S
         BackendKind::Oci | BackendKind::Gvisor => {
             Ok(Box::new(crate::oci::OciBackend::open(kind, opts)?))
         }
+        #[cfg(feature = "docker")]
+        BackendKind::Docker => {
+            let mut backend = crate::docker::DockerBackend::current_exe(&opts.state_dir)?;
+            backend.stdin_from_caller = opts.stdin_from_caller;
+            Ok(Box::new(backend))
+        }
         other => Err(unavailable(other.not_built_reason())),
     }
 }
@@ -85,6 +91,8 @@ pub fn probe(kind: BackendKind, opts: &OpenOptions) -> Probe {
         #[cfg(feature = "wasm")]
         BackendKind::Wasm => crate::wasm::WasmBackend::probe(),
         BackendKind::Oci | BackendKind::Gvisor => crate::oci::OciBackend::probe(kind, opts),
+        #[cfg(feature = "docker")]
+        BackendKind::Docker => crate::docker::probe(),
         other => Probe::unavailable(other, other.not_built_reason()),
     }
 }

@@ -31,6 +31,8 @@ const KNOWN: &[&str] = &[
     "bundle",
     "oci",
     "wasm",
+    "docker",
+    "image",
 ];
 
 /// Maps a layer name that crossed the pipe back to a static one.

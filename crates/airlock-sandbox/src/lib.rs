@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod capability;
+pub mod docker;
 pub mod doctor;
 pub mod factory;
 pub mod failure;

@@ -91,7 +91,8 @@ impl BackendKind {
             BackendKind::Native => true,
             BackendKind::Wasm => cfg!(feature = "wasm"),
             BackendKind::Gvisor | BackendKind::Oci => true,
-            BackendKind::Docker | BackendKind::Microvm => false,
+            BackendKind::Docker => cfg!(feature = "docker"),
+            BackendKind::Microvm => false,
         }
     }
 
@@ -100,6 +101,9 @@ impl BackendKind {
         match self {
             BackendKind::Wasm => "the wasm backend is not built into this airlock binary; \
                 Hint: build it with `cargo build -p airlock --features wasm` (on by default)"
+                .to_string(),
+            BackendKind::Docker => "the docker backend is not built into this airlock binary; \
+                Hint: build it with `cargo build -p airlock --features docker` (on by default)"
                 .to_string(),
             other => format!(
                 "the {} backend is not built in this version of airlock; \

@@ -56,6 +56,7 @@ fn main() {
     airlock_sandbox::native::maybe_run_helper();
     airlock_sandbox::wasm::maybe_run_helper();
     airlock_sandbox::oci::maybe_run_helper();
+    airlock_sandbox::docker::maybe_run_helper();
     let cli = Cli::parse();
     let status = match cli.command {
         Cmd::Check(args) => cli::check::run(args),

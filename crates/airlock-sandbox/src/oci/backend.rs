@@ -7,13 +7,13 @@ use super::runtime::{self, Runtime};
 use super::{HelperReport, Request};
 use crate::factory::OpenOptions;
 use crate::native::{protocol, sys};
-use crate::output::{self, Relay};
+use crate::output::{self, Capture, Relay};
 use crate::probe::{Probe, RuntimeFound};
 use crate::{Backend, BackendKind, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -115,120 +115,14 @@ impl Backend for OciBackend {
             runtime_exe: self.runtime_exe.clone(),
         };
         let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
-
-        // The helper, with an empty environment, the report on fd 3 and the
-        // control pipe (its lifeline) on fd 4.
-        let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
-        let (ctl_r, ctl_w) = sys::pipe().map_err(io_err("pipe"))?;
-        let (in_r, in_w) = sys::pipe().map_err(io_err("pipe"))?;
-        let passed: [(RawFd, RawFd); 3] = [
-            (rep_w.as_raw_fd(), FD_REPORT),
-            (ctl_r.as_raw_fd(), FD_CONTROL),
-            (in_r.as_raw_fd(), FD_STDIN),
-        ];
-        let mut cmd = Command::new(&self.helper_exe);
-        cmd.arg(HELPER_ARG)
-            .env_clear()
-            .current_dir("/")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // SAFETY: the closure runs between fork and exec and only calls fcntl
-        // and dup2 (async-signal-safe); it allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || {
-                // Every source is moved above the targets first, so that no
-                // dup2 clobbers a source that is itself a target number.
-                let mut high = [0 as RawFd; 3];
-                for (i, (src, _)) in passed.iter().enumerate() {
-                    high[i] = sys::cvt(libc::fcntl(*src, libc::F_DUPFD_CLOEXEC, 10))?;
-                }
-                for (i, (_, target)) in passed.iter().enumerate() {
-                    sys::cvt(libc::dup2(high[i], *target))?;
-                }
-                Ok(())
-            });
-        }
-        let started = Instant::now();
-        let mut child = cmd.spawn().map_err(io_err("spawning the OCI helper"))?;
-        drop(rep_w);
-        drop(ctl_r);
-        drop(in_r);
-        // The command's stdin: the spec's bytes, or this process's own stdin,
-        // pumped by a thread of its own (EPIPE ends it when the command is done).
-        let mut in_w = std::fs::File::from(in_w);
-        match (spec.stdin.clone(), self.stdin_from_caller) {
-            (Some(data), _) => {
-                std::thread::spawn(move || {
-                    let _ = in_w.write_all(&data);
-                });
-            }
-            (None, true) => {
-                std::thread::spawn(move || {
-                    let mut input = std::io::stdin().lock();
-                    let _ = std::io::copy(&mut input, &mut in_w);
-                });
-            }
-            (None, false) => drop(in_w),
-        }
-        if let Some(mut stdin) = child.stdin.take() {
-            if let Err(e) = stdin.write_all(&bytes) {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(SandboxError::Helper(format!("sending the spec: {e}")));
-            }
-        }
-        let stdout: OwnedFd = child
-            .stdout
-            .take()
-            .map(OwnedFd::from)
-            .ok_or_else(|| SandboxError::Helper("no stdout pipe".into()))?;
-        let stderr: OwnedFd = child
-            .stderr
-            .take()
-            .map(OwnedFd::from)
-            .ok_or_else(|| SandboxError::Helper("no stderr pipe".into()))?;
-
-        // Relay output as it comes, capped; collect the report.
-        let backstop =
-            started + Duration::from_millis(spec.limits.timeout_ms) + Duration::from_secs(90);
-        let pipes = output::Pipes {
-            stdout: &stdout,
-            stderr: &stderr,
-            report: &rep_r,
+        let helper = Helper {
+            exe: &self.helper_exe,
+            arg: HELPER_ARG,
+            what: "OCI",
+            backend: "oci",
+            stdin_from_caller: self.stdin_from_caller,
         };
-        let mut kill_for_output = || {
-            let _ = sys::write_all(ctl_w.as_raw_fd(), &[protocol::CONTROL_KILL_OUTPUT]);
-        };
-        let relayed = match output::relay(
-            pipes,
-            spec.limits.output_bytes,
-            backstop,
-            sink,
-            &mut kill_for_output,
-        )? {
-            Relay::Finished(r) => r,
-            Relay::Stalled => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(SandboxError::Helper(
-                    "the OCI helper stopped responding; killed".into(),
-                ));
-            }
-        };
-        let (out, err, report_bytes) = (relayed.stdout, relayed.stderr, relayed.report);
-        let status = child.wait().map_err(io_err("waiting for the OCI helper"))?;
-        drop(ctl_w);
-        if report_bytes.is_empty() {
-            return Err(SandboxError::Helper(format!(
-                "the OCI helper exited ({status}) without a report"
-            )));
-        }
-        let report: HelperReport = serde_json::from_slice(&report_bytes)
-            .map_err(|e| SandboxError::Helper(format!("unreadable OCI helper report: {e}")))?;
-        if report.failure.is_some() {
-            return Err(report.into_error());
-        }
+        let (report, out, err, started) = drive(&helper, &bytes, spec, sink)?;
         if std::env::var_os("AIRLOCK_PROFILE").is_some() {
             for n in &report.notes {
                 eprintln!("airlock profile: note: {n}");
@@ -239,20 +133,163 @@ impl Backend for OciBackend {
                 self.runtime.exe_name()
             );
         }
-        Ok(Outcome {
-            exit_code: report.exit_code,
-            signal: report.signal,
-            killed_by: report.killed_by,
-            duration_ms: report.duration_ms,
-            cpu_ms: report.cpu_ms,
-            peak_memory_bytes: report.peak_memory_bytes,
-            stdout: out.text(),
-            stderr: err.text(),
-            truncated: out.truncated || err.truncated,
-            changes: report.changes,
-            applied: report.applied,
-            violations: report.violations,
-            change_summary: report.change_summary,
-        })
+        Ok(outcome(report, &out, &err))
     }
+}
+
+/// How to start one backend's helper process.
+pub(crate) struct Helper<'a> {
+    pub exe: &'a Path,
+    /// The first argument that makes the binary this helper.
+    pub arg: &'a str,
+    /// The helper's name in errors ("OCI", "Docker").
+    pub what: &'a str,
+    /// The layer charged with failures that name none.
+    pub backend: &'static str,
+    pub stdin_from_caller: bool,
+}
+
+/// The outcome of a run from the helper's report and the captured output.
+pub(crate) fn outcome(report: HelperReport, out: &Capture, err: &Capture) -> Outcome {
+    Outcome {
+        exit_code: report.exit_code,
+        signal: report.signal,
+        killed_by: report.killed_by,
+        duration_ms: report.duration_ms,
+        cpu_ms: report.cpu_ms,
+        peak_memory_bytes: report.peak_memory_bytes,
+        stdout: out.text(),
+        stderr: err.text(),
+        truncated: out.truncated || err.truncated,
+        changes: report.changes,
+        applied: report.applied,
+        violations: report.violations,
+        change_summary: report.change_summary,
+    }
+}
+
+/// Starts `helper` with the request `bytes` on its stdin, relays its output to
+/// `sink` (capped at the spec's output limit; the helper is told to kill the
+/// command at the cap), and returns its report and the captured streams.
+pub(crate) fn drive(
+    helper: &Helper,
+    bytes: &[u8],
+    spec: &SandboxSpec,
+    sink: &mut dyn OutputSink,
+) -> Result<(HelperReport, Capture, Capture, Instant), SandboxError> {
+
+    // The helper, with an empty environment, the report on fd 3 and the
+    // control pipe (its lifeline) on fd 4.
+    let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
+    let (ctl_r, ctl_w) = sys::pipe().map_err(io_err("pipe"))?;
+    let (in_r, in_w) = sys::pipe().map_err(io_err("pipe"))?;
+    let passed: [(RawFd, RawFd); 3] = [
+        (rep_w.as_raw_fd(), FD_REPORT),
+        (ctl_r.as_raw_fd(), FD_CONTROL),
+        (in_r.as_raw_fd(), FD_STDIN),
+    ];
+    let mut cmd = Command::new(helper.exe);
+    cmd.arg(helper.arg)
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs between fork and exec and only calls fcntl
+    // and dup2 (async-signal-safe); it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Every source is moved above the targets first, so that no
+            // dup2 clobbers a source that is itself a target number.
+            let mut high = [0 as RawFd; 3];
+            for (i, (src, _)) in passed.iter().enumerate() {
+                high[i] = sys::cvt(libc::fcntl(*src, libc::F_DUPFD_CLOEXEC, 10))?;
+            }
+            for (i, (_, target)) in passed.iter().enumerate() {
+                sys::cvt(libc::dup2(high[i], *target))?;
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(io_err("spawning the helper"))?;
+    drop(rep_w);
+    drop(ctl_r);
+    drop(in_r);
+    // The command's stdin: the spec's bytes, or this process's own stdin,
+    // pumped by a thread of its own (EPIPE ends it when the command is done).
+    let mut in_w = std::fs::File::from(in_w);
+    match (spec.stdin.clone(), helper.stdin_from_caller) {
+        (Some(data), _) => {
+            std::thread::spawn(move || {
+                let _ = in_w.write_all(&data);
+            });
+        }
+        (None, true) => {
+            std::thread::spawn(move || {
+                let mut input = std::io::stdin().lock();
+                let _ = std::io::copy(&mut input, &mut in_w);
+            });
+        }
+        (None, false) => drop(in_w),
+    }
+    if let Some(mut stdin) = child.stdin.take() {
+        if let Err(e) = stdin.write_all(&bytes) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(SandboxError::Helper(format!("sending the spec: {e}")));
+        }
+    }
+    let stdout: OwnedFd = child
+        .stdout
+        .take()
+        .map(OwnedFd::from)
+        .ok_or_else(|| SandboxError::Helper("no stdout pipe".into()))?;
+    let stderr: OwnedFd = child
+        .stderr
+        .take()
+        .map(OwnedFd::from)
+        .ok_or_else(|| SandboxError::Helper("no stderr pipe".into()))?;
+
+    // Relay output as it comes, capped; collect the report.
+    let backstop =
+        started + Duration::from_millis(spec.limits.timeout_ms) + Duration::from_secs(90);
+    let pipes = output::Pipes {
+        stdout: &stdout,
+        stderr: &stderr,
+        report: &rep_r,
+    };
+    let mut kill_for_output = || {
+        let _ = sys::write_all(ctl_w.as_raw_fd(), &[protocol::CONTROL_KILL_OUTPUT]);
+    };
+    let relayed = match output::relay(
+        pipes,
+        spec.limits.output_bytes,
+        backstop,
+        sink,
+        &mut kill_for_output,
+    )? {
+        Relay::Finished(r) => r,
+        Relay::Stalled => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(SandboxError::Helper(
+                format!("the {} helper stopped responding; killed", helper.what),
+            ));
+        }
+    };
+    let (out, err, report_bytes) = (relayed.stdout, relayed.stderr, relayed.report);
+    let status = child.wait().map_err(io_err("waiting for the helper"))?;
+    drop(ctl_w);
+    if report_bytes.is_empty() {
+        return Err(SandboxError::Helper(format!(
+            "the {} helper exited ({status}) without a report", helper.what
+        )));
+    }
+    let report: HelperReport = serde_json::from_slice(&report_bytes)
+        .map_err(|e| SandboxError::Helper(format!("unreadable {} helper report: {e}", helper.what)))?;
+    if report.failure.is_some() {
+        return Err(crate::failure::error(report.failure, helper.backend));
+    }
+    Ok((report, out, err, started))
 }

@@ -124,7 +124,7 @@ const CLONE_NEW_FLAGS: [u64; 8] = [
 
 /// The OCI seccomp profile; `unix_only` (network none) refuses every socket
 /// family but AF_UNIX, as the native backend does.
-fn seccomp_profile(unix_only: bool, runtime: Runtime) -> Value {
+pub(crate) fn seccomp_profile(unix_only: bool, runtime: Runtime) -> Value {
     let mut rules = vec![
         json!({"names": SECCOMP_DENY, "action": "SCMP_ACT_ERRNO", "errnoRet": libc::EPERM}),
         // As under the native backend: io_uring does not exist.
@@ -209,7 +209,7 @@ fn gvisor_hide(path: &Path, spec: &SandboxSpec, staged: &Staged) -> Result<Value
 }
 
 /// The mounts of the workspace at `root` from `staged` (see the module docs).
-fn workspace_mounts(
+pub(crate) fn workspace_mounts(
     root: &Path,
     mode: WorkspaceMode,
     protect: &[PathBuf],

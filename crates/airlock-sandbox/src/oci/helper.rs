@@ -75,17 +75,22 @@ pub fn helper_main() -> ! {
 }
 
 /// Everything staged on the host for one run; torn down by [`Stage::remove`].
-struct Stage {
-    dir: PathBuf,
+pub(crate) struct Stage {
+    pub dir: PathBuf,
     /// The overlay's upper directory (overlay mode).
-    upper: Option<PathBuf>,
-    staged: Staged,
+    pub upper: Option<PathBuf>,
+    pub staged: Staged,
+    /// The sandbox's view, as planned for this host.
+    pub ops: Vec<ViewOp>,
 }
 
 impl Stage {
-    fn remove(&self) {
-        let _ = sys::umount_detach(&self.dir);
-        let _ = std::fs::remove_dir_all(&self.dir);
+    pub(crate) fn remove(&self) {
+        // Only once the stage's tmpfs (and every bind below it, the
+        // workspace among them) is gone may its directory be emptied.
+        if sys::umount_detach(&self.dir).is_ok() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -111,7 +116,9 @@ fn run(req: &Request) -> HelperReport {
         return HelperReport::failed("mounts", format!("make mounts private: {e}"));
     }
     // Step 2: the workspace and the bundle.
-    let stage = match stage(req) {
+    let stage = match stage_at(Path::new(STAGE_BASE), &req.spec, &req.runs_dir, |stage| {
+        write_bundle(req, stage)
+    }) {
         Ok(s) => s,
         Err(e) => return HelperReport::from_error(e),
     };
@@ -195,12 +202,17 @@ fn attach_idmapped(
         .map_err(|e| fail("workspace", format!("attach {}", src.display()), e))
 }
 
-fn stage(req: &Request) -> Result<Stage, SandboxError> {
-    let spec = &req.spec;
+/// Stages the run's workspace and paths in a directory of its own under
+/// `base` (a small tmpfs), then lets `finish` add what its backend needs.
+pub(crate) fn stage_at(
+    base: &Path,
+    spec: &crate::SandboxSpec,
+    runs_dir: &Path,
+    finish: impl FnOnce(&mut Stage) -> Result<(), SandboxError>,
+) -> Result<Stage, SandboxError> {
     // The workspace tree is copied before anything is mounted.
     let ws_tree = sys::clone_tree(&spec.workspace.root, true)
         .map_err(|e| fail("workspace", spec.workspace.root.display(), e))?;
-    let base = Path::new(STAGE_BASE);
     mkdir(base, 0o711)?;
     let dir = base.join(&spec.request_id);
     std::fs::DirBuilder::new()
@@ -214,6 +226,15 @@ fn stage(req: &Request) -> Result<Stage, SandboxError> {
         let _ = std::fs::remove_dir(&dir);
         return Err(e);
     }
+    let ops = view::plan(
+        &view::ViewInput {
+            spec,
+            run_dir: &runs_dir.join(&spec.request_id),
+            passwd: view::PASSWD,
+            group: view::GROUP,
+        },
+        &view::RealHost,
+    );
     let mut stage = Stage {
         dir: dir.clone(),
         upper: None,
@@ -222,8 +243,9 @@ fn stage(req: &Request) -> Result<Stage, SandboxError> {
             write_paths: Vec::new(),
             read_paths: Vec::new(),
         },
+        ops,
     };
-    match fill(req, ws_tree, &mut stage) {
+    match fill(spec, ws_tree, &mut stage).and_then(|()| finish(&mut stage)) {
         Ok(()) => Ok(stage),
         Err(e) => {
             stage.remove();
@@ -232,18 +254,13 @@ fn stage(req: &Request) -> Result<Stage, SandboxError> {
     }
 }
 
-fn fill(req: &Request, ws_tree: OwnedFd, stage: &mut Stage) -> Result<(), SandboxError> {
-    let spec = &req.spec;
+fn fill(
+    spec: &crate::SandboxSpec,
+    ws_tree: OwnedFd,
+    stage: &mut Stage,
+) -> Result<(), SandboxError> {
     let dir = stage.dir.clone();
-    let ops = view::plan(
-        &view::ViewInput {
-            spec,
-            run_dir: &req.runs_dir.join(&spec.request_id),
-            passwd: view::PASSWD,
-            group: view::GROUP,
-        },
-        &view::RealHost,
-    );
+    let ops = stage.ops.clone();
 
     // The workspace: idmapped (its owner is sandbox root inside), and in
     // overlay mode the lower layer of an overlay whose upper layer is a
@@ -339,8 +356,14 @@ fn fill(req: &Request, ws_tree: OwnedFd, stage: &mut Stage) -> Result<(), Sandbo
         }
     }
 
-    // The bundle.
-    let b = bundle::translate(spec, &ops, &stage.staged, req.runtime).map_err(|detail| {
+    Ok(())
+}
+
+/// The OCI bundle for the staged run, written into its stage.
+fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
+    let spec = &req.spec;
+    let dir = stage.dir.clone();
+    let b = bundle::translate(spec, &stage.ops, &stage.staged, req.runtime).map_err(|detail| {
         SandboxError::Layer {
             layer: "bundle",
             detail,

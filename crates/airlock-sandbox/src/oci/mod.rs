@@ -58,7 +58,7 @@ pub struct HelperReport {
 }
 
 impl HelperReport {
-    fn failed(layer: &str, detail: String) -> HelperReport {
+    pub(crate) fn failed(layer: &str, detail: String) -> HelperReport {
         HelperReport {
             failure: Some((layer.to_string(), detail)),
             ..Default::default()
@@ -66,14 +66,15 @@ impl HelperReport {
     }
 
     fn from_error(e: SandboxError) -> HelperReport {
-        HelperReport {
-            failure: Some(crate::failure::report(e, "oci")),
-            ..Default::default()
-        }
+        HelperReport::from_error_of(e, "oci")
     }
 
-    fn into_error(self) -> SandboxError {
-        crate::failure::error(self.failure, "oci")
+    /// The report of a helper of `backend` that failed with `e`.
+    pub(crate) fn from_error_of(e: SandboxError, backend: &'static str) -> HelperReport {
+        HelperReport {
+            failure: Some(crate::failure::report(e, backend)),
+            ..Default::default()
+        }
     }
 }
 

@@ -1,0 +1,394 @@
+//! The Docker helper: the airlock binary re-executed with [`HELPER_ARG`]. It
+//! reads the request on stdin, sweeps what killed runs left behind, checks
+//! that the image is present (never pulling it), stages the workspace in the
+//! host's mount namespace (the daemon resolves bind sources there), creates,
+//! attaches and starts the container, relays its output, enforces the
+//! timeout, the output cap and the caller's lifeline, always removes the
+//! container, reads the change report (applying it when asked), tears the
+//! stage down and writes its report on fd 3.
+
+use super::{config, sweep, Request};
+use crate::native::{protocol, sys, workspace};
+use crate::oci::helper::{stage_at, Stage, FD_CONTROL, FD_REPORT, FD_STDIN};
+use crate::oci::HelperReport;
+use crate::{KillReason, SandboxError};
+use bollard::container::LogOutput;
+use bollard::query_parameters::{
+    AttachContainerOptions, CreateContainerOptions, KillContainerOptions, RemoveContainerOptions,
+};
+use bollard::{ClientVersion, Docker};
+use futures_util::StreamExt;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+
+/// First argument that makes the airlock binary the Docker helper.
+pub const HELPER_ARG: &str = "__airlock-docker-helper";
+/// Where runs stage their workspaces: outside every workspace and state
+/// directory, in the host's mount namespace.
+pub const STAGE_BASE: &str = "/run/airlock-docker";
+/// The Engine API version spoken: dockerd 20.10 (Debian 12) and podman 4
+/// both serve it; newer daemons accept it too.
+const API: ClientVersion = ClientVersion {
+    major_version: 1,
+    minor_version: 41,
+};
+/// How often the helper looks at the caller while the command runs.
+const TICK: Duration = Duration::from_millis(20);
+/// Each call to the daemon outside the run itself is bounded by this.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn layer(layer: &'static str, detail: impl Into<String>) -> SandboxError {
+    SandboxError::Layer {
+        layer,
+        detail: detail.into(),
+    }
+}
+
+pub fn helper_main() -> ! {
+    // SAFETY: signal dispositions are process-wide; no other thread runs yet.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        // A terminal's Ctrl-C reaches the whole process group: the helper
+        // outlives it to remove the container (the caller's death closes
+        // the lifeline).
+        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+    let report = match std::io::read_to_string(std::io::stdin()) {
+        Ok(text) => match serde_json::from_str::<Request>(&text) {
+            Ok(req) => run(&req),
+            Err(e) => HelperReport::failed("spec", format!("unreadable request: {e}")),
+        },
+        Err(e) => HelperReport::failed("spec", format!("reading the request: {e}")),
+    };
+    let bytes = serde_json::to_vec(&report).unwrap_or_default();
+    let _ = sys::write_all(FD_REPORT, &bytes);
+    sys::exit_now(0)
+}
+
+fn run(req: &Request) -> HelperReport {
+    let spec = &req.spec;
+    if !crate::native::rundir::valid_run_name(&spec.request_id) {
+        return HelperReport::failed(
+            "spec",
+            format!("request id `{}` is not a valid run name", spec.request_id),
+        );
+    }
+    if spec.argv.is_empty() || !spec.cwd.is_absolute() || !spec.workspace.root.is_absolute() {
+        return HelperReport::failed(
+            "spec",
+            "argv must not be empty; cwd and the workspace root must be absolute".into(),
+        );
+    }
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return HelperReport::failed("docker", format!("async runtime: {e}")),
+    };
+    // Step 1: the daemon, and the image (present locally, never pulled).
+    let docker = match rt.block_on(connect(&req.socket)) {
+        Ok(d) => d,
+        Err(e) => return HelperReport::from_error_of(e, "docker"),
+    };
+    if let Err(e) = rt.block_on(image_present(&docker, &req.image)) {
+        return HelperReport::from_error_of(e, "docker");
+    }
+    // Step 2: what killed runs left behind.
+    let mut notes = rt.block_on(sweep::containers(&docker));
+    notes.extend(sweep::stages(Path::new(STAGE_BASE)));
+    // Step 3: the workspace, staged where the daemon sees it.
+    let owner = sweep::owner_label();
+    let mut files = Vec::new();
+    let stage = match stage_at(Path::new(STAGE_BASE), spec, &req.runs_dir, |stage| {
+        write_files(stage, &owner, &mut files)
+    }) {
+        Ok(s) => s,
+        Err(e) => return HelperReport::from_error_of(e, "docker"),
+    };
+    // Step 4: the run; the container is removed whatever happens.
+    let mut report = match rt.block_on(run_container(req, &docker, &stage, &owner, &files)) {
+        Ok(r) => r,
+        Err(e) => HelperReport::from_error_of(e, "docker"),
+    };
+    report.notes.extend(notes);
+    // Step 5: the change report and apply, from the overlay's upper layer.
+    if let (Some(upper), false) = (&stage.upper, report.failure.is_some()) {
+        let f = workspace::finish(upper, &spec.workspace, &spec.limits, spec.workspace.apply);
+        report.applied = f.applied;
+        report.violations.extend(f.violations);
+        report.changes = f.changes;
+        report.change_summary = Some(f.summary);
+    }
+    // Step 6: teardown.
+    stage.remove();
+    report
+}
+
+async fn connect(socket: &Path) -> Result<Docker, SandboxError> {
+    let hint = "Hint: start the daemon (dockerd, or `podman system service`), or name its socket \
+                with AIRLOCK_DOCKER_SOCKET";
+    let path = socket.to_str().ok_or_else(|| {
+        layer(
+            "docker",
+            format!("socket path {} is not UTF-8", socket.display()),
+        )
+    })?;
+    let docker = Docker::connect_with_unix(path, CALL_TIMEOUT.as_secs(), &API)
+        .map_err(|e| layer("docker", format!("socket {path}: {e}; {hint}")))?;
+    match tokio::time::timeout(CALL_TIMEOUT, docker.ping()).await {
+        Ok(Ok(_)) => Ok(docker),
+        Ok(Err(e)) => Err(layer(
+            "docker",
+            format!("the daemon at {path} does not answer: {e}; {hint}"),
+        )),
+        Err(_) => Err(layer(
+            "docker",
+            format!("the daemon at {path} did not answer within 30 s; {hint}"),
+        )),
+    }
+}
+
+async fn image_present(docker: &Docker, image: &str) -> Result<(), SandboxError> {
+    match docker.inspect_image(image).await {
+        Ok(_) => Ok(()),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Err(layer(
+            "image",
+            format!(
+                "image `{image}` is not present on the daemon, and airlock never pulls one; \
+                 Hint: build or import it locally (e.g. `debootstrap --variant=minbase \
+                 --include=python3-minimal bookworm ROOTFS && tar -C ROOTFS -c . | docker import - \
+                 {image}`), or name a present image in `[sandbox] image` or AIRLOCK_DOCKER_IMAGE"
+            ),
+        )),
+        Err(e) => Err(layer("image", format!("inspecting image `{image}`: {e}"))),
+    }
+}
+
+/// Writes the files the view makes (the git configuration) into the stage,
+/// and the stage's owner (for the sweep).
+fn write_files(
+    stage: &mut Stage,
+    owner: &str,
+    files: &mut Vec<(PathBuf, PathBuf)>,
+) -> Result<(), SandboxError> {
+    std::fs::write(stage.dir.join(sweep::OWNER_FILE), owner)
+        .map_err(|e| layer("mounts", format!("stage owner file: {e}")))?;
+    for op in &stage.ops {
+        if let crate::view::ViewOp::WriteFile { path, content } = op {
+            if path != Path::new(crate::GIT_CONFIG_FILE) {
+                continue;
+            }
+            let at = stage.dir.join("gitconfig");
+            std::fs::write(&at, content)
+                .map_err(|e| layer("mounts", format!("{}: {e}", at.display())))?;
+            files.push((path.clone(), at));
+        }
+    }
+    Ok(())
+}
+
+/// Creates, runs and always removes the container.
+async fn run_container(
+    req: &Request,
+    docker: &Docker,
+    stage: &Stage,
+    owner: &str,
+    files: &[(PathBuf, PathBuf)],
+) -> Result<HelperReport, SandboxError> {
+    let spec = &req.spec;
+    let mut body = config::translate(spec, &stage.ops, &stage.staged, &req.image, owner, files)
+        .map_err(|d| layer("docker", d))?;
+    if !req.stdin {
+        body.attach_stdin = Some(false);
+        body.open_stdin = Some(false);
+        body.stdin_once = Some(false);
+    }
+    let name = format!("airlock-{}", spec.request_id);
+    let created = docker
+        .create_container(
+            Some(CreateContainerOptions {
+                name: Some(name),
+                ..Default::default()
+            }),
+            body,
+        )
+        .await
+        .map_err(|e| layer("docker", format!("creating the container: {e}")))?;
+    let id = created.id;
+    let result = drive(req, docker, &id).await;
+    let removed = remove(docker, &id).await;
+    let mut report = result?;
+    if let Err(e) = removed {
+        report.notes.push(e);
+    }
+    Ok(report)
+}
+
+/// Removes the container, retrying while the daemon is busy with it.
+pub(crate) async fn remove(docker: &Docker, id: &str) -> Result<(), String> {
+    let mut last = String::new();
+    for attempt in 0..5u64 {
+        let opts = RemoveContainerOptions {
+            force: true,
+            v: true,
+            ..Default::default()
+        };
+        match tokio::time::timeout(CALL_TIMEOUT, docker.remove_container(id, Some(opts))).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            })) => return Ok(()),
+            Ok(Err(e)) => last = e.to_string(),
+            Err(_) => last = "timed out".into(),
+        }
+        tokio::time::sleep(Duration::from_millis(100 * (attempt + 1))).await;
+    }
+    Err(format!("removing container {id}: {last}"))
+}
+
+/// What the caller's control pipe said since the last look.
+enum Control {
+    Quiet,
+    /// The output passed its cap.
+    OutputCap,
+    /// The caller is gone.
+    Gone,
+}
+
+fn control() -> Control {
+    match sys::poll(&[FD_CONTROL], 0) {
+        Ok(r) if r.first().is_some_and(|e| *e != 0) => {
+            let mut b = [0u8; 1];
+            match sys::read(FD_CONTROL, &mut b) {
+                Ok(1) if b[0] == protocol::CONTROL_KILL_OUTPUT => Control::OutputCap,
+                Ok(1) => Control::Quiet,
+                _ => Control::Gone,
+            }
+        }
+        _ => Control::Quiet,
+    }
+}
+
+/// Attaches, starts, relays output and stdin, enforces the timeout and the
+/// caller's word, and reads how the command ended.
+async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport, SandboxError> {
+    let spec = &req.spec;
+    let attached = docker
+        .attach_container(
+            id,
+            Some(AttachContainerOptions {
+                stream: true,
+                stdin: req.stdin,
+                stdout: true,
+                stderr: true,
+                ..Default::default()
+            }),
+        )
+        .await
+        .map_err(|e| layer("docker", format!("attaching to the container: {e}")))?;
+    let mut output = attached.output;
+    let mut input = attached.input;
+    docker
+        .start_container(id, None)
+        .await
+        .map_err(|e| layer("docker", format!("starting the container: {e}")))?;
+    let started = Instant::now();
+    // The command's stdin: the caller's pipe, copied until EOF, then closed.
+    // SAFETY: the caller passed fd FD_STDIN to this process and nothing else owns it.
+    let stdin_fd = unsafe { OwnedFd::from_raw_fd(FD_STDIN) };
+    if req.stdin {
+        let mut file = tokio::fs::File::from_std(std::fs::File::from(stdin_fd));
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut file, &mut input).await;
+            let _ = input.shutdown().await;
+        });
+    } else {
+        drop(stdin_fd);
+        drop(input);
+    }
+    let deadline = started + Duration::from_millis(spec.limits.timeout_ms);
+    let mut killed_by = None;
+    let mut caller_gone = false;
+    loop {
+        match control() {
+            Control::Quiet => {}
+            Control::OutputCap => killed_by = Some(KillReason::Output),
+            Control::Gone => caller_gone = true,
+        }
+        if killed_by.is_none() && !caller_gone && Instant::now() >= deadline {
+            killed_by = Some(KillReason::Timeout);
+        }
+        if killed_by.is_some() || caller_gone {
+            break;
+        }
+        match tokio::time::timeout(TICK, output.next()).await {
+            Ok(Some(Ok(LogOutput::StdOut { message }))) => {
+                let _ = sys::write_all(1, &message);
+            }
+            Ok(Some(Ok(LogOutput::StdErr { message }))) => {
+                let _ = sys::write_all(2, &message);
+            }
+            Ok(Some(Ok(_))) => {}
+            Ok(Some(Err(_))) | Ok(None) => break,
+            Err(_) => {}
+        }
+    }
+    if killed_by.is_some() || caller_gone {
+        let opts = KillContainerOptions {
+            signal: "KILL".into(),
+        };
+        let _ = tokio::time::timeout(CALL_TIMEOUT, docker.kill_container(id, Some(opts))).await;
+    }
+    let code = wait(docker, id).await?;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let state = docker
+        .inspect_container(id, None)
+        .await
+        .ok()
+        .and_then(|c| c.state);
+    let oom = state.as_ref().and_then(|s| s.oom_killed).unwrap_or(false);
+    // CPU time and peak memory are not reported: the container's cgroup is
+    // gone by the time it can be read.
+    let mut report = HelperReport {
+        duration_ms,
+        ..Default::default()
+    };
+    if oom && killed_by.is_none() {
+        killed_by = Some(KillReason::Memory);
+    }
+    // The daemon reports a command killed by signal N as exit code 128 + N.
+    match (killed_by, code) {
+        (Some(_), _) => report.signal = Some(libc::SIGKILL),
+        (None, c) if (129..160).contains(&c) => report.signal = Some((c - 128) as i32),
+        (None, c) => report.exit_code = Some(c as i32),
+    }
+    report.killed_by = killed_by;
+    if caller_gone {
+        report
+            .notes
+            .push("the caller went away; container killed".into());
+    }
+    Ok(report)
+}
+
+/// The container's exit code, once it has stopped.
+async fn wait(docker: &Docker, id: &str) -> Result<i64, SandboxError> {
+    let mut waiting = docker.wait_container(id, None);
+    match tokio::time::timeout(CALL_TIMEOUT, waiting.next()).await {
+        Ok(Some(Ok(r))) => Ok(r.status_code),
+        Ok(Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. }))) => Ok(code),
+        Ok(Some(Err(e))) => Err(layer("docker", format!("waiting for the container: {e}"))),
+        Ok(None) => Err(layer("docker", "waiting for the container: no answer")),
+        Err(_) => Err(layer(
+            "docker",
+            "the container did not stop within 30 s of its end or kill",
+        )),
+    }
+}
