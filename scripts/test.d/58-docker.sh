@@ -57,17 +57,18 @@ if ! "$docker" -H "unix://$d/sock" version >/dev/null 2>&1; then
   skip "dockerd did not start here (its log's tail is above)"
 fi
 
-# The image: a minimal Debian root with python3, built once from Debian's packages.
-if [ ! -f "$cache/rootfs.tar" ]; then
+# The image: a minimal Debian root with python3 (pip and git for the corpus's
+# control and git cases), built once from Debian's packages.
+if [ ! -f "$cache/rootfs-py-git.tar" ]; then
   mkdir -p "$cache"
   rm -rf "$cache/rootfs.tmp"
-  debootstrap --variant=minbase --include=python3-minimal bookworm "$cache/rootfs.tmp" \
+  debootstrap --variant=minbase --include=python3,python3-pip,git bookworm "$cache/rootfs.tmp" \
     >"$cache/debootstrap.log" 2>&1 || { tail -5 "$cache/debootstrap.log"; skip "debootstrap failed"; }
   rm -rf "$cache/rootfs.tmp/var/cache/apt/archives/"*.deb "$cache/rootfs.tmp/var/lib/apt/lists/"*
-  tar -C "$cache/rootfs.tmp" -cf "$cache/rootfs.tar.tmp" . && mv "$cache/rootfs.tar.tmp" "$cache/rootfs.tar"
+  tar -C "$cache/rootfs.tmp" -cf "$cache/rootfs-py-git.tar.tmp" . && mv "$cache/rootfs-py-git.tar.tmp" "$cache/rootfs-py-git.tar"
   rm -rf "$cache/rootfs.tmp"
 fi
-"$docker" -H "unix://$d/sock" import "$cache/rootfs.tar" "$image" >/dev/null || exit 1
+"$docker" -H "unix://$d/sock" import "$cache/rootfs-py-git.tar" "$image" >/dev/null || exit 1
 
 export AIRLOCK_STATE_DIR=$state AIRLOCK_DOCKER_SOCKET=$d/sock AIRLOCK_DOCKER_IMAGE=$image
 pass=0 fail=0

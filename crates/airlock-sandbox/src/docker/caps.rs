@@ -57,7 +57,7 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
         ),
         Boundary::CpuTime => e("RLIMIT_CPU (HostConfig.Ulimits cpu)"),
         Boundary::Memory => e("the container's memory cgroup, no swap (OOM kill reported as memory)"),
-        Boundary::Pids => e("the container's pids cgroup and RLIMIT_NPROC"),
+        Boundary::Pids => e("the container's pids cgroup (a refused fork ends the run as a pids kill)"),
         Boundary::Cpus => e("CPU bandwidth (HostConfig.NanoCpus)"),
         Boundary::Output => e("captured and capped by the caller; killed at the cap"),
         Boundary::Tmp => e("size- and inode-capped tmpfs /tmp, /dev/shm and home"),

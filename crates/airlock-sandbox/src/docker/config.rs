@@ -146,7 +146,8 @@ pub fn translate(
             ulimit("cpu", l.cpu_time_ms.div_ceil(1000).max(1)),
             ulimit("fsize", l.file_size_bytes),
             ulimit("nofile", u64::from(l.open_files)),
-            ulimit("nproc", u64::from(l.pids)),
+            // No RLIMIT_NPROC: without a user namespace it would count every
+            // process of host uid 100000, other sandboxes' too.
         ]),
         ipc_mode: Some("private".into()),
         privileged: Some(false),

@@ -316,11 +316,19 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
     let deadline = started + Duration::from_millis(spec.limits.timeout_ms);
     let mut killed_by = None;
     let mut caller_gone = false;
+    let mut cgroup = super::cgroup::Watch::new(id);
+    let mut last_sample = Instant::now();
     loop {
         match control() {
             Control::Quiet => {}
             Control::OutputCap => killed_by = Some(KillReason::Output),
             Control::Gone => caller_gone = true,
+        }
+        if last_sample.elapsed() >= TICK {
+            last_sample = Instant::now();
+            if cgroup.sample() && killed_by.is_none() {
+                killed_by = Some(KillReason::Pids);
+            }
         }
         if killed_by.is_none() && !caller_gone && Instant::now() >= deadline {
             killed_by = Some(KillReason::Timeout);
@@ -340,6 +348,10 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
             Err(_) => {}
         }
     }
+    // The daemon finishes a container only once its output is delivered:
+    // the attach stream is closed before the kill, so that nothing unread
+    // holds the end back.
+    drop(output);
     if killed_by.is_some() || caller_gone {
         let opts = KillContainerOptions {
             signal: "KILL".into(),
@@ -354,10 +366,10 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
         .ok()
         .and_then(|c| c.state);
     let oom = state.as_ref().and_then(|s| s.oom_killed).unwrap_or(false);
-    // CPU time and peak memory are not reported: the container's cgroup is
-    // gone by the time it can be read.
     let mut report = HelperReport {
         duration_ms,
+        cpu_ms: cgroup.cpu_ms,
+        peak_memory_bytes: cgroup.peak_memory_bytes,
         ..Default::default()
     };
     if oom && killed_by.is_none() {

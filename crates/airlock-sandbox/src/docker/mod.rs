@@ -19,6 +19,8 @@
 pub mod backend;
 pub mod caps;
 #[cfg(feature = "docker")]
+pub mod cgroup;
+#[cfg(feature = "docker")]
 pub mod config;
 #[cfg(feature = "docker")]
 pub mod helper;
