@@ -368,6 +368,9 @@ pub fn report_with(
                 BackendKind::Oci => crate::oci::caps::support(boundary, spec, false),
                 BackendKind::Gvisor => crate::oci::caps::support(boundary, spec, true),
                 BackendKind::Docker => crate::docker::caps::support(boundary, spec),
+                BackendKind::Microvm => crate::microvm::caps::support(boundary, spec),
+                // Reached when a backend's cargo feature (wasm, docker) is off.
+                #[allow(unreachable_patterns)]
                 _ => Support::Missing(kind.not_built_reason()),
             };
             Line {
@@ -392,7 +395,7 @@ pub fn report_with(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn spec() -> SandboxSpec {

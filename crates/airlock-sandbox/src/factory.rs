@@ -77,6 +77,11 @@ pub fn open(kind: BackendKind, opts: &OpenOptions) -> Result<Box<dyn Backend>, S
             backend.stdin_from_caller = opts.stdin_from_caller;
             Ok(Box::new(backend))
         }
+        BackendKind::Microvm => Ok(Box::new(crate::microvm::MicrovmBackend::current_exe(
+            &opts.state_dir,
+        )?)),
+        // Reached when a backend's cargo feature (wasm, docker) is off.
+        #[allow(unreachable_patterns)]
         other => Err(unavailable(other.not_built_reason())),
     }
 }
@@ -93,6 +98,9 @@ pub fn probe(kind: BackendKind, opts: &OpenOptions) -> Probe {
         BackendKind::Oci | BackendKind::Gvisor => crate::oci::OciBackend::probe(kind, opts),
         #[cfg(feature = "docker")]
         BackendKind::Docker => crate::docker::probe(),
+        BackendKind::Microvm => crate::microvm::probe(),
+        // Reached when a backend's cargo feature (wasm, docker) is off.
+        #[allow(unreachable_patterns)]
         other => Probe::unavailable(other, other.not_built_reason()),
     }
 }

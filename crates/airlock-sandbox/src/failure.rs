@@ -33,6 +33,8 @@ const KNOWN: &[&str] = &[
     "wasm",
     "docker",
     "image",
+    "microvm",
+    "guest",
 ];
 
 /// Maps a layer name that crossed the pipe back to a static one.

@@ -10,6 +10,7 @@ pub mod docker;
 pub mod doctor;
 pub mod factory;
 pub mod failure;
+pub mod microvm;
 pub mod native;
 pub mod oci;
 pub mod outcome;

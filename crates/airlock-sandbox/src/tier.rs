@@ -90,9 +90,8 @@ impl BackendKind {
         match self {
             BackendKind::Native => true,
             BackendKind::Wasm => cfg!(feature = "wasm"),
-            BackendKind::Gvisor | BackendKind::Oci => true,
+            BackendKind::Gvisor | BackendKind::Oci | BackendKind::Microvm => true,
             BackendKind::Docker => cfg!(feature = "docker"),
-            BackendKind::Microvm => false,
         }
     }
 

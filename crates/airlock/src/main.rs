@@ -57,6 +57,7 @@ fn main() {
     airlock_sandbox::wasm::maybe_run_helper();
     airlock_sandbox::oci::maybe_run_helper();
     airlock_sandbox::docker::maybe_run_helper();
+    airlock_sandbox::microvm::maybe_run_helper();
     let cli = Cli::parse();
     let status = match cli.command {
         Cmd::Check(args) => cli::check::run(args),

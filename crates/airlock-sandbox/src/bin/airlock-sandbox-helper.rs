@@ -25,6 +25,7 @@ fn main() {
     airlock_sandbox::wasm::maybe_run_helper();
     airlock_sandbox::oci::maybe_run_helper();
     airlock_sandbox::docker::maybe_run_helper();
+    airlock_sandbox::microvm::maybe_run_helper();
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 3 || args[1] != "run" {
         eprintln!("usage: airlock-sandbox-helper run SPEC.json");

@@ -143,7 +143,7 @@ fn run(req: &Request) -> HelperReport {
     report
 }
 
-fn mkdir(p: &Path, mode: u32) -> Result<(), SandboxError> {
+pub(crate) fn mkdir(p: &Path, mode: u32) -> Result<(), SandboxError> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(mode)
@@ -154,7 +154,7 @@ fn mkdir(p: &Path, mode: u32) -> Result<(), SandboxError> {
         .map_err(|e| fail("mounts", format!("chmod {}", p.display()), e))
 }
 
-fn tmpfs_with(
+pub(crate) fn tmpfs_with(
     at: &Path,
     bytes: u64,
     mode: &str,
@@ -262,63 +262,9 @@ fn fill(
     let dir = stage.dir.clone();
     let ops = stage.ops.clone();
 
-    // The workspace: idmapped (its owner is sandbox root inside), and in
-    // overlay mode the lower layer of an overlay whose upper layer is a
-    // tmpfs capped at 3/4 of the memory limit (as under the native backend).
-    let lower = dir.join("lower");
-    mkdir(&lower, 0o755)?;
-    attach_idmapped(
-        ws_tree,
-        &spec.workspace.root,
-        &lower,
-        spec.workspace.mode == WorkspaceMode::Ro,
-    )?;
-    if spec.workspace.mode == WorkspaceMode::Overlay {
-        let layer = dir.join("layer");
-        mkdir(&layer, 0o755)?;
-        let bytes = (spec.limits.memory_bytes / 4 * 3).max(1 << 20);
-        // Inodes as under the native backend: one per page of the memory limit.
-        let data = CString::new(format!(
-            "size={bytes},nr_inodes={},mode=0755",
-            view::inode_cap(spec.limits.memory_bytes)
-        ))
-        .map_err(|e| fail("workspace", "upper layer options", e))?;
-        sys::mount(
-            Some(c"tmpfs"),
-            &layer,
-            Some(c"tmpfs"),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            Some(&data),
-        )
-        .map_err(|e| fail("workspace", "tmpfs for the workspace's upper layer", e))?;
-        let (upper, work, merged) = (layer.join("upper"), layer.join("work"), dir.join("merged"));
-        for d in [&upper, &work, &merged] {
-            mkdir(d, 0o755)?;
-        }
-        std::os::unix::fs::chown(
-            &upper,
-            Some(namespaces::SANDBOX_HOST_UID),
-            Some(namespaces::SANDBOX_HOST_GID),
-        )
-        .map_err(|e| fail("workspace", "chown upper dir", e))?;
-        let opts = CString::new(format!(
-            "lowerdir={},upperdir={},workdir={},redirect_dir=off,metacopy=off,index=off",
-            lower.display(),
-            upper.display(),
-            work.display()
-        ))
-        .map_err(|e| fail("workspace", "overlay options", e))?;
-        sys::mount(
-            Some(c"overlay"),
-            &merged,
-            Some(c"overlay"),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            Some(&opts),
-        )
-        .map_err(|e| fail("workspace", "overlay mount", e))?;
-        stage.upper = Some(upper);
-        stage.staged.workspace = merged;
-    }
+    let (seen, upper) = stage_workspace(spec, ws_tree, &dir)?;
+    stage.staged.workspace = seen;
+    stage.upper = upper;
 
     // The write paths, idmapped like the workspace.
     for (i, op) in ops.iter().enumerate() {
@@ -403,9 +349,79 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
     Ok(())
 }
 
+/// The workspace as the native backend lays it out, below `dir`: idmapped
+/// (its owner is sandbox root inside, host uid 100000), and in overlay mode
+/// the lower layer of an overlay whose upper layer is a tmpfs capped at 3/4
+/// of the memory limit. Returns the directory the sandbox sees and, in
+/// overlay mode, the upper layer the change report is read from. The microVM
+/// backend shares the same directory with its guest.
+pub(crate) fn stage_workspace(
+    spec: &crate::SandboxSpec,
+    ws_tree: OwnedFd,
+    dir: &Path,
+) -> Result<(PathBuf, Option<PathBuf>), SandboxError> {
+    // The workspace: idmapped (its owner is sandbox root inside), and in
+    // overlay mode the lower layer of an overlay whose upper layer is a
+    // tmpfs capped at 3/4 of the memory limit (as under the native backend).
+    let lower = dir.join("lower");
+    mkdir(&lower, 0o755)?;
+    attach_idmapped(
+        ws_tree,
+        &spec.workspace.root,
+        &lower,
+        spec.workspace.mode == WorkspaceMode::Ro,
+    )?;
+    if spec.workspace.mode == WorkspaceMode::Overlay {
+        let layer = dir.join("layer");
+        mkdir(&layer, 0o755)?;
+        let bytes = (spec.limits.memory_bytes / 4 * 3).max(1 << 20);
+        // Inodes as under the native backend: one per page of the memory limit.
+        let data = CString::new(format!(
+            "size={bytes},nr_inodes={},mode=0755",
+            view::inode_cap(spec.limits.memory_bytes)
+        ))
+        .map_err(|e| fail("workspace", "upper layer options", e))?;
+        sys::mount(
+            Some(c"tmpfs"),
+            &layer,
+            Some(c"tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&data),
+        )
+        .map_err(|e| fail("workspace", "tmpfs for the workspace's upper layer", e))?;
+        let (upper, work, merged) = (layer.join("upper"), layer.join("work"), dir.join("merged"));
+        for d in [&upper, &work, &merged] {
+            mkdir(d, 0o755)?;
+        }
+        std::os::unix::fs::chown(
+            &upper,
+            Some(namespaces::SANDBOX_HOST_UID),
+            Some(namespaces::SANDBOX_HOST_GID),
+        )
+        .map_err(|e| fail("workspace", "chown upper dir", e))?;
+        let opts = CString::new(format!(
+            "lowerdir={},upperdir={},workdir={},redirect_dir=off,metacopy=off,index=off",
+            lower.display(),
+            upper.display(),
+            work.display()
+        ))
+        .map_err(|e| fail("workspace", "overlay options", e))?;
+        sys::mount(
+            Some(c"overlay"),
+            &merged,
+            Some(c"overlay"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&opts),
+        )
+        .map_err(|e| fail("workspace", "overlay mount", e))?;
+        return Ok((merged, Some(upper)));
+    }
+    Ok((lower, None))
+}
+
 /// Whether every directory above `path` lets others through (so that the
 /// runtime reaches it from inside the container's user namespace).
-fn reachable(path: &Path) -> bool {
+pub(crate) fn reachable(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     path.ancestors()
         .skip(1)
