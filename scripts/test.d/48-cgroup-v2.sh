@@ -32,20 +32,16 @@ missing=()
 for p in qemu-system-x86 busybox-static cpio e2fsprogs; do
   [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
 done
-# Debian's kernel: the newest installed linux-image-*-amd64 with its modules.
-find_kernel() {
-  local v
-  for v in $(ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|/boot/vmlinuz-||' | sort -V -r); do
-    [ -f "/lib/modules/$v/kernel/fs/overlayfs/overlay.ko" ] && { echo "$v"; return; }
-  done
-}
-kver=$(find_kernel)
+# Debian's kernel: the newest installed linux-image-*-amd64 with its modules
+# (scripts/lib/guest-kernel.sh, shared with scripts/setup-microvm).
+. scripts/lib/guest-kernel.sh
+kver=$(guest_kernel_version)
 [ -n "$kver" ] || missing+=(linux-image-amd64)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
     > "$out/apt.log" 2>&1 || { tail -20 "$out/apt.log"; echo "48-cgroup-v2: could not install ${missing[*]}"; exit 1; }
-  kver=$(find_kernel)
+  kver=$(guest_kernel_version)
 fi
 [ -n "$kver" ] || { echo "48-cgroup-v2: no Debian kernel with modules in /boot and /lib/modules after installing linux-image-amd64"; exit 1; }
 
@@ -55,11 +51,8 @@ cargo build -q --locked -p airlock || exit 1
 # vmlinux is unpacked from Debian's xz-compressed bzImage once per version.
 vmlinux=$out/vmlinux-$kver
 if [ ! -s "$vmlinux" ]; then
-  off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "/boot/vmlinuz-$kver" | head -1 | cut -d: -f1)
-  [ -n "$off" ] || { echo "48-cgroup-v2: /boot/vmlinuz-$kver holds no xz stream (not a Debian amd64 kernel?)"; exit 1; }
-  tail -c +$((off + 1)) "/boot/vmlinuz-$kver" | xz -dc --single-stream > "$vmlinux.tmp" 2>/dev/null
-  [ "$(head -c 4 "$vmlinux.tmp" | od -An -c | tr -d ' ')" = '177ELF' ] || { echo "48-cgroup-v2: unpacking /boot/vmlinuz-$kver gave no ELF kernel"; rm -f "$vmlinux.tmp"; exit 1; }
-  mv "$vmlinux.tmp" "$vmlinux"
+  guest_unpack_vmlinux "$kver" "$vmlinux" 2>&1 | sed 's/^/48-cgroup-v2: /'
+  [ -s "$vmlinux" ] || exit 1
 fi
 
 # -- the guest's disks. The root filesystem: busybox, the airlock binary with
@@ -92,21 +85,13 @@ printf 'root:x:0:\ntester:x:1000:\n' > "$root/etc/group"
 install -m 0755 scripts/v2guest/guest-test.sh "$root/v2/guest-test.sh"
 rm -f "$out/rootfs.img"
 mke2fs -q -t ext4 -d "$root" -F "$out/rootfs.img" 512M || exit 1
-for m in virtio_ring virtio virtio_mmio virtio_blk crc16 mbcache jbd2 crc32c_generic ext4 overlay; do
-  f=$(modinfo -k "$kver" -n "$m" 2>/dev/null)
-  [ -f "$f" ] || { echo "48-cgroup-v2: module $m of $kver not found"; exit 1; }
-  cp "$f" "$initramfs/modules/$m.ko"
-done
+guest_copy_modules "$kver" "$initramfs/modules" virtio_ring virtio virtio_mmio virtio_blk crc16 mbcache jbd2 crc32c_generic ext4 overlay \
+  || { echo "48-cgroup-v2: could not copy the guest's modules"; exit 1; }
 (cd "$initramfs" && find . | cpio -o -H newc -R 0:0 --quiet) | gzip -1 > "$out/initrd.gz" || exit 1
 echo "guest: Linux $kver, accel $accel, root filesystem $(du -h "$out/rootfs.img" | cut -f1), initramfs $(du -h "$out/initrd.gz" | cut -f1)"
 
 # -- boot, with a watchdog; retry only boots that never reached init
-khz=$(awk -F': *' '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
-[ "${khz:-0}" -gt 0 ] || khz=2000000
-# The guest's TSC runs at the host's rate under TCG: telling the kernel that
-# rate (tsc_early_khz) and the delay-loop value (lpj, HZ=250) skips the PIT
-# calibration that hangs some boots.
-append="console=ttyS0 panic=-1 tsc_early_khz=$khz lpj=$((khz * 4)) tsc=reliable no_timer_check"
+append="console=ttyS0 panic=-1 $(guest_tcg_append)"
 log=$out/console.log
 qpid=""
 cleanup() { [ -n "$qpid" ] && kill "$qpid" 2>/dev/null; }

@@ -106,7 +106,7 @@ impl BackendKind {
                 .to_string(),
             other => format!(
                 "the {} backend is not built in this version of airlock; \
-                 Hint: use a backend that is (native, oci, gvisor, wasm) in `[sandbox] backend` or `--backend`",
+                 Hint: use a backend that is (native, oci, gvisor, wasm, microvm) in `[sandbox] backend` or `--backend`",
                 other.as_str()
             ),
         }

@@ -65,7 +65,7 @@ pub struct Args {
     #[arg(long)]
     apply: bool,
     /// Run on this backend instead of the policy's `[sandbox] backend`: native,
-    /// oci, gvisor, wasm (docker, microvm are not built in this version). Never a
+    /// oci, gvisor, wasm, microvm (docker is not built in this version). Never a
     /// weaker tier than the policy's; refused when it cannot enforce the policy.
     #[arg(long, value_name = "NAME")]
     backend: Option<String>,
