@@ -177,7 +177,6 @@ pub(crate) fn drive(
     spec: &SandboxSpec,
     sink: &mut dyn OutputSink,
 ) -> Result<(HelperReport, Capture, Capture, Instant), SandboxError> {
-
     // The helper, with an empty environment, the report on fd 3 and the
     // control pipe (its lifeline) on fd 4.
     let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
@@ -234,7 +233,7 @@ pub(crate) fn drive(
         (None, false) => drop(in_w),
     }
     if let Some(mut stdin) = child.stdin.take() {
-        if let Err(e) = stdin.write_all(&bytes) {
+        if let Err(e) = stdin.write_all(bytes) {
             let _ = child.kill();
             let _ = child.wait();
             return Err(SandboxError::Helper(format!("sending the spec: {e}")));
@@ -273,9 +272,10 @@ pub(crate) fn drive(
         Relay::Stalled => {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(SandboxError::Helper(
-                format!("the {} helper stopped responding; killed", helper.what),
-            ));
+            return Err(SandboxError::Helper(format!(
+                "the {} helper stopped responding; killed",
+                helper.what
+            )));
         }
     };
     let (out, err, report_bytes) = (relayed.stdout, relayed.stderr, relayed.report);
@@ -283,11 +283,13 @@ pub(crate) fn drive(
     drop(ctl_w);
     if report_bytes.is_empty() {
         return Err(SandboxError::Helper(format!(
-            "the {} helper exited ({status}) without a report", helper.what
+            "the {} helper exited ({status}) without a report",
+            helper.what
         )));
     }
-    let report: HelperReport = serde_json::from_slice(&report_bytes)
-        .map_err(|e| SandboxError::Helper(format!("unreadable {} helper report: {e}", helper.what)))?;
+    let report: HelperReport = serde_json::from_slice(&report_bytes).map_err(|e| {
+        SandboxError::Helper(format!("unreadable {} helper report: {e}", helper.what))
+    })?;
     if report.failure.is_some() {
         return Err(crate::failure::error(report.failure, helper.backend));
     }
