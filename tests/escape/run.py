@@ -1017,7 +1017,10 @@ class Session:
         # --- teardown, always
         exclude = {os.getpid(), self.sentinel.pid}
         left = marker_processes(self.marker, exclude)
-        deadline = time.monotonic() + 2.0
+        # Teardown is bounded but not instant: a helper whose caller was killed
+        # still kills and deletes its container (runsc's kill and delete take
+        # seconds on the ptrace platform of a loaded host).
+        deadline = time.monotonic() + 5.0
         while left and time.monotonic() < deadline:
             time.sleep(0.1)
             left = marker_processes(self.marker, exclude)

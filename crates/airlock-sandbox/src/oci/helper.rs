@@ -467,21 +467,34 @@ fn make_mount_points(rootfs: &Path, config: &serde_json::Value) -> Result<(), Sa
 }
 
 /// crun 1.8 refuses a hybrid cgroup layout whose v2 hierarchy still holds a
-/// controller (hugetlb on this kind of host). Mounting the hugetlb controller
-/// as a v1 hierarchy (here, in the helper's private mount namespace, below the
-/// run's own directory) empties the v2 hierarchy while the mount lives; the
-/// kernel hands the controller back when the last such mount goes.
+/// controller (hugetlb on this kind of host). Mounting the controller as a v1
+/// hierarchy (here, in the helper's private mount namespace, below the run's
+/// own directory) empties the v2 hierarchy while the mount lives; the kernel
+/// hands the controller back when the last such mount goes.
+///
+/// Which controllers: every one the host leaves unbound to a v1 hierarchy, not
+/// only what the v2 hierarchy lists right now. While another run holds its v1
+/// mount, or the kernel is still handing a controller back after one ended, the
+/// v2 list can read empty and then fill again before crun looks; mounting our
+/// own v1 instance takes a reference of this run's own (the kernel waits out a
+/// hierarchy being torn down and rebinds it).
 fn hybrid_workaround(stage: &Stage) -> Result<Option<String>, SandboxError> {
     let unified = Path::new("/sys/fs/cgroup/unified/cgroup.controllers");
-    let controllers = std::fs::read_to_string(unified).unwrap_or_default();
-    let controllers = controllers.split_whitespace().collect::<Vec<_>>();
+    let Ok(listed) = std::fs::read_to_string(unified) else {
+        return Ok(None); // not a hybrid host
+    };
+    let controllers = floating_controllers(
+        &listed,
+        &std::fs::read_to_string("/proc/cgroups").unwrap_or_default(),
+        &std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default(),
+    );
     if controllers.is_empty() {
         return Ok(None);
     }
     for c in &controllers {
         let at = stage.dir.join(format!("cgroup-{c}"));
         mkdir(&at, 0o700)?;
-        let data = CString::new(*c).map_err(|e| fail("cgroup", "controller name", e))?;
+        let data = CString::new(c.as_str()).map_err(|e| fail("cgroup", "controller name", e))?;
         sys::mount(Some(c"cgroup"), &at, Some(c"cgroup"), 0, Some(&data)).map_err(|e| {
             fail(
                 "cgroup",
@@ -497,6 +510,37 @@ fn hybrid_workaround(stage: &Stage) -> Result<Option<String>, SandboxError> {
         "hybrid cgroups: {} mounted as v1 for this run so that crun accepts the layout",
         controllers.join(", ")
     )))
+}
+
+/// The controllers with a v2 interface that no v1 hierarchy of the host holds:
+/// those the v2 hierarchy lists (`listed`, its `cgroup.controllers`) and those
+/// enabled in `/proc/cgroups` but named by no v1 `cgroup` mount in `mountinfo`
+/// (this helper's namespace: the host's mounts, not other runs' private ones).
+fn floating_controllers(listed: &str, proc_cgroups: &str, mountinfo: &str) -> Vec<String> {
+    // v1 names of the controllers cgroup v2 has (io is blkio in v1).
+    const WITH_V2: &[&str] = &[
+        "cpuset", "cpu", "blkio", "memory", "hugetlb", "pids", "rdma", "misc",
+    ];
+    let held: std::collections::HashSet<&str> = mountinfo
+        .lines()
+        .filter_map(|l| l.split_once(" - "))
+        .filter(|(_, rest)| rest.starts_with("cgroup "))
+        .flat_map(|(_, rest)| rest.rsplit(' ').next().unwrap_or("").split(','))
+        .collect();
+    let enabled = proc_cgroups.lines().filter_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() == 4 && f[3] == "1").then(|| f[0])
+    });
+    let mut out: Vec<String> = Vec::new();
+    let listed = listed
+        .split_whitespace()
+        .map(|c| if c == "io" { "blkio" } else { c });
+    for c in listed.chain(enabled.filter(|c| WITH_V2.contains(c))) {
+        if !held.contains(c) && !out.iter().any(|o| o == c) {
+            out.push(c.to_string());
+        }
+    }
+    out
 }
 
 /// `runtime GLOBAL... ARGS...`, waited for, bounded.
@@ -748,5 +792,33 @@ fn watch(
                 kill(report, Some(KillReason::CpuTime), &mut killed);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::floating_controllers;
+
+    #[test]
+    fn floating_controllers_are_those_no_host_v1_mount_holds() {
+        let proc_cgroups = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n\
+            cpu\t1\t3\t1\nmemory\t4\t179\t1\nnet_cls\t0\t2\t1\nhugetlb\t0\t2\t1\npids\t8\t3\t1\n";
+        let mountinfo = "30 25 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
+            31 25 0:27 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n\
+            32 25 0:28 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n\
+            33 25 0:29 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
+        // Another run holds hugetlb as v1 right now: the v2 list reads empty,
+        // and hugetlb is still ours to mount.
+        assert_eq!(
+            floating_controllers("", proc_cgroups, mountinfo),
+            ["hugetlb"]
+        );
+        assert_eq!(
+            floating_controllers("hugetlb\n", proc_cgroups, mountinfo),
+            ["hugetlb"]
+        );
+        // net_cls has no v2 interface: never mounted for crun's sake.
+        let all_v1 = format!("{mountinfo}34 25 0:30 / /x rw - cgroup cgroup rw,hugetlb\n");
+        assert!(floating_controllers("", proc_cgroups, &all_v1).is_empty());
     }
 }
