@@ -348,6 +348,11 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
             Err(_) => {}
         }
     }
+    // One last look before the daemon removes the cgroup: the command may
+    // have ended on a limit since the previous tick.
+    if cgroup.sample() && killed_by.is_none() {
+        killed_by = Some(KillReason::Pids);
+    }
     // The daemon finishes a container only once its output is delivered:
     // the attach stream is closed before the kill, so that nothing unread
     // holds the end back.
@@ -381,6 +386,9 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
         (None, c) if (129..160).contains(&c) => report.signal = Some((c - 128) as i32),
         (None, c) => report.exit_code = Some(c as i32),
     }
+    if killed_by.is_none() && cpu_limit_hit(report.signal, cgroup.cpu_ms, spec.limits.cpu_time_ms) {
+        killed_by = Some(KillReason::CpuTime);
+    }
     report.killed_by = killed_by;
     if caller_gone {
         report
@@ -388,6 +396,17 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
             .push("the caller went away; container killed".into());
     }
     Ok(report)
+}
+
+/// Whether a command that ended on `signal` was stopped by RLIMIT_CPU: the
+/// kernel sends SIGXCPU at the soft limit and SIGKILL at the hard one (both
+/// are set to the limit rounded up to whole seconds). The CPU time is the
+/// cgroup's as last sampled, up to a tick or more (under load) behind the
+/// kill, hence the slack.
+fn cpu_limit_hit(signal: Option<i32>, cpu_ms: u64, limit_ms: u64) -> bool {
+    const SLACK_MS: u64 = 250;
+    signal == Some(libc::SIGXCPU)
+        || (signal == Some(libc::SIGKILL) && cpu_ms + SLACK_MS >= limit_ms)
 }
 
 /// The container's exit code, once it has stopped.
@@ -402,5 +421,20 @@ async fn wait(docker: &Docker, id: &str) -> Result<i64, SandboxError> {
             "docker",
             "the container did not stop within 30 s of its end or kill",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_limit_hit;
+
+    #[test]
+    fn cpu_limit_is_named_from_the_signal_and_the_sampled_time() {
+        assert!(cpu_limit_hit(Some(libc::SIGXCPU), 0, 2000));
+        // The last sample lags the kill by a tick or two.
+        assert!(cpu_limit_hit(Some(libc::SIGKILL), 1900, 2000));
+        assert!(!cpu_limit_hit(Some(libc::SIGKILL), 100, 2000));
+        assert!(!cpu_limit_hit(None, 5000, 2000));
+        assert!(!cpu_limit_hit(Some(libc::SIGTERM), 5000, 2000));
     }
 }
