@@ -76,7 +76,7 @@ pub struct FileChange {
     pub path: String,
     pub kind: ChangeKind,
     /// `file`, `dir`, `symlink`, `fifo`, `socket`, `char_device` or `block_device`.
-    pub file_type: String,
+    pub file_type: airlock_policy::changes::EntryType,
     pub size: u64,
     /// Permission bits as applied (after normalisation), e.g. `0644`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Literal, Optional
+
+# The server's names for a changed entry's type (its Rust enum `EntryType`).
+FileType = Literal["file", "dir", "symlink", "fifo", "socket", "char_device", "block_device"]
 
 
 class AirlockError(Exception):
@@ -23,7 +26,7 @@ class FileChange:
     path: str
     kind: str  # added | modified | deleted
     size: int = 0
-    file_type: str = "file"
+    file_type: FileType = "file"
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "FileChange":

@@ -138,7 +138,7 @@ impl Change {
         FileChange {
             path: escape_path(&root.join(&self.rel)),
             kind: self.kind,
-            file_type: self.file_type.as_str().to_string(),
+            file_type: self.file_type,
             size: self.size,
             mode: mode.map(|m| format!("{m:04o}")),
             target: self.target.as_deref().map(escape_path),
