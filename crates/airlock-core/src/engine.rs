@@ -679,7 +679,7 @@ impl Engine {
         if dropped {
             summary.kept = false;
             outcome.violations.push(airlock_sandbox::Violation {
-                kind: "filesystem".into(),
+                kind: airlock_sandbox::ViolationKind::Filesystem,
                 detail: format!(
                     "the change set was not kept for a later apply: kept change sets may take at most {keep_bytes} bytes together ([changes] keep_bytes); rerun the command to get it again"
                 ),

@@ -300,7 +300,7 @@ print(os.environ.get(\"HTTP_PROXY\"))'",
     assert!(
         o.violations
             .iter()
-            .any(|v| v.kind == "network" && v.detail.contains("127.0.0.1:9")),
+            .any(|v| v.kind == airlock_sandbox::ViolationKind::Network && v.detail.contains("127.0.0.1:9")),
         "{:?}",
         o.violations
     );
@@ -487,7 +487,7 @@ fn overlay_apply_refuses_to_replace_a_parent_of_a_protected_path() {
         "a hook reached the host"
     );
     assert!(
-        o.violations.iter().any(|v| v.kind == "filesystem"),
+        o.violations.iter().any(|v| v.kind == airlock_sandbox::ViolationKind::Filesystem),
         "{:?}",
         o.violations
     );

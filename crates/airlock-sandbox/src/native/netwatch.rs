@@ -301,7 +301,7 @@ fn record(violations: &Mutex<Vec<Violation>>, seen: Seen) {
         return;
     }
     list.push(Violation {
-        kind: "network".into(),
+        kind: crate::ViolationKind::Network,
         detail,
         data: serde_json::json!({
             "source": "netwatch",

@@ -603,7 +603,7 @@ pub fn settle(
 
 fn fs_violation(detail: String, data: serde_json::Value) -> Violation {
     Violation {
-        kind: "filesystem".into(),
+        kind: crate::ViolationKind::Filesystem,
         detail,
         data,
     }
