@@ -515,7 +515,7 @@ impl Engine {
             let mut gate = || {
                 wait_durable().map_err(|e| {
                     let layer = SandboxError::Layer {
-                        layer: "audit",
+                        layer: airlock_sandbox::Layer::Audit,
                         detail: format!(
                             "the decision record could not be made durable, so the command was not started: {e}"
                         ),
@@ -545,7 +545,7 @@ impl Engine {
                 Err(e) => (
                     None,
                     Err(SandboxError::Layer {
-                        layer: "network",
+                        layer: airlock_sandbox::Layer::Network,
                         detail: e.to_string(),
                     }),
                 ),

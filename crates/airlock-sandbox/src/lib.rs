@@ -23,6 +23,7 @@ pub mod wasm;
 
 pub use backend::{Backend, OutputSink, SandboxError};
 pub use factory::{open, probe, OpenOptions};
+pub use failure::Layer;
 pub use outcome::{
     ChangeKind, ChangeSummary, FileChange, KillReason, Outcome, Violation, ViolationKind,
 };
