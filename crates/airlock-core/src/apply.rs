@@ -9,7 +9,7 @@ use crate::audit::record::{ApplyEvent, Event};
 use crate::engine::{ApprovalRef, Refusal, RunOptions, AUDIT_CHANGES_LISTED};
 use crate::ledger::ApprovalCheck;
 use crate::{Caller, Engine, EngineError, PromptAnswer};
-use airlock_policy::changes::Disposition;
+use airlock_policy::changes::{Disposition, EntryType};
 use airlock_policy::{Policy, Request};
 use airlock_sandbox::native::kept as sk;
 use airlock_sandbox::native::workspace::Finished;
@@ -455,8 +455,8 @@ pub fn change_line(c: &FileChange) -> String {
         line.push_str(" -> ");
         line.push_str(t);
     }
-    if c.file_type != "file" && c.file_type != "dir" {
-        line.push_str(&format!(" ({})", c.file_type));
+    if !matches!(c.file_type, EntryType::File | EntryType::Dir) {
+        line.push_str(&format!(" ({})", c.file_type.as_str()));
     }
     if let Some(m) = &c.mode {
         line.push_str(&format!(" [{m}]"));

@@ -183,7 +183,7 @@ pub fn check_then_run(
         // An engine opened on one backend (`airlock run`) never runs a
         // policy that asks for a stronger one.
         choose(policy, Some(kind)).map_err(|e| SandboxError::Layer {
-            layer: "backend",
+            layer: airlock_sandbox::Layer::Backend,
             detail: e.to_string(),
         })?;
         // The backend's own run reports a host that lacks it; here only what
@@ -191,7 +191,7 @@ pub fn check_then_run(
         let report = capability::report(kind, spec, Ok(String::new()));
         if let Some(why) = report.refusal() {
             return Err(SandboxError::Layer {
-                layer: "capability",
+                layer: airlock_sandbox::Layer::Capability,
                 detail: why,
             });
         }

@@ -12,7 +12,7 @@
 
 use airlock_netproxy::{ConnectionEntry, ContextConfig, Decision, EgressProxy, ProxyContext};
 use airlock_policy::{Loosening, NetworkMode, Policy};
-use airlock_sandbox::{NetworkSpec, Outcome, SandboxSpec, Violation};
+use airlock_sandbox::{NetworkSpec, Outcome, SandboxSpec, Violation, ViolationKind};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -79,11 +79,10 @@ pub fn finish(ctx: Option<ProxyContext>, outcome: Option<&mut Outcome>) {
 pub fn violation(entry: &ConnectionEntry) -> Violation {
     Violation {
         kind: if entry.decision == Decision::Allowed {
-            "network_connection"
+            ViolationKind::NetworkConnection
         } else {
-            "network"
-        }
-        .into(),
+            ViolationKind::Network
+        },
         detail: entry.summary(),
         data: serde_json::to_value(entry).unwrap_or_default(),
     }
@@ -93,7 +92,10 @@ pub fn violation(entry: &ConnectionEntry) -> Violation {
 /// `; `-joined, repeats counted.
 pub fn blocked_summary(violations: &[Violation]) -> String {
     let mut lines: Vec<(String, u64)> = Vec::new();
-    for v in violations.iter().filter(|v| v.kind == "network") {
+    for v in violations
+        .iter()
+        .filter(|v| v.kind == ViolationKind::Network)
+    {
         let n = v.data.get("count").and_then(|c| c.as_u64()).unwrap_or(1);
         match lines.iter_mut().find(|(l, _)| *l == v.detail) {
             Some((_, c)) => *c += n,
@@ -132,7 +134,7 @@ mod tests {
     #[test]
     fn summary_joins_proxy_and_netwatch_refusals() {
         let netwatch = Violation {
-            kind: "network".into(),
+            kind: ViolationKind::Network,
             detail: "blocked: connect to 192.0.2.1:443 (not via proxy)".into(),
             data: serde_json::json!({"count": 2}),
         };
@@ -145,7 +147,7 @@ mod tests {
             )),
             violation(&entry("pypi.test", Decision::Allowed, Reason::Allowlisted)),
         ];
-        assert_eq!(violations[2].kind, "network_connection");
+        assert_eq!(violations[2].kind, ViolationKind::NetworkConnection);
         assert_eq!(violations[1].data["reason"], "not_in_allowlist");
         assert_eq!(
             blocked_summary(&violations),

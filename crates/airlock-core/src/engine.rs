@@ -515,7 +515,7 @@ impl Engine {
             let mut gate = || {
                 wait_durable().map_err(|e| {
                     let layer = SandboxError::Layer {
-                        layer: "audit",
+                        layer: airlock_sandbox::Layer::Audit,
                         detail: format!(
                             "the decision record could not be made durable, so the command was not started: {e}"
                         ),
@@ -545,7 +545,7 @@ impl Engine {
                 Err(e) => (
                     None,
                     Err(SandboxError::Layer {
-                        layer: "network",
+                        layer: airlock_sandbox::Layer::Network,
                         detail: e.to_string(),
                     }),
                 ),
@@ -679,7 +679,7 @@ impl Engine {
         if dropped {
             summary.kept = false;
             outcome.violations.push(airlock_sandbox::Violation {
-                kind: "filesystem".into(),
+                kind: airlock_sandbox::ViolationKind::Filesystem,
                 detail: format!(
                     "the change set was not kept for a later apply: kept change sets may take at most {keep_bytes} bytes together ([changes] keep_bytes); rerun the command to get it again"
                 ),

@@ -102,7 +102,7 @@ EOF
     let details: Vec<&str> = o
         .violations
         .iter()
-        .filter(|v| v.kind == "network")
+        .filter(|v| v.kind == airlock_sandbox::ViolationKind::Network)
         .map(|v| v.detail.as_str())
         .collect();
     for want in [

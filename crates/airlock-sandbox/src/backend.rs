@@ -1,5 +1,6 @@
 //! The `Backend` trait: one implementation per isolation tier.
 
+use crate::Layer;
 use crate::{Outcome, SandboxSpec};
 
 /// Receives output as it happens, for live streaming. Called from the thread that
@@ -44,7 +45,7 @@ pub trait Backend: Send + Sync {
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     #[error("sandbox layer `{layer}` could not be applied: {detail}")]
-    Layer { layer: &'static str, detail: String },
+    Layer { layer: Layer, detail: String },
     #[error("invalid sandbox spec: {0}")]
     Spec(String),
     #[error("sandbox helper failed: {0}")]

@@ -8,6 +8,7 @@
 //! Adding a backend: its module, one arm in [`open`], one in [`probe`].
 
 use crate::probe::Probe;
+use crate::Layer;
 use crate::{Backend, BackendKind, SandboxError};
 use std::path::PathBuf;
 
@@ -53,7 +54,7 @@ impl OpenOptions {
 /// The backend of `kind`, ready to run specs.
 pub fn open(kind: BackendKind, opts: &OpenOptions) -> Result<Box<dyn Backend>, SandboxError> {
     let unavailable = |detail: String| SandboxError::Layer {
-        layer: "backend",
+        layer: Layer::Backend,
         detail,
     };
     if !kind.built() {

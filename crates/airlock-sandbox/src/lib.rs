@@ -23,7 +23,10 @@ pub mod wasm;
 
 pub use backend::{Backend, OutputSink, SandboxError};
 pub use factory::{open, probe, OpenOptions};
-pub use outcome::{ChangeKind, ChangeSummary, FileChange, KillReason, Outcome, Violation};
+pub use failure::Layer;
+pub use outcome::{
+    ChangeKind, ChangeSummary, FileChange, KillReason, Outcome, Violation, ViolationKind,
+};
 pub use spec::{
     Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceSpec, GIT_CONFIG_FILE, SANDBOX_HOME,
 };

@@ -76,7 +76,7 @@ pub struct FileChange {
     pub path: String,
     pub kind: ChangeKind,
     /// `file`, `dir`, `symlink`, `fifo`, `socket`, `char_device` or `block_device`.
-    pub file_type: String,
+    pub file_type: airlock_policy::changes::EntryType,
     pub size: u64,
     /// Permission bits as applied (after normalisation), e.g. `0644`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,14 +100,35 @@ pub enum ChangeKind {
     Deleted,
 }
 
-/// Something the sandbox refused and saw: a blocked connection, a denied syscall,
-/// a write to a protected path during apply.
+/// Something the sandbox refused and saw: a blocked connection, a write to a
+/// protected path during apply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Violation {
-    /// `network`, `syscall`, `filesystem`, …
-    pub kind: String,
+    pub kind: ViolationKind,
     /// One line for a model: "blocked: connect to 93.184.216.34:443 (not via proxy)".
     pub detail: String,
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub data: serde_json::Value,
+}
+
+/// What a [`Violation`] is about; the names are the audit log's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViolationKind {
+    /// A connection refused, by netwatch or by the egress proxy.
+    Network,
+    /// A connection the egress proxy let through, listed for the record.
+    NetworkConnection,
+    /// A workspace change refused or not kept.
+    Filesystem,
+}
+
+impl ViolationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ViolationKind::Network => "network",
+            ViolationKind::NetworkConnection => "network_connection",
+            ViolationKind::Filesystem => "filesystem",
+        }
+    }
 }

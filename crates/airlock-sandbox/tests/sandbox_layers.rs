@@ -300,7 +300,8 @@ print(os.environ.get(\"HTTP_PROXY\"))'",
     assert!(
         o.violations
             .iter()
-            .any(|v| v.kind == "network" && v.detail.contains("127.0.0.1:9")),
+            .any(|v| v.kind == airlock_sandbox::ViolationKind::Network
+                && v.detail.contains("127.0.0.1:9")),
         "{:?}",
         o.violations
     );
@@ -487,7 +488,9 @@ fn overlay_apply_refuses_to_replace_a_parent_of_a_protected_path() {
         "a hook reached the host"
     );
     assert!(
-        o.violations.iter().any(|v| v.kind == "filesystem"),
+        o.violations
+            .iter()
+            .any(|v| v.kind == airlock_sandbox::ViolationKind::Filesystem),
         "{:?}",
         o.violations
     );
@@ -685,7 +688,7 @@ fn rw_protection_survives_renaming_the_parent_and_missing_paths_refuse() {
     let backend = NativeBackend::new(PathBuf::from(HELPER), f.runs.clone());
     match backend.run(&s, &mut airlock_sandbox::backend::Discard) {
         Err(airlock_sandbox::SandboxError::Layer { layer, detail }) => {
-            assert_eq!(layer, "workspace");
+            assert_eq!(layer, airlock_sandbox::Layer::Workspace);
             assert!(detail.contains(".git/hooks"), "{detail}");
         }
         other => panic!("expected a refusal, got {other:?}"),
@@ -1123,7 +1126,7 @@ fn the_command_starts_only_after_the_gate_and_never_when_it_refuses() {
     let mut refuse = || {
         std::thread::sleep(std::time::Duration::from_millis(50));
         Err(airlock_sandbox::SandboxError::Layer {
-            layer: "audit",
+            layer: airlock_sandbox::Layer::Audit,
             detail: "test refusal".into(),
         })
     };

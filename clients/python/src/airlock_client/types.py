@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Literal, Optional
+
+# The server's names for a changed entry's type (its Rust enum `EntryType`).
+FileType = Literal["file", "dir", "symlink", "fifo", "socket", "char_device", "block_device"]
+# A violation's `kind` (its Rust enum `ViolationKind`).
+ViolationKind = Literal["network", "network_connection", "filesystem"]
 
 
 class AirlockError(Exception):
@@ -23,7 +28,7 @@ class FileChange:
     path: str
     kind: str  # added | modified | deleted
     size: int = 0
-    file_type: str = "file"
+    file_type: FileType = "file"
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "FileChange":
@@ -76,7 +81,7 @@ class RunResult:
     stderr: str = ""
     truncated: bool = False
     changes: List[FileChange] = field(default_factory=list)
-    violations: List[Dict[str, Any]] = field(default_factory=list)
+    violations: List[Dict[str, Any]] = field(default_factory=list)  # kind: ViolationKind, detail, data
     duration_ms: Optional[int] = None
     approval_id: Optional[str] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)

@@ -103,7 +103,7 @@ impl Backend for DockerBackend {
             exe: &self.helper_exe,
             arg: HELPER_ARG,
             what: "Docker",
-            backend: "docker",
+            backend: crate::Layer::Docker,
             stdin_from_caller: self.stdin_from_caller,
         };
         let (report, out, err, started) = drive(&helper, &bytes, spec, sink)?;

@@ -11,6 +11,7 @@ use super::{config, sweep, Request};
 use crate::native::{protocol, sys, workspace};
 use crate::oci::helper::{stage_at, Stage, FD_CONTROL, FD_REPORT, FD_STDIN};
 use crate::oci::HelperReport;
+use crate::Layer;
 use crate::{KillReason, SandboxError};
 use bollard::container::LogOutput;
 use bollard::query_parameters::{
@@ -39,7 +40,7 @@ const TICK: Duration = Duration::from_millis(20);
 /// Each call to the daemon outside the run itself is bounded by this.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-fn layer(layer: &'static str, detail: impl Into<String>) -> SandboxError {
+fn layer(layer: Layer, detail: impl Into<String>) -> SandboxError {
     SandboxError::Layer {
         layer,
         detail: detail.into(),
@@ -60,9 +61,9 @@ pub fn helper_main() -> ! {
     let report = match std::io::read_to_string(std::io::stdin()) {
         Ok(text) => match serde_json::from_str::<Request>(&text) {
             Ok(req) => run(&req),
-            Err(e) => HelperReport::failed("spec", format!("unreadable request: {e}")),
+            Err(e) => HelperReport::failed(Layer::Spec, format!("unreadable request: {e}")),
         },
-        Err(e) => HelperReport::failed("spec", format!("reading the request: {e}")),
+        Err(e) => HelperReport::failed(Layer::Spec, format!("reading the request: {e}")),
     };
     let bytes = serde_json::to_vec(&report).unwrap_or_default();
     let _ = sys::write_all(FD_REPORT, &bytes);
@@ -73,13 +74,13 @@ fn run(req: &Request) -> HelperReport {
     let spec = &req.spec;
     if !crate::native::rundir::valid_run_name(&spec.request_id) {
         return HelperReport::failed(
-            "spec",
+            Layer::Spec,
             format!("request id `{}` is not a valid run name", spec.request_id),
         );
     }
     if spec.argv.is_empty() || !spec.cwd.is_absolute() || !spec.workspace.root.is_absolute() {
         return HelperReport::failed(
-            "spec",
+            Layer::Spec,
             "argv must not be empty; cwd and the workspace root must be absolute".into(),
         );
     }
@@ -88,15 +89,15 @@ fn run(req: &Request) -> HelperReport {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return HelperReport::failed("docker", format!("async runtime: {e}")),
+        Err(e) => return HelperReport::failed(Layer::Docker, format!("async runtime: {e}")),
     };
     // Step 1: the daemon, and the image (present locally, never pulled).
     let docker = match rt.block_on(connect(&req.socket)) {
         Ok(d) => d,
-        Err(e) => return HelperReport::from_error_of(e, "docker"),
+        Err(e) => return HelperReport::from_error_of(e, Layer::Docker),
     };
     if let Err(e) = rt.block_on(image_present(&docker, &req.image)) {
-        return HelperReport::from_error_of(e, "docker");
+        return HelperReport::from_error_of(e, Layer::Docker);
     }
     // Step 2: what killed runs left behind.
     let mut notes = rt.block_on(sweep::containers(&docker));
@@ -108,12 +109,12 @@ fn run(req: &Request) -> HelperReport {
         write_files(stage, &owner, &mut files)
     }) {
         Ok(s) => s,
-        Err(e) => return HelperReport::from_error_of(e, "docker"),
+        Err(e) => return HelperReport::from_error_of(e, Layer::Docker),
     };
     // Step 4: the run; the container is removed whatever happens.
     let mut report = match rt.block_on(run_container(req, &docker, &stage, &owner, &files)) {
         Ok(r) => r,
-        Err(e) => HelperReport::from_error_of(e, "docker"),
+        Err(e) => HelperReport::from_error_of(e, Layer::Docker),
     };
     report.notes.extend(notes);
     // Step 5: the change report and apply, from the overlay's upper layer.
@@ -134,20 +135,20 @@ async fn connect(socket: &Path) -> Result<Docker, SandboxError> {
                 with AIRLOCK_DOCKER_SOCKET";
     let path = socket.to_str().ok_or_else(|| {
         layer(
-            "docker",
+            Layer::Docker,
             format!("socket path {} is not UTF-8", socket.display()),
         )
     })?;
     let docker = Docker::connect_with_unix(path, CALL_TIMEOUT.as_secs(), &API)
-        .map_err(|e| layer("docker", format!("socket {path}: {e}; {hint}")))?;
+        .map_err(|e| layer(Layer::Docker, format!("socket {path}: {e}; {hint}")))?;
     match tokio::time::timeout(CALL_TIMEOUT, docker.ping()).await {
         Ok(Ok(_)) => Ok(docker),
         Ok(Err(e)) => Err(layer(
-            "docker",
+            Layer::Docker,
             format!("the daemon at {path} does not answer: {e}; {hint}"),
         )),
         Err(_) => Err(layer(
-            "docker",
+            Layer::Docker,
             format!("the daemon at {path} did not answer within 30 s; {hint}"),
         )),
     }
@@ -159,7 +160,7 @@ async fn image_present(docker: &Docker, image: &str) -> Result<(), SandboxError>
         Err(bollard::errors::Error::DockerResponseServerError {
             status_code: 404, ..
         }) => Err(layer(
-            "image",
+            Layer::Image,
             format!(
                 "image `{image}` is not present on the daemon, and airlock never pulls one; \
                  Hint: build or import it locally (e.g. `debootstrap --variant=minbase \
@@ -167,7 +168,10 @@ async fn image_present(docker: &Docker, image: &str) -> Result<(), SandboxError>
                  {image}`), or name a present image in `[sandbox] image` or AIRLOCK_DOCKER_IMAGE"
             ),
         )),
-        Err(e) => Err(layer("image", format!("inspecting image `{image}`: {e}"))),
+        Err(e) => Err(layer(
+            Layer::Image,
+            format!("inspecting image `{image}`: {e}"),
+        )),
     }
 }
 
@@ -179,7 +183,7 @@ fn write_files(
     files: &mut Vec<(PathBuf, PathBuf)>,
 ) -> Result<(), SandboxError> {
     std::fs::write(stage.dir.join(sweep::OWNER_FILE), owner)
-        .map_err(|e| layer("mounts", format!("stage owner file: {e}")))?;
+        .map_err(|e| layer(Layer::Mounts, format!("stage owner file: {e}")))?;
     for op in &stage.ops {
         if let crate::view::ViewOp::WriteFile { path, content } = op {
             if path != Path::new(crate::GIT_CONFIG_FILE) {
@@ -187,7 +191,7 @@ fn write_files(
             }
             let at = stage.dir.join("gitconfig");
             std::fs::write(&at, content)
-                .map_err(|e| layer("mounts", format!("{}: {e}", at.display())))?;
+                .map_err(|e| layer(Layer::Mounts, format!("{}: {e}", at.display())))?;
             files.push((path.clone(), at));
         }
     }
@@ -204,7 +208,7 @@ async fn run_container(
 ) -> Result<HelperReport, SandboxError> {
     let spec = &req.spec;
     let mut body = config::translate(spec, &stage.ops, &stage.staged, &req.image, owner, files)
-        .map_err(|d| layer("docker", d))?;
+        .map_err(|d| layer(Layer::Docker, d))?;
     if !req.stdin {
         body.attach_stdin = Some(false);
         body.open_stdin = Some(false);
@@ -220,7 +224,7 @@ async fn run_container(
             body,
         )
         .await
-        .map_err(|e| layer("docker", format!("creating the container: {e}")))?;
+        .map_err(|e| layer(Layer::Docker, format!("creating the container: {e}")))?;
     let id = created.id;
     let result = drive(req, docker, &id).await;
     let removed = remove(docker, &id).await;
@@ -292,13 +296,13 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
             }),
         )
         .await
-        .map_err(|e| layer("docker", format!("attaching to the container: {e}")))?;
+        .map_err(|e| layer(Layer::Docker, format!("attaching to the container: {e}")))?;
     let mut output = attached.output;
     let mut input = attached.input;
     docker
         .start_container(id, None)
         .await
-        .map_err(|e| layer("docker", format!("starting the container: {e}")))?;
+        .map_err(|e| layer(Layer::Docker, format!("starting the container: {e}")))?;
     let started = Instant::now();
     // The command's stdin: the caller's pipe, copied until EOF, then closed.
     // SAFETY: the caller passed fd FD_STDIN to this process and nothing else owns it.
@@ -415,10 +419,13 @@ async fn wait(docker: &Docker, id: &str) -> Result<i64, SandboxError> {
     match tokio::time::timeout(CALL_TIMEOUT, waiting.next()).await {
         Ok(Some(Ok(r))) => Ok(r.status_code),
         Ok(Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. }))) => Ok(code),
-        Ok(Some(Err(e))) => Err(layer("docker", format!("waiting for the container: {e}"))),
-        Ok(None) => Err(layer("docker", "waiting for the container: no answer")),
+        Ok(Some(Err(e))) => Err(layer(
+            Layer::Docker,
+            format!("waiting for the container: {e}"),
+        )),
+        Ok(None) => Err(layer(Layer::Docker, "waiting for the container: no answer")),
         Err(_) => Err(layer(
-            "docker",
+            Layer::Docker,
             "the container did not stop within 30 s of its end or kill",
         )),
     }

@@ -4,6 +4,7 @@
 use super::guest;
 use super::helper::HELPER_ARG;
 use super::{HelperReport, Request};
+use crate::Layer;
 use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ fn io_err(context: &str) -> impl Fn(std::io::Error) -> SandboxError + '_ {
 impl MicrovmBackend {
     pub fn current_exe(state_dir: &Path) -> Result<MicrovmBackend, SandboxError> {
         let image = Self::probe_image().map_err(|detail| SandboxError::Layer {
-            layer: "microvm",
+            layer: Layer::Microvm,
             detail,
         })?;
         let exe =

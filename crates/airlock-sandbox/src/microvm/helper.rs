@@ -11,6 +11,7 @@ use super::{HelperReport, Request};
 use crate::native::{sys, workspace};
 use crate::oci::helper::{mkdir, reachable, stage_workspace, tmpfs_with};
 use crate::view::{self, ViewOp};
+use crate::Layer;
 use crate::{KillReason, SandboxError, WorkspaceMode};
 use std::io::BufRead;
 use std::os::unix::process::CommandExt;
@@ -31,11 +32,7 @@ const GUEST_GRACE: Duration = Duration::from_secs(20);
 /// Boots that never reach init (a hang calibrating the clock) are retried.
 const BOOTS: u32 = 2;
 
-fn fail(
-    layer: &'static str,
-    what: impl std::fmt::Display,
-    e: impl std::fmt::Display,
-) -> SandboxError {
+fn fail(layer: Layer, what: impl std::fmt::Display, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Layer {
         layer,
         detail: format!("{what}: {e}"),
@@ -56,9 +53,9 @@ pub fn helper_main() -> ! {
     let report = match std::io::stdin().lock().read_line(&mut line) {
         Ok(_) => match serde_json::from_str::<Request>(&line) {
             Ok(req) => run(&req),
-            Err(e) => HelperReport::failed("spec", format!("unreadable request: {e}")),
+            Err(e) => HelperReport::failed(Layer::Spec, format!("unreadable request: {e}")),
         },
-        Err(e) => HelperReport::failed("spec", format!("reading the request: {e}")),
+        Err(e) => HelperReport::failed(Layer::Spec, format!("reading the request: {e}")),
     };
     let bytes = serde_json::to_vec(&report).unwrap_or_default();
     let _ = sys::write_all(1, &bytes);
@@ -92,22 +89,22 @@ fn run(req: &Request) -> HelperReport {
     let spec = &req.spec;
     if !crate::native::rundir::valid_run_name(&spec.request_id) {
         return HelperReport::failed(
-            "spec",
+            Layer::Spec,
             format!("request id `{}` is not a valid run name", spec.request_id),
         );
     }
     if spec.argv.is_empty() || !spec.cwd.is_absolute() || !spec.workspace.root.is_absolute() {
         return HelperReport::failed(
-            "spec",
+            Layer::Spec,
             "argv must not be empty; cwd and the workspace root must be absolute".into(),
         );
     }
     // Step 1: a mount namespace of our own: nothing staged here is seen outside.
     if let Err(e) = sys::unshare(libc::CLONE_NEWNS) {
-        return HelperReport::failed("namespaces", format!("unshare(CLONE_NEWNS): {e}"));
+        return HelperReport::failed(Layer::Namespaces, format!("unshare(CLONE_NEWNS): {e}"));
     }
     if let Err(e) = sys::make_mounts_private() {
-        return HelperReport::failed("mounts", format!("make mounts private: {e}"));
+        return HelperReport::failed(Layer::Mounts, format!("make mounts private: {e}"));
     }
     // Step 2: the workspace and the control share.
     let stage = match stage(req) {
@@ -139,7 +136,7 @@ fn stage(req: &Request) -> Result<Stage, SandboxError> {
     let spec = &req.spec;
     if spec.workspace.mode == WorkspaceMode::Rw && !spec.workspace.protect.is_empty() {
         return Err(fail(
-            "workspace",
+            Layer::Workspace,
             "rw mode with protected paths",
             "the microvm backend cannot keep parts of a rw workspace read-only; \
              Hint: use overlay mode (protected paths are never applied back)",
@@ -147,11 +144,12 @@ fn stage(req: &Request) -> Result<Stage, SandboxError> {
     }
     // The workspace tree is copied before anything is mounted.
     let ws_tree = sys::clone_tree(&spec.workspace.root, true)
-        .map_err(|e| fail("workspace", spec.workspace.root.display(), e))?;
+        .map_err(|e| fail(Layer::Workspace, spec.workspace.root.display(), e))?;
     let base = Path::new(STAGE_BASE);
     mkdir(base, 0o711)?;
     let dir = base.join(&spec.request_id);
-    std::fs::create_dir(&dir).map_err(|e| fail("mounts", format!("mkdir {}", dir.display()), e))?;
+    std::fs::create_dir(&dir)
+        .map_err(|e| fail(Layer::Mounts, format!("mkdir {}", dir.display()), e))?;
     // The run's own tmpfs: the workspace's mount points, the control share
     // and the console log. The guest caps its output files; the tmpfs bounds
     // what a misbehaving guest can write here anyway.
@@ -199,7 +197,7 @@ fn fill(
     mkdir(&stage.control, 0o700)?;
     let (links, shares) = view_mounts(req, &dir)?;
     stage.shares = shares;
-    let text = |r: Result<String, String>| r.map_err(|d| fail("spec", "the guest's spec", d));
+    let text = |r: Result<String, String>| r.map_err(|d| fail(Layer::Spec, "the guest's spec", d));
     let files: [(&str, Vec<u8>); 3] = [
         (
             "spec.sh",
@@ -210,11 +208,11 @@ fn fill(
     ];
     for (name, content) in files {
         let p = stage.control.join(name);
-        std::fs::write(&p, content).map_err(|e| fail("microvm", p.display(), e))?;
+        std::fs::write(&p, content).map_err(|e| fail(Layer::Microvm, p.display(), e))?;
     }
     for p in [vm.clone(), stage.control.clone()] {
         std::os::unix::fs::chown(&p, Some(control::RUN_UID), Some(control::RUN_UID))
-            .map_err(|e| fail("microvm", format!("chown {}", p.display()), e))?;
+            .map_err(|e| fail(Layer::Microvm, format!("chown {}", p.display()), e))?;
     }
     Ok(())
 }
@@ -246,7 +244,7 @@ fn view_mounts(
             ViewOp::BindRo { src, dst } if src.is_dir() => {
                 if shares.len() == guest::MAX_SHARES {
                     return Err(fail(
-                        "filesystem",
+                        Layer::Filesystem,
                         format!("read-only directory {}", src.display()),
                         format!(
                             "the microvm backend shares at most {} host directories; \
@@ -264,9 +262,11 @@ fn view_mounts(
                 } else {
                     let at = dir.join(&tag);
                     mkdir(&at, 0o755)?;
-                    let c = sys::cpath(&src).map_err(|e| fail("filesystem", src.display(), e))?;
-                    sys::mount(Some(&c), &at, None, libc::MS_BIND | libc::MS_REC, None)
-                        .map_err(|e| fail("filesystem", format!("bind {}", src.display()), e))?;
+                    let c =
+                        sys::cpath(&src).map_err(|e| fail(Layer::Filesystem, src.display(), e))?;
+                    sys::mount(Some(&c), &at, None, libc::MS_BIND | libc::MS_REC, None).map_err(
+                        |e| fail(Layer::Filesystem, format!("bind {}", src.display()), e),
+                    )?;
                     at
                 };
                 shares.push(guest::Share { tag, src, dst });
@@ -348,7 +348,7 @@ fn boot_and_wait(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
         .ok();
     match (&ended, result) {
         (Ended::BootHang, _) => Err(fail(
-            "guest",
+            Layer::Guest,
             format!("the guest did not reach its init in {BOOTS} boots"),
             format!(
                 "{}; Hint: check the guest with scripts/setup-microvm, or raise the host's \
@@ -378,7 +378,7 @@ fn boot_and_wait(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
             let qemu = String::from_utf8_lossy(&qemu);
             let qemu = qemu.trim();
             Err(fail(
-                "guest",
+                Layer::Guest,
                 format!("QEMU exited ({status}) without a result from the guest"),
                 if qemu.is_empty() {
                     console_tail(&stage.console)
@@ -390,7 +390,7 @@ fn boot_and_wait(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
         (Ended::Exited(_), Some(r)) => {
             if let Some(e) = &r.error {
                 return Err(fail(
-                    "guest",
+                    Layer::Guest,
                     "the guest's init could not set up the run",
                     e,
                 ));
@@ -410,7 +410,7 @@ fn spawn_qemu(
     stage: &Stage,
 ) -> Result<std::process::Child, SandboxError> {
     let err_log = std::fs::File::create(stage.dir.join("vm").join("qemu.err"))
-        .map_err(|e| fail("microvm", "qemu.err", e))?;
+        .map_err(|e| fail(Layer::Microvm, "qemu.err", e))?;
     let mut cmd = std::process::Command::new(&image.qemu);
     cmd.args(args)
         .env_clear()
@@ -427,8 +427,13 @@ fn spawn_qemu(
     unsafe {
         cmd.pre_exec(|| sys::set_pdeathsig(libc::SIGKILL));
     }
-    cmd.spawn()
-        .map_err(|e| fail("microvm", format!("starting {}", image.qemu.display()), e))
+    cmd.spawn().map_err(|e| {
+        fail(
+            Layer::Microvm,
+            format!("starting {}", image.qemu.display()),
+            e,
+        )
+    })
 }
 
 /// Waits for QEMU, killing it when the boot hangs, at the deadline, or when

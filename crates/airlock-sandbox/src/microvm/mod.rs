@@ -25,6 +25,7 @@ pub mod helper;
 
 pub use backend::{probe, MicrovmBackend};
 
+use crate::Layer;
 use crate::{ChangeSummary, FileChange, KillReason, SandboxError, SandboxSpec, Violation};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -64,26 +65,26 @@ pub struct HelperReport {
     #[serde(default)]
     pub notes: Vec<String>,
     /// The layer that could not be built, and why.
-    pub failure: Option<(String, String)>,
+    pub failure: Option<(Layer, String)>,
 }
 
 impl HelperReport {
-    fn failed(layer: &str, detail: String) -> HelperReport {
+    fn failed(layer: Layer, detail: String) -> HelperReport {
         HelperReport {
-            failure: Some((layer.to_string(), detail)),
+            failure: Some((layer, detail)),
             ..Default::default()
         }
     }
 
     fn from_error(e: SandboxError) -> HelperReport {
         HelperReport {
-            failure: Some(crate::failure::report(e, "microvm")),
+            failure: Some(crate::failure::report(e, Layer::Microvm)),
             ..Default::default()
         }
     }
 
     fn into_error(self) -> SandboxError {
-        crate::failure::error(self.failure, "microvm")
+        crate::failure::error(self.failure, Layer::Microvm)
     }
 }
 

@@ -304,13 +304,8 @@ impl NativeBackend {
             );
         }
         if let Some(f) = report.failure {
-            if f.layer == "spec" {
-                return Err(SandboxError::Spec(f.detail));
-            }
-            return Err(SandboxError::Layer {
-                layer: crate::failure::layer_name(&f.layer, "helper"),
-                detail: f.detail,
-            });
+            let failure = Some((f.layer, f.detail));
+            return Err(crate::failure::error(failure, crate::Layer::Helper));
         }
         Ok(Outcome {
             exit_code: report.exit_code,

@@ -16,10 +16,11 @@
 //! Every function is async-signal-safe on its success path (plain syscalls, no
 //! allocation), so it may run between `fork` and `execve`.
 
+use crate::Layer;
 use crate::SandboxError;
 
-const LAYER_CAPS: &str = "capabilities";
-const LAYER_NNP: &str = "no_new_privs";
+const LAYER_CAPS: Layer = Layer::Capabilities;
+const LAYER_NNP: Layer = Layer::NoNewPrivs;
 
 /// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
 const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
@@ -59,7 +60,7 @@ fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
-fn layer_error(layer: &'static str, what: &str, err: i32) -> SandboxError {
+fn layer_error(layer: Layer, what: &str, err: i32) -> SandboxError {
     SandboxError::Layer {
         layer,
         detail: format!("{what}: {}", std::io::Error::from_raw_os_error(err)),

@@ -16,6 +16,7 @@ use super::protocol::{self, HelperReport, HelperRequest, InitMsg, LayerFailure};
 use super::rundir::{self, RunDir};
 use super::{namespaces, prepared_etc, rootless, seccomp, sys, workspace};
 use crate::view::{self, ViewOp};
+use crate::Layer;
 use crate::{KillReason, NetworkSpec, SandboxError, WorkspaceMode};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::DirBuilderExt;
@@ -70,16 +71,13 @@ pub fn helper_main() -> ! {
             drop(req);
             if let Err(e) = run(&request, control, started, &mut report) {
                 report.failure = Some(match e {
-                    SandboxError::Layer { layer, detail } => LayerFailure {
-                        layer: layer.into(),
-                        detail,
-                    },
+                    SandboxError::Layer { layer, detail } => LayerFailure { layer, detail },
                     SandboxError::Spec(detail) => LayerFailure {
-                        layer: "spec".into(),
+                        layer: Layer::Spec,
                         detail,
                     },
                     other => LayerFailure {
-                        layer: "helper".into(),
+                        layer: Layer::Helper,
                         detail: other.to_string(),
                     },
                 });
@@ -87,7 +85,7 @@ pub fn helper_main() -> ! {
         }
         Err(e) => {
             report.failure = Some(LayerFailure {
-                layer: "helper".into(),
+                layer: Layer::Helper,
                 detail: e,
             })
         }
@@ -251,7 +249,7 @@ fn run_in(
                 let ns = if (uid, gid) == (0, 0) {
                     sandbox_ns
                         .try_clone()
-                        .map_err(|e| io_layer("namespaces", "dup user namespace fd", e))?
+                        .map_err(|e| io_layer(Layer::Namespaces, "dup user namespace fd", e))?
                 } else {
                     namespaces::user_ns(uid, gid)?
                 };
@@ -276,8 +274,8 @@ fn run_in(
         RunCgroup::create(&spec.request_id, &spec.limits)?
     };
     mark(report, "cgroup created");
-    let (go_r, go_w) = sys::pipe().map_err(|e| io_layer("helper", "pipe", e))?;
-    let (msg_r, msg_w) = sys::pipe().map_err(|e| io_layer("helper", "pipe", e))?;
+    let (go_r, go_w) = sys::pipe().map_err(|e| io_layer(Layer::Helper, "pipe", e))?;
+    let (msg_r, msg_w) = sys::pipe().map_err(|e| io_layer(Layer::Helper, "pipe", e))?;
     let plan = InitPlan {
         spec,
         view: &view,
@@ -305,7 +303,7 @@ fn run_in(
         Ok(spawned) => spawned,
         Err(e) => {
             let _ = cgroup.destroy();
-            return Err(io_layer("namespaces", "clone of the sandbox init", e));
+            return Err(io_layer(Layer::Namespaces, "clone of the sandbox init", e));
         }
     };
     drop(go_r);
@@ -504,7 +502,7 @@ fn wait_for_go(control: &OwnedFd) -> Result<(), SandboxError> {
             Ok(1) => continue,
             Ok(_) | Err(_) => {
                 return Err(SandboxError::Layer {
-                    layer: "helper",
+                    layer: Layer::Helper,
                     detail: "the caller did not let the command start (its audit record could not be made durable, or it went away)".into(),
                 })
             }
@@ -516,7 +514,7 @@ fn wait_for_go(control: &OwnedFd) -> Result<(), SandboxError> {
 /// and its frame. EOF means the pool let it go, and nothing may run.
 fn wait_for_launch(control: &OwnedFd) -> Result<protocol::Launch, SandboxError> {
     let gone = || SandboxError::Layer {
-        layer: "helper",
+        layer: Layer::Helper,
         detail: "the pooled sandbox was released before any command ran in it".into(),
     };
     let mut b = [0u8; 1];
@@ -551,7 +549,7 @@ fn rootless_cgroup(
     }
     if spec.limit_enforcement != crate::spec::LimitEnforcement::BestEffort {
         return Err(SandboxError::Layer {
-            layer: "cgroup",
+            layer: Layer::Cgroup,
             detail: format!(
                 "limits.memory, limits.cpus and limits.cpu_time cannot be enforced without a cgroup. {}",
                 crate::capability::ROOTLESS_LIMITS_HINT
@@ -591,11 +589,12 @@ fn upper_layer_fs(limits: &crate::Limits, rootless: bool) -> Result<OwnedFd, San
         &[("mode", "0755"), ("size", &size), ("nr_inodes", &inodes)],
         sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV,
     )
-    .map_err(|e| io_layer("workspace", "upper layer tmpfs", e))?;
+    .map_err(|e| io_layer(Layer::Workspace, "upper layer tmpfs", e))?;
     let base = std::path::PathBuf::from(format!("/proc/self/fd/{}", fs.as_raw_fd()));
     let upper = base.join("upper");
-    std::fs::create_dir(&upper).map_err(|e| io_layer("workspace", "upper dir", e))?;
-    std::fs::create_dir(base.join("work")).map_err(|e| io_layer("workspace", "work dir", e))?;
+    std::fs::create_dir(&upper).map_err(|e| io_layer(Layer::Workspace, "upper dir", e))?;
+    std::fs::create_dir(base.join("work"))
+        .map_err(|e| io_layer(Layer::Workspace, "work dir", e))?;
     if !rootless {
         // Rootless: the helper made it as its root, which is sandbox root too.
         std::os::unix::fs::chown(
@@ -603,7 +602,7 @@ fn upper_layer_fs(limits: &crate::Limits, rootless: bool) -> Result<OwnedFd, San
             Some(namespaces::SANDBOX_HOST_UID),
             Some(namespaces::SANDBOX_HOST_GID),
         )
-        .map_err(|e| io_layer("workspace", "chown upper dir", e))?;
+        .map_err(|e| io_layer(Layer::Workspace, "chown upper dir", e))?;
     }
     Ok(fs)
 }
@@ -630,7 +629,7 @@ fn give_stdio_pipes_to_sandbox_root() {
     }
 }
 
-fn io_layer(layer: &'static str, what: &str, e: std::io::Error) -> SandboxError {
+fn io_layer(layer: Layer, what: &str, e: std::io::Error) -> SandboxError {
     SandboxError::Layer {
         layer,
         detail: format!("{what}: {e}"),
@@ -671,7 +670,7 @@ fn watch_run(
                 kill_all(w, Some(KillReason::Timeout));
             } else {
                 w.failure.get_or_insert(LayerFailure {
-                    layer: "helper".into(),
+                    layer: Layer::Helper,
                     detail: "sandbox setup did not finish within 30s".into(),
                 });
                 kill_all(w, None);
@@ -707,7 +706,7 @@ fn watch_run(
                 w.ended.get_or_insert_with(Instant::now);
                 if w.exit.is_none() && w.failure.is_none() && w.started.is_none() {
                     w.failure = Some(LayerFailure {
-                        layer: "helper".into(),
+                        layer: Layer::Helper,
                         detail: "the sandbox init died during setup".into(),
                     });
                 }
@@ -733,7 +732,12 @@ fn watch_run(
                         w.exit = Some((code, signal));
                         w.violations = violations;
                     }
-                    Err(_) => {}
+                    Err(e) => {
+                        w.failure.get_or_insert(LayerFailure {
+                            layer: Layer::Helper,
+                            detail: format!("unreadable message from the sandbox's init: {e}"),
+                        });
+                    }
                 }
             }
         }

@@ -15,6 +15,7 @@ use super::rlimits::RlimitSpec;
 use super::seccomp::SeccompProgram;
 use super::{caps, landlock, namespaces, netwatch, relay, rlimits, seccomp, sys};
 use crate::view::ViewOp;
+use crate::Layer;
 use crate::{NetworkSpec, SandboxError, SandboxSpec, WorkspaceMode};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -85,12 +86,9 @@ fn send(fd: RawFd, msg: &InitMsg) {
 
 fn fail_msg(e: SandboxError) -> InitMsg {
     match e {
-        SandboxError::Layer { layer, detail } => InitMsg::Failed {
-            layer: layer.into(),
-            detail,
-        },
+        SandboxError::Layer { layer, detail } => InitMsg::Failed { layer, detail },
         other => InitMsg::Failed {
-            layer: "helper".into(),
+            layer: Layer::Helper,
             detail: other.to_string(),
         },
     }
@@ -125,7 +123,7 @@ pub fn run(plan: &InitPlan) -> ! {
     supervise(plan, &spec, marks)
 }
 
-fn layer(layer: &'static str, what: &str, e: impl std::fmt::Display) -> SandboxError {
+fn layer(layer: Layer, what: &str, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Layer {
         layer,
         detail: format!("{what}: {e}"),
@@ -169,16 +167,18 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxEr
     }
     marks.mark("go received");
     let launch = match b[0] {
-        CONTROL_LAUNCH => {
-            Some(Launch::read_after_tag(plan.go).map_err(|e| layer("helper", "pooled launch", e))?)
-        }
+        CONTROL_LAUNCH => Some(
+            Launch::read_after_tag(plan.go)
+                .map_err(|e| layer(Layer::Helper, "pooled launch", e))?,
+        ),
         _ => None,
     };
     sys::unshare(libc::CLONE_NEWCGROUP)
-        .map_err(|e| layer("namespaces", "unshare(CLONE_NEWCGROUP)", e))?;
+        .map_err(|e| layer(Layer::Namespaces, "unshare(CLONE_NEWCGROUP)", e))?;
     namespaces::enter_user_ns(plan.sandbox_userns, !plan.rootless)?;
     // Credentials changed: the kernel cleared the parent-death signal.
-    sys::set_pdeathsig(libc::SIGKILL).map_err(|e| layer("namespaces", "PR_SET_PDEATHSIG", e))?;
+    sys::set_pdeathsig(libc::SIGKILL)
+        .map_err(|e| layer(Layer::Namespaces, "PR_SET_PDEATHSIG", e))?;
     if let Ok(r) = sys::poll(&[plan.go], 0) {
         if r[0] & (libc::POLLHUP | libc::POLLIN) != 0
             && sys::read(plan.go, &mut b).unwrap_or(0) == 0
@@ -196,8 +196,8 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxEr
 /// without running anything.
 fn report_exec_failure(err_w: RawFd, e: SandboxError) -> ! {
     let (l, d) = match e {
-        SandboxError::Layer { layer, detail } => (layer.to_string(), detail),
-        other => ("exec".to_string(), other.to_string()),
+        SandboxError::Layer { layer, detail } => (layer, detail),
+        other => (Layer::Exec, other.to_string()),
     };
     let _ = sys::write_all(err_w, format!("{l}\0{d}").as_bytes());
     sys::exit_now(126)
@@ -218,7 +218,11 @@ fn exec_command(plan: &InitPlan, spec: &SandboxSpec, err_w: RawFd, sigmask: &lib
     }
     // SAFETY: setsid takes no arguments.
     if unsafe { libc::setsid() } < 0 {
-        report(layer("session", "setsid", std::io::Error::last_os_error()));
+        report(layer(
+            Layer::Session,
+            "setsid",
+            std::io::Error::last_os_error(),
+        ));
     }
     if let Err(e) = rlimits::apply(&plan.rlimits) {
         report(e);
@@ -228,12 +232,12 @@ fn exec_command(plan: &InitPlan, spec: &SandboxSpec, err_w: RawFd, sigmask: &lib
     }
     let cwd = match sys::cpath(&spec.cwd) {
         Ok(c) => c,
-        Err(e) => report(layer("exec", "cwd", e)),
+        Err(e) => report(layer(Layer::Exec, "cwd", e)),
     };
     // SAFETY: cwd is a live C string.
     if unsafe { libc::chdir(cwd.as_ptr()) } < 0 {
         report(layer(
-            "exec",
+            Layer::Exec,
             &format!("chdir {}", spec.cwd.display()),
             std::io::Error::last_os_error(),
         ));
@@ -242,7 +246,7 @@ fn exec_command(plan: &InitPlan, spec: &SandboxSpec, err_w: RawFd, sigmask: &lib
     // SAFETY: dup3 takes integers only.
     if unsafe { libc::dup3(err_w, 3, libc::O_CLOEXEC) } < 0 {
         report(layer(
-            "privileges",
+            Layer::Privileges,
             "dup3 error pipe",
             std::io::Error::last_os_error(),
         ));
@@ -258,7 +262,7 @@ fn exec_command(plan: &InitPlan, spec: &SandboxSpec, err_w: RawFd, sigmask: &lib
         .collect()
     {
         Ok(v) => v,
-        Err(e) => report(layer("exec", "argv", e)),
+        Err(e) => report(layer(Layer::Exec, "argv", e)),
     };
     let mut env = spec.env.clone();
     if let NetworkSpec::Proxy { .. } = spec.network {
@@ -360,14 +364,18 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, mut marks: Marks) -> ! {
     if sfd < 0 {
         send(
             plan.report,
-            &fail_msg(layer("helper", "signalfd", std::io::Error::last_os_error())),
+            &fail_msg(layer(
+                Layer::Helper,
+                "signalfd",
+                std::io::Error::last_os_error(),
+            )),
         );
         sys::exit_now(1);
     }
     let (err_r, err_w) = match sys::pipe() {
         Ok(p) => p,
         Err(e) => {
-            send(plan.report, &fail_msg(layer("helper", "pipe", e)));
+            send(plan.report, &fail_msg(layer(Layer::Helper, "pipe", e)));
             sys::exit_now(1);
         }
     };
@@ -379,7 +387,10 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, mut marks: Marks) -> ! {
             let relay = match relay::Relay::bind_standard(Path::new(relay::SOCKET_IN_SANDBOX)) {
                 Ok(r) => r,
                 Err(e) => {
-                    send(plan.report, &fail_msg(layer("network", "relay bind", e)));
+                    send(
+                        plan.report,
+                        &fail_msg(layer(Layer::Network, "relay bind", e)),
+                    );
                     sys::exit_now(1);
                 }
             };
@@ -402,7 +413,7 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, mut marks: Marks) -> ! {
         }
         Ok(pid) => pid,
         Err(e) => {
-            send(plan.report, &fail_msg(layer("helper", "fork", e)));
+            send(plan.report, &fail_msg(layer(Layer::Helper, "fork", e)));
             sys::exit_now(1);
         }
     };
@@ -413,13 +424,17 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, mut marks: Marks) -> ! {
         let text = String::from_utf8_lossy(&err);
         let (l, d) = text.split_once('\0').unwrap_or(("exec", &text));
         let _ = sys::waitpid(child, 0);
-        send(
-            plan.report,
-            &InitMsg::Failed {
-                layer: l.into(),
+        let failed = match Layer::from_name(l) {
+            Some(layer) => InitMsg::Failed {
+                layer,
                 detail: d.into(),
             },
-        );
+            None => InitMsg::Failed {
+                layer: Layer::Helper,
+                detail: format!("the command's side named an unknown layer `{l}`: {d}"),
+            },
+        };
+        send(plan.report, &failed);
         sys::exit_now(1);
     }
     let mut supervisor = None;
@@ -427,7 +442,7 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, mut marks: Marks) -> ! {
         let pass = relay.local_addrs().unwrap_or_default();
         let started = relay
             .start()
-            .map_err(|e| layer("network", "relay start", e))
+            .map_err(|e| layer(Layer::Network, "relay start", e))
             .and_then(|()| {
                 netwatch::Supervisor::spawn(
                     watch,

@@ -27,6 +27,7 @@
 //! Only accesses through file descriptors opened *after* [`restrict`] are checked;
 //! the runtime must not pass other fds than 0-2 to the command.
 
+use crate::Layer;
 use crate::SandboxError;
 use ::landlock::{
     Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, PathFdError, Ruleset,
@@ -34,7 +35,7 @@ use ::landlock::{
 };
 use std::path::PathBuf;
 
-const LAYER: &str = "landlock";
+const LAYER: Layer = Layer::Landlock;
 
 /// The paths the sandboxed command may reach, as seen inside the sandbox.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -385,7 +386,7 @@ mod tests {
             read_write: vec![],
         };
         match prepare(&rules) {
-            Err(SandboxError::Layer { layer, .. }) => assert_eq!(layer, "landlock"),
+            Err(SandboxError::Layer { layer, .. }) => assert_eq!(layer, Layer::Landlock),
             Err(other) => panic!("wrong error {other}"),
             Ok(_) => panic!("a looping path was accepted"),
         }

@@ -13,6 +13,7 @@
 
 use super::sys::{self, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 use crate::view::{self, Owner, ViewOp};
+use crate::Layer;
 use crate::{SandboxError, SandboxSpec, WorkspaceMode};
 use std::ffi::CString;
 use std::io;
@@ -21,13 +22,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Component, Path, PathBuf};
 
-pub const LAYER: &str = "filesystem";
+pub const LAYER: Layer = Layer::Filesystem;
 
-fn fail(
-    layer: &'static str,
-    what: impl std::fmt::Display,
-    e: impl std::fmt::Display,
-) -> SandboxError {
+fn fail(layer: Layer, what: impl std::fmt::Display, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Layer {
         layer,
         detail: format!("{what}: {e}"),
@@ -35,11 +32,11 @@ fn fail(
 }
 
 /// The layer a failure of an operation on `path` is reported under.
-fn layer_of(path: &Path) -> &'static str {
+fn layer_of(path: &Path) -> Layer {
     if path.starts_with("/dev") {
-        "dev"
+        Layer::Dev
     } else if path.starts_with("/proc") {
-        "proc"
+        Layer::Proc
     } else {
         LAYER
     }
@@ -71,12 +68,12 @@ pub struct ViewPlan<'a> {
 pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
     let spec = plan.spec;
     let root = super::rundir::mount_point(plan.run_dir, "root");
-    sys::make_mounts_private().map_err(|e| fail("mounts", "make / private", e))?;
+    sys::make_mounts_private().map_err(|e| fail(Layer::Mounts, "make / private", e))?;
     // The workspace tree is copied before anything is mounted: the runs
     // directory (and so the new root) may lie inside the workspace.
     let mut ws_tree = Some(
         sys::clone_tree(&spec.workspace.root, true)
-            .map_err(|e| fail("workspace", spec.workspace.root.display(), e))?,
+            .map_err(|e| fail(Layer::Workspace, spec.workspace.root.display(), e))?,
     );
     sys::mount(
         Some(c"airlock"),
@@ -85,9 +82,9 @@ pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
         libc::MS_NOSUID | libc::MS_NODEV,
         Some(c"mode=0755,size=4m"),
     )
-    .map_err(|e| fail("mounts", "tmpfs root", e))?;
+    .map_err(|e| fail(Layer::Mounts, "tmpfs root", e))?;
     let root_fd = sys::open(&root, libc::O_PATH | libc::O_DIRECTORY, 0)
-        .map_err(|e| fail("mounts", "open new root", e))?;
+        .map_err(|e| fail(Layer::Mounts, "open new root", e))?;
     let r = root_fd.as_raw_fd();
     for op in plan.ops {
         execute(plan, op, r, &root, &mut ws_tree)?;
@@ -153,7 +150,7 @@ fn execute(
             sys::attach_tree(&fs, &at).map_err(|e| fail(l, format!("mount {}", path.display()), e))
         }
         ViewOp::Device { path } => {
-            const L: &str = "dev";
+            const L: Layer = Layer::Dev;
             let at = mountpoint(r, path, false)?;
             let tree = sys::clone_tree(path, false).map_err(|e| fail(L, path.display(), e))?;
             sys::set_tree_attrs(&tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, None)
@@ -169,7 +166,7 @@ fn execute(
                 libc::MS_NOSUID | libc::MS_NOEXEC,
                 Some(c"newinstance,ptmxmode=0666,mode=0620"),
             )
-            .map_err(|e| fail("dev", "devpts", e))
+            .map_err(|e| fail(Layer::Dev, "devpts", e))
         }
         ViewOp::Proc { path } => {
             drop(mountpoint(r, path, true)?);
@@ -180,7 +177,7 @@ fn execute(
                 libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
                 None,
             )
-            .map_err(|e| fail("proc", "mount proc", e))
+            .map_err(|e| fail(Layer::Proc, "mount proc", e))
         }
         ViewOp::ReadOnly { path } => {
             let l = layer_of(path);
@@ -205,7 +202,7 @@ fn execute(
         } => {
             let tree = ws_tree
                 .take()
-                .ok_or_else(|| fail("workspace", ws_root.display(), "shown twice"))?;
+                .ok_or_else(|| fail(Layer::Workspace, ws_root.display(), "shown twice"))?;
             build_workspace(plan, r, tree, ws_root, *mode, protect)
         }
         ViewOp::BindRw { src, dst } => {
@@ -223,14 +220,14 @@ fn execute(
             // The egress proxy's socket, idmapped so that sandbox root may connect.
             let at = mountpoint(r, dst, false)?;
             let tree =
-                sys::clone_tree(src, false).map_err(|e| fail("network", src.display(), e))?;
+                sys::clone_tree(src, false).map_err(|e| fail(Layer::Network, src.display(), e))?;
             sys::set_tree_attrs(
                 &tree,
                 MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
                 (plan.idmaps)(src),
             )
-            .map_err(|e| fail("network", "idmap proxy socket", e))?;
-            sys::attach_tree(&tree, &at).map_err(|e| fail("network", "bind proxy socket", e))
+            .map_err(|e| fail(Layer::Network, "idmap proxy socket", e))?;
+            sys::attach_tree(&tree, &at).map_err(|e| fail(Layer::Network, "bind proxy socket", e))
         }
         ViewOp::Hide { path } => hide(r, root, path),
     }
@@ -244,14 +241,15 @@ fn inside(root: &Path, path: &Path) -> Result<PathBuf, SandboxError> {
 }
 
 fn pivot(root: &Path) -> Result<(), SandboxError> {
-    let c = sys::cpath(root).map_err(|e| fail("mounts", "root path", e))?;
+    let c = sys::cpath(root).map_err(|e| fail(Layer::Mounts, "root path", e))?;
     // SAFETY: c is a live C string.
     sys::cvt(unsafe { libc::chdir(c.as_ptr()) })
-        .map_err(|e| fail("mounts", "chdir new root", e))?;
-    sys::pivot_root_here().map_err(|e| fail("mounts", "pivot_root", e))?;
-    sys::umount_detach(Path::new(".")).map_err(|e| fail("mounts", "detach old root", e))?;
+        .map_err(|e| fail(Layer::Mounts, "chdir new root", e))?;
+    sys::pivot_root_here().map_err(|e| fail(Layer::Mounts, "pivot_root", e))?;
+    sys::umount_detach(Path::new(".")).map_err(|e| fail(Layer::Mounts, "detach old root", e))?;
     // SAFETY: c"/" is a live C string.
-    sys::cvt(unsafe { libc::chdir(c"/".as_ptr()) }).map_err(|e| fail("mounts", "chdir /", e))?;
+    sys::cvt(unsafe { libc::chdir(c"/".as_ptr()) })
+        .map_err(|e| fail(Layer::Mounts, "chdir /", e))?;
     sys::mount(
         None,
         Path::new("/"),
@@ -259,13 +257,13 @@ fn pivot(root: &Path) -> Result<(), SandboxError> {
         libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
         None,
     )
-    .map_err(|e| fail("mounts", "remount / read-only", e))?;
+    .map_err(|e| fail(Layer::Mounts, "remount / read-only", e))?;
     Ok(())
 }
 
 /// Covers `path` (a host path as seen before pivot) with /dev/null or an empty
 /// read-only tmpfs.
-fn mask(path: &Path, layer: &'static str) -> Result<(), SandboxError> {
+fn mask(path: &Path, layer: Layer) -> Result<(), SandboxError> {
     let Ok(m) = std::fs::symlink_metadata(path) else {
         return Ok(());
     };
@@ -322,7 +320,7 @@ fn build_workspace(
     mode: WorkspaceMode,
     protected: &[PathBuf],
 ) -> Result<(), SandboxError> {
-    const L: &str = "workspace";
+    const L: Layer = Layer::Workspace;
     let idmap = (plan.idmaps)(ws_root);
     let at = mountpoint(r, ws_root, true)?;
     match mode {
@@ -426,7 +424,7 @@ fn build_workspace(
 
 /// Makes `rel` (relative to the workspace, opened as `ws`) read-only if it exists.
 fn protect(ws: RawFd, rel: &Path) -> Result<(), SandboxError> {
-    const L: &str = "workspace";
+    const L: Layer = Layer::Workspace;
     let Some(rel) = relative_inside(rel) else {
         return Err(fail(
             L,

@@ -11,6 +11,7 @@
 //! the hostname, even as "root".
 
 use super::sys;
+use crate::Layer;
 use crate::SandboxError;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
@@ -21,7 +22,7 @@ use std::path::Path;
 pub const SANDBOX_HOST_UID: u32 = 100_000;
 pub const SANDBOX_HOST_GID: u32 = 100_000;
 
-pub const LAYER: &str = "namespaces";
+pub const LAYER: Layer = Layer::Namespaces;
 
 fn layer(what: &str, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Layer {
@@ -126,7 +127,7 @@ struct IfreqFlags {
 /// Brings `lo` up in the current (new, empty) network namespace.
 pub fn loopback_up() -> Result<(), SandboxError> {
     let err = |what: &str| SandboxError::Layer {
-        layer: "network",
+        layer: Layer::Network,
         detail: format!("{what}: {}", std::io::Error::last_os_error()),
     };
     // SAFETY: socket takes integers only.

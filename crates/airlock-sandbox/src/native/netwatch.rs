@@ -22,6 +22,7 @@
 
 use super::seccomp::assembler::{Action, Asm, Filter, Target, Verdict};
 use crate::outcome::Violation;
+use crate::Layer;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -42,7 +43,7 @@ pub enum NetwatchError {
 impl From<NetwatchError> for crate::SandboxError {
     fn from(e: NetwatchError) -> Self {
         crate::SandboxError::Layer {
-            layer: "netwatch",
+            layer: Layer::Netwatch,
             detail: e.to_string(),
         }
     }
@@ -301,7 +302,7 @@ fn record(violations: &Mutex<Vec<Violation>>, seen: Seen) {
         return;
     }
     list.push(Violation {
-        kind: "network".into(),
+        kind: crate::ViolationKind::Network,
         detail,
         data: serde_json::json!({
             "source": "netwatch",

@@ -6,7 +6,7 @@
 //! Helper -> caller: one [`HelperReport`] as JSON on fd [`FD_REPORT`], then EOF.
 //! Init -> helper: [`InitMsg`] lines of JSON.
 
-use crate::{FileChange, KillReason, SandboxSpec, Violation};
+use crate::{FileChange, KillReason, Layer, SandboxSpec, Violation};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -124,7 +124,7 @@ impl Launch {
 /// A layer that failed, by name, with the kernel's words.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LayerFailure {
-    pub layer: String,
+    pub layer: Layer,
     pub detail: String,
 }
 
@@ -163,7 +163,7 @@ pub enum InitMsg {
         timings: Vec<(String, u64)>,
     },
     /// Building the sandbox failed; nothing ran.
-    Failed { layer: String, detail: String },
+    Failed { layer: Layer, detail: String },
     /// The command ended (all other processes were killed after it).
     Exited {
         code: Option<i32>,

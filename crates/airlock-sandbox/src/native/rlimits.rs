@@ -22,9 +22,10 @@
 //!
 //! [`apply`] is async-signal-safe on its success path.
 
+use crate::Layer;
 use crate::SandboxError;
 
-const LAYER: &str = "rlimits";
+const LAYER: Layer = Layer::Rlimits;
 
 /// The limits [`apply`] sets. `core` is always 0 and therefore not a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

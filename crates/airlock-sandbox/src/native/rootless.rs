@@ -19,11 +19,12 @@
 //! `$XDG_RUNTIME_DIR`.
 
 use super::sys;
+use crate::Layer;
 use crate::SandboxError;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-pub const LAYER: &str = "user_namespace";
+pub const LAYER: Layer = Layer::UserNamespace;
 
 /// True when this process is not root on the host: the native backend then
 /// runs in rootless mode.

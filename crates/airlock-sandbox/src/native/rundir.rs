@@ -7,13 +7,14 @@
 //! crash, power loss); the next helper to start removes it and its cgroup.
 
 use super::sys;
+use crate::Layer;
 use crate::SandboxError;
 use std::fs;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-pub const LAYER: &str = "state_dir";
+pub const LAYER: Layer = Layer::StateDir;
 
 fn fail(what: impl std::fmt::Display, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Layer {

@@ -138,7 +138,7 @@ impl Change {
         FileChange {
             path: escape_path(&root.join(&self.rel)),
             kind: self.kind,
-            file_type: self.file_type.as_str().to_string(),
+            file_type: self.file_type,
             size: self.size,
             mode: mode.map(|m| format!("{m:04o}")),
             target: self.target.as_deref().map(escape_path),
@@ -603,7 +603,7 @@ pub fn settle(
 
 fn fs_violation(detail: String, data: serde_json::Value) -> Violation {
     Violation {
-        kind: "filesystem".into(),
+        kind: crate::ViolationKind::Filesystem,
         detail,
         data,
     }

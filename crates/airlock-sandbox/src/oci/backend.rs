@@ -9,6 +9,7 @@ use crate::factory::OpenOptions;
 use crate::native::{protocol, sys};
 use crate::output::{self, Capture, Relay};
 use crate::probe::{Probe, RuntimeFound};
+use crate::Layer;
 use crate::{Backend, BackendKind, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -45,7 +46,7 @@ impl OciBackend {
     pub fn open(kind: BackendKind, opts: &OpenOptions) -> Result<OciBackend, SandboxError> {
         let (runtime, runtime_exe) =
             Self::choose(kind, opts).map_err(|detail| SandboxError::Layer {
-                layer: "runtime",
+                layer: Layer::Runtime,
                 detail,
             })?;
         let exe =
@@ -119,7 +120,7 @@ impl Backend for OciBackend {
             exe: &self.helper_exe,
             arg: HELPER_ARG,
             what: "OCI",
-            backend: "oci",
+            backend: crate::Layer::Oci,
             stdin_from_caller: self.stdin_from_caller,
         };
         let (report, out, err, started) = drive(&helper, &bytes, spec, sink)?;
@@ -145,7 +146,7 @@ pub(crate) struct Helper<'a> {
     /// The helper's name in errors ("OCI", "Docker").
     pub what: &'a str,
     /// The layer charged with failures that name none.
-    pub backend: &'static str,
+    pub backend: crate::Layer,
     pub stdin_from_caller: bool,
 }
 

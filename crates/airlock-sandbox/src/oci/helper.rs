@@ -13,6 +13,7 @@ use super::{HelperReport, Request};
 use crate::native::cgroup_glue::RunCgroup;
 use crate::native::{namespaces, protocol, sys, workspace};
 use crate::view::{self, ViewOp};
+use crate::Layer;
 use crate::{KillReason, NetworkSpec, SandboxError, WorkspaceMode};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -41,11 +42,7 @@ const TICK: Duration = Duration::from_millis(20);
 /// Setup (bundle, runtime start) gets its own bound on top of the timeout.
 const SETUP_GRACE: Duration = Duration::from_secs(30);
 
-fn fail(
-    layer: &'static str,
-    what: impl std::fmt::Display,
-    e: impl std::fmt::Display,
-) -> SandboxError {
+fn fail(layer: Layer, what: impl std::fmt::Display, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Layer {
         layer,
         detail: format!("{what}: {e}"),
@@ -65,9 +62,9 @@ pub fn helper_main() -> ! {
     let report = match std::io::read_to_string(std::io::stdin()) {
         Ok(text) => match serde_json::from_str::<Request>(&text) {
             Ok(req) => run(&req),
-            Err(e) => HelperReport::failed("spec", format!("unreadable request: {e}")),
+            Err(e) => HelperReport::failed(Layer::Spec, format!("unreadable request: {e}")),
         },
-        Err(e) => HelperReport::failed("spec", format!("reading the request: {e}")),
+        Err(e) => HelperReport::failed(Layer::Spec, format!("reading the request: {e}")),
     };
     let bytes = serde_json::to_vec(&report).unwrap_or_default();
     let _ = sys::write_all(FD_REPORT, &bytes);
@@ -98,22 +95,22 @@ fn run(req: &Request) -> HelperReport {
     let spec = &req.spec;
     if !crate::native::rundir::valid_run_name(&spec.request_id) {
         return HelperReport::failed(
-            "spec",
+            Layer::Spec,
             format!("request id `{}` is not a valid run name", spec.request_id),
         );
     }
     if spec.argv.is_empty() || !spec.cwd.is_absolute() || !spec.workspace.root.is_absolute() {
         return HelperReport::failed(
-            "spec",
+            Layer::Spec,
             "argv must not be empty; cwd and the workspace root must be absolute".into(),
         );
     }
     // Step 1: a mount namespace of our own: nothing staged here is seen outside.
     if let Err(e) = sys::unshare(libc::CLONE_NEWNS) {
-        return HelperReport::failed("namespaces", format!("unshare(CLONE_NEWNS): {e}"));
+        return HelperReport::failed(Layer::Namespaces, format!("unshare(CLONE_NEWNS): {e}"));
     }
     if let Err(e) = sys::make_mounts_private() {
-        return HelperReport::failed("mounts", format!("make mounts private: {e}"));
+        return HelperReport::failed(Layer::Mounts, format!("make mounts private: {e}"));
     }
     // Step 2: the workspace and the bundle.
     let stage = match stage_at(Path::new(STAGE_BASE), &req.spec, &req.runs_dir, |stage| {
@@ -148,10 +145,10 @@ pub(crate) fn mkdir(p: &Path, mode: u32) -> Result<(), SandboxError> {
         .recursive(true)
         .mode(mode)
         .create(p)
-        .map_err(|e| fail("mounts", format!("mkdir {}", p.display()), e))?;
+        .map_err(|e| fail(Layer::Mounts, format!("mkdir {}", p.display()), e))?;
     // The umask may have narrowed it.
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| fail("mounts", format!("chmod {}", p.display()), e))
+        .map_err(|e| fail(Layer::Mounts, format!("chmod {}", p.display()), e))
 }
 
 pub(crate) fn tmpfs_with(
@@ -165,9 +162,9 @@ pub(crate) fn tmpfs_with(
         "size={bytes},nr_inodes={},mode={mode}",
         view::inode_cap(bytes)
     ))
-    .map_err(|e| fail("mounts", what, e))?;
+    .map_err(|e| fail(Layer::Mounts, what, e))?;
     sys::mount(Some(c"tmpfs"), at, Some(c"tmpfs"), flags, Some(&data))
-        .map_err(|e| fail("mounts", what, e))
+        .map_err(|e| fail(Layer::Mounts, what, e))
 }
 
 /// A user namespace whose root maps `path`'s owner to sandbox root, for an
@@ -193,13 +190,13 @@ fn attach_idmapped(
     }
     sys::set_tree_attrs(&tree, attrs, userns.as_ref().map(|f| f.as_raw_fd())).map_err(|e| {
         fail(
-            "workspace",
+            Layer::Workspace,
             format!("idmapped bind of {}", src.display()),
             e,
         )
     })?;
     sys::attach_tree_at(&tree, at)
-        .map_err(|e| fail("workspace", format!("attach {}", src.display()), e))
+        .map_err(|e| fail(Layer::Workspace, format!("attach {}", src.display()), e))
 }
 
 /// Stages the run's workspace and paths in a directory of its own under
@@ -212,13 +209,13 @@ pub(crate) fn stage_at(
 ) -> Result<Stage, SandboxError> {
     // The workspace tree is copied before anything is mounted.
     let ws_tree = sys::clone_tree(&spec.workspace.root, true)
-        .map_err(|e| fail("workspace", spec.workspace.root.display(), e))?;
+        .map_err(|e| fail(Layer::Workspace, spec.workspace.root.display(), e))?;
     mkdir(base, 0o711)?;
     let dir = base.join(&spec.request_id);
     std::fs::DirBuilder::new()
         .mode(0o711)
         .create(&dir)
-        .map_err(|e| fail("mounts", format!("mkdir {}", dir.display()), e))?;
+        .map_err(|e| fail(Layer::Mounts, format!("mkdir {}", dir.display()), e))?;
     // Bundle, rootfs files and the runtime's state: a small tmpfs of the run's own.
     // No mount flags: a runtime inside the container's user namespace could
     // not remount the root read-only over flags locked by this namespace.
@@ -273,10 +270,10 @@ fn fill(
             if src.is_dir() {
                 mkdir(&at, 0o755)?;
             } else {
-                std::fs::write(&at, b"").map_err(|e| fail("filesystem", at.display(), e))?;
+                std::fs::write(&at, b"").map_err(|e| fail(Layer::Filesystem, at.display(), e))?;
             }
-            let tree =
-                sys::clone_tree(src, true).map_err(|e| fail("filesystem", src.display(), e))?;
+            let tree = sys::clone_tree(src, true)
+                .map_err(|e| fail(Layer::Filesystem, src.display(), e))?;
             attach_idmapped(tree, src, &at, false)?;
             stage.staged.write_paths.push((dst.clone(), at));
         }
@@ -293,11 +290,11 @@ fn fill(
             if src.is_dir() {
                 mkdir(&at, 0o755)?;
             } else {
-                std::fs::write(&at, b"").map_err(|e| fail("filesystem", at.display(), e))?;
+                std::fs::write(&at, b"").map_err(|e| fail(Layer::Filesystem, at.display(), e))?;
             }
-            let c = sys::cpath(src).map_err(|e| fail("filesystem", src.display(), e))?;
+            let c = sys::cpath(src).map_err(|e| fail(Layer::Filesystem, src.display(), e))?;
             sys::mount(Some(&c), &at, None, libc::MS_BIND | libc::MS_REC, None)
-                .map_err(|e| fail("filesystem", format!("bind {}", src.display()), e))?;
+                .map_err(|e| fail(Layer::Filesystem, format!("bind {}", src.display()), e))?;
             stage.staged.read_paths.push((dst.clone(), at));
         }
     }
@@ -311,7 +308,7 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
     let dir = stage.dir.clone();
     let b = bundle::translate(spec, &stage.ops, &stage.staged, req.runtime).map_err(|detail| {
         SandboxError::Layer {
-            layer: "bundle",
+            layer: Layer::Bundle,
             detail,
         }
     })?;
@@ -324,7 +321,7 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
             RootfsEntry::File { path, .. } => path,
         };
         let rel = crate::native::mounts::relative_inside(path)
-            .ok_or_else(|| fail("bundle", path.display(), "path must not contain `..`"))?;
+            .ok_or_else(|| fail(Layer::Bundle, path.display(), "path must not contain `..`"))?;
         let host = rootfs.join(rel);
         if let Some(parent) = host.parent() {
             mkdir_in_root(&rootfs, parent)?;
@@ -333,7 +330,7 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
             RootfsEntry::Symlink { target, .. } => std::os::unix::fs::symlink(target, &host),
             RootfsEntry::File { content, .. } => std::fs::write(&host, content),
         }
-        .map_err(|e| fail("bundle", path.display(), e))?;
+        .map_err(|e| fail(Layer::Bundle, path.display(), e))?;
     }
     // Every mount point is made here, by host root, as under the native
     // backend: directories of the root that sandbox root may pass through but
@@ -342,9 +339,9 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
     // namespace.
     make_mount_points(&rootfs, &b.config)?;
     let config =
-        serde_json::to_vec_pretty(&b.config).map_err(|e| fail("bundle", "config.json", e))?;
+        serde_json::to_vec_pretty(&b.config).map_err(|e| fail(Layer::Bundle, "config.json", e))?;
     std::fs::write(bundle_dir.join("config.json"), config)
-        .map_err(|e| fail("bundle", "config.json", e))?;
+        .map_err(|e| fail(Layer::Bundle, "config.json", e))?;
     mkdir(&dir.join("state"), 0o700)?;
     Ok(())
 }
@@ -380,7 +377,7 @@ pub(crate) fn stage_workspace(
             "size={bytes},nr_inodes={},mode=0755",
             view::inode_cap(spec.limits.memory_bytes)
         ))
-        .map_err(|e| fail("workspace", "upper layer options", e))?;
+        .map_err(|e| fail(Layer::Workspace, "upper layer options", e))?;
         sys::mount(
             Some(c"tmpfs"),
             &layer,
@@ -388,7 +385,7 @@ pub(crate) fn stage_workspace(
             libc::MS_NOSUID | libc::MS_NODEV,
             Some(&data),
         )
-        .map_err(|e| fail("workspace", "tmpfs for the workspace's upper layer", e))?;
+        .map_err(|e| fail(Layer::Workspace, "tmpfs for the workspace's upper layer", e))?;
         let (upper, work, merged) = (layer.join("upper"), layer.join("work"), dir.join("merged"));
         for d in [&upper, &work, &merged] {
             mkdir(d, 0o755)?;
@@ -398,14 +395,14 @@ pub(crate) fn stage_workspace(
             Some(namespaces::SANDBOX_HOST_UID),
             Some(namespaces::SANDBOX_HOST_GID),
         )
-        .map_err(|e| fail("workspace", "chown upper dir", e))?;
+        .map_err(|e| fail(Layer::Workspace, "chown upper dir", e))?;
         let opts = CString::new(format!(
             "lowerdir={},upperdir={},workdir={},redirect_dir=off,metacopy=off,index=off",
             lower.display(),
             upper.display(),
             work.display()
         ))
-        .map_err(|e| fail("workspace", "overlay options", e))?;
+        .map_err(|e| fail(Layer::Workspace, "overlay options", e))?;
         sys::mount(
             Some(c"overlay"),
             &merged,
@@ -413,7 +410,7 @@ pub(crate) fn stage_workspace(
             libc::MS_NOSUID | libc::MS_NODEV,
             Some(&opts),
         )
-        .map_err(|e| fail("workspace", "overlay mount", e))?;
+        .map_err(|e| fail(Layer::Workspace, "overlay mount", e))?;
         return Ok((merged, Some(upper)));
     }
     Ok((lower, None))
@@ -446,7 +443,7 @@ fn make_mount_points(rootfs: &Path, config: &serde_json::Value) -> Result<(), Sa
             continue;
         };
         let Some(rel) = crate::native::mounts::relative_inside(Path::new(dst)) else {
-            return Err(fail("bundle", dst, "path must not contain `..`"));
+            return Err(fail(Layer::Bundle, dst, "path must not contain `..`"));
         };
         let at = rootfs.join(rel);
         let is_dir = kind != "bind" || m["source"].as_str().is_some_and(|s| Path::new(s).is_dir());
@@ -459,7 +456,7 @@ fn make_mount_points(rootfs: &Path, config: &serde_json::Value) -> Result<(), Sa
                 mkdir_in_root(rootfs, parent)?;
             }
             if std::fs::symlink_metadata(&at).is_err() {
-                std::fs::write(&at, b"").map_err(|e| fail("bundle", at.display(), e))?;
+                std::fs::write(&at, b"").map_err(|e| fail(Layer::Bundle, at.display(), e))?;
             }
         }
     }
@@ -494,10 +491,11 @@ fn hybrid_workaround(stage: &Stage) -> Result<Option<String>, SandboxError> {
     for c in &controllers {
         let at = stage.dir.join(format!("cgroup-{c}"));
         mkdir(&at, 0o700)?;
-        let data = CString::new(c.as_str()).map_err(|e| fail("cgroup", "controller name", e))?;
+        let data =
+            CString::new(c.as_str()).map_err(|e| fail(Layer::Cgroup, "controller name", e))?;
         sys::mount(Some(c"cgroup"), &at, Some(c"cgroup"), 0, Some(&data)).map_err(|e| {
             fail(
-                "cgroup",
+                Layer::Cgroup,
                 format!(
                     "crun refuses a hybrid cgroup layout whose v2 hierarchy holds `{c}`, \
                      and mounting `{c}` as a v1 hierarchy failed"
@@ -623,7 +621,7 @@ fn run_container(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
         .iter()
         .map(|a| CString::new(a.as_bytes()))
         .collect::<Result<_, _>>()
-        .map_err(|e| fail("runtime", "argv", e))?;
+        .map_err(|e| fail(Layer::Runtime, "argv", e))?;
     let envp: Vec<CString> =
         vec![c"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned()];
     let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
@@ -639,7 +637,7 @@ fn run_container(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
         cg_limits.pids = cg_limits.pids.saturating_add(GVISOR_HOST_THREADS);
     }
     let cgroup = RunCgroup::create(&spec.request_id, &cg_limits)?;
-    let (go_r, go_w) = sys::pipe().map_err(|e| fail("oci", "pipe", e))?;
+    let (go_r, go_w) = sys::pipe().map_err(|e| fail(Layer::Oci, "pipe", e))?;
     let pid = match sys::fork() {
         Ok(0) => {
             // The runtime's process: wait until it is in the run's cgroup.
@@ -661,7 +659,7 @@ fn run_container(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
         Ok(pid) => pid,
         Err(e) => {
             let _ = cgroup.destroy();
-            return Err(fail("runtime", "fork", e));
+            return Err(fail(Layer::Runtime, "fork", e));
         }
     };
     drop(go_r);

@@ -22,6 +22,7 @@ pub mod runtime;
 pub use backend::OciBackend;
 pub use runtime::Runtime;
 
+use crate::Layer;
 use crate::{KillReason, SandboxError, SandboxSpec, Violation};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -54,23 +55,23 @@ pub struct HelperReport {
     #[serde(default)]
     pub notes: Vec<String>,
     /// The layer that could not be built, and why.
-    pub failure: Option<(String, String)>,
+    pub failure: Option<(Layer, String)>,
 }
 
 impl HelperReport {
-    pub(crate) fn failed(layer: &str, detail: String) -> HelperReport {
+    pub(crate) fn failed(layer: Layer, detail: String) -> HelperReport {
         HelperReport {
-            failure: Some((layer.to_string(), detail)),
+            failure: Some((layer, detail)),
             ..Default::default()
         }
     }
 
     fn from_error(e: SandboxError) -> HelperReport {
-        HelperReport::from_error_of(e, "oci")
+        HelperReport::from_error_of(e, Layer::Oci)
     }
 
     /// The report of a helper of `backend` that failed with `e`.
-    pub(crate) fn from_error_of(e: SandboxError, backend: &'static str) -> HelperReport {
+    pub(crate) fn from_error_of(e: SandboxError, backend: Layer) -> HelperReport {
         HelperReport {
             failure: Some(crate::failure::report(e, backend)),
             ..Default::default()

@@ -9,6 +9,7 @@ use crate::factory::OpenOptions;
 use crate::native::sys;
 use crate::output::{self, Relay};
 use crate::probe::{Probe, RuntimeFound};
+use crate::Layer;
 use crate::{Backend, BackendKind, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -85,7 +86,7 @@ impl WasmBackend {
         match classify(&spec.argv).map_err(SandboxError::Spec)? {
             Program::Python { args } => {
                 let python = runtime::locate_python().map_err(|e| SandboxError::Layer {
-                    layer: "wasm",
+                    layer: Layer::Wasm,
                     detail: e,
                 })?;
                 let cwasm = cache::ensure(&self.cache_dir, &python, Some(runtime::PYTHON_SHA256))?;

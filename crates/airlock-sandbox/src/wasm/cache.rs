@@ -7,6 +7,7 @@
 //! someone else could have written is refused rather than used.
 
 use super::engine;
+use crate::Layer;
 use crate::SandboxError;
 use sha2::{Digest, Sha256};
 use std::io::Write;
@@ -18,7 +19,7 @@ pub const WASMTIME_VERSION: &str = "48.0.8";
 
 fn layer(detail: String) -> SandboxError {
     SandboxError::Layer {
-        layer: "wasm",
+        layer: Layer::Wasm,
         detail,
     }
 }

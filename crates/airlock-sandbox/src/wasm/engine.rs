@@ -1,6 +1,7 @@
 //! The one wasmtime configuration: compiling and loading must agree on it, or a
 //! cached `.cwasm` would not load.
 
+use crate::Layer;
 use crate::SandboxError;
 use wasmtime::{Config, Engine};
 
@@ -11,7 +12,7 @@ pub fn new() -> Result<Engine, SandboxError> {
     // No shared memories or threads: the `threads` feature is not compiled in,
     // and WASI preview 1 has no way to start one anyway.
     Engine::new(&config).map_err(|e| SandboxError::Layer {
-        layer: "wasm",
+        layer: Layer::Wasm,
         detail: format!("wasmtime engine: {e:#}"),
     })
 }

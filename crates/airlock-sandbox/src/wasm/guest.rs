@@ -10,6 +10,7 @@ use super::output::{CappedFd, OutputState};
 use super::scratch::View;
 use super::{engine, GuestResult, Request};
 use crate::native::{caps, landlock, seccomp};
+use crate::Layer;
 use crate::{KillReason, SandboxError};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -76,7 +77,7 @@ fn process_cpu_ms() -> u64 {
 
 fn layer(what: &str, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Layer {
-        layer: "wasm",
+        layer: Layer::Wasm,
         detail: format!("{what}: {e}"),
     }
 }

@@ -7,6 +7,7 @@
 
 use super::{guest, scratch, GuestResult, HelperReport, Request};
 use crate::native::{sys, workspace};
+use crate::Layer;
 use crate::{KillReason, SandboxError, WorkspaceMode};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -22,9 +23,9 @@ pub fn helper_main() -> ! {
     let report = match std::io::read_to_string(std::io::stdin()) {
         Ok(text) => match serde_json::from_str::<Request>(&text) {
             Ok(req) => run(&req),
-            Err(e) => HelperReport::failed("spec", format!("unreadable request: {e}")),
+            Err(e) => HelperReport::failed(Layer::Spec, format!("unreadable request: {e}")),
         },
-        Err(e) => HelperReport::failed("spec", format!("reading the request: {e}")),
+        Err(e) => HelperReport::failed(Layer::Spec, format!("reading the request: {e}")),
     };
     let bytes = serde_json::to_vec(&report).unwrap_or_default();
     let _ = sys::write_all(FD_REPORT, &bytes);
@@ -37,7 +38,7 @@ fn run(req: &Request) -> HelperReport {
     if let Err(e) = sys::unshare(
         libc::CLONE_NEWNS | libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS,
     ) {
-        return HelperReport::failed("namespaces", format!("unshare: {e}"));
+        return HelperReport::failed(Layer::Namespaces, format!("unshare: {e}"));
     }
     // Step 2: the view.
     let view = match scratch::build(&req.spec, &req.runs_dir) {

@@ -35,7 +35,7 @@ mod scratch;
 pub use backend::WasmBackend;
 
 #[cfg(feature = "wasm")]
-use crate::{KillReason, SandboxError, SandboxSpec, Violation};
+use crate::{KillReason, Layer, SandboxError, SandboxSpec, Violation};
 #[cfg(feature = "wasm")]
 use serde::{Deserialize, Serialize};
 #[cfg(feature = "wasm")]
@@ -109,27 +109,27 @@ pub struct HelperReport {
     #[serde(default)]
     pub change_summary: Option<crate::ChangeSummary>,
     /// The layer that could not be built, and why.
-    pub failure: Option<(String, String)>,
+    pub failure: Option<(Layer, String)>,
 }
 
 #[cfg(feature = "wasm")]
 impl HelperReport {
-    fn failed(layer: &str, detail: String) -> HelperReport {
+    fn failed(layer: Layer, detail: String) -> HelperReport {
         HelperReport {
-            failure: Some((layer.to_string(), detail)),
+            failure: Some((layer, detail)),
             ..Default::default()
         }
     }
 
     fn from_error(e: SandboxError) -> HelperReport {
         HelperReport {
-            failure: Some(crate::failure::report(e, "wasm")),
+            failure: Some(crate::failure::report(e, Layer::Wasm)),
             ..Default::default()
         }
     }
 
     fn into_error(self) -> SandboxError {
-        crate::failure::error(self.failure, "wasm")
+        crate::failure::error(self.failure, Layer::Wasm)
     }
 
     fn ran(g: GuestResult, duration_ms: u64) -> HelperReport {

@@ -7,6 +7,7 @@
 use crate::native::landlock::FsRules;
 use crate::native::mounts::inode_cap;
 use crate::native::sys;
+use crate::Layer;
 use crate::{SandboxError, SandboxSpec, WorkspaceMode};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -31,7 +32,7 @@ pub struct View {
 
 fn fail(what: &str, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Layer {
-        layer: "mounts",
+        layer: Layer::Mounts,
         detail: format!("{what}: {e}"),
     }
 }

@@ -165,10 +165,6 @@ pub fn report_to_terminal(r: &ApplyResponse) {
         eprintln!("airlock: change set sha256 {}", r.set_sha256);
     }
     for v in &r.violations {
-        eprintln!(
-            "airlock: {}: {}",
-            escape_line(&v.kind),
-            escape_line(&v.detail)
-        );
+        eprintln!("airlock: {}: {}", v.kind.as_str(), escape_line(&v.detail));
     }
 }

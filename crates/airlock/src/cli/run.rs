@@ -505,11 +505,7 @@ fn report_to_terminal(r: &RunResponse, policy: &airlock_policy::Policy) {
         }
     }
     for v in &o.violations {
-        eprintln!(
-            "airlock: {}: {}",
-            escape_line(&v.kind),
-            escape_line(&v.detail)
-        );
+        eprintln!("airlock: {}: {}", v.kind.as_str(), escape_line(&v.detail));
     }
     if let Some(a) = &r.apply {
         eprintln!("airlock: parked change set: {}", escape_line(&a.message));

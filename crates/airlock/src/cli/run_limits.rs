@@ -8,7 +8,7 @@
 //! never quietly ignored and never quietly honoured.
 
 use airlock_policy::{NetworkMode, Policy};
-use airlock_sandbox::{KillReason, Outcome, SandboxError};
+use airlock_sandbox::{KillReason, Layer, Outcome, SandboxError};
 
 /// `--network`: the same words as `network.mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -219,43 +219,43 @@ pub fn setup_hint(err: &SandboxError) -> String {
     };
     let not_root = !rustix::process::geteuid().is_root();
     match layer {
-        "cgroup" if not_root => airlock_sandbox::capability::ROOTLESS_LIMITS_HINT.to_string(),
-        "user_namespace" | "namespaces" if not_root => format!(
+        Layer::Cgroup if not_root => airlock_sandbox::capability::ROOTLESS_LIMITS_HINT.to_string(),
+        Layer::UserNamespace | Layer::Namespaces if not_root => format!(
             "airlock runs unprivileged here (rootless mode), which needs unprivileged user \
              namespaces: `sysctl user.max_user_namespaces` above 0, and where they exist \
              kernel.unprivileged_userns_clone = 1 and kernel.apparmor_restrict_unprivileged_userns \
              = 0 (or an AppArmor profile for airlock with `userns,`); or run airlock as root; {doctor}"
         ),
-        "cgroup" => format!(
+        Layer::Cgroup => format!(
             "airlock puts each run in its own memory, pids and cpu cgroup: the controllers must be \
              mounted (cgroup v1 under /sys/fs/cgroup/<controller>, or cgroup v2) and writable by \
              root; {doctor}"
         ),
-        "user_namespace" | "namespaces" => format!(
+        Layer::UserNamespace | Layer::Namespaces => format!(
             "user namespaces may be off on this host: `sysctl user.max_user_namespaces` must be \
              above 0 (and, where they exist, kernel.unprivileged_userns_clone = 1 and \
              kernel.apparmor_restrict_unprivileged_userns = 0); inside a container, run it with \
              --privileged or a seccomp profile that allows unshare/clone of namespaces; {doctor}"
         ),
-        "landlock" => format!(
+        Layer::Landlock => format!(
             "the kernel must have landlock enabled (CONFIG_SECURITY_LANDLOCK, and `landlock` in \
              the lsm= boot parameter); {doctor}"
         ),
-        "seccomp" => {
+        Layer::Seccomp => {
             format!("the kernel must support seccomp filters (CONFIG_SECCOMP_FILTER); {doctor}")
         }
-        "workspace" => format!(
+        Layer::Workspace => format!(
             "the workspace is mounted as an overlay (or an idmapped bind in ro/rw mode): its \
              filesystem must support that (ext4, xfs, btrfs, tmpfs do; NFS and another overlay's \
              upper layer do not); [workspace] mode = \"ro\" or \"rw\" avoids the overlay; {doctor}"
         ),
-        "state_dir" => format!(
+        Layer::StateDir => format!(
             "airlock keeps per-run directories under its state directory \
              ($AIRLOCK_STATE_DIR, default /var/lib/airlock for root, $XDG_STATE_HOME/airlock or \
              ~/.local/state/airlock otherwise) and, unprivileged, its mount points under \
              $XDG_RUNTIME_DIR/airlock: both must be local, writable directories; {doctor}"
         ),
-        "exec" => "the program could not be started inside the sandbox: is it installed under \
+        Layer::Exec => "the program could not be started inside the sandbox: is it installed under \
                    /usr, /bin or the workspace, and on the sandbox's PATH?"
             .into(),
         _ => doctor.to_string(),

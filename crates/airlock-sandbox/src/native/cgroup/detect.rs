@@ -195,7 +195,7 @@ mod tests {
         assert!(matches!(
             CgroupHost::detect_from(&none),
             Err(SandboxError::Layer {
-                layer: "cgroup",
+                layer: crate::Layer::Cgroup,
                 ..
             })
         ));

@@ -89,7 +89,7 @@ mod tests {
         std::fs::remove_dir(&dir).unwrap();
         match result {
             Err(SandboxError::Layer {
-                layer: "cgroup",
+                layer: crate::Layer::Cgroup,
                 detail,
             }) => {
                 assert!(detail.contains("memory.max does not exist"), "{detail}")

@@ -29,10 +29,11 @@ pub use detect::{delegated_v2, delegated_v2_in};
 pub use v1::V1Roots;
 pub use v2::V2;
 
+use crate::Layer;
 use crate::SandboxError;
 use std::path::{Path, PathBuf};
 
-const LAYER: &str = "cgroup";
+const LAYER: Layer = Layer::Cgroup;
 /// The directory under each hierarchy root that holds airlock's cgroups.
 pub const PARENT: &str = "airlock";
 const CPU_PERIOD_US: u64 = 100_000;
@@ -504,7 +505,7 @@ mod tests {
         std::fs::write(root.path().join("airlock/1-dup/pids.max"), "7").unwrap();
         match host.create("1-dup", &limits(MIB, 1, 1.0)) {
             Err(SandboxError::Layer { layer, detail }) => {
-                assert_eq!(layer, "cgroup");
+                assert_eq!(layer, Layer::Cgroup);
                 assert!(detail.contains("already exists"), "{detail}");
             }
             other => panic!("{other:?}"),

@@ -86,9 +86,10 @@ pub mod table;
 pub use assembler::Action;
 pub use policy::{SetIdRule, SocketRule};
 
+use crate::Layer;
 use crate::SandboxError;
 
-pub(crate) const LAYER: &str = "seccomp";
+pub(crate) const LAYER: Layer = Layer::Seccomp;
 
 /// A compiled filter, ready for [`install`]. Built before `fork` so that the
 /// child only makes one syscall with a pointer to it.
@@ -325,7 +326,7 @@ mod tests {
             let refused = matches!(
                 install(&program),
                 Err(SandboxError::Layer {
-                    layer: "seccomp",
+                    layer: Layer::Seccomp,
                     ..
                 })
             );
