@@ -57,7 +57,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-shown=${runtime:-crun, podman's default}
+shown=$runtime
+[ -z "$shown" ] && shown="crun, the default"
 [ "$hybrid" = 1 ] && shown="$shown (hybrid cgroup host)"
 echo "podman $(podman --version | awk '{print $3}'), runtime $shown"
 "${P[@]}" system service --time=0 "unix://$d/sock" >"$d/service.log" 2>&1 &
