@@ -87,7 +87,7 @@ tag=podman
 # What podman's service would have ignored: a path the policy hides is
 # masked (its `mask=`), not shown.
 cp "$ws/airlock.toml" "$ws/airlock.toml.bak"
-printf '[filesystem]\nhide = ["secret.txt"]\n' >> "$ws/airlock.toml"
+printf '[filesystem]\nhide = ["%s/secret.txt"]\n' "$ws" >> "$ws/airlock.toml"
 echo s3cr3t > "$ws/secret.txt"
 out=$(run -- cat secret.txt 2>&1)
 check "a hidden workspace path is masked ($out)" test -z "$out"
