@@ -9,6 +9,7 @@
 //! environment, the working directory, the user, capabilities, privileges and
 //! the seccomp profile (the OCI backend's, in place of the daemon's default).
 
+use super::Daemon;
 use crate::oci::bundle::{self, Staged};
 use crate::view::{Owner, ViewOp};
 use crate::{NetworkSpec, SandboxSpec};
@@ -38,6 +39,7 @@ pub fn translate(
     image: &str,
     owner: &str,
     files: &[(PathBuf, PathBuf)],
+    daemon: &DaemonForm,
 ) -> Result<ContainerCreateBody, String> {
     let argv = &spec.argv;
     let (first, rest) = argv.split_first().ok_or("argv is empty")?;
@@ -78,14 +80,26 @@ pub fn translate(
                 options.push(if flags.noexec { "noexec" } else { "exec" }.into());
                 options.push(format!("mode={mode:o}"));
                 options.push(format!("size={size_bytes}"));
-                if let Some(n) = inodes {
-                    options.push(format!("nr_inodes={n}"));
+                // podman 4's service refuses `nr_inodes` (an unknown mount
+                // option there): its tmpfs mounts hold as many inodes as the
+                // kernel's default, each charged to the memory limit.
+                match (inodes, daemon.daemon) {
+                    (Some(n), Daemon::Docker) => options.push(format!("nr_inodes={n}")),
+                    (Some(_), Daemon::Podman) | (None, _) => {}
                 }
                 // The command is not root here: its own tmpfs mounts (the
                 // home) belong to it, as they belong to sandbox root under
                 // the OCI backend.
+                // podman's service knows no `uid=`/`gid=`; its `U` makes
+                // the mount the container user's.
                 if *owner == Owner::SandboxUser {
-                    options.push("uid=100000,gid=100000".into());
+                    options.push(
+                        match daemon.daemon {
+                            Daemon::Docker => "uid=100000,gid=100000",
+                            Daemon::Podman => "U",
+                        }
+                        .into(),
+                    );
                 }
                 tmpfs.insert(path.display().to_string(), options.join(","));
             }
@@ -107,18 +121,51 @@ pub fn translate(
             | ViewOp::Workspace { .. } => {}
         }
     }
-    // dockerd's default runtime is runc, which honours errnoRet (the clone3
-    // rule's ENOSYS); gVisor's exception does not apply.
-    let seccomp = bundle::seccomp_profile(
-        matches!(spec.network, NetworkSpec::None),
-        crate::oci::runtime::Runtime::Runc,
-    );
+    let seccomp = match daemon.daemon {
+        Daemon::Docker => format!("seccomp={}", seccomp_profile(spec)),
+        // podman's service reads `seccomp=` as a file on its own host (it
+        // tried to open the JSON text as a path); the helper wrote it there.
+        Daemon::Podman => format!("seccomp={}", daemon.seccomp_file.display()),
+    };
+    let mut security_opt = vec!["no-new-privileges".to_string(), seccomp];
+    if daemon.daemon == Daemon::Podman {
+        // podman's service ignores HostConfig.MaskedPaths and ReadonlyPaths
+        // (an escape would read every hidden path): masks go through its
+        // own `mask=` option, and the read-only corners must be among those
+        // it makes read-only by default.
+        security_opt.push(podman_mask(&masked)?);
+        if let Some(p) = readonly
+            .iter()
+            .find(|p| !PODMAN_READONLY.contains(&p.as_str()))
+        {
+            return Err(format!(
+                "{p} must be read-only, and podman's service neither applies \
+                 HostConfig.ReadonlyPaths nor makes it read-only by default; \
+                 Hint: use dockerd or the oci backend"
+            ));
+        }
+    }
     let l = &spec.limits;
     let ulimit = |name: &str, v: u64| ResourcesUlimits {
         name: Some(name.into()),
         soft: Some(clamp(v)),
         hard: Some(clamp(v)),
     };
+    let mut ulimits = vec![
+        ulimit("cpu", l.cpu_time_ms.div_ceil(1000).max(1)),
+        ulimit("fsize", l.file_size_bytes),
+        ulimit("nofile", u64::from(l.open_files)),
+        // No RLIMIT_NPROC of ours: without a user namespace it would count
+        // every process of host uid 100000, other sandboxes' too.
+    ];
+    if daemon.daemon == Daemon::Podman {
+        // podman gives every container RLIMIT_NPROC 1048576 unless told,
+        // which its runtime cannot set where the daemon lacks
+        // CAP_SYS_RESOURCE (in containers such as this project's CI) and its
+        // own hard limit is lower. The kernel's pid_max is as good as no
+        // limit (no user can hold more processes than there are pids).
+        ulimits.push(ulimit("nproc", daemon.pid_max));
+    }
     let host = HostConfig {
         mounts: Some(mounts),
         tmpfs: Some(tmpfs),
@@ -133,22 +180,13 @@ pub fn translate(
             .into(),
         ),
         cap_drop: Some(vec!["ALL".into()]),
-        security_opt: Some(vec![
-            "no-new-privileges".into(),
-            format!("seccomp={seccomp}"),
-        ]),
+        security_opt: Some(security_opt),
         memory: Some(clamp(l.memory_bytes)),
         // No swap beyond the memory limit.
         memory_swap: Some(clamp(l.memory_bytes)),
         pids_limit: Some(i64::from(l.pids)),
         nano_cpus: Some((l.cpus * 1e9) as i64),
-        ulimits: Some(vec![
-            ulimit("cpu", l.cpu_time_ms.div_ceil(1000).max(1)),
-            ulimit("fsize", l.file_size_bytes),
-            ulimit("nofile", u64::from(l.open_files)),
-            // No RLIMIT_NPROC: without a user namespace it would count every
-            // process of host uid 100000, other sandboxes' too.
-        ]),
+        ulimits: Some(ulimits),
         ipc_mode: Some("private".into()),
         privileged: Some(false),
         auto_remove: Some(false),
@@ -176,6 +214,48 @@ pub fn translate(
         host_config: Some(host),
         ..Default::default()
     })
+}
+
+/// How the daemon at hand takes what differs between dockerd and podman.
+pub struct DaemonForm {
+    pub daemon: Daemon,
+    /// Where the helper wrote [`seccomp_profile`] (podman reads it there).
+    pub seccomp_file: PathBuf,
+    /// The kernel's `pid_max` (podman's RLIMIT_NPROC).
+    pub pid_max: u64,
+}
+
+/// The `/proc` corners podman's service makes read-only by default (its
+/// `--security-opt unmask` aside, which airlock never sets).
+pub const PODMAN_READONLY: &[&str] = &[
+    "/proc/asound",
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
+
+/// The container's seccomp profile: the OCI backend's. The daemons' runtimes
+/// (runc, crun) honour errnoRet (the clone3 rule's ENOSYS); gVisor's
+/// exception does not apply.
+pub fn seccomp_profile(spec: &SandboxSpec) -> serde_json::Value {
+    bundle::seccomp_profile(
+        matches!(spec.network, NetworkSpec::None),
+        crate::oci::runtime::Runtime::Runc,
+    )
+}
+
+/// podman's `mask=PATH:PATH…` option (a file covered by /dev/null, a
+/// directory by an empty read-only tmpfs, as the view's masks are).
+fn podman_mask(paths: &[String]) -> Result<String, String> {
+    if let Some(p) = paths.iter().find(|p| p.contains(':')) {
+        return Err(format!(
+            "{p} must be hidden, and podman's `mask=` option cannot name a path with ':'; \
+             Hint: rename it, or use dockerd or the oci backend"
+        ));
+    }
+    Ok(format!("mask={}", paths.join(":")))
 }
 
 fn clamp(v: u64) -> i64 {
@@ -220,4 +300,37 @@ fn workspace_mounts(spec: &SandboxSpec, staged: &Staged) -> Result<Vec<Mount>, S
             Ok(bind(&field("source")?, &field("destination")?, ro))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn podman_is_told_apart_by_its_components() {
+        assert_eq!(
+            Daemon::from_components(["Podman Engine", "Conmon"]),
+            Daemon::Podman
+        );
+        assert_eq!(
+            Daemon::from_components(["Engine", "containerd", "runc"]),
+            Daemon::Docker
+        );
+    }
+
+    #[test]
+    fn podman_masks_are_one_option_and_a_colon_is_refused() {
+        let paths = vec!["/proc/kcore".to_string(), "/w/.env".to_string()];
+        assert_eq!(podman_mask(&paths).unwrap(), "mask=/proc/kcore:/w/.env");
+        let bad = vec!["/w/a:b".to_string()];
+        assert!(podman_mask(&bad).unwrap_err().contains("Hint"));
+    }
+
+    #[test]
+    fn the_views_read_only_corners_are_podman_defaults() {
+        for name in crate::view::PROC_READ_ONLY {
+            let p = format!("/proc/{name}");
+            assert!(PODMAN_READONLY.contains(&p.as_str()), "{p}");
+        }
+    }
 }

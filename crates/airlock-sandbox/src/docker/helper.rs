@@ -7,7 +7,7 @@
 //! container, reads the change report (applying it when asked), tears the
 //! stage down and writes its report on fd 3.
 
-use super::{config, sweep, Request};
+use super::{config, sweep, Daemon, Request};
 use crate::native::{protocol, sys, workspace};
 use crate::oci::helper::{stage_at, Stage, FD_CONTROL, FD_REPORT, FD_STDIN};
 use crate::oci::HelperReport;
@@ -99,6 +99,7 @@ fn run(req: &Request) -> HelperReport {
     if let Err(e) = rt.block_on(image_present(&docker, &req.image)) {
         return HelperReport::from_error_of(e, Layer::Docker);
     }
+    let daemon = rt.block_on(daemon_of(&docker));
     // Step 2: what killed runs left behind.
     let mut notes = rt.block_on(sweep::containers(&docker));
     notes.extend(sweep::stages(Path::new(STAGE_BASE)));
@@ -112,7 +113,8 @@ fn run(req: &Request) -> HelperReport {
         Err(e) => return HelperReport::from_error_of(e, Layer::Docker),
     };
     // Step 4: the run; the container is removed whatever happens.
-    let mut report = match rt.block_on(run_container(req, &docker, &stage, &owner, &files)) {
+    let run = rt.block_on(run_container(req, &docker, daemon, &stage, &owner, &files));
+    let mut report = match run {
         Ok(r) => r,
         Err(e) => HelperReport::from_error_of(e, Layer::Docker),
     };
@@ -151,6 +153,17 @@ async fn connect(socket: &Path) -> Result<Docker, SandboxError> {
             Layer::Docker,
             format!("the daemon at {path} did not answer within 30 s; {hint}"),
         )),
+    }
+}
+
+/// Which daemon answers (podman's service takes some fields differently);
+/// an answer that names no podman component is taken for dockerd's.
+async fn daemon_of(docker: &Docker) -> Daemon {
+    match tokio::time::timeout(CALL_TIMEOUT, docker.version()).await {
+        Ok(Ok(v)) => {
+            Daemon::from_components(v.components.iter().flatten().map(|c| c.name.as_str()))
+        }
+        _ => Daemon::Docker,
     }
 }
 
@@ -202,13 +215,35 @@ fn write_files(
 async fn run_container(
     req: &Request,
     docker: &Docker,
+    daemon: Daemon,
     stage: &Stage,
     owner: &str,
     files: &[(PathBuf, PathBuf)],
 ) -> Result<HelperReport, SandboxError> {
     let spec = &req.spec;
-    let mut body = config::translate(spec, &stage.ops, &stage.staged, &req.image, owner, files)
-        .map_err(|d| layer(Layer::Docker, d))?;
+    let form = config::DaemonForm {
+        daemon,
+        seccomp_file: stage.dir.join("seccomp.json"),
+        pid_max: std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(32768),
+    };
+    if daemon == Daemon::Podman {
+        let profile = config::seccomp_profile(spec).to_string();
+        std::fs::write(&form.seccomp_file, profile)
+            .map_err(|e| layer(Layer::Seccomp, format!("{}: {e}", form.seccomp_file.display())))?;
+    }
+    let mut body = config::translate(
+        spec,
+        &stage.ops,
+        &stage.staged,
+        &req.image,
+        owner,
+        files,
+        &form,
+    )
+    .map_err(|d| layer(Layer::Docker, d))?;
     if !req.stdin {
         body.attach_stdin = Some(false);
         body.open_stdin = Some(false);
@@ -299,10 +334,19 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
         .map_err(|e| layer(Layer::Docker, format!("attaching to the container: {e}")))?;
     let mut output = attached.output;
     let mut input = attached.input;
-    docker
-        .start_container(id, None)
-        .await
-        .map_err(|e| layer(Layer::Docker, format!("starting the container: {e}")))?;
+    docker.start_container(id, None).await.map_err(|e| {
+        let e = e.to_string();
+        // crun before 1.9 refuses a hybrid cgroup host (v1 controllers
+        // plus a v2 hierarchy holding one); runc runs there.
+        let hint = if e.contains("hybrid mode") {
+            "; Hint: this host mixes cgroup v1 and v2, which the daemon's crun refuses: \
+                 start it with runc (`podman --runtime runc system service`, or dockerd's \
+                 default runtime)"
+        } else {
+            ""
+        };
+        layer(Layer::Docker, format!("starting the container: {e}{hint}"))
+    })?;
     let started = Instant::now();
     // The command's stdin: the caller's pipe, copied until EOF, then closed.
     // SAFETY: the caller passed fd FD_STDIN to this process and nothing else owns it.
@@ -361,6 +405,11 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
     // the attach stream is closed before the kill, so that nothing unread
     // holds the end back.
     drop(output);
+    // A stream closed by the command's end: its cgroup (an OOM kill's
+    // counter) stays until the daemon reaps the container.
+    if cgroup.sample() && killed_by.is_none() && !caller_gone {
+        killed_by = Some(KillReason::Pids);
+    }
     if killed_by.is_some() || caller_gone {
         let opts = KillContainerOptions {
             signal: "KILL".into(),
@@ -381,6 +430,7 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
         peak_memory_bytes: cgroup.peak_memory_bytes,
         ..Default::default()
     };
+    let oom = oom || (cgroup.oom_kills > 0 && code == 128 + i64::from(libc::SIGKILL));
     if oom && killed_by.is_none() {
         killed_by = Some(KillReason::Memory);
     }

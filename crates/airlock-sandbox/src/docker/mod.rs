@@ -45,6 +45,34 @@ pub const IMAGE_ENV: &str = "AIRLOCK_DOCKER_IMAGE";
 /// The image used when neither the policy nor the environment names one.
 pub const DEFAULT_IMAGE: &str = "airlock-sandbox:latest";
 
+/// Which daemon serves the Engine API: podman's compatibility service reads
+/// some fields differently (see [`config::translate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Daemon {
+    Docker,
+    Podman,
+}
+
+impl Daemon {
+    /// The daemon named by the components of its `/version` answer (podman
+    /// lists a "Podman Engine"; anything else is taken for dockerd).
+    pub fn from_components<'a>(names: impl IntoIterator<Item = &'a str>) -> Daemon {
+        if names.into_iter().any(|n| n.starts_with("Podman")) {
+            Daemon::Podman
+        } else {
+            Daemon::Docker
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Daemon::Docker => "dockerd",
+            Daemon::Podman => "podman",
+        }
+    }
+}
+
 /// What the caller hands the helper (on its stdin).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {

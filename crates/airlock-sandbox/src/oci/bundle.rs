@@ -411,6 +411,19 @@ pub fn translate(
         // Relative: below the run cgroup the runtime is started in.
         linux["cgroupsPath"] = json!(format!("airlock-{}", spec.request_id));
     }
+    if runtime == Runtime::Youki {
+        // youki 0.7 reads a relative cgroupsPath from the hierarchy's root,
+        // not from the cgroup it starts in: the container leaves the run's
+        // cgroup and its limits. youki applies them itself to the cgroup it
+        // makes (airlock's peak memory, CPU time and pids-limit reports then
+        // miss the container).
+        let l = &spec.limits;
+        linux["resources"] = json!({
+            "memory": {"limit": l.memory_bytes},
+            "pids": {"limit": l.pids},
+            "cpu": {"quota": (l.cpus * 100_000.0) as i64, "period": 100_000u64},
+        });
+    }
     let config = json!({
         "ociVersion": "1.0.2",
         "process": {

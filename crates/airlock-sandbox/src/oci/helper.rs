@@ -315,6 +315,14 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
     let bundle_dir = dir.join("bundle");
     let rootfs = bundle_dir.join("rootfs");
     mkdir(&rootfs, 0o755)?;
+    // youki opens every mount point's parent again through /proc/self/fd
+    // (libpathrs) as sandbox root, which needs read permission on it, not
+    // only search: under youki the root's directories are listable.
+    let dir_mode = if req.runtime == Runtime::Youki {
+        0o755
+    } else {
+        0o711
+    };
     for entry in &b.rootfs {
         let path = match entry {
             RootfsEntry::Symlink { link, .. } => link,
@@ -324,7 +332,7 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
             .ok_or_else(|| fail(Layer::Bundle, path.display(), "path must not contain `..`"))?;
         let host = rootfs.join(rel);
         if let Some(parent) = host.parent() {
-            mkdir_in_root(&rootfs, parent)?;
+            mkdir_in_root(&rootfs, parent, dir_mode)?;
         }
         match entry {
             RootfsEntry::Symlink { target, .. } => std::os::unix::fs::symlink(target, &host),
@@ -337,7 +345,7 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
     // not list (mode 0711; mount points themselves 0755, the runtime opens
     // them), so the runtime has nothing to create inside the container's user
     // namespace.
-    make_mount_points(&rootfs, &b.config)?;
+    make_mount_points(&rootfs, &b.config, dir_mode)?;
     let config =
         serde_json::to_vec_pretty(&b.config).map_err(|e| fail(Layer::Bundle, "config.json", e))?;
     std::fs::write(bundle_dir.join("config.json"), config)
@@ -425,18 +433,22 @@ pub(crate) fn reachable(path: &Path) -> bool {
         .all(|a| std::fs::metadata(a).is_ok_and(|m| m.mode() & 0o001 != 0))
 }
 
-/// Makes `dir` and its missing parents below `rootfs` with mode 0711.
-fn mkdir_in_root(rootfs: &Path, dir: &Path) -> Result<(), SandboxError> {
+/// Makes `dir` and its missing parents below `rootfs` with `mode`.
+fn mkdir_in_root(rootfs: &Path, dir: &Path, mode: u32) -> Result<(), SandboxError> {
     if dir == rootfs || dir.is_dir() {
         return Ok(());
     }
     if let Some(parent) = dir.parent() {
-        mkdir_in_root(rootfs, parent)?;
+        mkdir_in_root(rootfs, parent, mode)?;
     }
-    mkdir(dir, 0o711)
+    mkdir(dir, mode)
 }
 
-fn make_mount_points(rootfs: &Path, config: &serde_json::Value) -> Result<(), SandboxError> {
+fn make_mount_points(
+    rootfs: &Path,
+    config: &serde_json::Value,
+    dir_mode: u32,
+) -> Result<(), SandboxError> {
     let mounts = config["mounts"].as_array().cloned().unwrap_or_default();
     for m in mounts {
         let (Some(dst), Some(kind)) = (m["destination"].as_str(), m["type"].as_str()) else {
@@ -449,11 +461,11 @@ fn make_mount_points(rootfs: &Path, config: &serde_json::Value) -> Result<(), Sa
         let is_dir = kind != "bind" || m["source"].as_str().is_some_and(|s| Path::new(s).is_dir());
         if is_dir {
             // The mount point itself is opened by the runtime: readable.
-            mkdir_in_root(rootfs, &at)?;
+            mkdir_in_root(rootfs, &at, dir_mode)?;
             mkdir(&at, 0o755)?;
         } else {
             if let Some(parent) = at.parent() {
-                mkdir_in_root(rootfs, parent)?;
+                mkdir_in_root(rootfs, parent, dir_mode)?;
             }
             if std::fs::symlink_metadata(&at).is_err() {
                 std::fs::write(&at, b"").map_err(|e| fail(Layer::Bundle, at.display(), e))?;
