@@ -117,7 +117,7 @@ status=0
 # privileges and the kernel; hidden files (airlock's state dir in the
 # workspace, the host's homes); the return path; resources and the timeout;
 # network none; a control. About 14 boots: under 3 minutes under TCG.
-# The whole corpus (about 140 cases, one boot each: 25-30 minutes of one core
+# The whole corpus (139 cases, one boot each: about 25 minutes of one core
 # under TCG; bench/results/escape-microvm.txt has the last figures):
 #   python3 tests/escape/run.py --backend-tier microvm
 # Each case has a watchdog (its deadline plus the tier's boot allowance; or
