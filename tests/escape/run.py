@@ -26,6 +26,13 @@ workspace, and judges containment by OBSERVED HOST STATE, not by exit codes:
 (`[sandbox] backend = "wasm"` in every generated policy); a case that cannot
 run there is listed as not applicable, with its reason, in tiers/wasm.toml.
 
+`--backend-tier oci|gvisor|docker|microvm` does the same for those backends
+(tiers/NAME.toml: cases not applicable, `[override.CASE]` judged differently,
+`[targets]`, and `[runner]`: the microVM's boot allowance and VM process).
+A per-case watchdog (the case's deadline plus the tier's boot allowance, or
+--watchdog SECONDS) kills airlock's whole process group and fails the case,
+so that one stuck run never hangs the corpus.
+
 Run as an ordinary user (not root), the corpus checks airlock's rootless
 mode (docs/sandbox.md, "Running unprivileged"). The generated policies then
 say `[limits] enforcement = "best_effort"` when the user has no cgroup to
@@ -236,6 +243,24 @@ def all_pids() -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
 
+def vmm_processes(prefix: str) -> dict[int, str]:
+    """Live processes whose name (comm) starts with `prefix`: a tier's VMM
+    (tiers/NAME.toml [runner] vmm), where the program's processes run inside
+    a guest kernel and never show up on the host under the session marker."""
+    out = {}
+    if not prefix:
+        return out
+    for pid in all_pids():
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if comm.startswith(prefix[:15]) and proc_state(pid) not in ("Z", "gone"):
+            out[pid] = proc_cmdline(pid)[:160]
+    return out
+
+
 def marker_processes(marker: str, exclude: set[int]) -> dict[int, str]:
     """Processes of this session: the marker (in every workspace path) or the
     session's numeric key (which attacks that exec away from their script put in
@@ -441,6 +466,9 @@ class Session:
         # what a command planted in git metadata writes when host git runs it
         self.git_canary = self.root / "git-canary"
         self.defaults: dict = {}
+        # tiers/NAME.toml [runner]: what the tier changes in how cases are timed
+        # and torn down (boot_allowance, vmm); empty for the native tier.
+        self.tier_runner: dict = {}
         self.build = self.root / "build"
         self.build.mkdir()
         self.tmp_canary_dir = Path(f"/tmp/airlock-escape-canary.{self.marker}")
@@ -649,6 +677,7 @@ class Session:
             "runtime": self._runtime_entries(),
             "listen": self.listeners.mark(),
             "airlock": self._binary_sig(with_hash=False),
+            "vmm": set(vmm_processes(self.tier_runner.get("vmm", ""))),
         }
 
     def _runtime_entries(self) -> set[str]:
@@ -822,6 +851,9 @@ class Session:
         deadline = parse_duration(case.spec.get("deadline", defaults.get("deadline", "60s")))
         if self.backend == "none":
             deadline = min(deadline, parse_duration(limits.get("timeout", "10s")) + 2)
+        deadline += self.boot_allowance()
+        if getattr(self.args, "watchdog", None):
+            deadline = self.args.watchdog
         peer = None
         if case.spec.get("peer") and self.backend == "airlock":
             peer = self._start_peer(case, defaults)
@@ -891,14 +923,24 @@ class Session:
             elapsed = time.monotonic() - t0
             if kill_after and not killed_midrun and elapsed >= parse_duration(kill_after):
                 running = marker_processes(self.marker, {os.getpid(), self.sentinel.pid, proc.pid})
+                # under a VMM the program runs in the guest: its VM is what runs
+                running.update({p: c for p, c in vmm_processes(self.tier_runner.get("vmm", "")).items()
+                                if p not in before["vmm"]})
                 res.notes.append(f"{len(running)} process(es) of the program were running when airlock was killed")
                 res.running_at_kill = len(running)
                 os.kill(proc.pid, signal.SIGKILL)
                 killed_midrun = True
                 res.notes.append(f"runner SIGKILLed the airlock process (pid {proc.pid}) after {elapsed:.1f}s")
             if elapsed > deadline:
-                os.kill(proc.pid, signal.SIGKILL)
-                res.runner_killed = f"did not finish within the runner's deadline of {deadline:.0f}s"
+                # The watchdog: airlock and everything it started in its process
+                # group (a helper, a VMM) go, so that one stuck case never hangs
+                # the corpus; the case fails.
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    os.kill(proc.pid, signal.SIGKILL)
+                res.runner_killed = (f"watchdog: did not finish within the runner's deadline of {deadline:.0f}s; "
+                                     "its process group was killed")
                 proc.wait()
                 break
             time.sleep(0.02)
@@ -1026,6 +1068,17 @@ class Session:
             left = marker_processes(self.marker, exclude)
         if left:
             f.append(f"{len(left)} process(es) left after the run: " + "; ".join(f"{p}: {c}" for p, c in list(left.items())[:3]))
+        vmm = self.tier_runner.get("vmm", "")
+        if vmm:
+            new_vmm = lambda: {p: c for p, c in vmm_processes(vmm).items() if p not in before["vmm"]}
+            left_vmm = new_vmm()
+            t_end = time.monotonic() + 5.0
+            while left_vmm and time.monotonic() < t_end:
+                time.sleep(0.1)
+                left_vmm = new_vmm()
+            if left_vmm:
+                f.append(f"{len(left_vmm)} VM process(es) ({vmm}) left after the run: "
+                         + "; ".join(f"{p}: {c}" for p, c in list(left_vmm.items())[:2]))
         new_mounts = airlock_mounts(self.marker) - before["mounts"]
         if new_mounts:
             f.append(f"mounts left in the host's mountinfo: {sorted(new_mounts)[:3]}")
@@ -1125,9 +1178,16 @@ class Session:
             f.append("the program did not report that it started (no ATTACK-START line): nothing was tested")
             if stderr.strip():
                 f.append("its stderr: " + stderr.strip()[-300:])
+        # A tier's override may name attempts that succeed only against a kernel
+        # that is not the host's (a microVM's guest): those ESCAPED lines are
+        # noted, and the case is judged on host state like every other.
+        guest_only = _as_list(spec.get("guest_only"))
         for line in text.splitlines():
             if line.startswith("ESCAPED"):
-                f.append(line[:300])
+                if any(g in line for g in guest_only):
+                    res.notes.append(f"in the guest kernel only: {line[:200]}")
+                else:
+                    f.append(line[:300])
         if case.expect == "contained" and spec.get("require_blocked", case.category not in ("resources", "teardown")):
             if not any(line.startswith("BLOCKED") for line in text.splitlines()):
                 f.append("no BLOCKED line: the attack's attempts were not observed to be stopped")
@@ -1152,8 +1212,9 @@ class Session:
                 f.append(f"killed_by is {out.get('killed_by')!r}, expected {' or '.join(map(str, want))}")
         if spec.get("exit_nonzero") and out.get("exit_code") == 0:
             f.append("exit code 0, expected non-zero or a signal")
-        if "duration_under" in spec and res.wall > parse_duration(spec["duration_under"]):
-            f.append(f"took {res.wall:.1f}s, more than {spec['duration_under']}")
+        if "duration_under" in spec and res.wall > parse_duration(spec["duration_under"]) + self.boot_allowance():
+            extra = f" plus the tier's boot allowance of {self.boot_allowance():.0f}s" if self.boot_allowance() else ""
+            f.append(f"took {res.wall:.1f}s, more than {spec['duration_under']}{extra}")
         if "truncated" in spec and bool(out.get("truncated")) != spec["truncated"]:
             f.append(f"truncated is {out.get('truncated')!r}, expected {spec['truncated']}")
         if "stdout_max_bytes" in spec:
@@ -1251,6 +1312,11 @@ class Session:
                 if not isinstance(summ.get(k), int) or summ[k] < want:
                     f.append(f"change_summary.{k} is {summ.get(k)!r}, expected at least {want}")
         return f
+
+    def boot_allowance(self) -> float:
+        """Seconds a tier adds to every case's deadline and duration_under: the
+        time a run takes before the program starts (a VM's boot)."""
+        return parse_duration(self.tier_runner.get("boot_allowance", 0))
 
     def warm_up(self) -> None:
         """One harmless run first: airlock lays out its state directory (audit/,
@@ -1393,7 +1459,9 @@ def load_manifest() -> tuple[dict, list[Case]]:
 def load_tier_overrides(name: str, cases: list[Case], all_cases: list[Case]) -> tuple[list[Case], dict]:
     """A tier's `[override.CASE]` tables (tiers/NAME.toml): the same attack judged
     on what stops it on that backend. Each names its `reason`; its other keys
-    replace the manifest's, and `drop` lists keys to remove. Also the tier's
+    replace the manifest's, and `drop` lists keys to remove; `guest_only` lists
+    attempts (substrings of ESCAPED lines) that only reach a guest kernel, not
+    the host's: noted, and the case judged on host state. Also the tier's
     `[targets]`, added to every case's targets file."""
     if name == "native":
         return cases, {}
@@ -1418,6 +1486,27 @@ def load_tier_overrides(name: str, cases: list[Case], all_cases: list[Case]) -> 
         print(f"tier {name}: {c.name} judged as overridden: {o['reason']}")
         out.append(Case(c.name, c.file, c.category, c.expect, c.what, spec))
     return out, data.get("targets", {})
+
+
+def load_tier_runner(name: str) -> dict:
+    """A tier's `[runner]` table (tiers/NAME.toml): `boot_allowance`, added to
+    every case's deadline and duration_under, and `vmm`, the name of the
+    process the program runs inside (counted as the run's at a mid-run kill,
+    and none may be left after a run). It names its `reason`."""
+    if name == "native":
+        return {}
+    with open(HERE / "tiers" / f"{name}.toml", "rb") as f:
+        runner = tomllib.load(f).get("runner", {})
+    if runner and not runner.get("reason"):
+        raise SystemExit(f"tiers/{name}.toml: [runner] needs a reason")
+    unknown = sorted(set(runner) - {"reason", "boot_allowance", "vmm"})
+    if unknown:
+        raise SystemExit(f"tiers/{name}.toml: [runner] has unknown keys {unknown}")
+    if runner:
+        parse_duration(runner.get("boot_allowance", 0))
+        print(f"tier {name}: runner: boot allowance {runner.get('boot_allowance', '0s')}, "
+              f"VM process {runner.get('vmm', '-')}: {runner['reason']}")
+    return runner
 
 
 def load_tier(name: str, cases: list[Case], all_cases: list[Case]) -> dict[str, str]:
@@ -1513,7 +1602,7 @@ def main() -> int:
                     help="none: run the programs on the host with no sandbox, to prove the checks fail")
     ap.add_argument("--only", action="append", default=[], help="run only cases whose name contains this (repeatable)")
     ap.add_argument("--category", action="append", default=[], help="run only these categories")
-    ap.add_argument("--backend-tier", choices=["native", "wasm", "oci", "gvisor", "docker"], default="native",
+    ap.add_argument("--backend-tier", choices=["native", "wasm", "oci", "gvisor", "docker", "microvm"], default="native",
                     help="the sandbox backend every generated policy names ([sandbox] backend)")
     ap.add_argument("--network", choices=["none", "allowlist"], default="none",
                     help="network.mode of the generated policies (allowlist: egress proxy, issue 6)")
@@ -1527,6 +1616,10 @@ def main() -> int:
                     help="with a debug build of airlock only: let init fork the command before it "
                          "is in its cgroup (AIRLOCK_TEST_CGROUP_ATTACH_LATE=1; cgroup v1) to prove "
                          "that res_memory_first_instruction can fail")
+    ap.add_argument("--watchdog", type=float, default=None, metavar="SECONDS",
+                    help="kill airlock's process group after this many seconds of one case and fail the case "
+                         "(default: the case's deadline, 60 s unless the manifest says otherwise, plus the "
+                         "tier's [runner] boot_allowance)")
     ap.add_argument("--report", help="write a JSON report here")
     ap.add_argument("--keep", action="store_true", help="keep the session directory")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each case's output on failure")
@@ -1572,6 +1665,7 @@ def main() -> int:
     sess = Session(args)
     sess.defaults = defaults
     sess.tier_targets = tier_targets
+    sess.tier_runner = load_tier_runner(args.backend_tier) if args.backend == "airlock" else {}
     report = []
     passed = failed = 0
     t_all = time.monotonic()

@@ -48,14 +48,10 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
             "the guest shows no writable host path but the workspace (share the files \
              through the workspace, or use the native backend)",
         ),
-        Boundary::HidePaths => {
-            let ws = &spec.workspace.root;
-            if spec.hide_paths.iter().any(|p| p.starts_with(ws)) {
-                m("paths inside the workspace cannot be masked over virtio-9p")
-            } else {
-                e("the guest shows no host path outside the workspace")
-            }
-        }
+        Boundary::HidePaths => e(
+            "masked (an empty read-only tmpfs, or /dev/null) in the helper's private mount \
+             namespace before QEMU shares the workspace and the read-only directories",
+        ),
         Boundary::Network => match &spec.network {
             NetworkSpec::None => e("no network device in the VM at all (no -netdev, no vsock)"),
             NetworkSpec::Proxy { .. } => m(

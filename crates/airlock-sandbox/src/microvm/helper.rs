@@ -195,7 +195,7 @@ fn fill(
     let vm = dir.join("vm");
     mkdir(&vm, 0o700)?;
     mkdir(&stage.control, 0o700)?;
-    let (links, shares) = view_mounts(req, &dir)?;
+    let (links, shares) = view_mounts(req, &dir, &stage.workspace)?;
     stage.shares = shares;
     let text = |r: Result<String, String>| r.map_err(|d| fail(Layer::Spec, "the guest's spec", d));
     let files: [(&str, Vec<u8>); 3] = [
@@ -219,12 +219,14 @@ fn fill(
 
 /// The view's symlinks and read-only host directories (the system
 /// directories and the policy's read paths), as the native backend would show
-/// them. Files bound alone, devices, masks and tmpfses are the guest's own
+/// them, and its hidden paths masked where QEMU shares them. Files bound
+/// alone, devices, the `/proc` masks and tmpfses are the guest's own
 /// business: it has its own /dev, /proc, /tmp and home.
 #[allow(clippy::type_complexity)]
 fn view_mounts(
     req: &Request,
     dir: &Path,
+    staged_workspace: &Path,
 ) -> Result<(Vec<(PathBuf, PathBuf)>, Vec<guest::Share>), SandboxError> {
     let spec = &req.spec;
     let ops = view::plan(
@@ -271,10 +273,44 @@ fn view_mounts(
                 };
                 shares.push(guest::Share { tag, src, dst });
             }
+            // airlock's state directory inside the workspace, and the policy's
+            // hidden paths: QEMU's 9p server crosses mount points, so a mask
+            // mounted here, in the helper's private mount namespace, is what
+            // the guest sees in the share.
+            ViewOp::Hide { path } => {
+                let target = match path.strip_prefix(&spec.workspace.root) {
+                    Ok(rel) => staged_workspace.join(rel),
+                    Err(_) => path.clone(),
+                };
+                hide(&target)?;
+            }
             _ => {}
         }
     }
     Ok((links, shares))
+}
+
+/// Masks `target` on the host, in the helper's private mount namespace (so
+/// only QEMU's shares see it): a directory with an empty read-only tmpfs, a
+/// file with `/dev/null`. A path that is not there is left alone.
+fn hide(target: &Path) -> Result<(), SandboxError> {
+    let Ok(m) = std::fs::symlink_metadata(target) else {
+        return Ok(());
+    };
+    let what = format!("hide {}", target.display());
+    // A symlink is masked where it points, as a mount over it lands there.
+    if m.is_dir() || (m.file_type().is_symlink() && target.is_dir()) {
+        tmpfs_with(
+            target,
+            4096,
+            "0555",
+            &what,
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        )
+    } else {
+        sys::mount(Some(c"/dev/null"), target, None, libc::MS_BIND, None)
+            .map_err(|e| fail("filesystem", what, e))
+    }
 }
 
 /// How one boot ended.
