@@ -93,8 +93,11 @@ def markdown(env, rows, skipped, med, runs, date):
         f"# Cold start by isolation tier, {date}",
         "",
         "`bench/run.sh tiers`: every row below in ONE `hyperfine -N` run per workload "
-        f"({env['runs']} runs each after {env['warmup']} warm-ups), medians; the ratios divide "
-        "by the bubblewrap and the bare median of the same workload.",
+        f"({env['runs']} runs each after {env['warmup']} warm-up run(s)), medians; the ratios "
+        "divide by the bubblewrap and the bare median of the same workload. hyperfine runs "
+        "each command's runs back to back, so load from other work on the host (load average "
+        f"{env.get('load', '?')} at the end, {env.get('cpus', '?')} CPUs) lands on some rows "
+        "more than others.",
         "",
     ]
     if build != "release":
