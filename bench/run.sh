@@ -9,6 +9,7 @@
 #   bench/run.sh --smoke         # a few runs of each, to prove the script works (what the tests run)
 #   bench/run.sh --no-runsc      # leave gVisor out
 #   RUNS=50 WARM=5 RUNS_LONG=10 AIRLOCK=target/release/airlock bench/run.sh
+#   bench/run.sh tiers [--smoke]  # every airlock backend's cold start beside the peers (bench/tiers.sh)
 #
 # Results: bench/results/<time>/ (hyperfine JSON per workload, inproc.txt, interleaved.md, summary.md,
 # chart.png) and bench/results/latest -> it. The summary gives medians, ratios against
@@ -19,6 +20,9 @@
 # and unmounted after (retrying until cgroup2 gets it back).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[ "${1:-}" = tiers ] && { shift; exec bench/tiers.sh "$@"; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 SMOKE=0; RUNSC=1
 for a in "$@"; do
   case $a in
@@ -57,29 +61,15 @@ B=$WORK/oci; WS=$WORK/workspace; mkdir -p "$B" "$WS"
 echo "workspace file" > "$WS/README"
 export AIRLOCK_STATE_DIR=$WORK/state   # keep the bench's audit log out of the real one
 
-HUGETLB_MOUNTED=0
 IDS=(true pypass pycpu pysys inproc)
 cleanup() {
   for id in "${IDS[@]}"; do crun delete -f "c-$id-$$" >/dev/null 2>&1 || true; done
   rmdir /sys/fs/cgroup/*/airlock-bench/* /sys/fs/cgroup/*/airlock-bench 2>/dev/null || true
-  if [ "$HUGETLB_MOUNTED" = 1 ]; then
-    # a v1 hierarchy with (dying) children at umount stays alive, hidden, and keeps
-    # hugetlb away from cgroup2: mount/umount again until cgroup2 has it back
-    sleep 1; umount /sys/fs/cgroup/hugetlb 2>/dev/null || true
-    for _ in 1 2 3 4 5; do
-      grep -qw hugetlb /sys/fs/cgroup/unified/cgroup.controllers && break
-      sleep 2
-      mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb 2>/dev/null && umount /sys/fs/cgroup/hugetlb
-    done
-    rmdir /sys/fs/cgroup/hugetlb 2>/dev/null || true
-  fi
+  hugetlb_v1_release
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-if [ -n "$(cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null)" ]; then
-  mkdir -p /sys/fs/cgroup/hugetlb
-  mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb && HUGETLB_MOUNTED=1
-fi
+hugetlb_v1_hold
 
 CPU_CODE='sum(range(30_000_000))'
 SYS_CODE="import os;s=os.stat;[s('/') for _ in range(200000)]"
@@ -92,14 +82,9 @@ python3 bench/mk_oci_bundle.py "$B/inproc" -- $PY -c "$INPROC"
 
 # ------------------------------------------------------------------ invocations
 AL="$AIRLOCK run --cwd $WS --"
-BW="bwrap --unshare-all --unshare-user --disable-userns --die-with-parent --new-session \
- --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
- --symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp \
- --clearenv --setenv PATH /usr/bin:/bin --chdir /tmp --cap-drop ALL"
 FJ="firejail --noprofile --quiet --deterministic-exit-code --net=none --ipc-namespace --private \
  --private-tmp --private-dev --caps.drop=all --seccomp --nonewprivs --nogroups \
  --read-only=/usr --read-only=/etc --rlimit-nproc=256 --rlimit-as=536870912"
-GV="runsc --rootless --network=none --platform=ptrace do"
 CR() { echo "crun run --bundle $B/$1 c-$1-$$"; }
 
 # every tool must run the workload at all, or its figure means nothing

@@ -2,7 +2,8 @@
 # The escape corpus (tests/escape): ~95 attack and control programs run through
 # `airlock run`, judged by observed host state; prints `N passed, N failed` last.
 # Then a smoke run of the benchmarks (bench/run.sh --smoke --no-runsc: a few runs of
-# each tool, to prove the bench still works; its figures are not judged here).
+# each tool, to prove the bench still works; its figures are not judged here), and
+# of `bench/run.sh tiers --smoke` on the quick backends (native, oci).
 # Needs root (cgroups, host listeners) and gcc (C attacks are compiled here).
 #   ESCAPE_ARGS="--only net_ -v"   extra runner flags
 #   BENCH_SMOKE=0                  skip the bench smoke run
@@ -20,5 +21,11 @@ if [ "${BENCH_SMOKE:-1}" = 1 ]; then
   AIRLOCK=target/debug/airlock bench/run.sh --smoke --no-runsc > target/escape/bench-smoke.txt 2>&1 \
     && echo "bench smoke: ok (target/escape/bench-smoke.txt)" \
     || { echo "bench smoke: FAILED"; tail -20 target/escape/bench-smoke.txt; status=1; }
+  # The tiers mode's table and chart, on the quick backends only.
+  AIRLOCK=target/debug/airlock bench/run.sh tiers --smoke --no-gvisor --no-docker --no-microvm --no-wasm \
+    > target/escape/bench-tiers-smoke.txt 2>&1 \
+    && grep -q '^| airlock native | airlock |' target/escape/bench-tiers-smoke.txt \
+    && echo "bench tiers smoke: ok (target/escape/bench-tiers-smoke.txt)" \
+    || { echo "bench tiers smoke: FAILED"; tail -20 target/escape/bench-tiers-smoke.txt; status=1; }
 fi
 exit $status

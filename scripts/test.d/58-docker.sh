@@ -13,55 +13,33 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 skip() { echo "SKIPPED: the docker backend: $*"; exit 0; }
 [ "$(id -u)" = 0 ] || skip "it stages workspaces as root; running as uid $(id -u)"
-need=()
-[ -x /usr/bin/dockerd ] || need+=(docker.io)
-command -v debootstrap >/dev/null || need+=(debootstrap)
-if [ ${#need[@]} -gt 0 ]; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null \
-    || skip "could not install ${need[*]} from Debian's packages"
-fi
+# shellcheck source=scripts/lib/docker.sh
+. scripts/lib/docker.sh
+docker_install || skip "could not install docker.io and debootstrap from Debian's packages"
 CARGO_INCREMENTAL=0 cargo build -q -p airlock --locked || exit 1
 bin=$PWD/target/debug/airlock
-# The Debian client, not whatever else is first on PATH.
-docker=/usr/bin/docker
+docker=$DOCKER_CLI
 image=airlock-sandbox:test
 cache=$PWD/target/docker-image
 
 d=$(mktemp -d /tmp/airlock-dockerd.XXXXXX)
 state=$(mktemp -d)
 ws=$(mktemp -d)
-dpid=
 cleanup() {
-  if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then
-    kill "$dpid"
-    for _ in $(seq 50); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.2; done
-  fi
-  umount -R "$d/data" 2>/dev/null
-  rm -rf "$d" "$state" "$ws"
+  docker_stop "$d"
+  rm -rf "$state" "$ws"
 }
 trap cleanup EXIT
 
 # The daemon: private data and exec roots, a private socket, no host
 # networking changes (no bridge, no iptables).
-dockerd --data-root "$d/data" --exec-root "$d/exec" --pidfile "$d/dockerd.pid" \
-  -H "unix://$d/sock" --iptables=false --ip6tables=false --bridge=none \
-  >"$d/dockerd.log" 2>&1 &
-dpid=$!
-for _ in $(seq 100); do
-  "$docker" -H "unix://$d/sock" version >/dev/null 2>&1 && break
-  kill -0 "$dpid" 2>/dev/null || break
-  sleep 0.2
-done
-if ! "$docker" -H "unix://$d/sock" version >/dev/null 2>&1; then
-  tail -5 "$d/dockerd.log"
-  skip "dockerd did not start here (its log's tail is above)"
-fi
+docker_start "$d" 2>&1 || skip "dockerd did not start here (its log's tail is above)"
 
-# The image: a minimal Debian root with python3 (pip and git for the corpus's
-# control and git cases), built once from Debian's packages.
-# shellcheck source=scripts/lib/docker-rootfs.sh
-. scripts/lib/docker-rootfs.sh
-"$docker" -H "unix://$d/sock" import "$cache/rootfs-py-git.tar" "$image" >/dev/null || exit 1
+# The image: a minimal Debian root with python3, built once from Debian's packages.
+if ! docker_image "$d/sock" "$cache" "$image"; then
+  [ -f "$cache/rootfs-py-git.tar" ] && exit 1
+  skip "debootstrap failed"
+fi
 
 export AIRLOCK_STATE_DIR=$state AIRLOCK_DOCKER_SOCKET=$d/sock AIRLOCK_DOCKER_IMAGE=$image
 containers() { "$docker" -H "unix://$d/sock" ps -aq --filter label=airlock.run | wc -l; }

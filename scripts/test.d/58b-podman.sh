@@ -74,8 +74,9 @@ if ! up; then
   skip "podman's service did not start here (its log's tail is above)"
 fi
 
-# shellcheck source=scripts/lib/docker-rootfs.sh
-. scripts/lib/docker-rootfs.sh
+# shellcheck source=scripts/lib/docker.sh
+. scripts/lib/docker.sh
+docker_rootfs "$cache" || skip "debootstrap failed"
 "${P[@]}" import "$cache/rootfs-py-git.tar" "$image" >/dev/null || exit 1
 
 export AIRLOCK_STATE_DIR=$state AIRLOCK_DOCKER_SOCKET=unix://$d/sock AIRLOCK_DOCKER_IMAGE=$image

@@ -1,0 +1,74 @@
+# shellcheck shell=bash
+# A private dockerd and the local test image, shared by scripts/test.d/58-docker.sh
+# (the docker backend's CI part) and `bench/run.sh tiers` (its cold start).
+# Source it; needs root. Nothing here touches the host's networking or pulls
+# from any image registry.
+
+# The Debian client, not whatever else is first on PATH.
+DOCKER_CLI=/usr/bin/docker
+
+# docker_install: dockerd and debootstrap from Debian's packages when missing
+# (idempotent). Returns non-zero when they cannot be installed.
+docker_install() {
+  local need=()
+  [ -x /usr/bin/dockerd ] || need+=(docker.io)
+  command -v debootstrap >/dev/null || need+=(debootstrap)
+  [ ${#need[@]} -eq 0 ] && return 0
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+}
+
+# docker_start DIR: starts dockerd with its data and exec roots, pid file and
+# socket (DIR/sock) under DIR, without a bridge or iptables rules; sets
+# DOCKERD_PID. Returns non-zero, the log's tail on stderr, when it does not answer
+# within 20 s.
+docker_start() {
+  local d=$1
+  dockerd --data-root "$d/data" --exec-root "$d/exec" --pidfile "$d/dockerd.pid" \
+    -H "unix://$d/sock" --iptables=false --ip6tables=false --bridge=none \
+    >"$d/dockerd.log" 2>&1 &
+  DOCKERD_PID=$!
+  for _ in $(seq 100); do
+    "$DOCKER_CLI" -H "unix://$d/sock" version >/dev/null 2>&1 && return 0
+    kill -0 "$DOCKERD_PID" 2>/dev/null || break
+    sleep 0.2
+  done
+  tail -5 "$d/dockerd.log" >&2
+  return 1
+}
+
+# docker_stop DIR: stops the dockerd docker_start started there (by its PID) and
+# removes DIR.
+docker_stop() {
+  local d=$1
+  if [ -n "${DOCKERD_PID:-}" ] && kill -0 "$DOCKERD_PID" 2>/dev/null; then
+    kill "$DOCKERD_PID"
+    for _ in $(seq 50); do kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.2; done
+  fi
+  umount -R "$d/data" 2>/dev/null || true
+  rm -rf "$d"
+}
+
+# docker_rootfs CACHE: a minimal Debian root with python3 (pip and git for the
+# escape corpus's control and git cases) as a tarball, built once from Debian's
+# packages with debootstrap and cached as CACHE/rootfs-py-git.tar. Shared with
+# 58b-podman.sh, which imports it into podman. Returns non-zero, the reason on
+# stderr, on failure.
+docker_rootfs() {
+  local cache=$1
+  [ -f "$cache/rootfs-py-git.tar" ] && return 0
+  mkdir -p "$cache"
+  rm -rf "$cache/rootfs.tmp"
+  debootstrap --variant=minbase --include=python3,python3-pip,git bookworm "$cache/rootfs.tmp" \
+    >"$cache/debootstrap.log" 2>&1 || { tail -5 "$cache/debootstrap.log" >&2; echo "debootstrap failed" >&2; return 1; }
+  rm -rf "$cache/rootfs.tmp/var/cache/apt/archives/"*.deb "$cache/rootfs.tmp/var/lib/apt/lists/"*
+  tar -C "$cache/rootfs.tmp" -cf "$cache/rootfs-py-git.tar.tmp" . && mv "$cache/rootfs-py-git.tar.tmp" "$cache/rootfs-py-git.tar"
+  rm -rf "$cache/rootfs.tmp"
+}
+
+# docker_image SOCK CACHE IMAGE: imports IMAGE into the daemon at SOCK from
+# docker_rootfs's tarball. Returns non-zero, the reason on stderr, on failure.
+docker_image() {
+  local sock=$1 cache=$2 image=$3
+  docker_rootfs "$cache" || return 1
+  "$DOCKER_CLI" -H "unix://$sock" import "$cache/rootfs-py-git.tar" "$image" >/dev/null
+}
