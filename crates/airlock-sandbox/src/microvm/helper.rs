@@ -309,7 +309,7 @@ fn hide(target: &Path) -> Result<(), SandboxError> {
         )
     } else {
         sys::mount(Some(c"/dev/null"), target, None, libc::MS_BIND, None)
-            .map_err(|e| fail("filesystem", what, e))
+            .map_err(|e| fail(Layer::Filesystem, what, e))
     }
 }
 
