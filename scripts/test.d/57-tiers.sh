@@ -6,7 +6,13 @@
 # (runsc) plus a look from the host at what a gVisor guest is there (uid,
 # no_new_privs, seccomp, nice, oom_score_adj), then the escape corpus on OCI
 # (crun) and on gVisor (tiers/oci.toml, tiers/gvisor.toml list the cases that do
-# not apply or are judged differently, with the reason).
+# not apply or are judged differently, with the reason). Network allowlist mode
+# on oci (crun, runc): CLI smoke checks (proxy env, the relay delivering to the
+# egress proxy, which refuses what the policy does not allow, a loopback server
+# the test starts never reached, direct attempts refused and recorded), the
+# end-to-end test through the proxy to loopback servers (airlock-netproxy's
+# sandbox_e2e), and the corpus's network category with `--network allowlist`;
+# on gvisor, its refusal.
 #   TIERS_ESCAPE=0     skip the corpora
 #   TIERS_RUNC=0       skip the runc smoke checks
 #   TIERS_YOUKI=0      skip the youki smoke checks
@@ -129,6 +135,73 @@ print(s.split("NoNewPrivs:")[1].split()[0], s.split("Seccomp:")[1].split()[0], n
   ls /run/airlock-oci 2>/dev/null | grep -q . && fail=$((fail + 1)) && echo "FAIL $b: a run's stage was left behind"
 }
 
+allowlist() { # backend [OCI runtime]: network allowlist mode through the CLI
+  local backend=$1 b=$1${2:+/$2}
+  export AIRLOCK_OCI_RUNTIME=${2:-}
+  rm -rf "$ws"/* "$ws"/.[!.]* 2>/dev/null
+  # A loopback HTTP server on the host, named by an allowlisted host: the proxy
+  # must refuse the address it resolves to, so the server sees no request.
+  rm -f "$state/port"
+  python3 -c 'import http.server, sys
+s = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+open(sys.argv[1] + ".tmp", "w").write(str(s.server_port))
+__import__("os").rename(sys.argv[1] + ".tmp", sys.argv[1])
+s.serve_forever()' "$state/port" 2>"$state/http.log" &
+  local server=$! port=
+  for _ in $(seq 50); do [ -s "$state/port" ] && break; sleep 0.1; done
+  port=$(cat "$state/port")
+  : >"$state/http.log"
+  cat > "$ws/airlock.toml" <<'TOML'
+[workspace]
+root = "."
+[network]
+mode = "allowlist"
+allow = ["pypi.test", "localhost"]
+[commands]
+allow = ["sh", "curl", "python3"]
+[limits]
+timeout = "30s"
+TOML
+  cat > "$ws/probe.py" <<'PY'
+import errno, os, socket, subprocess, sys
+print("env", os.environ.get("HTTPS_PROXY"), os.environ.get("ALL_PROXY"))
+def attempt(name, fn):
+    try:
+        fn(); print(name, "ok")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+attempt("direct", lambda: socket.create_connection(("192.0.2.1", 443), timeout=3))
+attempt("dns", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.0.2.53", 53)))
+def curl(*args):
+    p = subprocess.run(["curl", "-sS", "--max-time", "20", *args], capture_output=True, text=True)
+    return (p.stdout + p.stderr).strip()
+print("evil=" + curl("https://evil.test/"))
+# localhost is in NO_PROXY: --noproxy "" sends it to the proxy all the same.
+print("local=" + curl("--noproxy", "", "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:%s/" % sys.argv[1]))
+PY
+  local o="$state/allowlist.json"
+  (cd "$ws" && "$bin" run --backend "$backend" --json -- python3 probe.py "$port") >"$o"
+  kill "$server" 2>/dev/null; wait "$server" 2>/dev/null
+  j() { python3 -c "import json,sys; o=json.load(open('$o')); $1" 2>/dev/null; }
+  if [ "$backend" = gvisor ]; then
+    check "$b: allowlist is refused, naming why (runsc's host network)" \
+      j 'sys.exit(not (o.get("error") == "sandbox" and "allowlist mode needs the egress relay" in o["detail"]))' || head -c 1500 "$o"
+    return
+  fi
+  check "$b: allowlist: the run ran (exit $(j 'print(o.get("exit_code"))'))" test "$(j 'print(o.get("exit_code"))')" = 0 || head -c 1500 "$o"
+  check "$b: allowlist: proxy env inside" j 'sys.exit("env http://127.0.0.1:3128 socks5h://127.0.0.1:1080" not in o["stdout"])'
+  check "$b: allowlist: the relay reaches the proxy, which refuses a host not listed (CONNECT 403)" \
+    j 'sys.exit("evil=curl: (56) CONNECT tunnel failed, response 403" not in o["stdout"])' || head -c 1500 "$o"
+  check "$b: allowlist: a listed host resolving to loopback is refused by the proxy (HTTP 403)" j 'sys.exit("local=403" not in o["stdout"])' || head -c 1500 "$o"
+  check "$b: allowlist: the host's loopback server saw no request" test ! -s "$state/http.log"
+  check "$b: allowlist: the proxy's refusals are recorded" j 'r={v["data"].get("reason") for v in o["violations"]}; sys.exit(not {"not_in_allowlist","resolved_to_blocked_address"} <= r)'
+  check "$b: allowlist: direct connect and UDP DNS refused (EACCES, netwatch)" j 'sys.exit(not ("direct EACCES" in o["stdout"] and "dns EACCES" in o["stdout"]))' || head -c 1500 "$o"
+  check "$b: allowlist: the direct attempts are recorded as violations" \
+    j 'd=[v["detail"] for v in o["violations"]]; sys.exit(not ("blocked: connect to 192.0.2.1:443 (not via proxy)" in d and "blocked: DNS query to 192.0.2.53:53 (not via proxy)" in d))' \
+    || j 'print(o["violations"])'
+  ls /run/airlock-oci 2>/dev/null | grep -q . && fail=$((fail + 1)) && echo "FAIL $b: a run's stage was left behind"
+}
+
 gvisor_host() { # a live guest that asked for nice -20 and oom_score_adj -1000, seen from the host
   rm -rf "$ws"/* "$ws"/.[!.]* 2>/dev/null
   printf '[workspace]\nroot = "."\n[commands]\nallow = ["python3"]\n[limits]\ntimeout = "20s"\n' > "$ws/airlock.toml"
@@ -151,7 +224,11 @@ time.sleep(3)' >"$state/held.txt" 2>&1) &
 }
 
 smoke oci crun
-[ "${TIERS_RUNC:-1}" = 1 ] && smoke oci runc
+allowlist oci crun
+if [ "${TIERS_RUNC:-1}" = 1 ]; then
+  smoke oci runc
+  allowlist oci runc
+fi
 if [ "${TIERS_YOUKI:-1}" = 1 ]; then
   if [ -x /usr/local/bin/youki ]; then
     smoke oci youki
@@ -161,9 +238,19 @@ if [ "${TIERS_YOUKI:-1}" = 1 ]; then
 fi
 if [ "${TIERS_GVISOR:-1}" = 1 ]; then
   smoke gvisor
+  allowlist gvisor
   gvisor_host
 fi
 unset AIRLOCK_OCI_RUNTIME
+# Bytes through the relay and the proxy to loopback servers (the proxy's
+# test-only allowance for them), with crun and runc.
+e2e=(--skip native)
+[ "${TIERS_RUNC:-1}" = 1 ] || e2e+=(--skip oci_runc)
+if CARGO_INCREMENTAL=0 cargo test -q --locked -p airlock-netproxy --test sandbox_e2e -- "${e2e[@]}"; then
+  pass=$((pass + 1)); echo "ok   allowlist end to end through the relay and the proxy (oci)"
+else
+  fail=$((fail + 1)); echo "FAIL allowlist end to end through the relay and the proxy (oci)"
+fi
 echo "$pass passed, $fail failed"
 status=0
 [ "$fail" = 0 ] || status=1
@@ -171,6 +258,8 @@ if [ "${TIERS_ESCAPE:-1}" = 1 ]; then
   mkdir -p target/escape
   python3 tests/escape/run.py --airlock "$bin" --backend-tier oci \
     --report target/escape/report-oci.json ${ESCAPE_ARGS:-} || status=1
+  python3 tests/escape/run.py --airlock "$bin" --backend-tier oci --category network --network allowlist \
+    --report target/escape/report-oci-allowlist.json ${ESCAPE_ARGS:-} || status=1
   if [ "${TIERS_GVISOR:-1}" = 1 ] && [ "${TIERS_GVISOR_CORPUS:-1}" = 1 ]; then
     python3 tests/escape/run.py --airlock "$bin" --backend-tier gvisor \
       --report target/escape/report-gvisor.json ${ESCAPE_ARGS:-} || status=1

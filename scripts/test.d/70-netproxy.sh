@@ -15,9 +15,9 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 python3 -m pip --version >/dev/null 2>&1 || python3 -m ensurepip --upgrade >/dev/null
 # The Rust tests of this mode (airlock-netproxy's unit, proxy and sandbox_e2e tests,
-# native::netwatch and native::relay) run in 20-rust with the rest of the workspace;
+# native::netwatch and relay) run in 20-rust with the rest of the workspace;
 # run them alone with `cargo test -p airlock-netproxy` and
-# `cargo test -p airlock-sandbox --lib -- native::netwatch native::relay`.
+# `cargo test -p airlock-sandbox --lib -- native::netwatch relay::`.
 # Through the CLI, the engine and the audit log (allowlist policy, refusals only: no lookups leave the machine).
 cargo build --locked -p airlock
 python3 crates/airlock-netproxy/tests/cli_allowlist.py target/debug/airlock

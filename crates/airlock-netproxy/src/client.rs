@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, Interest, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
 /// The byte that carries a handed-over connection. Must equal
-/// `airlock_sandbox::native::relay::HANDOFF_BYTE`. Neither HTTP (a method name)
+/// `airlock_sandbox::relay::HANDOFF_BYTE`. Neither HTTP (a method name)
 /// nor SOCKS5 (version 5) can start with it.
 pub const HANDOFF_BYTE: u8 = 0;
 

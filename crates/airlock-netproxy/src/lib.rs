@@ -3,7 +3,7 @@
 //! The sandbox keeps an empty network namespace. Its only way out is a unix
 //! socket, bound into it, on which this proxy serves HTTP (`CONNECT` tunnels and
 //! plain-HTTP forwarding) and SOCKS5 with remote name resolution. A relay thread
-//! of the sandbox's PID 1 (`airlock_sandbox::native::relay`) exposes that socket
+//! of the sandbox's PID 1 (`airlock_sandbox::relay`) exposes that socket
 //! on loopback ports inside, where `HTTP_PROXY`/`ALL_PROXY` point.
 //!
 //! Every execution gets its own [`ProxyContext`]: its own socket, its own rules

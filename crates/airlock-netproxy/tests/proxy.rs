@@ -27,7 +27,7 @@ fn stdout(o: &std::process::Output) -> String {
 
 /// Environment a sandboxed program gets, pointing at the relay.
 fn proxy_env(world: &World) -> Vec<(String, String)> {
-    let mut env = airlock_sandbox::native::relay::proxy_env(world.relay.port(), world.relay.port());
+    let mut env = airlock_sandbox::relay::proxy_env(world.relay.port(), world.relay.port());
     env.push((
         "SSL_CERT_FILE".into(),
         world.tls.ca_pem_path.display().to_string(),

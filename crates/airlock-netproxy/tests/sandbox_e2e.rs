@@ -1,29 +1,70 @@
-//! Allowlist mode end to end: a real native sandbox (empty netns, relay and
-//! netwatch in its PID 1, the proxy socket bound in) in front of this crate's
-//! proxy, with curl and Python run inside against loopback servers on the host.
+//! Allowlist mode end to end: a real sandbox in front of this crate's proxy,
+//! with curl and Python run inside against loopback servers on the host. Under
+//! the native backend (empty netns, relay and netwatch in its PID 1, the proxy
+//! socket bound in), and under the OCI backend with crun and runc where they
+//! are installed (the helper's empty netns joined by the container, the relay
+//! in the helper, netwatch through `linux.seccomp.listenerPath`).
 //!
-//! Own harness: this test binary is also the sandbox helper (the native backend
-//! re-executes it), so `main` hands over to the helper first when asked to.
-//! Needs root, user namespaces and seccomp user notification (this machine).
+//! Own harness: this test binary is also the sandbox helper (the native and
+//! OCI backends re-execute it), so `main` hands over to the helper first when
+//! asked to. Needs root, user namespaces and seccomp user notification.
 
 #[path = "common/mod.rs"]
 mod common;
 
 use airlock_netproxy::{Decision, Reason};
+use airlock_sandbox::factory::OpenOptions;
 use airlock_sandbox::native::NativeBackend;
-use airlock_sandbox::{Backend, Outcome};
+use airlock_sandbox::oci::OciBackend;
+use airlock_sandbox::{Backend, BackendKind, Outcome};
 use common::{proxy_sandbox_spec, routes_with, World};
 use std::sync::atomic::Ordering;
 
-fn run(world: &World, request_id: &str, script: &str) -> Outcome {
+/// Where the sandbox runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Under {
+    Native,
+    /// The OCI backend with this runtime (crun, runc).
+    Oci(&'static str),
+}
+
+impl Under {
+    fn name(self) -> String {
+        match self {
+            Under::Native => "native".into(),
+            Under::Oci(rt) => format!("oci_{rt}"),
+        }
+    }
+
+    /// The runtime this needs, if any.
+    fn runtime(self) -> Option<&'static str> {
+        match self {
+            Under::Native => None,
+            Under::Oci(rt) => Some(rt),
+        }
+    }
+
+    fn backend(self, world: &World) -> Box<dyn Backend> {
+        let runs = world.dir.path().join("runs");
+        match self {
+            Under::Native => Box::new(NativeBackend::new(std::env::current_exe().unwrap(), runs)),
+            Under::Oci(rt) => {
+                let mut opts = OpenOptions::new(world.dir.path().join("state"));
+                opts.oci_runtime = Some(rt.to_string());
+                let mut b = OciBackend::open(BackendKind::Oci, &opts).expect("runtime installed");
+                b.runs_dir = runs;
+                Box::new(b)
+            }
+        }
+    }
+}
+
+fn run(world: &World, under: Under, request_id: &str, script: &str) -> Outcome {
     let ws = world.dir.path().join(format!("ws-{request_id}"));
     std::fs::create_dir_all(&ws).unwrap();
     // The CA is read inside the sandbox from the workspace.
     std::fs::copy(&world.tls.ca_pem_path, ws.join("ca.pem")).unwrap();
-    let backend = NativeBackend::new(
-        std::env::current_exe().unwrap(),
-        world.dir.path().join("runs"),
-    );
+    let backend = under.backend(world);
     let ca = ws.join("ca.pem").display().to_string();
     let spec = proxy_sandbox_spec(
         request_id,
@@ -41,7 +82,7 @@ fn run(world: &World, request_id: &str, script: &str) -> Outcome {
 /// host outside the list is refused by the proxy; a direct connect and UDP DNS
 /// to hard-coded addresses are refused by netwatch; all of it is logged, and the
 /// model gets one summary line.
-fn allowlist_mode_in_a_real_sandbox() {
+fn allowlist_mode_in_a_real_sandbox(under: Under) {
     let world = World::new(&["pypi.test"], &[], routes_with(vec![]));
     let port = world.https.addr.port();
     let script = format!(
@@ -71,7 +112,12 @@ EOF
 "#
     );
     let before = world.https.seen.tcp_accepted.load(Ordering::SeqCst);
-    let o = run(&world, "r-e2e-1", &script);
+    let o = run(
+        &world,
+        under,
+        &format!("r-e2e-{}", under.name().replace('_', "-")),
+        &script,
+    );
     let out = &o.stdout;
     assert_eq!(o.exit_code, Some(0), "{o:?}");
     assert!(
@@ -159,21 +205,34 @@ EOF
 fn main() {
     // Re-executed by the native backend as its helper: this never returns then.
     airlock_sandbox::native::maybe_run_helper();
+    airlock_sandbox::oci::maybe_run_helper();
     // libtest-mimic speaks the libtest command line, so cargo test and nextest
     // can list and run these like any other test.
     let args = libtest_mimic::Arguments::from_args();
-    let tests = vec![libtest_mimic::Trial::test(
-        "allowlist_mode_in_a_real_sandbox",
-        || {
-            if !is_root() {
-                return Err(
-                    "needs root (user namespaces, mounts, seccomp user notification)".into(),
-                );
-            }
-            allowlist_mode_in_a_real_sandbox();
-            Ok(())
-        },
-    )];
+    let tests = [Under::Native, Under::Oci("crun"), Under::Oci("runc")]
+        .into_iter()
+        .map(|under| {
+            let name = format!("allowlist_mode_in_a_real_sandbox_{}", under.name());
+            let missing = under
+                .runtime()
+                .filter(|rt| airlock_sandbox::oci::runtime::locate(rt).is_none());
+            libtest_mimic::Trial::test(name, move || {
+                if !is_root() {
+                    return Err(
+                        "needs root (user namespaces, mounts, seccomp user notification)".into(),
+                    );
+                }
+                if let Some(rt) = missing {
+                    return Err(format!("{rt} is not installed (apt-get install {rt})").into());
+                }
+                allowlist_mode_in_a_real_sandbox(under);
+                Ok(())
+            })
+            // Listed as ignored where the runtime is missing (scripts/test.d/57-tiers.sh
+            // installs them and runs these).
+            .with_ignored_flag(missing.is_some())
+        })
+        .collect();
     libtest_mimic::run(&args, tests).exit();
 }
 

@@ -426,7 +426,7 @@ pub fn plan(input: &ViewInput, host: &dyn HostFs) -> Vec<ViewOp> {
     if let NetworkSpec::Proxy { socket } = &spec.network {
         ops.push(ViewOp::ProxySocket {
             src: socket.clone(),
-            dst: crate::native::relay::SOCKET_IN_SANDBOX.into(),
+            dst: crate::relay::SOCKET_IN_SANDBOX.into(),
         });
     }
 
@@ -712,7 +712,7 @@ mod tests {
         let ops = ops_of(&proxy, "/var/lib/airlock/runs/t");
         assert!(ops.contains(&ViewOp::ProxySocket {
             src: "/run/p.sock".into(),
-            dst: crate::native::relay::SOCKET_IN_SANDBOX.into()
+            dst: crate::relay::SOCKET_IN_SANDBOX.into()
         }));
     }
 

@@ -5,7 +5,8 @@
 //! Needs root (the machine these tests run on is root); each test builds its
 //! own workspace and runs directory.
 
-use airlock_sandbox::native::{relay, NativeBackend};
+use airlock_sandbox::native::NativeBackend;
+use airlock_sandbox::relay;
 use airlock_sandbox::{
     Backend, ChangeKind, KillReason, Limits, NetworkSpec, Outcome, SandboxSpec, WorkspaceMode,
     WorkspaceSpec,

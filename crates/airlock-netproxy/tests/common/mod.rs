@@ -8,7 +8,7 @@
 #![allow(dead_code)]
 
 use airlock_netproxy::{ContextConfig, EgressProxy, ProxyContext};
-use airlock_sandbox::native::relay::Relay;
+use airlock_sandbox::relay::Relay;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use std::collections::HashMap;
 use std::io::{Read, Write};

@@ -27,7 +27,6 @@ pub mod pool;
 pub mod prepared_etc;
 pub mod probe;
 pub mod protocol;
-pub mod relay;
 pub mod rlimits;
 pub mod rootless;
 pub mod rundir;

@@ -13,10 +13,11 @@
 //! | `ReadOnly`            | `linux.readonlyPaths`                                      |
 //! | `Mask`, `Hide`        | `linux.maskedPaths`                                        |
 //! | `Workspace`           | bind of the helper's overlay (or idmapped tree); `rw` mode pins the protected paths' parents and binds the protected paths read-only |
-//! | `ProxySocket`         | refused: the in-sandbox relay is not built for this backend |
+//! | `ProxySocket`         | nothing inside: the container joins the helper's network namespace, where the helper's relay listens ([`Egress`]) |
 
 use super::runtime::Runtime;
 use crate::native::rlimits::RlimitSpec;
+use crate::relay;
 use crate::view::ViewOp;
 use crate::{NetworkSpec, SandboxSpec, WorkspaceMode};
 use serde_json::{json, Value};
@@ -37,6 +38,20 @@ pub struct Staged {
     /// user namespace (a parent directory closed to others, such as
     /// `/root`), bound into the stage: (path inside, host source).
     pub read_paths: Vec<(PathBuf, PathBuf)>,
+    /// Network allowlist mode: where the helper's relay listens.
+    pub egress: Option<Egress>,
+}
+
+/// What the helper prepared for network allowlist mode.
+#[derive(Debug, Clone)]
+pub struct Egress {
+    /// The empty network namespace the helper made and its relay listens in;
+    /// the container joins it (its own user namespace holds no capability
+    /// over it, so it cannot reconfigure it).
+    pub netns: PathBuf,
+    /// Where the helper waits for the seccomp listener of the container's
+    /// watching rules (`linux.seccomp.listenerPath`).
+    pub seccomp_listener: PathBuf,
 }
 
 /// An entry of the root filesystem directory.
@@ -121,6 +136,23 @@ const CLONE_NEW_FLAGS: [u64; 8] = [
     0x2000_0000,
     0x4000_0000,
 ];
+
+/// The rules that turn direct network attempts into seccomp user
+/// notifications for the helper's netwatch supervisor, the same calls the
+/// native backend's netwatch filter watches: `connect`, `sendmsg`, `sendmmsg`,
+/// `sendto` with a destination, and packet or raw sockets.
+pub(crate) fn watch_rules() -> Vec<Value> {
+    vec![
+        json!({"names": ["connect", "sendmsg", "sendmmsg"], "action": "SCMP_ACT_NOTIFY"}),
+        json!({"names": ["sendto"], "action": "SCMP_ACT_NOTIFY",
+               "args": [{"index": 4, "value": 0, "op": "SCMP_CMP_NE"}]}),
+        json!({"names": ["socket"], "action": "SCMP_ACT_NOTIFY",
+               "args": [{"index": 0, "value": libc::AF_PACKET, "op": "SCMP_CMP_EQ"}]}),
+        // value is the mask, valueTwo the datum (libseccomp's order).
+        json!({"names": ["socket"], "action": "SCMP_ACT_NOTIFY",
+               "args": [{"index": 1, "value": 0xf, "valueTwo": libc::SOCK_RAW, "op": "SCMP_CMP_MASKED_EQ"}]}),
+    ]
+}
 
 /// The OCI seccomp profile; `unix_only` (network none) refuses every socket
 /// family but AF_UNIX, as the native backend does.
@@ -363,12 +395,9 @@ pub fn translate(
                 mode,
                 protect,
             } => workspace_mounts(root, *mode, protect, &staged.workspace, &mut mounts)?,
-            ViewOp::ProxySocket { .. } => {
-                return Err(fail(
-                    "network allowlist mode needs the in-sandbox relay to the egress proxy, \
-                     which this backend does not have",
-                ))
-            }
+            // The proxy socket stays on the host: the helper's relay serves
+            // the container's network namespace from outside.
+            ViewOp::ProxySocket { .. } => {}
         }
     }
     let mut namespaces = vec![
@@ -379,13 +408,18 @@ pub fn translate(
         json!({"type": "user"}),
         json!({"type": "cgroup"}),
     ];
-    if crate::view::isolated_network(spec) {
-        namespaces.push(json!({"type": "network"}));
-    }
-    if matches!(spec.network, NetworkSpec::Proxy { .. }) {
-        return Err(fail(
-            "network allowlist mode is not supported by this backend",
-        ));
+    let egress =
+        match (&spec.network, &staged.egress) {
+            (NetworkSpec::Proxy { .. }, Some(e)) => Some(e),
+            (NetworkSpec::Proxy { .. }, None) => return Err(fail(
+                "network allowlist mode needs the helper's relay namespace, which was not prepared",
+            )),
+            _ => None,
+        };
+    match egress {
+        Some(e) => namespaces.push(json!({"type": "network", "path": e.netns})),
+        None if crate::view::isolated_network(spec) => namespaces.push(json!({"type": "network"})),
+        None => {}
     }
     let rl = RlimitSpec::from_limits(&spec.limits);
     let mut rlimits: Vec<Value> = rl
@@ -397,7 +431,14 @@ pub fn translate(
     // applies it to the guest's processes, which no host cgroup sees).
     let nproc = u64::from(spec.limits.pids);
     rlimits.push(json!({"type": "RLIMIT_NPROC", "soft": nproc, "hard": nproc}));
-    let env: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut env_pairs = spec.env.clone();
+    if egress.is_some() {
+        for (k, v) in relay::proxy_env(relay::HTTP_PORT, relay::SOCKS_PORT) {
+            env_pairs.retain(|(n, _)| *n != k);
+            env_pairs.push((k, v));
+        }
+    }
+    let env: Vec<String> = env_pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let no_caps: Vec<&str> = Vec::new();
     let mut linux = json!({
         "namespaces": namespaces,
@@ -407,6 +448,13 @@ pub fn translate(
         "readonlyPaths": readonly,
         "seccomp": seccomp_profile(matches!(spec.network, NetworkSpec::None), runtime),
     });
+    if let Some(e) = egress {
+        let seccomp = &mut linux["seccomp"];
+        if let Some(rules) = seccomp["syscalls"].as_array_mut() {
+            rules.extend(watch_rules());
+        }
+        seccomp["listenerPath"] = json!(e.seccomp_listener);
+    }
     if matches!(runtime, Runtime::Runc | Runtime::Youki) {
         // Relative: below the run cgroup the runtime is started in.
         linux["cgroupsPath"] = json!(format!("airlock-{}", spec.request_id));
@@ -490,6 +538,15 @@ mod tests {
     }
 
     fn bundle_of(spec: &SandboxSpec, staged: &Path, runtime: Runtime) -> Result<Bundle, String> {
+        bundle_with(spec, staged, runtime, None)
+    }
+
+    fn bundle_with(
+        spec: &SandboxSpec,
+        staged: &Path,
+        runtime: Runtime,
+        egress: Option<Egress>,
+    ) -> Result<Bundle, String> {
         let ops = view::plan(
             &ViewInput {
                 spec,
@@ -506,6 +563,7 @@ mod tests {
                 workspace: staged.to_path_buf(),
                 write_paths: vec![],
                 read_paths: vec![],
+                egress,
             },
             runtime,
         )
@@ -612,6 +670,51 @@ mod tests {
         };
         let e = bundle_of(&s, Path::new("/m"), Runtime::Crun).unwrap_err();
         assert!(e.contains("relay"), "{e}");
+    }
+
+    #[test]
+    fn allowlist_joins_the_helpers_namespace_and_watches_direct_attempts() {
+        let mut s = spec(Path::new("/w"));
+        s.network = NetworkSpec::Proxy {
+            socket: "/run/p.sock".into(),
+        };
+        s.env
+            .push(("HTTP_PROXY".into(), "http://elsewhere:1".into()));
+        let egress = Egress {
+            netns: "/proc/42/ns/net".into(),
+            seccomp_listener: "/run/airlock-oci/r1/seccomp.sock".into(),
+        };
+        let b = bundle_with(&s, Path::new("/m"), Runtime::Runc, Some(egress)).unwrap();
+        let linux = &b.config["linux"];
+        assert!(linux["namespaces"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"type": "network", "path": "/proc/42/ns/net"})));
+        // Nothing of the proxy is bound into the container.
+        assert!(!b.config.to_string().contains("/run/p.sock"));
+        let env = b.config["process"]["env"].as_array().unwrap();
+        assert!(env.contains(&json!("HTTP_PROXY=http://127.0.0.1:3128")));
+        assert!(!env.contains(&json!("HTTP_PROXY=http://elsewhere:1")));
+        assert!(env.contains(&json!("ALL_PROXY=socks5h://127.0.0.1:1080")));
+        assert_eq!(
+            linux["seccomp"]["listenerPath"],
+            "/run/airlock-oci/r1/seccomp.sock"
+        );
+        let rules = linux["seccomp"]["syscalls"].as_array().unwrap();
+        let notified: Vec<&str> = rules
+            .iter()
+            .filter(|r| r["action"] == "SCMP_ACT_NOTIFY")
+            .flat_map(|r| r["names"].as_array().unwrap())
+            .filter_map(|n| n.as_str())
+            .collect();
+        for call in ["connect", "sendmsg", "sendmmsg", "sendto", "socket"] {
+            assert!(notified.contains(&call), "{call} not watched: {notified:?}");
+        }
+        // AF_INET sockets exist in this mode (the program talks to the relay).
+        assert!(!rules
+            .iter()
+            .any(|r| r["names"] == json!(["socket"])
+                && r["args"][0]["value"] == json!(libc::AF_UNIX)));
     }
 
     #[test]

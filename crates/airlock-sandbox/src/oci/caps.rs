@@ -3,6 +3,19 @@
 use crate::capability::{Boundary, Support};
 use crate::{NetworkSpec, SandboxSpec, WorkspaceMode};
 
+/// Why gVisor refuses network allowlist mode. The relay's listeners live in a
+/// host network namespace; the guest reaches them only on runsc's host network
+/// (`--network=host`; gVisor's own stack has a loopback of its own). This runsc
+/// starts a host-network sandbox in the container's user namespace, and there
+/// its chroot setup fails (EPERM); without that user namespace the gofer would
+/// run as host root, weaker than this backend's privileges boundary. So the run
+/// is refused rather than run weaker.
+pub const GVISOR_ALLOWLIST: &str = "allowlist mode needs the egress relay on the guest's \
+     loopback: gVisor's own network stack has a loopback the host-side relay cannot serve, and \
+     the installed runsc cannot run a host-network sandbox in the container's user namespace \
+     (without it the gofer would run as host root); use network mode none, the oci backend \
+     (crun, runc) or the native backend";
+
 /// The mechanisms that hold the sandbox's boundaries under `kind`.
 pub fn enforces(kind: crate::BackendKind) -> &'static [&'static str] {
     const SHARED: &[&str] = &[
@@ -66,11 +79,14 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
                 e("runsc --network=none: gVisor's own network stack with loopback only")
             }
             NetworkSpec::None => e("new network namespace with loopback only"),
-            NetworkSpec::Proxy { .. } => Support::Missing(
-                "allowlist mode needs the in-sandbox relay to the egress proxy and seccomp user \
-                 notification to log direct connections; neither exists for this backend \
-                 (use network mode none or open, or the native backend)"
-                    .into(),
+            NetworkSpec::Proxy { .. } if gvisor => Support::Missing(GVISOR_ALLOWLIST.into()),
+            NetworkSpec::Proxy { .. } => e(
+                "an empty network namespace made by the helper and joined by the container (whose \
+                 user namespace holds no capability over it); the helper's relay listens on \
+                 127.0.0.1:3128 and :1080 there and hands each connection to the egress proxy; \
+                 direct attempts (connect, sendto, sendmsg, raw and packet sockets) are refused \
+                 and recorded by netwatch through seccomp user notification \
+                 (linux.seccomp.listenerPath)",
             ),
             NetworkSpec::Open => e("host network (as the policy says)"),
         },
@@ -109,7 +125,7 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
         ),
         Boundary::Privileges => e(
             "user namespace (root inside is host uid 100000), no capabilities, noNewPrivileges, \
-             an OCI seccomp deny list (not airlock's native allowlist; no user notification)",
+             an OCI seccomp deny list (not airlock's native allowlist; user notification only for netwatch in allowlist mode)",
         ),
     }
 }

@@ -11,13 +11,15 @@ use super::bundle::{self, RootfsEntry, Staged};
 use super::runtime::Runtime;
 use super::{HelperReport, Request};
 use crate::native::cgroup_glue::RunCgroup;
-use crate::native::{namespaces, protocol, sys, workspace};
+use crate::native::{namespaces, netwatch, protocol, sys, workspace};
+use crate::relay;
 use crate::view::{self, ViewOp};
 use crate::Layer;
 use crate::{KillReason, NetworkSpec, SandboxError, WorkspaceMode};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -71,6 +73,108 @@ pub fn helper_main() -> ! {
     sys::exit_now(0)
 }
 
+/// Network allowlist mode on the helper's side: the relay's listeners in the
+/// empty network namespace the helper made for the run, and the socket the
+/// runtime hands the container's seccomp listener to, for the netwatch
+/// supervisor.
+struct EgressRun {
+    relay: relay::Relay,
+    /// Bound when the bundle is written ([`EgressRun::prepare`]).
+    seccomp: Option<UnixListener>,
+}
+
+/// The watching rules' listener, handed over by the runtime.
+type Watch = std::sync::mpsc::Receiver<netwatch::Supervisor>;
+
+impl EgressRun {
+    /// Moves the helper into a new network namespace (loopback only) and
+    /// binds the relay to the proxy's socket there. Everything the helper
+    /// starts afterwards (the runtime) is in it too.
+    fn enter(socket: &Path) -> Result<EgressRun, SandboxError> {
+        sys::unshare(libc::CLONE_NEWNET)
+            .map_err(|e| fail("network", "unshare(CLONE_NEWNET)", e))?;
+        namespaces::loopback_up()?;
+        let relay =
+            relay::Relay::bind_standard(socket).map_err(|e| fail("network", "relay bind", e))?;
+        Ok(EgressRun {
+            relay,
+            seccomp: None,
+        })
+    }
+
+    /// What the bundle needs: the namespace to join and the socket (in the
+    /// stage) the runtime hands the seccomp listener to.
+    fn prepare(&mut self, dir: &Path) -> Result<bundle::Egress, SandboxError> {
+        let at = dir.join("seccomp.sock");
+        let l = UnixListener::bind(&at)
+            .map_err(|e| fail("netwatch", format!("bind {}", at.display()), e))?;
+        std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| fail("netwatch", format!("chmod {}", at.display()), e))?;
+        self.seccomp = Some(l);
+        Ok(bundle::Egress {
+            netns: PathBuf::from(format!("/proc/{}/ns/net", std::process::id())),
+            seccomp_listener: at,
+        })
+    }
+
+    /// Starts the relay and, with a listener socket, the thread that waits for
+    /// the runtime to hand over the container's seccomp listener and starts
+    /// the netwatch supervisor on it. Call after the last fork.
+    fn start(self) -> Result<Option<Watch>, SandboxError> {
+        let pass = self.relay.local_addrs().unwrap_or_default();
+        self.relay
+            .start()
+            .map_err(|e| fail("network", "relay start", e))?;
+        let Some(listener) = self.seccomp else {
+            return Ok(None);
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("airlock-seccomp-agent".into())
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let Ok((conn, _)) = listener.accept() else {
+                    return;
+                };
+                let Some(fd) = receive_fd(&conn) else { return };
+                let rules = netwatch::WatchRules {
+                    pass,
+                    pass_loopback: false,
+                };
+                if let Ok(s) = netwatch::Supervisor::spawn(fd, rules) {
+                    let _ = tx.send(s);
+                }
+            })
+            .map_err(|e| fail("netwatch", "agent thread", e))?;
+        Ok(Some(rx))
+    }
+}
+
+/// The seccomp listener a runtime sends to `linux.seccomp.listenerPath`:
+/// one message (the container's state as JSON) with the descriptor in
+/// `SCM_RIGHTS`.
+fn receive_fd(conn: &std::os::unix::net::UnixStream) -> Option<OwnedFd> {
+    use rustix::net::{recvmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    let mut state = vec![0u8; 64 << 10];
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    recvmsg(
+        conn,
+        &mut [std::io::IoSliceMut::new(&mut state)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )
+    .ok()?;
+    let mut fds = Vec::new();
+    for m in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(r) = m {
+            fds.extend(r);
+        }
+    }
+    // One descriptor is the protocol; anything else is not a seccomp listener.
+    (fds.len() == 1).then(|| fds.remove(0))
+}
+
 /// Everything staged on the host for one run; torn down by [`Stage::remove`].
 pub(crate) struct Stage {
     pub dir: PathBuf,
@@ -112,15 +216,30 @@ fn run(req: &Request) -> HelperReport {
     if let Err(e) = sys::make_mounts_private() {
         return HelperReport::failed(Layer::Mounts, format!("make mounts private: {e}"));
     }
+    // Allowlist mode: the helper moves into an empty network namespace of its
+    // own, binds the relay there, and the container joins it.
+    let mut egress = match &spec.network {
+        NetworkSpec::Proxy { .. } if req.runtime.is_gvisor() => {
+            return HelperReport::failed("network", super::caps::GVISOR_ALLOWLIST.into())
+        }
+        NetworkSpec::Proxy { socket } => match EgressRun::enter(socket) {
+            Ok(e) => Some(e),
+            Err(e) => return HelperReport::from_error(e),
+        },
+        _ => None,
+    };
     // Step 2: the workspace and the bundle.
     let stage = match stage_at(Path::new(STAGE_BASE), &req.spec, &req.runs_dir, |stage| {
+        if let Some(e) = egress.as_mut() {
+            stage.staged.egress = Some(e.prepare(&stage.dir)?);
+        }
         write_bundle(req, stage)
     }) {
         Ok(s) => s,
         Err(e) => return HelperReport::from_error(e),
     };
     // Step 3: the run.
-    let mut report = match run_container(req, &stage) {
+    let mut report = match run_container(req, &stage, egress) {
         Ok(r) => r,
         Err(e) => {
             stage.remove();
@@ -239,6 +358,7 @@ pub(crate) fn stage_at(
             workspace: dir.join("lower"),
             write_paths: Vec::new(),
             read_paths: Vec::new(),
+            egress: None,
         },
         ops,
     };
@@ -607,7 +727,11 @@ fn stdin_fd() -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(FD_STDIN) }
 }
 
-fn run_container(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxError> {
+fn run_container(
+    req: &Request,
+    stage: &Stage,
+    egress: Option<EgressRun>,
+) -> Result<HelperReport, SandboxError> {
     let spec = &req.spec;
     let mut report = HelperReport::default();
     if req.runtime == Runtime::Crun {
@@ -682,6 +806,17 @@ fn run_container(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
         let _ = cgroup.destroy();
         return Err(e);
     }
+    // The relay's threads start after the last fork; the runtime waits for
+    // the go byte, so its container's first connect finds them running.
+    let agent = match egress.map(EgressRun::start).transpose() {
+        Ok(w) => w.flatten(),
+        Err(e) => {
+            sys::kill(pid, libc::SIGKILL);
+            let _ = sys::waitpid(pid, 0);
+            let _ = cgroup.destroy();
+            return Err(e);
+        }
+    };
     let started = Instant::now();
     let _ = sys::write_all(go_w.as_raw_fd(), b"g");
     drop(go_w);
@@ -699,6 +834,18 @@ fn run_container(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
         }
     }
     cgroup.kill_all();
+    if let Some(agent) = agent {
+        // The runtime handed the listener over before the command started,
+        // so it has arrived if the container ran at all.
+        match agent.recv_timeout(Duration::from_millis(500)) {
+            Ok(supervisor) => report.violations.extend(supervisor.stop()),
+            Err(_) => report.notes.push(format!(
+                "{} handed over no seccomp listener: any direct network attempt of the \
+                 command was left unanswered (until the run ended) and not recorded",
+                req.runtime.exe_name()
+            )),
+        }
+    }
     let stats = cgroup.stats();
     if let Err(e) = cgroup.destroy() {
         report.notes.push(format!("cgroup teardown: {e}"));

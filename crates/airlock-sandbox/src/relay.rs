@@ -1,19 +1,28 @@
-//! The in-sandbox relay of network allowlist mode.
+//! The relay of network allowlist mode, shared by the backends.
 //!
 //! The sandbox has an empty network namespace; its only way out is the host
-//! egress proxy's unix socket, bound into it. Programs speak TCP to a proxy
+//! egress proxy's unix socket. Programs speak TCP to a proxy
 //! (`HTTP_PROXY=http://127.0.0.1:3128`, `ALL_PROXY=socks5h://127.0.0.1:1080`), so
-//! PID 1 runs this relay: one thread per port accepts a connection and hands the
-//! accepted socket itself to the proxy over the unix socket (`SCM_RIGHTS`, behind
-//! one [`HANDOFF_BYTE`]). The relay never copies a byte: the proxy reads the
-//! request, judges it and splices the tunnel straight between this socket and the
-//! upstream one, so bulk data crosses two loopback legs, as through any proxy.
-//! The proxy tells HTTP from SOCKS5 by the first byte, so both ports lead to the
-//! same socket.
+//! something in that namespace listens there: one thread per port accepts a
+//! connection and hands the accepted socket itself to the proxy over the unix
+//! socket (`SCM_RIGHTS`, behind one [`HANDOFF_BYTE`]). The relay never copies a
+//! byte: the proxy reads the request, judges it and splices the tunnel straight
+//! between this socket and the upstream one, so bulk data crosses two loopback
+//! legs, as through any proxy. The proxy tells HTTP from SOCKS5 by the first
+//! byte, so both ports lead to the same socket.
 //!
-//! Bind before forking the command (so its first connect finds a listener) and
-//! call [`Relay::start`] after the fork (so no relay thread exists while PID 1
-//! forks).
+//! Who runs it: under the native backend the sandbox's PID 1 (the proxy socket
+//! bound into the sandbox at [`SOCKET_IN_SANDBOX`]); under the OCI and gVisor
+//! backends the helper on the host, which makes the empty network namespace,
+//! binds the listeners in it and has the container join it (nothing of the
+//! relay runs in the container, and the proxy socket is not bound into it). A
+//! listening socket stays in the namespace it was made in, so any process that
+//! can enter a sandbox's network namespace (`setns`) can bind the relay there
+//! and serve it from outside.
+//!
+//! Bind before the command exists (so its first connect finds a listener) and
+//! call [`Relay::start`] after any fork (so no relay thread exists while the
+//! process forks).
 
 use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use std::io::{self, IoSlice};
@@ -85,7 +94,7 @@ impl Relay {
     }
 
     /// Start one accept thread per listener. The threads live as long as the
-    /// process (PID 1 of the sandbox exits when the command has ended).
+    /// process (the sandbox's PID 1, or the backend's helper, ends with the run).
     pub fn start(self) -> io::Result<()> {
         let target = Arc::new(self.target);
         for listener in self.listeners {
