@@ -231,8 +231,12 @@ async fn run_container(
     };
     if daemon == Daemon::Podman {
         let profile = config::seccomp_profile(spec).to_string();
-        std::fs::write(&form.seccomp_file, profile)
-            .map_err(|e| layer(Layer::Seccomp, format!("{}: {e}", form.seccomp_file.display())))?;
+        std::fs::write(&form.seccomp_file, profile).map_err(|e| {
+            layer(
+                Layer::Seccomp,
+                format!("{}: {e}", form.seccomp_file.display()),
+            )
+        })?;
     }
     let mut body = config::translate(
         spec,

@@ -92,10 +92,10 @@ impl EgressRun {
     /// starts afterwards (the runtime) is in it too.
     fn enter(socket: &Path) -> Result<EgressRun, SandboxError> {
         sys::unshare(libc::CLONE_NEWNET)
-            .map_err(|e| fail("network", "unshare(CLONE_NEWNET)", e))?;
+            .map_err(|e| fail(Layer::Network, "unshare(CLONE_NEWNET)", e))?;
         namespaces::loopback_up()?;
-        let relay =
-            relay::Relay::bind_standard(socket).map_err(|e| fail("network", "relay bind", e))?;
+        let relay = relay::Relay::bind_standard(socket)
+            .map_err(|e| fail(Layer::Network, "relay bind", e))?;
         Ok(EgressRun {
             relay,
             seccomp: None,
@@ -107,9 +107,9 @@ impl EgressRun {
     fn prepare(&mut self, dir: &Path) -> Result<bundle::Egress, SandboxError> {
         let at = dir.join("seccomp.sock");
         let l = UnixListener::bind(&at)
-            .map_err(|e| fail("netwatch", format!("bind {}", at.display()), e))?;
+            .map_err(|e| fail(Layer::Netwatch, format!("bind {}", at.display()), e))?;
         std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| fail("netwatch", format!("chmod {}", at.display()), e))?;
+            .map_err(|e| fail(Layer::Netwatch, format!("chmod {}", at.display()), e))?;
         self.seccomp = Some(l);
         Ok(bundle::Egress {
             netns: PathBuf::from(format!("/proc/{}/ns/net", std::process::id())),
@@ -124,7 +124,7 @@ impl EgressRun {
         let pass = self.relay.local_addrs().unwrap_or_default();
         self.relay
             .start()
-            .map_err(|e| fail("network", "relay start", e))?;
+            .map_err(|e| fail(Layer::Network, "relay start", e))?;
         let Some(listener) = self.seccomp else {
             return Ok(None);
         };
@@ -145,7 +145,7 @@ impl EgressRun {
                     let _ = tx.send(s);
                 }
             })
-            .map_err(|e| fail("netwatch", "agent thread", e))?;
+            .map_err(|e| fail(Layer::Netwatch, "agent thread", e))?;
         Ok(Some(rx))
     }
 }
@@ -220,7 +220,7 @@ fn run(req: &Request) -> HelperReport {
     // own, binds the relay there, and the container joins it.
     let mut egress = match &spec.network {
         NetworkSpec::Proxy { .. } if req.runtime.is_gvisor() => {
-            return HelperReport::failed("network", super::caps::GVISOR_ALLOWLIST.into())
+            return HelperReport::failed(Layer::Network, super::caps::GVISOR_ALLOWLIST.into())
         }
         NetworkSpec::Proxy { socket } => match EgressRun::enter(socket) {
             Ok(e) => Some(e),
