@@ -2,8 +2,9 @@
 # The microVM backend as a user meets it: scripts/setup-microvm (Debian's
 # kernel, busybox and QEMU; idempotent, cached), then `airlock run --backend
 # microvm` cases: output, exit code, workspace changes and --apply, network
-# none, the timeout, and escape attempts judged on host state (a canary
-# outside the workspace, a host secret, the host's /proc).
+# none, network allowlist through the egress relay (virtio-serial to the
+# host's egress proxy), the timeout, and escape attempts judged on host state
+# (a canary outside the workspace, a host secret, the host's /proc).
 # Software emulation (TCG) on this kind of host: every run boots a kernel
 # (5-10 s each), so the cases are few. A watchdog bounds each airlock call.
 #   MICROVM_CALL_TIMEOUT=120   seconds for one airlock call (the watchdog)
@@ -23,7 +24,13 @@ call_timeout=${MICROVM_CALL_TIMEOUT:-120}
 state=$(mktemp -d)
 ws=$(mktemp -d)
 canary_dir=$(mktemp -d)
-trap 'rm -rf "$state" "$ws" "$canary_dir"' EXIT
+netns_pids=()
+cleanup() {
+  # Only what this script started, by PID.
+  for p in "${netns_pids[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$state" "$ws" "$canary_dir"
+}
+trap cleanup EXIT
 export AIRLOCK_STATE_DIR=$state
 pass=0 fail=0
 check() { # name, then a command that must succeed
@@ -103,6 +110,90 @@ out=$(run -- sh proc.sh 2>&1)
 check "the guest's /proc is its own: PID 1 is the guest's init ($(echo $out))" test "$(echo "$out" | head -1)" = "/bin/sh /init "
 out=$(run -- sh hostpid.sh 2>&1)
 check "a host PID's command line is not visible ($(echo $out))" test "$(echo $out)" = tried
+
+# -- Network allowlist mode: the egress relay. Two network namespaces made
+# here and joined by a veth pair, nothing else: airlock (and its egress proxy,
+# QEMU and the guest) runs in one, an HTTP server in the other on 11.0.0.1,
+# an address the proxy does not refuse as private or as this host's own (no
+# packet can leave the pair). One boot runs every probe.
+allow_ws=$(mktemp -d)
+netns_ok=0
+unshare -n sleep 900 & netns_pids+=($!); ns_air=$!
+unshare -n sleep 900 & netns_pids+=($!); ns_world=$!
+sleep 0.2
+if ip link add egress-air netns "$ns_air" type veth peer name egress-world netns "$ns_world" \
+  && nsenter -t "$ns_air" -n sh -c 'ip addr add 11.0.0.2/24 dev egress-air && ip link set egress-air up && ip link set lo up' \
+  && nsenter -t "$ns_world" -n sh -c 'ip addr add 11.0.0.1/24 dev egress-world && ip link set egress-world up && ip link set lo up'; then
+  netns_ok=1
+fi
+check "two network namespaces joined by a veth pair for the allowlist cases" test "$netns_ok" = 1
+if [ "$netns_ok" = 1 ]; then
+  www=$allow_ws/www
+  mkdir -p "$www"
+  echo "through-the-relay" > "$www/small.txt"
+  # Past the relay's flow-control window (256 KiB) many times over.
+  head -c 3000000 /dev/urandom > "$www/big.bin"
+  big_sha=$(sha256sum "$www/big.bin" | cut -d' ' -f1)
+  nsenter -t "$ns_world" -n python3 -m http.server --bind 11.0.0.1 8080 --directory "$www" >/dev/null 2>&1 &
+  netns_pids+=($!)
+  for _ in $(seq 50); do nsenter -t "$ns_air" -n curl -s -o /dev/null http://11.0.0.1:8080/small.txt && break; sleep 0.1; done
+  mkdir -p "$allow_ws/ws"
+  cat > "$allow_ws/ws/airlock.toml" <<'TOML'
+[workspace]
+root = "."
+[commands]
+allow = ["python3"]
+[network]
+mode = "allowlist"
+allow = ["11.0.0.1:8080"]
+[limits]
+timeout = "60s"
+memory = "256MiB"
+pids = 64
+TOML
+  cat > "$allow_ws/ws/egress.py" <<'PY'
+import errno, hashlib, os, socket, subprocess, urllib.request
+U = "http://11.0.0.1:8080"
+def fetch(url):
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.read()
+    except Exception as e:
+        return "ERR " + str(e)[:100]
+big = fetch(U + "/big.bin")
+print("urllib-big", hashlib.sha256(big).hexdigest() if isinstance(big, bytes) else big)
+print("urllib-refused", fetch("http://evil.test/x"))
+def curl(*args):
+    r = subprocess.run(["curl", "-sS", "--max-time", "30", *args], capture_output=True, text=True)
+    return (r.stdout.strip() or r.stderr.strip())[:100]
+print("curl-http", curl(U + "/small.txt"))
+print("curl-socks", curl("--proxy", os.environ["ALL_PROXY"], U + "/small.txt"))
+print("curl-direct", curl("--noproxy", "*", "--connect-timeout", "5", U + "/small.txt") or "empty")
+try:
+    socket.create_connection(("11.0.0.1", 8080), timeout=5)
+    print("direct connected")
+except OSError as e:
+    print("direct", errno.errorcode.get(e.errno, e.errno))
+PY
+  out=$(cd "$allow_ws/ws" && AIRLOCK_STATE_DIR=$allow_ws/state timeout -s KILL "$call_timeout" \
+    nsenter -t "$ns_air" -n "$bin" run --backend microvm --json -- python3 egress.py)
+  stdout=$(echo "$out" | json 'o["stdout"]')
+  line() { echo "$stdout" | sed -n "s/^$1 //p"; }
+  check "allowlist: python urllib fetches 3 MB through the relay, byte for byte" test "$(line urllib-big)" = "$big_sha" || echo "$out" | head -c 2000
+  check "allowlist: curl through the HTTP proxy port ($(line curl-http))" test "$(line curl-http)" = through-the-relay
+  check "allowlist: curl through the SOCKS5 port ($(line curl-socks))" test "$(line curl-socks)" = through-the-relay
+  check "allowlist: a host outside the allowlist is refused by the proxy ($(line urllib-refused))" \
+    grep -q "403" <<<"$(line urllib-refused)"
+  check "allowlist: a direct connect finds no route out of the VM ($(line direct))" test "$(line direct)" = ENETUNREACH
+  check "allowlist: curl without the proxy fails ($(line curl-direct))" test "${stdout/curl-direct through-the-relay/}" = "$stdout"
+  v=$(echo "$out" | json '"|".join(sorted(set(x["kind"] + ":" + x["detail"] for x in o["violations"])))')
+  check "allowlist: the refusal is in the outcome's violations" grep -q "network:blocked: evil.test (not in allowlist)" <<<"$v" || echo "$v"
+  check "allowlist: the allowed connections are logged" grep -q "network_connection:" <<<"$v" || echo "$v"
+  audit=$(cat "$allow_ws/state"/audit/*.jsonl 2>/dev/null)
+  check "allowlist: the audit record holds the proxy's refusal" grep -q '"not_in_allowlist"' <<<"$audit"
+  check "allowlist: the proxy context is gone after the run" test -z "$(ls "$allow_ws/state/proxy" 2>/dev/null)"
+fi
+rm -rf "$allow_ws"
 
 left=$(ls /run/airlock-microvm 2>/dev/null | wc -l)
 check "no run's stage is left behind" test "$left" = 0

@@ -8,6 +8,8 @@ pub const ENFORCES: &[&str] = &[
     "a guest kernel under QEMU -M microvm (KVM, or TCG emulation)",
     "overlay workspace staged by the helper, shared over virtio-9p",
     "system directories as read-only 9p shares; no network device",
+    "allowlist mode: a guest relay on 127.0.0.1:3128/1080 multiplexed over one virtio-serial \
+     port to the host's egress proxy",
     "limits by the guest's cgroup v2 and rlimits; command as uid 100000, no capabilities",
     "QEMU itself unprivileged (uid 100000) under its own seccomp sandbox",
 ];
@@ -54,9 +56,13 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
         ),
         Boundary::Network => match &spec.network {
             NetworkSpec::None => e("no network device in the VM at all (no -netdev, no vsock)"),
-            NetworkSpec::Proxy { .. } => m(
-                "allowlist mode needs a relay to the egress proxy over vsock, which this \
-                 backend does not have (use network mode none, or the native backend)",
+            NetworkSpec::Proxy { .. } => e(
+                "no network device in the VM: the guest's relay on 127.0.0.1:3128 (HTTP) and \
+                 :1080 (SOCKS5) carries each connection over one virtio-serial port to the \
+                 host, which connects it to the egress proxy and nowhere else; the proxy judges \
+                 and logs every request. A direct connection fails in the guest (its only \
+                 interface is loopback) but is not logged as a violation: no seccomp user \
+                 notification reaches through a guest kernel",
             ),
             NetworkSpec::Open => {
                 m("the VM has no network device (use network mode none, or another backend)")

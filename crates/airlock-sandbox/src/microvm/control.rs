@@ -76,6 +76,10 @@ pub fn spec_sh(
             u8::from(spec.workspace.mode == WorkspaceMode::Ro)
         ),
         format!("RUN_UID={RUN_UID}"),
+        format!(
+            "EGRESS={}",
+            u8::from(matches!(spec.network, crate::NetworkSpec::Proxy { .. }))
+        ),
         format!("TMP_BYTES={}", l.tmp_bytes.max(1 << 20)),
         format!("MEMORY_BYTES={}", l.memory_bytes.max(1 << 20)),
         format!("PIDS={}", l.pids.max(1)),
@@ -100,8 +104,18 @@ pub fn cmd_sh(spec: &SandboxSpec) -> Result<String, String> {
     if spec.argv.is_empty() {
         return Err("argv is empty".into());
     }
+    let mut env = spec.env.clone();
+    // Allowlist mode: programs find the guest's relay as they find the
+    // native backend's (the same ports, the same variables).
+    if let crate::NetworkSpec::Proxy { .. } = spec.network {
+        use crate::native::relay;
+        for (k, v) in relay::proxy_env(relay::HTTP_PORT, relay::SOCKS_PORT) {
+            env.retain(|(n, _)| *n != k);
+            env.push((k, v));
+        }
+    }
     let mut out = String::new();
-    for (k, v) in &spec.env {
+    for (k, v) in &env {
         if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(format!(
                 "environment variable name `{k}` cannot be passed to the guest's shell \
@@ -206,6 +220,31 @@ mod tests {
         let s = cmd_sh(&spec).unwrap();
         assert!(s.contains(r"export OK='it'\''s'"), "{s}");
         assert!(s.ends_with("exec 'python3' '-c' 'print(1)'\n"), "{s}");
+    }
+
+    #[test]
+    fn allowlist_mode_starts_the_relay_and_points_programs_at_it() {
+        let mut spec = crate::capability::tests::spec();
+        spec.env = vec![("HTTP_PROXY".into(), "http://elsewhere:1".into())];
+        assert!(spec_sh(&spec, &[], &[]).unwrap().contains("EGRESS=0\n"));
+        assert!(!cmd_sh(&spec).unwrap().contains("127.0.0.1:3128"));
+        spec.network = crate::NetworkSpec::Proxy {
+            socket: "/state/proxy/r1.sock".into(),
+        };
+        assert!(spec_sh(&spec, &[], &[]).unwrap().contains("EGRESS=1\n"));
+        let s = cmd_sh(&spec).unwrap();
+        assert!(
+            s.contains("export HTTP_PROXY='http://127.0.0.1:3128'"),
+            "{s}"
+        );
+        assert!(
+            s.contains("export all_proxy='socks5h://127.0.0.1:1080'"),
+            "{s}"
+        );
+        assert!(
+            !s.contains("elsewhere"),
+            "the spec's own proxy is replaced: {s}"
+        );
     }
 
     #[test]

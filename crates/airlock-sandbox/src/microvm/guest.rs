@@ -3,9 +3,11 @@
 //! line of one run.
 //!
 //! The machine is QEMU's `microvm` (no PCI, no firmware, virtio-mmio only)
-//! with exactly three devices: the serial console (a log file), and two
-//! virtio-9p shares, the run's control directory and the workspace. There is
-//! no network device at all, no disk, no vsock, no USB, no display.
+//! with the serial console (a log file), virtio-9p shares (the run's control
+//! directory, the workspace, the view's read-only directories) and, in
+//! network allowlist mode only, one virtio-serial port whose host end is the
+//! helper's egress relay socket. There is no network device at all, no disk,
+//! no vsock, no USB, no display.
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -197,6 +199,10 @@ pub struct Machine<'a> {
     pub workspace_dir: &'a Path,
     pub workspace_read_only: bool,
     pub shares: &'a [Share],
+    /// Allowlist mode: the unix socket the helper's egress relay listens on;
+    /// QEMU connects the guest's virtio-serial port
+    /// ([`airlock_vmrelay::PORT_NAME`]) to it.
+    pub egress_socket: Option<&'a Path>,
 }
 
 impl Machine<'_> {
@@ -262,6 +268,25 @@ impl Machine<'_> {
                 format!("virtio-9p-device,fsdev={0},mount_tag={0}", s.tag),
             ]);
         }
+        if let Some(sock) = self.egress_socket {
+            // A byte stream, not a network: the guest's relay multiplexes
+            // connections over it and the host end only ever reaches the
+            // egress proxy.
+            a.extend([
+                "-device".into(),
+                "virtio-serial-device,max_ports=2".into(),
+                "-chardev".into(),
+                format!(
+                    "socket,id=egress,path={}",
+                    sock.display().to_string().replace(',', ",,")
+                ),
+                "-device".into(),
+                format!(
+                    "virtserialport,chardev=egress,name={}",
+                    airlock_vmrelay::PORT_NAME
+                ),
+            ]);
+        }
         a.extend([
             "-kernel".into(),
             i.vmlinux.display().to_string(),
@@ -300,6 +325,7 @@ mod tests {
                 src: "/usr".into(),
                 dst: "/usr".into(),
             }],
+            egress_socket: None,
         };
         let args = m.args().join(" ");
         assert!(args.contains("-nodefaults"), "{args}");
@@ -314,6 +340,23 @@ mod tests {
         assert!(args.contains("tsc_early_khz="), "{args}");
         assert!(
             args.contains("id=r0,path=/usr,security_model=none,readonly=on"),
+            "{args}"
+        );
+        assert!(!args.contains("virtio-serial"), "{args}");
+
+        // Allowlist mode adds the relay's port, and still no network device.
+        let m = Machine {
+            egress_socket: Some(Path::new("/s/vm/egress.sock")),
+            ..m
+        };
+        let args = m.args().join(" ");
+        assert!(
+            args.contains("-chardev socket,id=egress,path=/s/vm/egress.sock")
+                && args.contains("virtserialport,chardev=egress,name=airlock.egress"),
+            "{args}"
+        );
+        assert!(
+            !args.contains("-netdev") && !args.contains("-nic") && !args.contains("vsock"),
             "{args}"
         );
     }

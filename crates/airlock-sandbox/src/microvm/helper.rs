@@ -40,7 +40,7 @@ fn fail(layer: Layer, what: impl std::fmt::Display, e: impl std::fmt::Display) -
 }
 
 pub fn helper_main() -> ! {
-    // SAFETY: signal dispositions are process-wide; the helper is single-threaded.
+    // SAFETY: signal dispositions are process-wide; no other thread exists yet.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         // A terminal's Ctrl-C reaches the whole process group: the helper
@@ -339,6 +339,10 @@ fn boot_and_wait(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
     let memory_mib = spec.limits.memory_bytes.div_ceil(1 << 20) + guest::OVERHEAD_MIB;
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let cpus = (spec.limits.cpus.ceil() as u32).clamp(1, host_cpus);
+    let egress_socket = match &spec.network {
+        crate::NetworkSpec::Proxy { socket } => Some(start_egress_relay(stage, socket)?),
+        _ => None,
+    };
     let machine = Machine {
         image,
         memory_mib,
@@ -348,6 +352,7 @@ fn boot_and_wait(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
         workspace_dir: &stage.workspace,
         workspace_read_only: spec.workspace.mode == WorkspaceMode::Ro,
         shares: &stage.shares,
+        egress_socket: egress_socket.as_deref(),
     };
     let args = machine.args();
     let mut ended = Ended::BootHang;
@@ -436,6 +441,40 @@ fn boot_and_wait(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
             Ok(report)
         }
     }
+}
+
+/// Allowlist mode: listens on a unix socket in QEMU's directory for QEMU's
+/// chardev (the guest's virtio-serial port) and serves each boot's
+/// connection on a thread of its own, connecting every stream the guest opens
+/// to the egress proxy's socket and nowhere else. The threads end with the
+/// helper. Returns the socket's path for QEMU's command line.
+fn start_egress_relay(stage: &Stage, proxy: &Path) -> Result<PathBuf, SandboxError> {
+    let path = stage.dir.join("vm").join("egress.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path)
+        .map_err(|e| fail("network", format!("listen on {}", path.display()), e))?;
+    // QEMU runs as the sandbox uid; the directory (0700, that uid's) keeps
+    // everyone else out.
+    std::os::unix::fs::chown(&path, Some(control::RUN_UID), Some(control::RUN_UID))
+        .map_err(|e| fail("network", format!("chown {}", path.display()), e))?;
+    let proxy = proxy.to_path_buf();
+    std::thread::Builder::new()
+        .name("airlock-microvm-egress".into())
+        .spawn(move || {
+            // One connection per boot (a hung boot is retried with a new QEMU).
+            for port in listener.incoming() {
+                let Ok(port) = port else { continue };
+                let proxy = proxy.clone();
+                let _ = airlock_vmrelay::serve(
+                    port,
+                    Box::new(move || {
+                        std::os::unix::net::UnixStream::connect(&proxy)
+                            .map(airlock_vmrelay::Local::Unix)
+                    }),
+                );
+            }
+        })
+        .map_err(|e| fail("network", "starting the egress relay thread", e))?;
+    Ok(path)
 }
 
 /// QEMU as the sandbox uid, with no supplementary groups, killed if this
