@@ -108,7 +108,7 @@ pub fn cmd_sh(spec: &SandboxSpec) -> Result<String, String> {
     // Allowlist mode: programs find the guest's relay as they find the
     // native backend's (the same ports, the same variables).
     if let crate::NetworkSpec::Proxy { .. } = spec.network {
-        use crate::native::relay;
+        use crate::relay;
         for (k, v) in relay::proxy_env(relay::HTTP_PORT, relay::SOCKS_PORT) {
             env.retain(|(n, _)| *n != k);
             env.push((k, v));

@@ -451,11 +451,11 @@ fn boot_and_wait(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
 fn start_egress_relay(stage: &Stage, proxy: &Path) -> Result<PathBuf, SandboxError> {
     let path = stage.dir.join("vm").join("egress.sock");
     let listener = std::os::unix::net::UnixListener::bind(&path)
-        .map_err(|e| fail("network", format!("listen on {}", path.display()), e))?;
+        .map_err(|e| fail(Layer::Network, format!("listen on {}", path.display()), e))?;
     // QEMU runs as the sandbox uid; the directory (0700, that uid's) keeps
     // everyone else out.
     std::os::unix::fs::chown(&path, Some(control::RUN_UID), Some(control::RUN_UID))
-        .map_err(|e| fail("network", format!("chown {}", path.display()), e))?;
+        .map_err(|e| fail(Layer::Network, format!("chown {}", path.display()), e))?;
     let proxy = proxy.to_path_buf();
     std::thread::Builder::new()
         .name("airlock-microvm-egress".into())
@@ -473,7 +473,7 @@ fn start_egress_relay(stage: &Stage, proxy: &Path) -> Result<PathBuf, SandboxErr
                 );
             }
         })
-        .map_err(|e| fail("network", "starting the egress relay thread", e))?;
+        .map_err(|e| fail(Layer::Network, "starting the egress relay thread", e))?;
     Ok(path)
 }
 
