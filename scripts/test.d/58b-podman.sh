@@ -100,7 +100,7 @@ status=0
 [ "$fail" = 0 ] || status=1
 if [ "${PODMAN_ESCAPE:-1}" = 1 ]; then
   mkdir -p target/escape
-  python3 tests/escape/run.py --airlock "$bin" --backend-tier docker \
+  python3 tests/escape/run.py --airlock "$bin" --backend-tier podman \
     --report target/escape/report-podman.json ${ESCAPE_ARGS:-} || status=1
 else
   echo "NOT RUN: the escape corpus on podman (PODMAN_ESCAPE=0)"

@@ -809,7 +809,7 @@ class Session:
             lines.append('enforcement = "best_effort"')
         lines += ["", "[env]", 'pass = ["LANG", "TERM"]', ""]
         if tier != "native":
-            lines += ["[sandbox]", f'backend = "{tier}"', ""]
+            lines += ["[sandbox]", f'backend = "{tier_backend(tier)}"', ""]
         return "\n".join(lines)
 
     def argv(self, case: Case, ws: Path) -> list[str]:
@@ -1456,6 +1456,27 @@ def load_manifest() -> tuple[dict, list[Case]]:
     return data.get("defaults", {}), cases
 
 
+def read_tier(name: str) -> dict:
+    """tiers/NAME.toml, on top of the tier it `extends` (its tables merged key by
+    key, this file's entries winning): a daemon that speaks another's API, such
+    as podman's service for the docker backend, lists only what differs."""
+    with open(HERE / "tiers" / f"{name}.toml", "rb") as f:
+        data = tomllib.load(f)
+    base = data.pop("extends", None)
+    if base is None:
+        return data
+    merged = read_tier(base)
+    merged.pop("backend", None)
+    for k, v in data.items():
+        merged[k] = {**merged.get(k, {}), **v} if isinstance(v, dict) else v
+    return merged
+
+
+def tier_backend(name: str) -> str:
+    """The `[sandbox] backend` a tier runs on: its file's `backend`, else its name."""
+    return name if name == "native" else read_tier(name).get("backend", name)
+
+
 def load_tier_overrides(name: str, cases: list[Case], all_cases: list[Case]) -> tuple[list[Case], dict]:
     """A tier's `[override.CASE]` tables (tiers/NAME.toml): the same attack judged
     on what stops it on that backend. Each names its `reason`; its other keys
@@ -1465,8 +1486,7 @@ def load_tier_overrides(name: str, cases: list[Case], all_cases: list[Case]) -> 
     `[targets]`, added to every case's targets file."""
     if name == "native":
         return cases, {}
-    with open(HERE / "tiers" / f"{name}.toml", "rb") as f:
-        data = tomllib.load(f)
+    data = read_tier(name)
     over = data.get("override", {})
     unknown = sorted(set(over) - {c.name for c in all_cases})
     if unknown:
@@ -1495,8 +1515,7 @@ def load_tier_runner(name: str) -> dict:
     and none may be left after a run). It names its `reason`."""
     if name == "native":
         return {}
-    with open(HERE / "tiers" / f"{name}.toml", "rb") as f:
-        runner = tomllib.load(f).get("runner", {})
+    runner = read_tier(name).get("runner", {})
     if runner and not runner.get("reason"):
         raise SystemExit(f"tiers/{name}.toml: [runner] needs a reason")
     unknown = sorted(set(runner) - {"reason", "boot_allowance", "vmm"})
@@ -1513,8 +1532,7 @@ def load_tier(name: str, cases: list[Case], all_cases: list[Case]) -> dict[str, 
     """Cases that do not apply to a backend tier, with the reason (tiers/NAME.toml)."""
     if name == "native":
         return {}
-    with open(HERE / "tiers" / f"{name}.toml", "rb") as f:
-        data = tomllib.load(f)
+    data = read_tier(name)
     kinds = data.get("kinds", {})
     named = data.get("not_applicable", {})
     unknown = sorted(set(named) - {c.name for c in all_cases})
@@ -1602,7 +1620,7 @@ def main() -> int:
                     help="none: run the programs on the host with no sandbox, to prove the checks fail")
     ap.add_argument("--only", action="append", default=[], help="run only cases whose name contains this (repeatable)")
     ap.add_argument("--category", action="append", default=[], help="run only these categories")
-    ap.add_argument("--backend-tier", choices=["native", "wasm", "oci", "gvisor", "docker", "microvm"], default="native",
+    ap.add_argument("--backend-tier", choices=["native", "wasm", "oci", "gvisor", "docker", "podman", "microvm"], default="native",
                     help="the sandbox backend every generated policy names ([sandbox] backend)")
     ap.add_argument("--network", choices=["none", "allowlist"], default="none",
                     help="network.mode of the generated policies (allowlist: egress proxy, issue 6)")
