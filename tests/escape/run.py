@@ -26,7 +26,7 @@ workspace, and judges containment by OBSERVED HOST STATE, not by exit codes:
 (`[sandbox] backend = "wasm"` in every generated policy); a case that cannot
 run there is listed as not applicable, with its reason, in tiers/wasm.toml.
 
-`--backend-tier oci|gvisor|docker|microvm` does the same for those backends
+`--backend-tier oci|gvisor|docker|podman|microvm` does the same for those backends
 (tiers/NAME.toml: cases not applicable, `[override.CASE]` judged differently,
 `[targets]`, and `[runner]`: the microVM's boot allowance and VM process).
 A per-case watchdog (the case's deadline plus the tier's boot allowance, or
