@@ -35,6 +35,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 CARGO_INCREMENTAL=0 cargo build -q -p airlock --locked || exit 1
 bin=$PWD/target/debug/airlock
+# Network allowlist mode's in-sandbox relay, linked statically.
+relay=$(scripts/build-relay) || exit 1
 image=airlock-sandbox:test
 cache=$PWD/target/docker-image
 
@@ -47,6 +49,8 @@ P=(podman --root "$d/root" --runroot "$d/run" --tmpdir "$d/tmp" --cgroup-manager
    --events-backend file ${runtime:+--runtime "$runtime"})
 ppid=
 cleanup() {
+  # What the smoke checks started, by PID (when they ended early).
+  for p in ${smoke_pids[@]+"${smoke_pids[@]}"}; do kill "$p" 2>/dev/null; done
   if [ -n "$ppid" ] && kill -0 "$ppid" 2>/dev/null; then
     kill "$ppid"
     for _ in $(seq 50); do kill -0 "$ppid" 2>/dev/null || break; sleep 0.2; done
@@ -79,8 +83,9 @@ fi
 docker_rootfs "$cache" || skip "debootstrap failed"
 "${P[@]}" import "$cache/rootfs-py-git.tar" "$image" >/dev/null || exit 1
 
-export AIRLOCK_STATE_DIR=$state AIRLOCK_DOCKER_SOCKET=unix://$d/sock AIRLOCK_DOCKER_IMAGE=$image
+export AIRLOCK_STATE_DIR=$state AIRLOCK_DOCKER_SOCKET=unix://$d/sock AIRLOCK_DOCKER_IMAGE=$image AIRLOCK_RELAY=$relay
 containers() { "${P[@]}" ps -aq --filter label=airlock.run | wc -l; }
+import_image() { "${P[@]}" import - "$1" >/dev/null; }
 tag=podman
 # shellcheck source=scripts/lib/docker-smoke.sh
 . scripts/lib/docker-smoke.sh
