@@ -278,7 +278,7 @@ check "allowlist: a relay the container's user cannot execute is refused with a 
 mkdir -p "$d/norun" && touch "$d/norun/run"
 tar -C "$d/norun" -c . | import_image airlock-norun:test
 out=$(AIRLOCK_DOCKER_IMAGE=airlock-norun:test arun -- python3 -c pass 2>&1)
-check "allowlist: an image whose /run is not a directory is refused with a hint" grep -q "under /run/airlock, and the image's /run .*Hint: give image" <<<"$out" || echo "$out"
+check "allowlist: an image whose /run is not a directory is refused with a hint" grep -q "under /run/airlock, and the image's /run .*Hint: make /run a directory" <<<"$out" || echo "$out"
 check "allowlist: no container is left after the refusals" test "$(containers)" = 0
 for p in "${smoke_pids[@]}"; do kill "$p" 2>/dev/null; done
 smoke_pids=()

@@ -85,7 +85,7 @@ docker_rootfs "$cache" || skip "debootstrap failed"
 
 export AIRLOCK_STATE_DIR=$state AIRLOCK_DOCKER_SOCKET=unix://$d/sock AIRLOCK_DOCKER_IMAGE=$image AIRLOCK_RELAY=$relay
 containers() { "${P[@]}" ps -aq --filter label=airlock.run | wc -l; }
-import_image() { "${P[@]}" import - "$1" >/dev/null; }
+import_image() { "${P[@]}" import -q - "$1" >/dev/null; }
 tag=podman
 # shellcheck source=scripts/lib/docker-smoke.sh
 . scripts/lib/docker-smoke.sh

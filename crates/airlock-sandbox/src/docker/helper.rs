@@ -333,31 +333,29 @@ async fn run_container(
 }
 
 /// Allowlist mode binds the relay and the proxy socket under `/run/airlock`,
-/// so the image's `/run` must be a directory. Asked of the created container
-/// before it starts (the daemon's path stat, which both dockerd and podman
-/// answer): a file or a symlink there is refused with what would fix it,
-/// rather than left to the runtime, which would fail the start with a mount
-/// error or follow the link elsewhere in the image.
+/// so the image's `/run` must be a directory, or absent (the runtime makes
+/// mount points, as it does for every bind). Asked of the created container
+/// before it starts, through the daemon's path stat, which dockerd and podman
+/// both answer: `/run/.` resolves a symlink inside the image, as the runtime
+/// would. A file there (or a link to one) is refused with what would fix it,
+/// rather than left to the runtime's mount error at start.
 async fn usable_run(docker: &Docker, id: &str, image: &str) -> Result<(), SandboxError> {
     use bollard::query_parameters::ContainerArchiveInfoOptions;
-    /// Go's os.ModeDir and os.ModeSymlink, as the stat reports the mode.
+    /// Go's os.ModeDir, as the stat reports the mode.
     const MODE_DIR: u32 = 1 << 31;
-    const MODE_SYMLINK: u32 = 1 << 27;
-    let hint = format!(
-        "Hint: give image `{image}` a /run directory (e.g. `mkdir -p ROOTFS/run` before \
-         importing it), or use network mode none"
-    );
     let refuse = |what: String| {
         layer(
             Layer::Image,
             format!(
                 "network allowlist mode binds the egress relay and the proxy socket under \
-                 /run/airlock, and {what}; {hint}"
+                 /run/airlock, and the image's /run {what}; Hint: make /run a directory in \
+                 image `{image}` (e.g. `rm -f ROOTFS/run && mkdir ROOTFS/run` before importing \
+                 it), or use network mode none"
             ),
         )
     };
     let opts = ContainerArchiveInfoOptions {
-        path: "/run".into(),
+        path: "/run/.".into(),
     };
     match tokio::time::timeout(
         CALL_TIMEOUT,
@@ -366,16 +364,15 @@ async fn usable_run(docker: &Docker, id: &str, image: &str) -> Result<(), Sandbo
     .await
     {
         Ok(Ok(stat)) if stat.file_mode & MODE_DIR != 0 => Ok(()),
-        Ok(Ok(stat)) if stat.file_mode & MODE_SYMLINK != 0 => Err(refuse(format!(
-            "the image's /run is a symlink (to {})",
-            stat.link_target
-        ))),
-        Ok(Ok(_)) => Err(refuse("the image's /run is not a directory".into())),
+        Ok(Ok(_)) => Err(refuse("is not a directory".into())),
+        Ok(Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        })) => Ok(()),
         Ok(Err(e)) => Err(refuse(format!(
-            "the image's /run could not be looked at: {e}"
+            "is not a usable directory (the daemon could not look into it: {e})"
         ))),
         Err(_) => Err(refuse(
-            "the daemon did not say within 30 s what the image's /run is".into(),
+            "was not looked at: the daemon did not answer within 30 s".into(),
         )),
     }
 }
