@@ -7,7 +7,8 @@
 # --apply, network none, network allowlist through the in-sandbox relay
 # (scripts/build-relay), limits, refusals, containers and stages removed, a
 # killed caller), then the escape corpus on the docker backend
-# (tests/escape/tiers/docker.toml lists the cases that do not apply).
+# (tests/escape/tiers/docker.toml lists the cases that do not apply), and its
+# network category again with `--network allowlist`.
 #   DOCKER_ESCAPE=0   skip the corpus
 # Skips (does not fail) when dockerd cannot run here, saying why.
 set -uo pipefail
@@ -59,5 +60,9 @@ if [ "${DOCKER_ESCAPE:-1}" = 1 ]; then
   mkdir -p target/escape
   python3 tests/escape/run.py --airlock "$bin" --backend-tier docker \
     --report target/escape/report-docker.json ${ESCAPE_ARGS:-} || status=1
+  # The network cases again in allowlist mode: the relay in front, the
+  # proxy's socket bound in, the socket families of the native allowlist.
+  python3 tests/escape/run.py --airlock "$bin" --backend-tier docker --category network --network allowlist \
+    --report target/escape/report-docker-allowlist.json ${ESCAPE_ARGS:-} || status=1
 fi
 exit $status

@@ -4,7 +4,8 @@
 # started here with private storage and a private socket, the same locally
 # built image as 58-docker.sh (debootstrap, cached under target/docker-image,
 # then `podman import`), the same smoke checks (scripts/lib/docker-smoke.sh),
-# then the escape corpus on the docker tier through podman's socket.
+# then the escape corpus on the docker tier through podman's socket (and its
+# network category with `--network allowlist`).
 # podman's own quirks the backend handles (see src/docker/config.rs): it reads
 # `seccomp=` as a file path, ignores HostConfig.MaskedPaths/ReadonlyPaths (the
 # backend masks with `mask=`), gives containers an RLIMIT_NPROC its runtime
@@ -107,6 +108,8 @@ if [ "${PODMAN_ESCAPE:-1}" = 1 ]; then
   mkdir -p target/escape
   python3 tests/escape/run.py --airlock "$bin" --backend-tier podman \
     --report target/escape/report-podman.json ${ESCAPE_ARGS:-} || status=1
+  python3 tests/escape/run.py --airlock "$bin" --backend-tier podman --category network --network allowlist \
+    --report target/escape/report-podman-allowlist.json ${ESCAPE_ARGS:-} || status=1
 else
   echo "NOT RUN: the escape corpus on podman (PODMAN_ESCAPE=0)"
 fi
