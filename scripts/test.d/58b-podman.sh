@@ -66,7 +66,10 @@ shown=$runtime
 [ -z "$shown" ] && shown="crun, the default"
 [ "$hybrid" = 1 ] && shown="$shown (hybrid cgroup host)"
 echo "podman $(podman --version | awk '{print $3}'), runtime $shown"
-"${P[@]}" system service --time=0 "unix://$d/sock" >"$d/service.log" 2>&1 &
+# From its private directory: conmon writes a file named `oom` into the
+# service's working directory at every OOM kill (the memory checks make one),
+# which would otherwise land in the checkout.
+(cd "$d" && exec "${P[@]}" system service --time=0 "unix://$d/sock" >"$d/service.log" 2>&1) &
 ppid=$!
 up() { [ "$(curl -s --max-time 2 --unix-socket "$d/sock" http://d/_ping)" = OK ]; }
 for _ in $(seq 100); do
