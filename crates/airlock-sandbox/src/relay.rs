@@ -33,12 +33,20 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::{Layer, SandboxError};
+
 /// Loopback port of the HTTP proxy inside the sandbox.
 pub const HTTP_PORT: u16 = 3128;
 /// Loopback port of the SOCKS5 proxy inside the sandbox.
 pub const SOCKS_PORT: u16 = 1080;
 /// Where the proxy socket is bound inside the sandbox.
 pub const SOCKET_IN_SANDBOX: &str = "/run/airlock/proxy.sock";
+/// Where the in-sandbox relay binary is bound, for the backends that run it
+/// inside (see [`relay_binary`]).
+pub const BINARY_IN_SANDBOX: &str = "/run/airlock/relay";
+/// The variable naming the in-sandbox relay binary, when it is not next to
+/// the airlock binary.
+pub const BINARY_ENV: &str = "AIRLOCK_RELAY";
 
 /// The byte a handed-over connection travels behind. Must equal
 /// `airlock_netproxy::client::HANDOFF_BYTE`; neither HTTP nor SOCKS5 starts with it.
@@ -61,6 +69,94 @@ pub fn proxy_env(http_port: u16, socks_port: u16) -> Vec<(String, String)> {
         env.push((name.to_ascii_lowercase(), value.clone()));
     }
     env
+}
+
+/// The in-sandbox relay, `airlock-relay` (crates/airlock-relay), for the
+/// backends whose sandbox no host-side listener can serve (gVisor's own network
+/// stack, a container whose namespace the daemon makes as the command starts):
+/// bound into the sandbox at [`BINARY_IN_SANDBOX`] and started by
+/// [`exec_args`]. It must be linked statically, since it runs on the sandbox's
+/// root filesystem (a container image of any distribution). Looked for in
+/// `$AIRLOCK_RELAY`, then next to the running executable.
+pub fn relay_binary() -> Result<PathBuf, SandboxError> {
+    let missing = |detail: String| SandboxError::Layer {
+        layer: Layer::Network,
+        detail: format!(
+            "{detail}. Hint: build it with `scripts/build-relay --install DIR`, DIR being the \
+             directory of the airlock binary, or set {BINARY_ENV} to its path"
+        ),
+    };
+    let path = match std::env::var_os(BINARY_ENV) {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => {
+            let exe = std::env::current_exe()
+                .map_err(|e| missing(format!("the in-sandbox relay: locating airlock: {e}")))?;
+            exe.with_file_name("airlock-relay")
+        }
+    };
+    check_static(&path)
+        .map_err(|e| missing(format!("the in-sandbox relay {}: {e}", path.display())))?;
+    Ok(path)
+}
+
+/// An executable ELF file without a program interpreter (statically linked).
+fn check_static(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Err("not an executable file".into());
+    }
+    let elf = std::fs::read(path).map_err(|e| e.to_string())?;
+    match elf_has_interpreter(&elf) {
+        Some(false) => Ok(()),
+        Some(true) => Err("dynamically linked (it must run on any image's root; \
+                           scripts/build-relay links it statically)"
+            .into()),
+        None => Err("not a 64-bit little-endian ELF executable".into()),
+    }
+}
+
+/// Whether a 64-bit little-endian ELF image has a PT_INTERP program header;
+/// None when it is not such an image.
+fn elf_has_interpreter(elf: &[u8]) -> Option<bool> {
+    const PT_INTERP: u32 = 3;
+    let u16_at = |o: usize| Some(u16::from_le_bytes(elf.get(o..o + 2)?.try_into().ok()?));
+    let u32_at = |o: usize| Some(u32::from_le_bytes(elf.get(o..o + 4)?.try_into().ok()?));
+    let u64_at = |o: usize| Some(u64::from_le_bytes(elf.get(o..o + 8)?.try_into().ok()?));
+    if elf.get(..6)? != b"\x7fELF\x02\x01" {
+        return None;
+    }
+    let phoff = usize::try_from(u64_at(0x20)?).ok()?;
+    let phentsize = usize::from(u16_at(0x36)?);
+    let phnum = usize::from(u16_at(0x38)?);
+    for i in 0..phnum {
+        if u32_at(phoff.checked_add(i.checked_mul(phentsize)?)?)? == PT_INTERP {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// The sandbox's process arguments in the in-sandbox relay's mode: the relay
+/// binds the standard ports on the sandbox's loopback, forwards them to the
+/// proxy socket bound at [`SOCKET_IN_SANDBOX`], then executes `command`.
+pub fn exec_args(command: &[String]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        BINARY_IN_SANDBOX,
+        "exec",
+        "--unix",
+        SOCKET_IN_SANDBOX,
+        "--listen",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(format!("127.0.0.1:{HTTP_PORT}"));
+    args.push("--listen".into());
+    args.push(format!("127.0.0.1:{SOCKS_PORT}"));
+    args.push("--".into());
+    args.extend(command.iter().cloned());
+    args
 }
 
 /// Bound listeners, not yet accepting.
@@ -215,6 +311,34 @@ mod tests {
         let mut back = Vec::new();
         let closed = program.read_to_end(&mut back);
         assert!(back.is_empty(), "{closed:?}");
+    }
+
+    #[test]
+    fn the_relay_binary_must_be_a_static_executable() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("script");
+        std::fs::write(&text, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&text, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        assert!(check_static(&text).unwrap_err().contains("not a 64-bit"));
+        assert!(check_static(&dir.path().join("absent")).is_err());
+        // The test binary itself is linked dynamically.
+        let me = std::env::current_exe().unwrap();
+        assert!(check_static(&me)
+            .unwrap_err()
+            .contains("dynamically linked"));
+        assert_eq!(elf_has_interpreter(b"\x7fELF\x02\x01"), None, "truncated");
+    }
+
+    #[test]
+    fn exec_args_start_the_relay_then_the_command() {
+        let args = exec_args(&["sh".into(), "-c".into(), "-- x".into()]);
+        assert_eq!(args[0], BINARY_IN_SANDBOX);
+        assert_eq!(args[1], "exec");
+        let dash = args.iter().position(|a| a == "--").unwrap();
+        assert_eq!(args[dash + 1..], ["sh", "-c", "-- x"]);
+        assert!(args.contains(&format!("127.0.0.1:{HTTP_PORT}")));
+        assert!(args.contains(&SOCKET_IN_SANDBOX.to_string()));
     }
 
     #[test]

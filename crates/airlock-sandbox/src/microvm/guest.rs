@@ -201,7 +201,7 @@ pub struct Machine<'a> {
     pub shares: &'a [Share],
     /// Allowlist mode: the unix socket the helper's egress relay listens on;
     /// QEMU connects the guest's virtio-serial port
-    /// ([`airlock_vmrelay::PORT_NAME`]) to it.
+    /// ([`airlock_relay::mux::PORT_NAME`]) to it.
     pub egress_socket: Option<&'a Path>,
 }
 
@@ -283,7 +283,7 @@ impl Machine<'_> {
                 "-device".into(),
                 format!(
                     "virtserialport,chardev=egress,name={}",
-                    airlock_vmrelay::PORT_NAME
+                    airlock_relay::mux::PORT_NAME
                 ),
             ]);
         }

@@ -464,11 +464,11 @@ fn start_egress_relay(stage: &Stage, proxy: &Path) -> Result<PathBuf, SandboxErr
             for port in listener.incoming() {
                 let Ok(port) = port else { continue };
                 let proxy = proxy.clone();
-                let _ = airlock_vmrelay::serve(
+                let _ = airlock_relay::mux::serve(
                     port,
                     Box::new(move || {
                         std::os::unix::net::UnixStream::connect(&proxy)
-                            .map(airlock_vmrelay::Local::Unix)
+                            .map(airlock_relay::mux::Local::Unix)
                     }),
                 );
             }

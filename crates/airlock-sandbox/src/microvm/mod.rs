@@ -17,7 +17,7 @@
 //! with the guest's own cgroup v2 and rlimits and runs the command as a
 //! non-root user. The guest has no network device at all; in network
 //! allowlist mode its only way out is the egress relay (the
-//! `airlock-vmrelay` crate): a listener in the guest whose connections travel
+//! `airlock-relay` crate): a listener in the guest whose connections travel
 //! over one virtio-serial port to the helper, which hands each to the host's
 //! egress proxy.
 

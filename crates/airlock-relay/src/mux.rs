@@ -1,4 +1,4 @@
-//! The egress relay of the microVM backend.
+//! The microVM transport: TCP connections multiplexed over one byte stream.
 //!
 //! A microVM in network allowlist mode has no network device. Its only way
 //! out is one virtio-serial port, whose host end is a unix socket served by
@@ -40,10 +40,8 @@ pub const WINDOW: u64 = 256 * 1024;
 pub const MAX_STREAMS: usize = 64;
 /// The virtio-serial port's name (the guest finds its device by it).
 pub const PORT_NAME: &str = "airlock.egress";
-/// What the guest binary prints on stdout once its listeners are bound.
-pub const READY: &str = "airlock-vmrelay: ready";
 const HEADER: usize = 9;
-const THREAD_STACK: usize = 64 * 1024;
+use crate::THREAD_STACK;
 
 /// A frame's kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -504,7 +502,7 @@ impl Mux {
 
 fn spawn(f: impl FnOnce() + Send + 'static) -> io::Result<()> {
     std::thread::Builder::new()
-        .name("airlock-vmrelay".into())
+        .name("airlock-relay".into())
         .stack_size(THREAD_STACK)
         .spawn(f)
         .map(|_| ())
@@ -598,7 +596,7 @@ mod tests {
 
     #[test]
     fn streams_carry_bytes_both_ways_past_the_window() {
-        let dir = std::env::temp_dir().join(format!("vmrelay-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("relay-mux-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let (guest, _) = pair(&dir);
@@ -638,7 +636,7 @@ mod tests {
 
     #[test]
     fn a_peer_past_its_window_or_over_the_stream_cap_is_refused() {
-        let dir = std::env::temp_dir().join(format!("vmrelay-cap-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("relay-mux-cap-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let sock = dir.join("proxy.sock");
