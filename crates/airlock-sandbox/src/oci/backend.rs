@@ -87,7 +87,7 @@ impl OciBackend {
             );
         }
         let platform = match rt {
-            Runtime::Runsc(p) => Some(p.as_str().to_string()),
+            Runtime::Runsc(g) => Some(g.platform.as_str().to_string()),
             _ => None,
         };
         let found = RuntimeFound {
@@ -109,11 +109,17 @@ impl Backend for OciBackend {
         if spec.argv.is_empty() {
             return Err(SandboxError::Spec("argv is empty".into()));
         }
+        // gVisor's allowlist mode runs the relay inside the sandbox.
+        let relay = match (&spec.network, self.runtime.is_gvisor()) {
+            (crate::NetworkSpec::Proxy { .. }, true) => Some(crate::relay::relay_binary()?),
+            _ => None,
+        };
         let request = Request {
             spec: spec.clone(),
             runs_dir: self.runs_dir.clone(),
             runtime: self.runtime,
             runtime_exe: self.runtime_exe.clone(),
+            relay,
         };
         let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
         let helper = Helper {
