@@ -131,6 +131,17 @@ jcheck "network none (loopback only, no inet socket), no host paths, no capabili
   "\"interfaces ['lo']\" in j[\"stdout\"]" \
   '"VISIBLE" not in j["stdout"]' '"CapEff 0000000000000000" in j["stdout"]'
 
+# -- gVisor as u1: refused, naming why (airlock's staging needs root; runsc
+# itself would run unprivileged: docs/tiers.md, "gVisor without root")
+if command -v runsc >/dev/null; then
+  out=$(run1 --backend gvisor -- echo hi 2>&1); rc=$?
+  check "run --backend gvisor as u1: refused (exit $rc), naming idmapped mounts and runsc --rootless" \
+    bash -c '[ "$1" = 125 ] && grep -q "idmapped mounts" <<<"$2" && grep -q "runsc --rootless" <<<"$2" && grep -q "Hint:" <<<"$2"' _ "$rc" "$out" \
+    || echo "$out" | head -c 600
+else
+  echo "NOT RUN: gVisor's refusal as u1 (runsc is not installed; scripts/test tiers installs it)"
+fi
+
 # -- u1 and u2 are kept apart
 as airlock-u2 sh -c 'rm -rf ~/ws2 && mkdir ~/ws2'
 [ -f "$ws1/airlock.toml" ] && sed 's/^timeout = .*/timeout = "60s"/' "$ws1/airlock.toml" > /home/airlock-u2/ws2/airlock.toml

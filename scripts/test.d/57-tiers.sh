@@ -12,13 +12,18 @@
 # the test starts never reached, direct attempts refused and recorded), the
 # end-to-end test through the proxy to loopback servers (airlock-netproxy's
 # sandbox_e2e), and the corpus's network category with `--network allowlist`;
-# on gvisor, its refusal.
+# on gvisor the same through the relay inside the sandbox (airlock-relay,
+# built by scripts/build-relay), except that direct attempts fail for want of a
+# route and are not recorded; and, in network mode none, a host unix socket in
+# the workspace stays out of reach (runsc's --host-uds is for allowlist only).
 #   TIERS_ESCAPE=0     skip the corpora
+#   TIERS_CRUN=0       skip the crun smoke checks (and crun's end-to-end test)
 #   TIERS_RUNC=0       skip the runc smoke checks
 #   TIERS_YOUKI=0      skip the youki smoke checks
 #   TIERS_YOUKI_BUILD=1  build youki when it is not cached (see below; ~14 min)
 #   TIERS_GVISOR=0     skip gVisor (slow: its ptrace platform costs ~0.2-0.4 s a run)
-#   TIERS_GVISOR_CORPUS=0  skip only the escape corpus on gVisor (about 3 minutes)
+#   TIERS_GVISOR_CORPUS=0  skip only the escape corpus on gVisor (about 3 minutes,
+#                      plus 15 s for its network category in allowlist mode)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ "$(id -u)" != 0 ]; then
@@ -55,6 +60,12 @@ if [ "${TIERS_YOUKI:-1}" = 1 ] && [ ! -x /usr/local/bin/youki ]; then
 fi
 CARGO_INCREMENTAL=0 cargo build -q -p airlock --locked || exit 1
 bin=$PWD/target/debug/airlock
+# gVisor's allowlist mode runs airlock-relay inside the sandbox: a static
+# build of its own (seconds), found through $AIRLOCK_RELAY.
+if [ "${TIERS_GVISOR:-1}" = 1 ]; then
+  AIRLOCK_RELAY=$(scripts/build-relay) || exit 1
+  export AIRLOCK_RELAY
+fi
 state=$(mktemp -d)
 ws=$(mktemp -d)
 trap 'rm -rf "$state" "$ws"' EXIT
@@ -140,10 +151,16 @@ allowlist() { # backend [OCI runtime]: network allowlist mode through the CLI
   export AIRLOCK_OCI_RUNTIME=${2:-}
   rm -rf "$ws"/* "$ws"/.[!.]* 2>/dev/null
   # A loopback HTTP server on the host, named by an allowlisted host: the proxy
-  # must refuse the address it resolves to, so the server sees no request.
+  # must refuse the address it resolves to, and a direct connect must not
+  # reach it, so the server sees no connection at all (it logs each accept).
   rm -f "$state/port"
   python3 -c 'import http.server, sys
-s = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+class Server(http.server.HTTPServer):
+    def get_request(self):
+        c, a = super().get_request()
+        sys.stderr.write("accepted %s:%s\n" % a); sys.stderr.flush()
+        return c, a
+s = Server(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
 open(sys.argv[1] + ".tmp", "w").write(str(s.server_port))
 __import__("os").rename(sys.argv[1] + ".tmp", sys.argv[1])
 s.serve_forever()' "$state/port" 2>"$state/http.log" &
@@ -172,6 +189,8 @@ def attempt(name, fn):
         print(name, errno.errorcode.get(e.errno, e.errno))
 attempt("direct", lambda: socket.create_connection(("192.0.2.1", 443), timeout=3))
 attempt("dns", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.0.2.53", 53)))
+# The host's loopback server, straight: the sandbox's 127.0.0.1 is its own.
+attempt("loop", lambda: socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3))
 def curl(*args):
     p = subprocess.run(["curl", "-sS", "--max-time", "20", *args], capture_output=True, text=True)
     return (p.stdout + p.stderr).strip()
@@ -183,23 +202,56 @@ PY
   (cd "$ws" && "$bin" run --backend "$backend" --json -- python3 probe.py "$port") >"$o"
   kill "$server" 2>/dev/null; wait "$server" 2>/dev/null
   j() { python3 -c "import json,sys; o=json.load(open('$o')); $1" 2>/dev/null; }
-  if [ "$backend" = gvisor ]; then
-    check "$b: allowlist is refused, naming why (runsc's host network)" \
-      j 'sys.exit(not (o.get("error") == "sandbox" and "allowlist mode needs the egress relay" in o["detail"]))' || head -c 1500 "$o"
-    return
-  fi
   check "$b: allowlist: the run ran (exit $(j 'print(o.get("exit_code"))'))" test "$(j 'print(o.get("exit_code"))')" = 0 || head -c 1500 "$o"
   check "$b: allowlist: proxy env inside" j 'sys.exit("env http://127.0.0.1:3128 socks5h://127.0.0.1:1080" not in o["stdout"])'
   check "$b: allowlist: the relay reaches the proxy, which refuses a host not listed (CONNECT 403)" \
     j 'sys.exit("evil=curl: (56) CONNECT tunnel failed, response 403" not in o["stdout"])' || head -c 1500 "$o"
   check "$b: allowlist: a listed host resolving to loopback is refused by the proxy (HTTP 403)" j 'sys.exit("local=403" not in o["stdout"])' || head -c 1500 "$o"
-  check "$b: allowlist: the host's loopback server saw no request" test ! -s "$state/http.log"
+  check "$b: allowlist: the host's loopback server saw no connection" test ! -s "$state/http.log" || cat "$state/http.log"
   check "$b: allowlist: the proxy's refusals are recorded" j 'r={v["data"].get("reason") for v in o["violations"]}; sys.exit(not {"not_in_allowlist","resolved_to_blocked_address"} <= r)'
-  check "$b: allowlist: direct connect and UDP DNS refused (EACCES, netwatch)" j 'sys.exit(not ("direct EACCES" in o["stdout"] and "dns EACCES" in o["stdout"]))' || head -c 1500 "$o"
-  check "$b: allowlist: the direct attempts are recorded as violations" \
-    j 'd=[v["detail"] for v in o["violations"]]; sys.exit(not ("blocked: connect to 192.0.2.1:443 (not via proxy)" in d and "blocked: DNS query to 192.0.2.53:53 (not via proxy)" in d))' \
-    || j 'print(o["violations"])'
+  if [ "$backend" = gvisor ]; then
+    # The guest's only interface is the Sentry's loopback; gVisor has no
+    # seccomp user notification, so nothing records these.
+    check "$b: allowlist: direct connect and UDP DNS fail (EHOSTUNREACH: no route)" \
+      j 'sys.exit(not ("direct EHOSTUNREACH" in o["stdout"] and "dns EHOSTUNREACH" in o["stdout"]))' || head -c 1500 "$o"
+    check "$b: allowlist: a direct connect to the host's loopback server is refused (ECONNREFUSED: the guest's own loopback)" \
+      j 'sys.exit("loop ECONNREFUSED" not in o["stdout"])' || head -c 1500 "$o"
+    check "$b: allowlist: the direct attempts are not recorded (no seccomp user notification in gVisor)" \
+      j 'sys.exit(any("not via proxy" in v["detail"] for v in o["violations"]))' || j 'print(o["violations"])'
+  else
+    check "$b: allowlist: direct connect, UDP DNS and the host's loopback refused (EACCES, netwatch)" \
+      j 'sys.exit(not ("direct EACCES" in o["stdout"] and "dns EACCES" in o["stdout"] and "loop EACCES" in o["stdout"]))' || head -c 1500 "$o"
+    check "$b: allowlist: the direct attempts are recorded as violations" \
+      j 'd=[v["detail"] for v in o["violations"]]; sys.exit(not ("blocked: connect to 192.0.2.1:443 (not via proxy)" in d and "blocked: DNS query to 192.0.2.53:53 (not via proxy)" in d))' \
+      || j 'print(o["violations"])'
+  fi
   ls /run/airlock-oci 2>/dev/null | grep -q . && fail=$((fail + 1)) && echo "FAIL $b: a run's stage was left behind"
+}
+
+gvisor_host_uds() { # network none: a host unix socket in the workspace stays out of reach
+  rm -rf "$ws"/* "$ws"/.[!.]* 2>/dev/null
+  # A read-only workspace is a plain bind, through which runsc's gofer would
+  # connect (with --host-uds=open) to the socket; an overlay would not.
+  printf '[workspace]\nroot = "."\nmode = "ro"\n[commands]\nallow = ["python3"]\n[limits]\ntimeout = "20s"\n' > "$ws/airlock.toml"
+  rm -f "$state/uds.log"
+  python3 -c 'import os, socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen()
+open(sys.argv[2] + ".ready", "w").close()
+while True:
+    c, _ = s.accept(); open(sys.argv[2], "a").write("accepted\n"); c.close()' "$ws/host.sock" "$state/uds.log" &
+  local server=$!
+  for _ in $(seq 50); do [ -e "$state/uds.log.ready" ] && break; sleep 0.1; done
+  out=$(cd "$ws" && "$bin" run --backend gvisor -- python3 -c '
+import errno, socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("host.sock"); print("connected")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))' 2>&1)
+  kill "$server" 2>/dev/null; wait "$server" 2>/dev/null
+  check "gvisor: network none: a host unix socket in a read-only workspace cannot be connected to ($out), the host server saw nothing" \
+    test "$out" != connected -a ! -s "$state/uds.log"
+  rm -f "$ws/host.sock" "$state/uds.log.ready"
 }
 
 gvisor_host() { # a live guest that asked for nice -20 and oom_score_adj -1000, seen from the host
@@ -223,8 +275,10 @@ time.sleep(3)' >"$state/held.txt" 2>&1) &
   wait "$runner"
 }
 
-smoke oci crun
-allowlist oci crun
+if [ "${TIERS_CRUN:-1}" = 1 ]; then
+  smoke oci crun
+  allowlist oci crun
+fi
 if [ "${TIERS_RUNC:-1}" = 1 ]; then
   smoke oci runc
   allowlist oci runc
@@ -239,17 +293,21 @@ fi
 if [ "${TIERS_GVISOR:-1}" = 1 ]; then
   smoke gvisor
   allowlist gvisor
+  gvisor_host_uds
   gvisor_host
 fi
 unset AIRLOCK_OCI_RUNTIME
 # Bytes through the relay and the proxy to loopback servers (the proxy's
-# test-only allowance for them), with crun and runc.
+# test-only allowance for them), with crun, runc and gVisor.
 e2e=(--skip native)
+[ "${TIERS_CRUN:-1}" = 1 ] || e2e+=(--skip oci_crun)
 [ "${TIERS_RUNC:-1}" = 1 ] || e2e+=(--skip oci_runc)
+e2e_on=oci
+if [ "${TIERS_GVISOR:-1}" = 1 ]; then e2e_on+=", gvisor"; else e2e+=(--skip gvisor); fi
 if CARGO_INCREMENTAL=0 cargo test -q --locked -p airlock-netproxy --test sandbox_e2e -- "${e2e[@]}"; then
-  pass=$((pass + 1)); echo "ok   allowlist end to end through the relay and the proxy (oci)"
+  pass=$((pass + 1)); echo "ok   allowlist end to end through the relay and the proxy ($e2e_on)"
 else
-  fail=$((fail + 1)); echo "FAIL allowlist end to end through the relay and the proxy (oci)"
+  fail=$((fail + 1)); echo "FAIL allowlist end to end through the relay and the proxy ($e2e_on)"
 fi
 echo "$pass passed, $fail failed"
 status=0
@@ -263,6 +321,8 @@ if [ "${TIERS_ESCAPE:-1}" = 1 ]; then
   if [ "${TIERS_GVISOR:-1}" = 1 ] && [ "${TIERS_GVISOR_CORPUS:-1}" = 1 ]; then
     python3 tests/escape/run.py --airlock "$bin" --backend-tier gvisor \
       --report target/escape/report-gvisor.json ${ESCAPE_ARGS:-} || status=1
+    python3 tests/escape/run.py --airlock "$bin" --backend-tier gvisor --category network --network allowlist \
+      --report target/escape/report-gvisor-allowlist.json ${ESCAPE_ARGS:-} || status=1
   else
     echo "NOT RUN: the escape corpus on gVisor (TIERS_GVISOR=0 or TIERS_GVISOR_CORPUS=0)"
   fi

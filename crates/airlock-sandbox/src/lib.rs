@@ -16,6 +16,7 @@ pub mod oci;
 pub mod outcome;
 pub mod output;
 pub mod probe;
+pub mod process;
 pub mod relay;
 pub mod spec;
 pub mod tier;

@@ -12,10 +12,14 @@
 //! byte, so both ports lead to the same socket.
 //!
 //! Who runs it: under the native backend the sandbox's PID 1 (the proxy socket
-//! bound into the sandbox at [`SOCKET_IN_SANDBOX`]); under the OCI and gVisor
-//! backends the helper on the host, which makes the empty network namespace,
+//! bound into the sandbox at [`SOCKET_IN_SANDBOX`]); under the OCI backend
+//! (crun, runc) the helper on the host, which makes the empty network namespace,
 //! binds the listeners in it and has the container join it (nothing of the
-//! relay runs in the container, and the proxy socket is not bound into it). A
+//! relay runs in the container, and the proxy socket is not bound into it).
+//! gVisor's own network stack is out of any host namespace's reach, and a
+//! Docker-API daemon makes its container's namespace only as it starts it:
+//! there the copying relay of `crates/airlock-relay` runs inside
+//! ([`exec_args`]). A
 //! listening socket stays in the namespace it was made in, so any process that
 //! can enter a sandbox's network namespace (`setns`) can bind the relay there
 //! and serve it from outside.

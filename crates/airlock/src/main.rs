@@ -59,6 +59,9 @@ fn main() {
     airlock_sandbox::docker::maybe_run_helper();
     airlock_sandbox::microvm::maybe_run_helper();
     let cli = Cli::parse();
+    if matches!(cli.command, Cmd::Doctor(_) | Cmd::Policy(_) | Cmd::Audit(_)) {
+        airlock_sandbox::process::default_sigpipe();
+    }
     let status = match cli.command {
         Cmd::Check(args) => cli::check::run(args),
         Cmd::Run(args) => cli::run::run(args),

@@ -207,3 +207,23 @@ fn live_output_on_a_tty_passes_text_and_colours_only() {
     assert!(piped.status.success(), "{piped:?}");
     assert!(piped.stdout.windows(7).any(|w| w == b"\x1b]52;c;"));
 }
+
+/// A reader that stops early (`airlock policy show-default | head -1`) ends a
+/// listing as it ends any Unix filter: by SIGPIPE, with no panic on stderr.
+#[test]
+fn a_reader_that_stops_early_ends_a_listing_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(BIN)
+        .args(["policy", "show-default"])
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    const SIGPIPE: i32 = 13;
+    assert_eq!(out.status.signal(), Some(SIGPIPE), "{:?}", out.status);
+}

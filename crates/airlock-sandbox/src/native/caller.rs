@@ -95,11 +95,12 @@ impl NativeBackend {
             let t = Instant::now();
             let opened = gate();
             if std::env::var_os("AIRLOCK_PROFILE").is_some() {
-                eprintln!(
-                    "airlock profile: {:>8.2} ms  caller: gate passed after {:.2} ms of waiting",
+                let line = format!(
+                    "airlock profile: {:>8.2} ms  caller: gate passed after {:.2} ms of waiting\n",
                     helper.started.elapsed().as_secs_f64() * 1000.0,
                     t.elapsed().as_secs_f64() * 1000.0
                 );
+                eprint!("{line}"); // one write: stderr is unbuffered
             }
             if let Err(e) = opened {
                 // EOF on the control pipe: the helper tears the sandbox down
@@ -164,6 +165,7 @@ impl NativeBackend {
             });
         }
         let started = Instant::now();
+        let caller_clock_ns = sys::monotonic_ns();
         // cgroup v1: the helper's move of init into the run's cgroup waits for
         // an RCU grace period unless one has just passed. Start it now, on a
         // spare thread, while the helper starts (see
@@ -196,6 +198,7 @@ impl NativeBackend {
             runtime_dir,
             gated,
             pooled,
+            caller_clock_ns,
         };
         let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
         // The helper reads the whole request before anything else.
@@ -295,13 +298,17 @@ impl NativeBackend {
         let report: HelperReport = serde_json::from_slice(&report_bytes)
             .map_err(|e| SandboxError::Helper(format!("unreadable helper report: {e}")))?;
         if std::env::var_os("AIRLOCK_PROFILE").is_some() {
+            // Timed before printing, and printed in one write: stderr is
+            // unbuffered, and a write per fragment cost milliseconds that the
+            // total then counted as the run's.
+            let total_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let mut lines = String::new();
             for (what, us) in &report.timings {
-                eprintln!("airlock profile: {:>8.2} ms  {what}", *us as f64 / 1000.0);
+                let ms = *us as f64 / 1000.0;
+                lines.push_str(&format!("airlock profile: {ms:>8.2} ms  {what}\n"));
             }
-            eprintln!(
-                "airlock profile: {:>8.2} ms  caller total",
-                started.elapsed().as_secs_f64() * 1000.0
-            );
+            lines.push_str(&format!("airlock profile: {total_ms:>8.2} ms  caller total\n"));
+            let _ = std::io::stderr().write_all(lines.as_bytes());
         }
         if let Some(f) = report.failure {
             let failure = Some((f.layer, f.detail));

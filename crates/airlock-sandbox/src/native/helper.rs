@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 /// Entry point of the helper process. Never returns.
 pub fn helper_main() -> ! {
     let started = Instant::now();
+    let started_ns = sys::monotonic_ns();
     // SAFETY: signal dispositions are process-wide; the helper is single-threaded.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
@@ -69,7 +70,18 @@ pub fn helper_main() -> ! {
     match read_request(&req) {
         Ok(request) => {
             drop(req);
-            if let Err(e) = run(&request, control, started, &mut report) {
+            // Time from the caller's spawn (same clock), not from here.
+            let spawn = Duration::from_nanos(started_ns.saturating_sub(request.caller_clock_ns));
+            let t0 = match request.caller_clock_ns {
+                0 => started,
+                _ => started.checked_sub(spawn).unwrap_or(started),
+            };
+            if request.caller_clock_ns != 0 {
+                report
+                    .timings
+                    .push(("helper started".into(), spawn.as_micros() as u64));
+            }
+            if let Err(e) = run(&request, control, t0, &mut report) {
                 report.failure = Some(match e {
                     SandboxError::Layer { layer, detail } => LayerFailure { layer, detail },
                     SandboxError::Spec(detail) => LayerFailure {

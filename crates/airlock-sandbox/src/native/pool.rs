@@ -176,7 +176,8 @@ fn pool_id() -> String {
 
 fn profile(line: std::fmt::Arguments<'_>) {
     if std::env::var_os("AIRLOCK_PROFILE").is_some() {
-        eprintln!("airlock profile: {line}");
+        let line = format!("airlock profile: {line}\n");
+        eprint!("{line}"); // one write: stderr is unbuffered
     }
 }
 

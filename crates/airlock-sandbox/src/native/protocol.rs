@@ -45,6 +45,11 @@ pub struct HelperRequest {
     /// read, for one [`CONTROL_LAUNCH`] frame that brings them. Implies `gated`.
     #[serde(default)]
     pub pooled: bool,
+    /// The caller's CLOCK_MONOTONIC ([`super::sys::monotonic_ns`]) just before
+    /// it spawned the helper: the profile's times count from there, so the
+    /// helper's own start (fork, exec, dynamic loading) shows as a step.
+    #[serde(default)]
+    pub caller_clock_ns: u64,
 }
 
 /// What a request adds to the template a pooled sandbox was built for: read

@@ -225,6 +225,18 @@ pub fn fork() -> io::Result<libc::pid_t> {
     cvt(unsafe { libc::fork() })
 }
 
+/// CLOCK_MONOTONIC in nanoseconds: the clock `Instant` reads, as a number a
+/// process can hand to another (its children share it).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec to the valid pointer given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 pub fn exit_now(code: i32) -> ! {
     // SAFETY: _exit never returns and runs no destructors or atexit handlers,
     // which belong to the parent process image.

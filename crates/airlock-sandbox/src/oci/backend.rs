@@ -49,6 +49,14 @@ impl OciBackend {
                 layer: Layer::Runtime,
                 detail,
             })?;
+        // Refused here, naming why, rather than by the helper's first mount.
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(SandboxError::Layer {
+                layer: Layer::Backend,
+                detail: unprivileged_refusal(runtime),
+            });
+        }
         let exe =
             std::fs::read_link("/proc/self/exe").map_err(io_err("resolving /proc/self/exe"))?;
         Ok(OciBackend {
@@ -77,17 +85,10 @@ impl OciBackend {
         };
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            return Probe::unavailable(
-                kind,
-                format!(
-                    "the {kind} backend stages the workspace with idmapped mounts and runs {} as root; \
-                     Hint: run airlock as root, or use the native backend (which runs unprivileged)",
-                    rt.exe_name()
-                ),
-            );
+            return Probe::unavailable(kind, unprivileged_refusal(rt));
         }
         let platform = match rt {
-            Runtime::Runsc(p) => Some(p.as_str().to_string()),
+            Runtime::Runsc(g) => Some(g.platform.as_str().to_string()),
             _ => None,
         };
         let found = RuntimeFound {
@@ -100,6 +101,32 @@ impl OciBackend {
     }
 }
 
+/// Why `rt` cannot run for an ordinary user. gVisor's is airlock's limit, not
+/// runsc's: runsc runs unprivileged (`--rootless` from a user namespace that
+/// maps the caller to root, or through newuidmap with subordinate ids), but
+/// this backend's helper needs root for its staging and its cgroup.
+pub fn unprivileged_refusal(rt: Runtime) -> String {
+    const HINT: &str =
+        "Hint: run airlock as root, or use the native backend (which runs unprivileged)";
+    if rt.is_gvisor() {
+        format!(
+            "the gvisor backend needs root here: its helper shows the workspace to sandbox root \
+             through idmapped mounts (files owned by uid {}), stages the bundle under {} and \
+             holds the limits in a cgroup of its own, none of which an ordinary user can make; \
+             runsc itself can run unprivileged (`runsc --rootless`), but airlock does not drive \
+             it that way yet (docs/tiers.md, \"gVisor without root\"); {HINT}",
+            super::bundle::HOST_ID,
+            super::helper::STAGE_BASE
+        )
+    } else {
+        format!(
+            "the {} backend stages the workspace with idmapped mounts and runs {} as root; {HINT}",
+            crate::BackendKind::Oci,
+            rt.exe_name()
+        )
+    }
+}
+
 impl Backend for OciBackend {
     fn name(&self) -> &'static str {
         self.kind.as_str()
@@ -109,11 +136,17 @@ impl Backend for OciBackend {
         if spec.argv.is_empty() {
             return Err(SandboxError::Spec("argv is empty".into()));
         }
+        // gVisor's allowlist mode runs the relay inside the sandbox.
+        let relay = match (&spec.network, self.runtime.is_gvisor()) {
+            (crate::NetworkSpec::Proxy { .. }, true) => Some(crate::relay::relay_binary()?),
+            _ => None,
+        };
         let request = Request {
             spec: spec.clone(),
             runs_dir: self.runs_dir.clone(),
             runtime: self.runtime,
             runtime_exe: self.runtime_exe.clone(),
+            relay,
         };
         let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
         let helper = Helper {
@@ -295,4 +328,31 @@ pub(crate) fn drive(
         return Err(crate::failure::error(report.failure, helper.backend));
     }
     Ok((report, out, err, started))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oci::runtime::{Gvisor, GvisorPlatform};
+
+    #[test]
+    fn unprivileged_refusals_name_what_needs_root_and_a_way_out() {
+        let g = unprivileged_refusal(Runtime::Runsc(Gvisor {
+            platform: GvisorPlatform::Ptrace,
+            host_uds: None,
+        }));
+        for part in [
+            "idmapped mounts",
+            "runsc --rootless",
+            "gVisor without root",
+            "Hint:",
+        ] {
+            assert!(g.contains(part), "{part}: {g}");
+        }
+        let c = unprivileged_refusal(Runtime::Crun);
+        assert!(
+            c.contains("the oci backend") && c.contains("crun as root") && c.contains("Hint:"),
+            "{c}"
+        );
+    }
 }

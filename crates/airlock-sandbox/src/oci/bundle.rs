@@ -13,7 +13,7 @@
 //! | `ReadOnly`            | `linux.readonlyPaths`                                      |
 //! | `Mask`, `Hide`        | `linux.maskedPaths`                                        |
 //! | `Workspace`           | bind of the helper's overlay (or idmapped tree); `rw` mode pins the protected paths' parents and binds the protected paths read-only |
-//! | `ProxySocket`         | nothing inside: the container joins the helper's network namespace, where the helper's relay listens ([`Egress`]) |
+//! | `ProxySocket`         | OCI runtimes: nothing inside, the container joins the helper's network namespace, where the helper's relay listens ([`Egress::HostRelay`]); gVisor: the proxy socket and the relay binary bound read-only, the relay started before the command ([`Egress::GuestRelay`]) |
 
 use super::runtime::Runtime;
 use crate::native::rlimits::RlimitSpec;
@@ -38,20 +38,34 @@ pub struct Staged {
     /// user namespace (a parent directory closed to others, such as
     /// `/root`), bound into the stage: (path inside, host source).
     pub read_paths: Vec<(PathBuf, PathBuf)>,
-    /// Network allowlist mode: where the helper's relay listens.
+    /// Network allowlist mode: how the relay reaches the proxy.
     pub egress: Option<Egress>,
 }
 
 /// What the helper prepared for network allowlist mode.
 #[derive(Debug, Clone)]
-pub struct Egress {
-    /// The empty network namespace the helper made and its relay listens in;
-    /// the container joins it (its own user namespace holds no capability
-    /// over it, so it cannot reconfigure it).
-    pub netns: PathBuf,
-    /// Where the helper waits for the seccomp listener of the container's
-    /// watching rules (`linux.seccomp.listenerPath`).
-    pub seccomp_listener: PathBuf,
+pub enum Egress {
+    /// crun, runc, youki: the helper's relay serves the container from the
+    /// host, in a network namespace the container joins.
+    HostRelay {
+        /// The empty network namespace the helper made and its relay listens
+        /// in; the container joins it (its own user namespace holds no
+        /// capability over it, so it cannot reconfigure it).
+        netns: PathBuf,
+        /// Where the helper waits for the seccomp listener of the container's
+        /// watching rules (`linux.seccomp.listenerPath`).
+        seccomp_listener: PathBuf,
+    },
+    /// gVisor: the Sentry's network stack has a loopback of its own that no
+    /// host-side listener can serve, so the relay runs inside (`airlock-relay
+    /// exec`, started before the command) and copies each connection to the
+    /// proxy's socket, which runsc's gofer connects to on the host.
+    GuestRelay {
+        /// The proxy's socket, idmapped into the stage (sandbox root owns it).
+        socket: PathBuf,
+        /// The relay binary, bound into the stage.
+        relay: PathBuf,
+    },
 }
 
 /// An entry of the root filesystem directory.
@@ -152,6 +166,43 @@ pub(crate) fn watch_rules() -> Vec<Value> {
         json!({"names": ["socket"], "action": "SCMP_ACT_NOTIFY",
                "args": [{"index": 1, "value": 0xf, "valueTwo": libc::SOCK_RAW, "op": "SCMP_CMP_MASKED_EQ"}]}),
     ]
+}
+
+/// gVisor in allowlist mode lets the guest make inet sockets (the program
+/// talks to the relay on loopback) but has no netwatch to refuse the rest, so
+/// the profile refuses what netwatch and the kernel refuse elsewhere: raw
+/// sockets of any inet family, ICMP datagram ("ping") sockets, packet
+/// sockets, and netlink families other than `NETLINK_ROUTE` (as the native
+/// filter does). They would reach only the Sentry's loopback, but each is
+/// netstack code the guest need not reach. (The installed runsc answers every
+/// such rule with EPERM, whatever errnoRet says.)
+pub(crate) fn gvisor_relay_rules() -> Vec<Value> {
+    let refuse = |errno: i32, args: Value| json!({"names": ["socket"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno, "args": args});
+    let family = |f: i32| json!({"index": 0, "value": f, "op": "SCMP_CMP_EQ"});
+    let mut rules = vec![
+        refuse(libc::EACCES, json!([family(libc::AF_PACKET)])),
+        refuse(
+            libc::EAFNOSUPPORT,
+            json!([family(libc::AF_NETLINK),
+                   {"index": 2, "value": libc::NETLINK_ROUTE, "op": "SCMP_CMP_NE"}]),
+        ),
+    ];
+    for (f, icmp) in [
+        (libc::AF_INET, libc::IPPROTO_ICMP),
+        (libc::AF_INET6, libc::IPPROTO_ICMPV6),
+    ] {
+        // value is the mask, valueTwo the datum (libseccomp's order).
+        rules.push(refuse(
+            libc::EACCES,
+            json!([family(f),
+                   {"index": 1, "value": 0xf, "valueTwo": libc::SOCK_RAW, "op": "SCMP_CMP_MASKED_EQ"}]),
+        ));
+        rules.push(refuse(
+            libc::EACCES,
+            json!([family(f), {"index": 2, "value": icmp, "op": "SCMP_CMP_EQ"}]),
+        ));
+    }
+    rules
 }
 
 /// The OCI seccomp profile; `unix_only` (network none) refuses every socket
@@ -395,9 +446,15 @@ pub fn translate(
                 mode,
                 protect,
             } => workspace_mounts(root, *mode, protect, &staged.workspace, &mut mounts)?,
-            // The proxy socket stays on the host: the helper's relay serves
-            // the container's network namespace from outside.
-            ViewOp::ProxySocket { .. } => {}
+            // OCI runtimes: the proxy socket stays on the host, and the
+            // helper's relay serves the container's network namespace from
+            // outside. gVisor: the socket and the relay are bound inside.
+            ViewOp::ProxySocket { dst, .. } => {
+                if let Some(Egress::GuestRelay { socket, relay }) = &staged.egress {
+                    mounts.push(bind(socket, dst, true));
+                    mounts.push(bind(relay, Path::new(relay::BINARY_IN_SANDBOX), true));
+                }
+            }
         }
     }
     let mut namespaces = vec![
@@ -408,18 +465,31 @@ pub fn translate(
         json!({"type": "user"}),
         json!({"type": "cgroup"}),
     ];
-    let egress =
-        match (&spec.network, &staged.egress) {
-            (NetworkSpec::Proxy { .. }, Some(e)) => Some(e),
-            (NetworkSpec::Proxy { .. }, None) => return Err(fail(
-                "network allowlist mode needs the helper's relay namespace, which was not prepared",
-            )),
-            _ => None,
-        };
+    let egress = match (&spec.network, &staged.egress) {
+        (NetworkSpec::Proxy { .. }, Some(e)) => Some(e),
+        (NetworkSpec::Proxy { .. }, None) => {
+            return Err(fail(
+                "network allowlist mode needs the helper's relay, which was not prepared",
+            ))
+        }
+        _ => None,
+    };
+    // Each runtime gets the relay that can serve it, never the other.
+    match (egress, runtime.is_gvisor()) {
+        (Some(Egress::HostRelay { .. }), true) | (Some(Egress::GuestRelay { .. }), false) => {
+            return Err(fail(format!(
+                "network allowlist mode: the relay prepared does not fit {}",
+                runtime.exe_name()
+            )))
+        }
+        _ => {}
+    }
     match egress {
-        Some(e) => namespaces.push(json!({"type": "network", "path": e.netns})),
-        None if crate::view::isolated_network(spec) => namespaces.push(json!({"type": "network"})),
-        None => {}
+        Some(Egress::HostRelay { netns, .. }) => {
+            namespaces.push(json!({"type": "network", "path": netns}))
+        }
+        _ if crate::view::isolated_network(spec) => namespaces.push(json!({"type": "network"})),
+        _ => {}
     }
     let rl = RlimitSpec::from_limits(&spec.limits);
     let mut rlimits: Vec<Value> = rl
@@ -448,13 +518,31 @@ pub fn translate(
         "readonlyPaths": readonly,
         "seccomp": seccomp_profile(matches!(spec.network, NetworkSpec::None), runtime),
     });
-    if let Some(e) = egress {
-        let seccomp = &mut linux["seccomp"];
-        if let Some(rules) = seccomp["syscalls"].as_array_mut() {
-            rules.extend(watch_rules());
+    // gVisor has no seccomp user notification: direct attempts there fail
+    // for want of a route and are not watched; what netwatch would refuse
+    // besides is refused outright.
+    match egress {
+        Some(Egress::HostRelay {
+            seccomp_listener, ..
+        }) => {
+            let seccomp = &mut linux["seccomp"];
+            if let Some(rules) = seccomp["syscalls"].as_array_mut() {
+                rules.extend(watch_rules());
+            }
+            seccomp["listenerPath"] = json!(seccomp_listener);
         }
-        seccomp["listenerPath"] = json!(e.seccomp_listener);
+        Some(Egress::GuestRelay { .. }) => {
+            if let Some(rules) = linux["seccomp"]["syscalls"].as_array_mut() {
+                rules.extend(gvisor_relay_rules());
+            }
+        }
+        None => {}
     }
+    let args = match egress {
+        // The relay binds the guest's loopback ports, then becomes the command.
+        Some(Egress::GuestRelay { .. }) => relay::exec_args(&spec.argv),
+        _ => spec.argv.clone(),
+    };
     if matches!(runtime, Runtime::Runc | Runtime::Youki) {
         // Relative: below the run cgroup the runtime is started in.
         linux["cgroupsPath"] = json!(format!("airlock-{}", spec.request_id));
@@ -477,7 +565,7 @@ pub fn translate(
         "process": {
             "terminal": false,
             "user": {"uid": 0, "gid": 0},
-            "args": spec.argv,
+            "args": args,
             "env": env,
             "cwd": spec.cwd,
             "capabilities": {
@@ -680,7 +768,7 @@ mod tests {
         };
         s.env
             .push(("HTTP_PROXY".into(), "http://elsewhere:1".into()));
-        let egress = Egress {
+        let egress = Egress::HostRelay {
             netns: "/proc/42/ns/net".into(),
             seccomp_listener: "/run/airlock-oci/r1/seccomp.sock".into(),
         };
@@ -717,12 +805,98 @@ mod tests {
                 && r["args"][0]["value"] == json!(libc::AF_UNIX)));
     }
 
+    fn gvisor() -> Runtime {
+        use super::super::runtime::{Gvisor, GvisorPlatform, HostUds};
+        Runtime::Runsc(Gvisor {
+            platform: GvisorPlatform::Ptrace,
+            host_uds: Some(HostUds::Open),
+        })
+    }
+
+    #[test]
+    fn gvisor_allowlist_binds_the_socket_and_relay_and_starts_the_relay_first() {
+        let mut s = spec(Path::new("/w"));
+        // (A hidden path under gVisor must be a directory that exists.)
+        s.hide_paths.clear();
+        s.network = NetworkSpec::Proxy {
+            socket: "/var/lib/airlock/proxy/r1/proxy.sock".into(),
+        };
+        let egress = Egress::GuestRelay {
+            socket: "/run/airlock-oci/r1/proxy.sock".into(),
+            relay: "/run/airlock-oci/r1/relay".into(),
+        };
+        let b = bundle_with(&s, Path::new("/m"), gvisor(), Some(egress.clone())).unwrap();
+        let c = &b.config;
+        // The staged copies are bound read-only; the host path of the proxy's
+        // own socket appears nowhere.
+        let sock = mount_at(c, relay::SOCKET_IN_SANDBOX).expect("proxy socket bound");
+        assert_eq!(sock["source"], "/run/airlock-oci/r1/proxy.sock");
+        assert!(sock["options"].as_array().unwrap().contains(&json!("ro")));
+        let bin = mount_at(c, relay::BINARY_IN_SANDBOX).expect("relay bound");
+        assert_eq!(bin["source"], "/run/airlock-oci/r1/relay");
+        assert!(bin["options"].as_array().unwrap().contains(&json!("ro")));
+        assert!(!c.to_string().contains("/var/lib/airlock/proxy"));
+        // The relay runs first and becomes the command.
+        let args: Vec<&str> = c["process"]["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(args[..2], [relay::BINARY_IN_SANDBOX, "exec"]);
+        assert_eq!(args[args.len() - 3..], ["sh", "-c", "true"]);
+        let env = c["process"]["env"].as_array().unwrap();
+        assert!(env.contains(&json!("HTTPS_PROXY=http://127.0.0.1:3128")));
+        // A network namespace of its own (runsc: its own stack), no joined
+        // path, no watching rules (gVisor has no seccomp user notification),
+        // and AF_INET sockets exist (the program talks to the relay).
+        let linux = &c["linux"];
+        assert!(linux["namespaces"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"type": "network"})));
+        assert!(linux["seccomp"].get("listenerPath").is_none());
+        let rules = linux["seccomp"]["syscalls"].as_array().unwrap();
+        assert!(!rules.iter().any(|r| r["action"] == "SCMP_ACT_NOTIFY"));
+        // What netwatch would refuse is refused outright: raw and ping
+        // sockets, packet sockets, netlink but NETLINK_ROUTE.
+        for r in gvisor_relay_rules() {
+            assert!(rules.contains(&r), "{r}");
+        }
+        let raw = |f: i32| {
+            rules.iter().any(|r| {
+                r["names"] == json!(["socket"])
+                    && r["args"][0]["value"] == json!(f)
+                    && r["args"][1]["valueTwo"] == json!(libc::SOCK_RAW)
+            })
+        };
+        assert!(raw(libc::AF_INET) && raw(libc::AF_INET6));
+        assert!(!rules
+            .iter()
+            .any(|r| r["names"] == json!(["socket"])
+                && r["args"][0]["value"] == json!(libc::AF_UNIX)));
+        // Each runtime only with the relay that can serve it.
+        let e = bundle_with(&s, Path::new("/m"), Runtime::Crun, Some(egress)).unwrap_err();
+        assert!(e.contains("does not fit crun"), "{e}");
+        let host = Egress::HostRelay {
+            netns: "/proc/42/ns/net".into(),
+            seccomp_listener: "/x".into(),
+        };
+        let e = bundle_with(&s, Path::new("/m"), gvisor(), Some(host)).unwrap_err();
+        assert!(e.contains("does not fit runsc"), "{e}");
+        // Network none: neither the socket nor the relay.
+        s.network = NetworkSpec::None;
+        let b = bundle_of(&s, Path::new("/m"), gvisor()).unwrap();
+        assert!(mount_at(&b.config, relay::BINARY_IN_SANDBOX).is_none());
+        assert_eq!(b.config["process"]["args"], json!(["sh", "-c", "true"]));
+    }
+
     #[test]
     fn gvisor_covers_a_hidden_directory_and_refuses_a_hidden_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("secret")).unwrap();
         let s = spec(Path::new("/w"));
-        let gvisor = Runtime::Runsc(super::super::runtime::GvisorPlatform::Ptrace);
+        let gvisor = gvisor();
         let b = bundle_of(&s, dir.path(), gvisor).unwrap();
         let hide = mount_at(&b.config, "/w/secret").expect("hidden dir covered");
         assert_eq!(hide["type"], "tmpfs");

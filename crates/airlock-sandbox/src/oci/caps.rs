@@ -3,18 +3,9 @@
 use crate::capability::{Boundary, Support};
 use crate::{NetworkSpec, SandboxSpec, WorkspaceMode};
 
-/// Why gVisor refuses network allowlist mode. The relay's listeners live in a
-/// host network namespace; the guest reaches them only on runsc's host network
-/// (`--network=host`; gVisor's own stack has a loopback of its own). This runsc
-/// starts a host-network sandbox in the container's user namespace, and there
-/// its chroot setup fails (EPERM); without that user namespace the gofer would
-/// run as host root, weaker than this backend's privileges boundary. So the run
-/// is refused rather than run weaker.
-pub const GVISOR_ALLOWLIST: &str = "allowlist mode needs the egress relay on the guest's \
-     loopback: gVisor's own network stack has a loopback the host-side relay cannot serve, and \
-     the installed runsc cannot run a host-network sandbox in the container's user namespace \
-     (without it the gofer would run as host root); use network mode none, the oci backend \
-     (crun, runc) or the native backend";
+/// What to do instead when gVisor cannot run network allowlist mode here.
+pub const GVISOR_ALLOWLIST_HINT: &str = "Hint: use a runsc that has `--host-uds` (2022 \
+     and later), network mode none, the oci backend (crun, runc) or the native backend";
 
 /// The mechanisms that hold the sandbox's boundaries under `kind`.
 pub fn enforces(kind: crate::BackendKind) -> &'static [&'static str] {
@@ -79,7 +70,17 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
                 e("runsc --network=none: gVisor's own network stack with loopback only")
             }
             NetworkSpec::None => e("new network namespace with loopback only"),
-            NetworkSpec::Proxy { .. } if gvisor => Support::Missing(GVISOR_ALLOWLIST.into()),
+            NetworkSpec::Proxy { .. } if gvisor => e(
+                "runsc --network=none: gVisor's own network stack, loopback only. The in-sandbox \
+                 relay (airlock-relay, bound read-only) listens on the guest's 127.0.0.1:3128 \
+                 (HTTP) and :1080 (SOCKS5) and copies each connection to the egress proxy's \
+                 socket, bound read-only and idmapped (runsc gets --host-uds=open in this mode \
+                 only, so that its gofer may connect to it); the proxy judges and logs every \
+                 request. A direct connection fails in the guest (no route: its only interface \
+                 is loopback) but is not logged as a violation: gVisor has no seccomp user \
+                 notification. As under the oci backend, other host unix sockets the view \
+                 shows (in the workspace, say) can be connected to in this mode",
+            ),
             NetworkSpec::Proxy { .. } => e(
                 "an empty network namespace made by the helper and joined by the container (whose \
                  user namespace holds no capability over it); the helper's relay listens on \

@@ -8,7 +8,7 @@
 //! writes its report on fd 3.
 
 use super::bundle::{self, RootfsEntry, Staged};
-use super::runtime::Runtime;
+use super::runtime::{RunNetwork, Runtime};
 use super::{HelperReport, Request};
 use crate::native::cgroup_glue::RunCgroup;
 use crate::native::{namespaces, netwatch, protocol, sys, workspace};
@@ -111,7 +111,7 @@ impl EgressRun {
         std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| fail(Layer::Netwatch, format!("chmod {}", at.display()), e))?;
         self.seccomp = Some(l);
-        Ok(bundle::Egress {
+        Ok(bundle::Egress::HostRelay {
             netns: PathBuf::from(format!("/proc/{}/ns/net", std::process::id())),
             seccomp_listener: at,
         })
@@ -216,22 +216,31 @@ fn run(req: &Request) -> HelperReport {
     if let Err(e) = sys::make_mounts_private() {
         return HelperReport::failed(Layer::Mounts, format!("make mounts private: {e}"));
     }
-    // Allowlist mode: the helper moves into an empty network namespace of its
-    // own, binds the relay there, and the container joins it.
-    let mut egress = match &spec.network {
-        NetworkSpec::Proxy { .. } if req.runtime.is_gvisor() => {
-            return HelperReport::failed(Layer::Network, super::caps::GVISOR_ALLOWLIST.into())
+    // Allowlist mode, OCI runtimes: the helper moves into an empty network
+    // namespace of its own, binds the relay there, and the container joins
+    // it. gVisor: the relay runs inside, the socket and relay are staged.
+    let mut egress = None;
+    let mut guest_relay = None;
+    match (&spec.network, req.runtime) {
+        (NetworkSpec::Proxy { socket }, Runtime::Runsc(g)) => {
+            if let Err(detail) = guest_relay_possible(g.host_uds, req.relay.as_deref()) {
+                return HelperReport::failed(Layer::Network, detail);
+            }
+            guest_relay = req.relay.as_deref().map(|r| (socket.as_path(), r));
         }
-        NetworkSpec::Proxy { socket } => match EgressRun::enter(socket) {
-            Ok(e) => Some(e),
+        (NetworkSpec::Proxy { socket }, _) => match EgressRun::enter(socket) {
+            Ok(e) => egress = Some(e),
             Err(e) => return HelperReport::from_error(e),
         },
-        _ => None,
-    };
+        _ => {}
+    }
     // Step 2: the workspace and the bundle.
     let stage = match stage_at(Path::new(STAGE_BASE), &req.spec, &req.runs_dir, |stage| {
         if let Some(e) = egress.as_mut() {
             stage.staged.egress = Some(e.prepare(&stage.dir)?);
+        }
+        if let Some((socket, relay)) = guest_relay {
+            stage.staged.egress = Some(stage_guest_relay(&stage.dir, socket, relay)?);
         }
         write_bundle(req, stage)
     }) {
@@ -257,6 +266,78 @@ fn run(req: &Request) -> HelperReport {
     // Step 5: teardown.
     stage.remove();
     report
+}
+
+/// Whether gVisor's allowlist mode can run: runsc must be able to let its
+/// gofer connect to the proxy's host socket, and the caller must have found
+/// the in-sandbox relay.
+fn guest_relay_possible(
+    host_uds: Option<super::runtime::HostUds>,
+    relay: Option<&Path>,
+) -> Result<(), String> {
+    if host_uds.is_none() {
+        return Err(format!(
+            "network allowlist mode under gVisor needs runsc to connect to the egress proxy's \
+             host unix socket, and this runsc has neither `--host-uds` nor `--fsgofer-host-uds` \
+             (`runsc flags`); {}",
+            super::caps::GVISOR_ALLOWLIST_HINT
+        ));
+    }
+    if relay.is_none() {
+        return Err(
+            "network allowlist mode under gVisor: the caller sent no in-sandbox relay".into(),
+        );
+    }
+    Ok(())
+}
+
+/// gVisor's allowlist mode: the egress proxy's socket and the relay binary
+/// in the stage, where runsc's gofer (host uid 100000) reaches them whatever
+/// the directories above the originals let through. The socket (root's,
+/// 0600) is idmapped so that sandbox root owns it and may connect; the relay
+/// is a plain bind and must be readable and executable by others.
+fn stage_guest_relay(
+    dir: &Path,
+    socket: &Path,
+    relay: &Path,
+) -> Result<bundle::Egress, SandboxError> {
+    use std::os::unix::fs::MetadataExt;
+    let layer = Layer::Network;
+    let sock_at = dir.join("proxy.sock");
+    std::fs::write(&sock_at, b"").map_err(|e| fail(layer, sock_at.display(), e))?;
+    let tree = sys::clone_tree(socket, false).map_err(|e| fail(layer, socket.display(), e))?;
+    let userns = idmap_for(socket)?;
+    sys::set_tree_attrs(
+        &tree,
+        sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV | sys::MOUNT_ATTR_NOEXEC,
+        userns.as_ref().map(|f| f.as_raw_fd()),
+    )
+    .map_err(|e| fail(layer, "idmap the proxy socket", e))?;
+    sys::attach_tree_at(&tree, &sock_at).map_err(|e| fail(layer, "bind the proxy socket", e))?;
+
+    let mode = std::fs::metadata(relay)
+        .map_err(|e| fail(layer, relay.display(), e))?
+        .mode();
+    if mode & 0o005 != 0o005 {
+        return Err(fail(
+            layer,
+            relay.display(),
+            format!(
+                "mode {:o}: runsc's gofer (uid {}) cannot read and execute it; Hint: chmod a+rx it",
+                mode & 0o7777,
+                namespaces::SANDBOX_HOST_UID
+            ),
+        ));
+    }
+    let relay_at = dir.join("relay");
+    std::fs::write(&relay_at, b"").map_err(|e| fail(layer, relay_at.display(), e))?;
+    let c = sys::cpath(relay).map_err(|e| fail(layer, relay.display(), e))?;
+    sys::mount(Some(&c), &relay_at, None, libc::MS_BIND, None)
+        .map_err(|e| fail(layer, format!("bind {}", relay.display()), e))?;
+    Ok(bundle::Egress::GuestRelay {
+        socket: sock_at,
+        relay: relay_at,
+    })
 }
 
 pub(crate) fn mkdir(p: &Path, mode: u32) -> Result<(), SandboxError> {
@@ -678,7 +759,7 @@ fn runtime_cmd(req: &Request, stage: &Stage, args: &[&str]) -> Result<(), String
     let mut cmd = std::process::Command::new(&req.runtime_exe);
     cmd.args(
         req.runtime
-            .global_args(&stage.dir.join("state"), network_none(req)),
+            .global_args(&stage.dir.join("state"), run_network(req)),
     )
     .args(args)
     .env_clear()
@@ -712,8 +793,12 @@ fn runtime_cmd(req: &Request, stage: &Stage, args: &[&str]) -> Result<(), String
     }
 }
 
-fn network_none(req: &Request) -> bool {
-    !matches!(req.spec.network, NetworkSpec::Open)
+fn run_network(req: &Request) -> RunNetwork {
+    match req.spec.network {
+        NetworkSpec::None => RunNetwork::Isolated,
+        NetworkSpec::Proxy { .. } => RunNetwork::Relay,
+        NetworkSpec::Open => RunNetwork::Host,
+    }
 }
 
 fn container_id(req: &Request) -> String {
@@ -745,7 +830,7 @@ fn run_container(
     let mut args: Vec<String> = vec![req.runtime_exe.display().to_string()];
     args.extend(
         req.runtime
-            .global_args(&stage.dir.join("state"), network_none(req)),
+            .global_args(&stage.dir.join("state"), run_network(req)),
     );
     args.extend([
         "run".to_string(),

@@ -35,6 +35,11 @@ pub struct Request {
     pub runtime: Runtime,
     /// The runtime's executable.
     pub runtime_exe: PathBuf,
+    /// gVisor in network allowlist mode: the in-sandbox relay binary
+    /// ([`crate::relay::relay_binary`], found by the caller, whose
+    /// environment and executable the helper does not share).
+    #[serde(default)]
+    pub relay: Option<PathBuf>,
 }
 
 /// What the helper reports to the caller (fd 3).
