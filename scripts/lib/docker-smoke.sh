@@ -1,10 +1,14 @@
 # The Docker-API backend's smoke checks, shared by 58-docker.sh (dockerd) and
 # 58b-podman.sh (podman's service). The caller has set: bin (airlock), ws (an
 # empty workspace), d (a private directory; `$d/nothing` must not exist),
-# AIRLOCK_STATE_DIR, AIRLOCK_DOCKER_SOCKET and AIRLOCK_DOCKER_IMAGE, and
-# defines containers (prints how many containers carry the airlock.run label);
-# tag, if set, prefixes every check's name. Sets pass and fail.
-pass=0 fail=0
+# AIRLOCK_STATE_DIR, AIRLOCK_DOCKER_SOCKET, AIRLOCK_DOCKER_IMAGE and
+# AIRLOCK_RELAY (scripts/build-relay's static binary), and defines containers
+# (prints how many containers carry the airlock.run label) and import_image
+# (imports a root tarball, on stdin, as the image named by its argument); tag,
+# if set, prefixes every check's name. Sets pass and fail, and smoke_pids (the
+# processes the allowlist checks start, for the caller's cleanup to kill by
+# PID should the script end early).
+pass=0 fail=0 smoke_pids=()
 check() { # name, then a command that must succeed
   local name=$1; shift
   if "$@"; then pass=$((pass + 1)); echo "ok   ${tag:+$tag: }$name"; else fail=$((fail + 1)); echo "FAIL ${tag:+$tag: }$name"; return 1; fi
@@ -80,11 +84,6 @@ out=$(AIRLOCK_DOCKER_IMAGE=airlock-missing:none run -- true 2>&1)
 check "a missing image is refused with a hint, never pulled" grep -q "never pulls.*Hint" <<<"$out" || echo "$out"
 out=$(AIRLOCK_DOCKER_SOCKET=$d/nothing run -- true 2>&1)
 check "a missing daemon is refused with a hint" grep -q "Hint" <<<"$out" || echo "$out"
-cp "$ws/airlock.toml" "$ws/airlock.toml.bak"
-printf '[network]\nmode = "allowlist"\nallow = ["example.test"]\n' >> "$ws/airlock.toml"
-out=$(run -- true 2>&1)
-check "allowlist network is refused by the capability report" grep -q "cannot enforce.*network" <<<"$out" || echo "$out"
-mv "$ws/airlock.toml.bak" "$ws/airlock.toml"
 
 # A caller killed outright: its helper removes the container; a helper
 # killed outright: the next run sweeps what it left.
@@ -103,3 +102,183 @@ wait "$caller" 2>/dev/null
 run -- true >/dev/null 2>&1
 check "a killed helper's container and stage are swept by the next run" test "$(containers)" = 0 -a -z "$(ls -A /run/airlock-docker 2>/dev/null)"
 
+# -- Network allowlist mode: the in-sandbox relay (airlock-relay exec) in
+# front of the command, NetworkMode none. Two network namespaces made here and
+# joined by a veth pair, nothing else: airlock (and its egress proxy) runs in
+# one, an HTTP server in the other on 11.0.0.1, an address the proxy does not
+# refuse as private or as this host's own (no packet can leave the pair). The
+# daemon stays in the host's namespace, where this script also starts a
+# loopback listener that no direct connection may reach.
+unshare -n sleep 600 & smoke_pids+=($!); ns_air=$!
+unshare -n sleep 600 & smoke_pids+=($!); ns_world=$!
+sleep 0.2
+netns_ok=0
+if ip link add airlock-de0 netns "$ns_air" type veth peer name airlock-de1 netns "$ns_world" \
+  && nsenter -t "$ns_air" -n sh -c 'ip addr add 11.0.0.2/24 dev airlock-de0 && ip link set airlock-de0 up && ip link set lo up' \
+  && nsenter -t "$ns_world" -n sh -c 'ip addr add 11.0.0.1/24 dev airlock-de1 && ip link set airlock-de1 up && ip link set lo up'; then
+  netns_ok=1
+fi
+check "allowlist: two network namespaces joined by a veth pair" test "$netns_ok" = 1
+www=$d/www
+mkdir -p "$www"
+echo through-the-relay > "$www/small.txt"
+head -c 3000000 /dev/urandom > "$www/big.bin"
+big_sha=$(sha256sum "$www/big.bin" | cut -d' ' -f1)
+nsenter -t "$ns_world" -n python3 -m http.server --bind 11.0.0.1 8080 --directory "$www" >/dev/null 2>&1 &
+smoke_pids+=($!)
+# The host's loopback listener: it records every connection it accepts.
+python3 -c 'import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+__import__("os").rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    c, a = s.accept(); open(sys.argv[2], "a").write("accepted %s\n" % (a,)); c.close()' "$d/lport" "$d/listener.log" &
+smoke_pids+=($!)
+for _ in $(seq 50); do
+  [ -s "$d/lport" ] && nsenter -t "$ns_air" -n python3 -c 'import urllib.request; urllib.request.urlopen("http://11.0.0.1:8080/small.txt", timeout=1)' 2>/dev/null && break
+  sleep 0.1
+done
+lport=$(cat "$d/lport")
+aws=$d/allow-ws
+astate=$d/allow-state
+mkdir -p "$aws" "$astate"
+cat > "$aws/airlock.toml" <<'TOML'
+[workspace]
+root = "."
+[commands]
+allow = ["python3"]
+[network]
+mode = "allowlist"
+allow = ["11.0.0.1:8080"]
+[limits]
+timeout = "60s"
+memory = "256MiB"
+pids = 64
+TOML
+cat > "$aws/egress.py" <<'PY'
+import errno, hashlib, os, socket, sys, time, urllib.request
+U = "http://11.0.0.1:8080"
+print("env", os.environ.get("HTTPS_PROXY"), os.environ.get("ALL_PROXY"))
+def fetch(url):
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.read()
+    except Exception as e:
+        return "ERR " + str(e)[:100]
+big = fetch(U + "/big.bin")
+print("urllib-big", hashlib.sha256(big).hexdigest() if isinstance(big, bytes) else big)
+print("urllib-small", fetch(U + "/small.txt").decode().strip())
+print("urllib-refused", fetch("http://evil.test/x"))
+def socks(host, port, path):
+    s = socket.create_connection(("127.0.0.1", 1080), timeout=30)
+    s.sendall(b"\x05\x01\x00")
+    if s.recv(2) != b"\x05\x00":
+        return "no-auth refused"
+    h = host.encode()
+    s.sendall(b"\x05\x01\x00\x03" + bytes([len(h)]) + h + port.to_bytes(2, "big"))
+    head = s.recv(4)
+    if len(head) < 4 or head[1] != 0:
+        return "refused %r" % head[:2]
+    # The bound address (IPv4, IPv6 or a name) and port, then the tunnel.
+    n = {1: 4, 4: 16}.get(head[3])
+    s.recv((s.recv(1)[0] if n is None else n) + 2)
+    s.sendall(b"GET " + path.encode() + b" HTTP/1.0\r\nHost: " + h + b"\r\n\r\n")
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\r\n\r\n", 1)[-1].decode().strip()
+print("socks", socks("11.0.0.1", 8080, "/small.txt"))
+def attempt(name, addr):
+    try:
+        socket.create_connection(addr, timeout=5)
+        print(name, "connected")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+attempt("direct", ("11.0.0.1", 8080))
+attempt("loopback", ("127.0.0.1", int(sys.argv[1])))
+def change(name, fn):
+    try:
+        fn(); print(name, "done")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+change("relay-chmod", lambda: os.chmod("/run/airlock/relay", 0o777))
+# While the relay runs its binary is busy (ETXTBSY); the command may end it
+# (same uid: it only loses its own way out), and then only the read-only
+# bind stands between it and the binary.
+for p in os.listdir("/proc"):
+    if p.isdigit() and b"/run/airlock/relay\0serve" in open("/proc/%s/cmdline" % p, "rb").read():
+        os.kill(int(p), 9)
+        os.waitpid(int(p), 0)
+        print("relay-killed", p)
+change("relay-write", lambda: open("/run/airlock/relay", "r+b").write(b"\0"))
+st = os.stat("/run/airlock/proxy.sock")
+print("socket-inside", st.st_uid, oct(st.st_mode & 0o777))
+sys.stdout.flush()
+# Long enough for the host side to look at the proxy's own socket.
+time.sleep(2)
+PY
+# The relay the container gets is a copy owned by the container's uid: only
+# the read-only bind, not its owner, keeps the command from writing it.
+cp "$AIRLOCK_RELAY" "$d/relay-100000"
+chown 100000:100000 "$d/relay-100000"
+chmod 0755 "$d/relay-100000"
+relay_sha=$(sha256sum "$d/relay-100000" | cut -d' ' -f1)
+(cd "$aws" && AIRLOCK_STATE_DIR=$astate AIRLOCK_RELAY=$d/relay-100000 timeout -s KILL 120 \
+  nsenter -t "$ns_air" -n "$bin" run --backend docker --json -- python3 egress.py "$lport" >"$d/allow.json" 2>"$d/allow.err") &
+runner=$!
+host_sock=
+for _ in $(seq 200); do
+  s=$(find "$astate/proxy" -type s 2>/dev/null | head -1)
+  [ -n "$s" ] && host_sock=$(stat -c '%u %a' "$s") && break
+  sleep 0.05
+done
+wait "$runner"
+out=$(cat "$d/allow.json")
+stdout=$(echo "$out" | field stdout)
+line() { sed -n "s/^$1 //p" <<<"$stdout"; }
+check "allowlist: the run ran (exit $(echo "$out" | field exit_code))" test "$(echo "$out" | field exit_code)" = 0 || { echo "$out" | head -c 2000; head -c 1000 "$d/allow.err"; }
+check "allowlist: proxy env inside ($(line env))" test "$(line env)" = "http://127.0.0.1:3128 socks5h://127.0.0.1:1080"
+check "allowlist: urllib fetches 3 MB through the HTTP port, byte for byte" test "$(line urllib-big)" = "$big_sha"
+check "allowlist: urllib through the HTTP port ($(line urllib-small))" test "$(line urllib-small)" = through-the-relay
+check "allowlist: a SOCKS5 client through :1080 ($(line socks))" test "$(line socks)" = through-the-relay
+check "allowlist: a host outside the allowlist is refused by the proxy ($(line urllib-refused))" grep -q "HTTP Error 403" <<<"$(line urllib-refused)"
+check "allowlist: a direct connect finds no route out ($(line direct))" test "$(line direct)" = ENETUNREACH
+check "allowlist: a direct connect to the host's loopback listener fails ($(line loopback))" test "$(line loopback)" = ECONNREFUSED
+check "allowlist: the host's loopback listener saw nothing" test ! -s "$d/listener.log"
+check "allowlist: the relay binary cannot be written or changed from inside, even by its owner ($(line relay-write), $(line relay-chmod))" \
+  test "$(line relay-write) $(line relay-chmod)" = "EROFS EROFS"
+check "allowlist: the relay binary on the host is unchanged" test "$(sha256sum "$d/relay-100000" | cut -d' ' -f1)" = "$relay_sha"
+check "allowlist: the container's user reaches the socket through an idmapped bind ($(line socket-inside))" test "$(line socket-inside)" = "100000 0o600"
+check "allowlist: the proxy's socket itself stays root's 0600 ($host_sock)" test "$host_sock" = "0 600"
+v=$(echo "$out" | python3 -c 'import json,sys; o=json.load(sys.stdin); print("|".join(sorted(set(x["kind"] + ":" + x["detail"] for x in o["violations"]))))' 2>/dev/null)
+check "allowlist: the refusal is in the outcome's violations" grep -q "network:blocked: evil.test (not in allowlist)" <<<"$v" || echo "$v"
+check "allowlist: the allowed connections are logged" grep -q "network_connection:" <<<"$v" || echo "$v"
+check "allowlist: the audit record holds the proxy's refusal" grep -q '"not_in_allowlist"' <<<"$(cat "$astate"/audit/*.jsonl 2>/dev/null)"
+check "allowlist: the proxy context is gone after the run" test -z "$(ls "$astate/proxy" 2>/dev/null)"
+check "allowlist: no container is left" test "$(containers)" = 0
+check "allowlist: no stage is left" test -z "$(ls -A /run/airlock-docker 2>/dev/null)"
+
+# What says so without running anything.
+out=$(cd "$aws" && "$bin" policy explain airlock.toml --backend docker -c 'python3 egress.py' 2>&1)
+check "allowlist: policy explain names the relay and the unlogged direct connections" \
+  grep -q "in-sandbox relay (airlock-relay.*not logged as a violation" <<<"$(tr '\n' ' ' <<<"$out")" || echo "$out"
+out=$("$bin" doctor --backend docker 2>&1)
+check "allowlist: doctor --backend docker names the relay" grep -q "airlock-relay" <<<"$out" || echo "$out"
+
+# Refused before anything starts, each with a hint.
+arun() { (cd "$aws" && AIRLOCK_STATE_DIR=$astate nsenter -t "$ns_air" -n "$bin" run --backend docker "$@" </dev/null); }
+out=$(AIRLOCK_RELAY=$d/nothing arun -- python3 -c pass 2>&1)
+check "allowlist: a missing relay binary is refused with a hint" grep -q "relay.*Hint: build it with .scripts/build-relay" <<<"$out" || echo "$out"
+cp "$AIRLOCK_RELAY" "$d/relay-0700" && chmod 0700 "$d/relay-0700"
+out=$(AIRLOCK_RELAY=$d/relay-0700 arun -- python3 -c pass 2>&1)
+check "allowlist: a relay the container's user cannot execute is refused with a hint" grep -q "uid 100000; Hint: .chmod 0755" <<<"$out" || echo "$out"
+mkdir -p "$d/norun" && touch "$d/norun/run"
+tar -C "$d/norun" -c . | import_image airlock-norun:test
+out=$(AIRLOCK_DOCKER_IMAGE=airlock-norun:test arun -- python3 -c pass 2>&1)
+check "allowlist: an image whose /run is not a directory is refused with a hint" grep -q "under /run/airlock, and the image's /run .*Hint: make /run a directory" <<<"$out" || echo "$out"
+check "allowlist: no container is left after the refusals" test "$(containers)" = 0
+for p in "${smoke_pids[@]}"; do kill "$p" 2>/dev/null; done
+smoke_pids=()

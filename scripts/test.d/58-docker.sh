@@ -4,9 +4,11 @@
 # socket, an image built without any registry (debootstrap from Debian's
 # packages, cached under target/docker-image, then `docker import`),
 # `airlock run --backend docker` smoke checks (output, exit codes, changes and
-# --apply, network none, limits, refusals, containers and stages removed, a
+# --apply, network none, network allowlist through the in-sandbox relay
+# (scripts/build-relay), limits, refusals, containers and stages removed, a
 # killed caller), then the escape corpus on the docker backend
-# (tests/escape/tiers/docker.toml lists the cases that do not apply).
+# (tests/escape/tiers/docker.toml lists the cases that do not apply), and its
+# network category again with `--network allowlist`.
 #   DOCKER_ESCAPE=0   skip the corpus
 # Skips (does not fail) when dockerd cannot run here, saying why.
 set -uo pipefail
@@ -18,6 +20,8 @@ skip() { echo "SKIPPED: the docker backend: $*"; exit 0; }
 docker_install || skip "could not install docker.io and debootstrap from Debian's packages"
 CARGO_INCREMENTAL=0 cargo build -q -p airlock --locked || exit 1
 bin=$PWD/target/debug/airlock
+# Network allowlist mode's in-sandbox relay, linked statically.
+relay=$(scripts/build-relay) || exit 1
 docker=$DOCKER_CLI
 image=airlock-sandbox:test
 cache=$PWD/target/docker-image
@@ -26,6 +30,8 @@ d=$(mktemp -d /tmp/airlock-dockerd.XXXXXX)
 state=$(mktemp -d)
 ws=$(mktemp -d)
 cleanup() {
+  # What the smoke checks started, by PID (when they ended early).
+  for p in ${smoke_pids[@]+"${smoke_pids[@]}"}; do kill "$p" 2>/dev/null; done
   docker_stop "$d"
   rm -rf "$state" "$ws"
 }
@@ -41,8 +47,9 @@ if ! docker_image "$d/sock" "$cache" "$image"; then
   skip "debootstrap failed"
 fi
 
-export AIRLOCK_STATE_DIR=$state AIRLOCK_DOCKER_SOCKET=$d/sock AIRLOCK_DOCKER_IMAGE=$image
+export AIRLOCK_STATE_DIR=$state AIRLOCK_DOCKER_SOCKET=$d/sock AIRLOCK_DOCKER_IMAGE=$image AIRLOCK_RELAY=$relay
 containers() { "$docker" -H "unix://$d/sock" ps -aq --filter label=airlock.run | wc -l; }
+import_image() { "$docker" -H "unix://$d/sock" import - "$1" >/dev/null; }
 # shellcheck source=scripts/lib/docker-smoke.sh
 . scripts/lib/docker-smoke.sh
 
@@ -53,5 +60,9 @@ if [ "${DOCKER_ESCAPE:-1}" = 1 ]; then
   mkdir -p target/escape
   python3 tests/escape/run.py --airlock "$bin" --backend-tier docker \
     --report target/escape/report-docker.json ${ESCAPE_ARGS:-} || status=1
+  # The network cases again in allowlist mode: the relay in front, the
+  # proxy's socket bound in, the socket families of the native allowlist.
+  python3 tests/escape/run.py --airlock "$bin" --backend-tier docker --category network --network allowlist \
+    --report target/escape/report-docker-allowlist.json ${ESCAPE_ARGS:-} || status=1
 fi
 exit $status

@@ -4,7 +4,8 @@
 # started here with private storage and a private socket, the same locally
 # built image as 58-docker.sh (debootstrap, cached under target/docker-image,
 # then `podman import`), the same smoke checks (scripts/lib/docker-smoke.sh),
-# then the escape corpus on the docker tier through podman's socket.
+# then the escape corpus on the docker tier through podman's socket (and its
+# network category with `--network allowlist`).
 # podman's own quirks the backend handles (see src/docker/config.rs): it reads
 # `seccomp=` as a file path, ignores HostConfig.MaskedPaths/ReadonlyPaths (the
 # backend masks with `mask=`), gives containers an RLIMIT_NPROC its runtime
@@ -35,6 +36,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 CARGO_INCREMENTAL=0 cargo build -q -p airlock --locked || exit 1
 bin=$PWD/target/debug/airlock
+# Network allowlist mode's in-sandbox relay, linked statically.
+relay=$(scripts/build-relay) || exit 1
 image=airlock-sandbox:test
 cache=$PWD/target/docker-image
 
@@ -47,6 +50,8 @@ P=(podman --root "$d/root" --runroot "$d/run" --tmpdir "$d/tmp" --cgroup-manager
    --events-backend file ${runtime:+--runtime "$runtime"})
 ppid=
 cleanup() {
+  # What the smoke checks started, by PID (when they ended early).
+  for p in ${smoke_pids[@]+"${smoke_pids[@]}"}; do kill "$p" 2>/dev/null; done
   if [ -n "$ppid" ] && kill -0 "$ppid" 2>/dev/null; then
     kill "$ppid"
     for _ in $(seq 50); do kill -0 "$ppid" 2>/dev/null || break; sleep 0.2; done
@@ -61,7 +66,10 @@ shown=$runtime
 [ -z "$shown" ] && shown="crun, the default"
 [ "$hybrid" = 1 ] && shown="$shown (hybrid cgroup host)"
 echo "podman $(podman --version | awk '{print $3}'), runtime $shown"
-"${P[@]}" system service --time=0 "unix://$d/sock" >"$d/service.log" 2>&1 &
+# From its private directory: conmon writes a file named `oom` into the
+# service's working directory at every OOM kill (the memory checks make one),
+# which would otherwise land in the checkout.
+(cd "$d" && exec "${P[@]}" system service --time=0 "unix://$d/sock" >"$d/service.log" 2>&1) &
 ppid=$!
 up() { [ "$(curl -s --max-time 2 --unix-socket "$d/sock" http://d/_ping)" = OK ]; }
 for _ in $(seq 100); do
@@ -79,8 +87,9 @@ fi
 docker_rootfs "$cache" || skip "debootstrap failed"
 "${P[@]}" import "$cache/rootfs-py-git.tar" "$image" >/dev/null || exit 1
 
-export AIRLOCK_STATE_DIR=$state AIRLOCK_DOCKER_SOCKET=unix://$d/sock AIRLOCK_DOCKER_IMAGE=$image
+export AIRLOCK_STATE_DIR=$state AIRLOCK_DOCKER_SOCKET=unix://$d/sock AIRLOCK_DOCKER_IMAGE=$image AIRLOCK_RELAY=$relay
 containers() { "${P[@]}" ps -aq --filter label=airlock.run | wc -l; }
+import_image() { "${P[@]}" import -q - "$1" >/dev/null; }
 tag=podman
 # shellcheck source=scripts/lib/docker-smoke.sh
 . scripts/lib/docker-smoke.sh
@@ -102,6 +111,8 @@ if [ "${PODMAN_ESCAPE:-1}" = 1 ]; then
   mkdir -p target/escape
   python3 tests/escape/run.py --airlock "$bin" --backend-tier podman \
     --report target/escape/report-podman.json ${ESCAPE_ARGS:-} || status=1
+  python3 tests/escape/run.py --airlock "$bin" --backend-tier podman --category network --network allowlist \
+    --report target/escape/report-podman-allowlist.json ${ESCAPE_ARGS:-} || status=1
 else
   echo "NOT RUN: the escape corpus on podman (PODMAN_ESCAPE=0)"
 fi

@@ -165,7 +165,17 @@ pub fn report_probed(
     kind: BackendKind,
     available: Result<String, String>,
 ) -> CapabilityReport {
-    let spec = crate::spec::derive(policy, request, "capability-report");
+    let mut spec = crate::spec::derive(policy, request, "capability-report");
+    // The derived spec reads allowlist mode as an empty namespace until the
+    // engine opens the run's egress proxy; a report made without running
+    // (`policy explain`, `doctor`) must judge the mode the run will have, or
+    // it would call a backend that cannot carry the relay fit for the policy.
+    // Only the mode is read: no socket exists yet.
+    if policy.network.mode == airlock_policy::NetworkMode::Allowlist {
+        spec.network = airlock_sandbox::NetworkSpec::Proxy {
+            socket: "/nonexistent/egress-proxy-of-the-run".into(),
+        };
+    }
     capability::report(kind, &spec, available)
 }
 
@@ -221,6 +231,29 @@ mod tests {
             choose(&policy, Some(BackendKind::Wasm)).unwrap(),
             BackendKind::Wasm
         );
+    }
+
+    #[test]
+    fn a_report_without_running_judges_allowlist_mode_as_the_run_will() {
+        let mut policy = airlock_policy::load::builtin_default(Path::new("/tmp"));
+        policy.network.mode = airlock_policy::NetworkMode::Allowlist;
+        let request = Request {
+            command: airlock_policy::Command::Shell {
+                command: "true".into(),
+            },
+            cwd: "/tmp".into(),
+            loosening: Default::default(),
+        };
+        let report = report_probed(&policy, &request, BackendKind::Oci, Ok(String::new()));
+        let text = serde_json::to_string(&report).unwrap();
+        assert!(
+            text.contains("allowlist (through the egress proxy)"),
+            "{text}"
+        );
+        // The mechanism named is the allowlist's, not network none's.
+        let docker = report_probed(&policy, &request, BackendKind::Docker, Ok(String::new()));
+        let text = serde_json::to_string(&docker).unwrap();
+        assert!(text.contains("in-sandbox relay"), "{text}");
     }
 
     #[test]

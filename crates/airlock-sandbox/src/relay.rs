@@ -16,8 +16,10 @@
 //! (crun, runc) the helper on the host, which makes the empty network namespace,
 //! binds the listeners in it and has the container join it (nothing of the
 //! relay runs in the container, and the proxy socket is not bound into it).
-//! gVisor's own network stack is out of any host namespace's reach: there the
-//! copying relay of `crates/airlock-relay` runs inside ([`exec_args`]). A
+//! gVisor's own network stack is out of any host namespace's reach, and a
+//! Docker-API daemon makes its container's namespace only as it starts it:
+//! there the copying relay of `crates/airlock-relay` runs inside
+//! ([`exec_args`]). A
 //! listening socket stays in the namespace it was made in, so any process that
 //! can enter a sandbox's network namespace (`setns`) can bind the relay there
 //! and serve it from outside.

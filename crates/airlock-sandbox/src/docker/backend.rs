@@ -5,7 +5,7 @@
 use super::helper::HELPER_ARG;
 use super::{Request, DEFAULT_IMAGE, DEFAULT_SOCKET, IMAGE_ENV, SOCKET_ENV};
 use crate::oci::backend::{drive, outcome, Helper};
-use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
+use crate::{Backend, NetworkSpec, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
@@ -91,12 +91,18 @@ impl Backend for DockerBackend {
         if spec.argv.is_empty() {
             return Err(SandboxError::Spec("argv is empty".into()));
         }
+        // Before anything starts: allowlist mode needs the in-sandbox relay.
+        let relay = match spec.network {
+            NetworkSpec::Proxy { .. } => Some(relay_for_container()?),
+            NetworkSpec::None | NetworkSpec::Open => None,
+        };
         let request = Request {
             spec: spec.clone(),
             runs_dir: self.runs_dir.clone(),
             socket: self.socket.clone(),
             image: self.image.clone(),
             stdin: spec.stdin.is_some() || self.stdin_from_caller,
+            relay,
         };
         let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
         let helper = Helper {
@@ -118,6 +124,32 @@ impl Backend for DockerBackend {
         }
         Ok(outcome(report, &out, &err))
     }
+}
+
+/// The in-sandbox relay binary of allowlist mode ([`crate::relay::relay_binary`]:
+/// static, executable), which the container's user, host uid 100000 and not
+/// its owner, must also be allowed to execute: the bind carries the host
+/// file's owner and mode into the container.
+pub fn relay_for_container() -> Result<PathBuf, SandboxError> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = crate::relay::relay_binary()?;
+    let mode = std::fs::metadata(&path)
+        .map(|m| m.permissions().mode())
+        .unwrap_or(0);
+    if mode & 0o001 == 0 {
+        return Err(SandboxError::Layer {
+            layer: crate::Layer::Network,
+            detail: format!(
+                "the in-sandbox relay {} (mode {:o}) may not be executed by others, and the \
+                 container runs as uid 100000; Hint: `chmod 0755 {}`, or build it with \
+                 `scripts/build-relay`",
+                path.display(),
+                mode & 0o7777,
+                path.display()
+            ),
+        });
+    }
+    Ok(path)
 }
 
 /// The factory's probe: [`DockerBackend::probe`] as a typed [`crate::probe::Probe`].

@@ -3,16 +3,18 @@
 use crate::capability::{Boundary, Support};
 use crate::{NetworkSpec, SandboxSpec, WorkspaceMode};
 
-/// The support of `boundary` for `spec` in a container run through the
-/// Docker Engine API.
 /// The mechanisms that hold the sandbox's boundaries under the docker backend.
 pub const ENFORCES: &[&str] = &[
     "container from the shared view: read-only image root, masked paths",
     "overlay workspace staged by the helper in the host mount namespace",
     "the daemon's cgroups (memory, pids, cpu), read by airlock each tick",
     "every capability dropped, no-new-privileges, airlock's seccomp profile",
+    "allowlist mode: airlock-relay as the container's first program, relaying 127.0.0.1:3128 \
+     and :1080 to the egress proxy's socket (both bound read-only); NetworkMode none",
 ];
 
+/// The support of `boundary` for `spec` in a container run through the
+/// Docker Engine API.
 pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
     let e = |s: &str| Support::Enforced(s.to_string());
     match b {
@@ -43,11 +45,14 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
         Boundary::HidePaths => e("HostConfig.MaskedPaths (/dev/null or an empty read-only tmpfs)"),
         Boundary::Network => match &spec.network {
             NetworkSpec::None => e("NetworkMode none: a network namespace with loopback only"),
-            NetworkSpec::Proxy { .. } => Support::Missing(
-                "allowlist mode needs the in-sandbox relay to the egress proxy and seccomp user \
-                 notification to log direct connections; neither exists for this backend \
-                 (use network mode none or open, or the native backend)"
-                    .into(),
+            NetworkSpec::Proxy { .. } => e(
+                "NetworkMode none (loopback only): the container's first program is the \
+                 in-sandbox relay (airlock-relay, bound read-only at /run/airlock/relay), which \
+                 listens on 127.0.0.1:3128 (HTTP) and :1080 (SOCKS5), copies each connection to \
+                 the run's egress-proxy socket (bound read-only at /run/airlock/proxy.sock) and \
+                 then executes the command; the proxy judges and logs every request. A direct \
+                 connection fails (no route out of the container) but is not logged as a \
+                 violation: the Docker Engine API offers no seccomp user notification",
             ),
             NetworkSpec::Open => e("NetworkMode host (as the policy says)"),
         },

@@ -12,7 +12,7 @@
 use super::Daemon;
 use crate::oci::bundle::{self, Staged};
 use crate::view::{Owner, ViewOp};
-use crate::{NetworkSpec, SandboxSpec};
+use crate::{relay, NetworkSpec, SandboxSpec};
 use bollard::models::{
     ContainerCreateBody, HostConfig, Mount, MountBindOptions, MountBindOptionsPropagationEnum,
     MountType, ResourcesUlimits,
@@ -29,19 +29,56 @@ pub const LABEL_OWNER: &str = "airlock.owner";
 /// workspace is idmapped to it, as under the OCI backend's user namespace).
 pub const USER: &str = "100000:100000";
 
+/// What the helper staged for the container beside the workspace.
+pub struct Extras<'a> {
+    /// Files the view writes (the git configuration), each with the staged
+    /// copy the helper wrote.
+    pub files: &'a [(PathBuf, PathBuf)],
+    /// Network allowlist mode: the relay and the proxy socket.
+    pub egress: Option<&'a Egress>,
+}
+
+/// Network allowlist mode in a container: the daemon makes the container's
+/// network namespace (`NetworkMode none`: loopback only) as it starts it, so
+/// no listener of the host can be put there beforehand, as the OCI backend
+/// does. Instead the container's first program is the in-sandbox relay
+/// (`airlock-relay exec`, [`crate::relay::exec_args`]): it binds the proxy
+/// ports on the container's loopback, starts its copying process, and
+/// executes the command in its own place. Both files are bound read-only.
+#[derive(Debug, Clone)]
+pub struct Egress {
+    /// The run's egress-proxy socket as staged by the helper: an idmapped
+    /// bind of the root-owned 0600 socket that shows it as uid 100000's, so
+    /// that the container's user may connect without the socket itself being
+    /// opened to anyone.
+    pub socket: PathBuf,
+    /// The static relay binary on the host.
+    pub relay: PathBuf,
+}
+
 /// The container's configuration. `owner` is the helper's [`LABEL_OWNER`]
-/// value; `files` maps files the view writes (the git configuration) to the
-/// staged copies the helper wrote.
+/// value.
 pub fn translate(
     spec: &SandboxSpec,
     ops: &[ViewOp],
     staged: &Staged,
     image: &str,
     owner: &str,
-    files: &[(PathBuf, PathBuf)],
+    extras: &Extras,
     daemon: &DaemonForm,
 ) -> Result<ContainerCreateBody, String> {
-    let argv = &spec.argv;
+    let files = extras.files;
+    let argv = match (&spec.network, extras.egress) {
+        (NetworkSpec::Proxy { .. }, Some(_)) => relay::exec_args(&spec.argv),
+        (NetworkSpec::Proxy { .. }, None) => {
+            return Err(
+                "network allowlist mode needs the in-sandbox relay and the proxy \
+                        socket, which were not staged"
+                    .into(),
+            )
+        }
+        (NetworkSpec::None | NetworkSpec::Open, _) => spec.argv.clone(),
+    };
     let (first, rest) = argv.split_first().ok_or("argv is empty")?;
     let mut mounts = workspace_mounts(spec, staged)?;
     let mut tmpfs = HashMap::new();
@@ -107,8 +144,12 @@ pub fn translate(
             ViewOp::Mask { path } | ViewOp::Hide { path } => {
                 masked.push(path.display().to_string())
             }
-            ViewOp::ProxySocket { .. } => {
-                return Err("the egress proxy's relay is not wired into this backend".into())
+            ViewOp::ProxySocket { dst, .. } => {
+                let e = extras
+                    .egress
+                    .ok_or("the egress proxy's socket was not staged")?;
+                mounts.push(bind(&e.socket, dst, true));
+                mounts.push(bind(&e.relay, Path::new(relay::BINARY_IN_SANDBOX), true));
             }
             // The image's own root: system directories, /etc, symlinks;
             // the daemon's /dev and /proc.
@@ -175,7 +216,9 @@ pub fn translate(
         network_mode: Some(
             match spec.network {
                 NetworkSpec::Open => "host",
-                _ => "none",
+                // Allowlist mode too: loopback only, where the relay listens;
+                // a direct connection finds no route.
+                NetworkSpec::None | NetworkSpec::Proxy { .. } => "none",
             }
             .into(),
         ),
@@ -199,7 +242,7 @@ pub fn translate(
         image: Some(image.to_string()),
         entrypoint: Some(vec![first.clone()]),
         cmd: Some(rest.to_vec()),
-        env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+        env: Some(env(spec, extras.egress.is_some())),
         working_dir: Some(spec.cwd.display().to_string()),
         user: Some(USER.into()),
         hostname: Some("airlock".into()),
@@ -214,6 +257,20 @@ pub fn translate(
         host_config: Some(host),
         ..Default::default()
     })
+}
+
+/// The container's environment: the spec's, and in allowlist mode the
+/// proxy variables that steer programs to the relay's ports (in place of any
+/// the spec sets, as under the other backends).
+fn env(spec: &SandboxSpec, egress: bool) -> Vec<String> {
+    let mut pairs = spec.env.clone();
+    if egress {
+        for (k, v) in relay::proxy_env(relay::HTTP_PORT, relay::SOCKS_PORT) {
+            pairs.retain(|(n, _)| *n != k);
+            pairs.push((k, v));
+        }
+    }
+    pairs.iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
 
 /// How the daemon at hand takes what differs between dockerd and podman.
@@ -238,12 +295,90 @@ pub const PODMAN_READONLY: &[&str] = &[
 
 /// The container's seccomp profile: the OCI backend's. The daemons' runtimes
 /// (runc, crun) honour errnoRet (the clone3 rule's ENOSYS); gVisor's
-/// exception does not apply.
+/// exception does not apply. In allowlist mode the socket families are the
+/// native backend's for it ([`allowlist_socket_rules`]).
 pub fn seccomp_profile(spec: &SandboxSpec) -> serde_json::Value {
-    bundle::seccomp_profile(
+    let mut profile = bundle::seccomp_profile(
         matches!(spec.network, NetworkSpec::None),
         crate::oci::runtime::Runtime::Runc,
-    )
+    );
+    if let (NetworkSpec::Proxy { .. }, Some(rules)) =
+        (&spec.network, profile["syscalls"].as_array_mut())
+    {
+        rules.extend(allowlist_socket_rules());
+    }
+    profile
+}
+
+/// The obsolete socket type (libc deprecates the constant, not the kernel
+/// the type).
+const SOCK_PACKET: i32 = 10;
+
+/// Socket families one past the highest the kernel knows (AF_MCTP is 45);
+/// everything from here up is refused by one rule.
+const FAMILY_CEILING: i32 = 64;
+
+/// Allowlist mode's sockets, as the native backend's filter has them
+/// (`SocketRule::UnixAndInet`): AF_UNIX, AF_INET and AF_INET6 (the relay's
+/// ports are on loopback), netlink for NETLINK_ROUTE only; every other family
+/// answers EAFNOSUPPORT, as does inet's obsolete SOCK_PACKET. The OCI
+/// backend gets the same effect from netwatch's notify rules, which the
+/// Engine API cannot carry; without these, netlink sockets of every family
+/// could be made in the container. ICMP datagram ("ping") sockets are refused
+/// with EACCES, what the kernel answers by default: dockerd opens them to
+/// every group (`net.ipv4.ping_group_range`) in its containers. What all of
+/// it keeps from the command is the kernel's code behind those families; none
+/// of them has a route out of `NetworkMode none`.
+pub fn allowlist_socket_rules() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let refuse = |args: serde_json::Value, errno: i32| {
+        json!({"names": ["socket", "socketpair"], "action": "SCMP_ACT_ERRNO",
+               "errnoRet": errno, "args": args})
+    };
+    let allowed = [
+        libc::AF_UNIX,
+        libc::AF_INET,
+        libc::AF_INET6,
+        libc::AF_NETLINK,
+    ];
+    // One rule per family: a rule's conditions are all required, so "none of
+    // these" cannot be one rule.
+    let mut rules: Vec<serde_json::Value> = (0..FAMILY_CEILING)
+        .filter(|f| !allowed.contains(f))
+        .map(|f| {
+            refuse(
+                json!([{"index": 0, "value": f, "op": "SCMP_CMP_EQ"}]),
+                libc::EAFNOSUPPORT,
+            )
+        })
+        .collect();
+    rules.push(refuse(
+        json!([{"index": 0, "value": FAMILY_CEILING, "op": "SCMP_CMP_GE"}]),
+        libc::EAFNOSUPPORT,
+    ));
+    rules.push(refuse(
+        json!([{"index": 0, "value": libc::AF_NETLINK, "op": "SCMP_CMP_EQ"},
+               {"index": 2, "value": libc::NETLINK_ROUTE, "op": "SCMP_CMP_NE"}]),
+        libc::EAFNOSUPPORT,
+    ));
+    // The kernel rewrites AF_INET + SOCK_PACKET into AF_PACKET.
+    // value is the mask, valueTwo the datum (libseccomp's order).
+    rules.push(refuse(
+        json!([{"index": 0, "value": libc::AF_INET, "op": "SCMP_CMP_EQ"},
+               {"index": 1, "value": 0xf, "valueTwo": SOCK_PACKET, "op": "SCMP_CMP_MASKED_EQ"}]),
+        libc::EAFNOSUPPORT,
+    ));
+    for (family, proto) in [
+        (libc::AF_INET, libc::IPPROTO_ICMP),
+        (libc::AF_INET6, libc::IPPROTO_ICMPV6),
+    ] {
+        rules.push(refuse(
+            json!([{"index": 0, "value": family, "op": "SCMP_CMP_EQ"},
+                   {"index": 2, "value": proto, "op": "SCMP_CMP_EQ"}]),
+            libc::EACCES,
+        ));
+    }
+    rules
 }
 
 /// podman's `mask=PATH:PATH…` option (a file covered by /dev/null, a
@@ -324,6 +459,177 @@ mod tests {
         assert_eq!(podman_mask(&paths).unwrap(), "mask=/proc/kcore:/w/.env");
         let bad = vec!["/w/a:b".to_string()];
         assert!(podman_mask(&bad).unwrap_err().contains("Hint"));
+    }
+
+    fn spec(ws: &Path) -> SandboxSpec {
+        SandboxSpec {
+            request_id: "r1".into(),
+            argv: vec!["python3".into(), "-c".into(), "print(1)".into()],
+            cwd: ws.to_path_buf(),
+            env: vec![
+                ("PATH".into(), "/usr/bin:/bin".into()),
+                ("HTTPS_PROXY".into(), "http://elsewhere:1".into()),
+            ],
+            workspace: crate::WorkspaceSpec {
+                root: ws.to_path_buf(),
+                mode: crate::WorkspaceMode::Overlay,
+                protect: vec![],
+                apply: false,
+                changes: Default::default(),
+                owned: vec![],
+                keep: None,
+            },
+            network: NetworkSpec::Proxy {
+                socket: "/var/lib/airlock/proxy/r1/proxy.sock".into(),
+            },
+            limits: crate::Limits {
+                timeout_ms: 1000,
+                cpu_time_ms: 2500,
+                memory_bytes: 256 << 20,
+                pids: 64,
+                cpus: 1.0,
+                output_bytes: 1 << 20,
+                tmp_bytes: 32 << 20,
+                file_size_bytes: 1 << 20,
+                open_files: 256,
+            },
+            read_paths: vec![],
+            write_paths: vec![],
+            hide_paths: vec![],
+            stdin: None,
+            limit_enforcement: Default::default(),
+            git_config: String::new(),
+        }
+    }
+
+    fn body(spec: &SandboxSpec, egress: Option<&Egress>) -> Result<ContainerCreateBody, String> {
+        let ops = crate::view::plan(
+            &crate::view::ViewInput {
+                spec,
+                run_dir: Path::new("/var/lib/airlock/runs/r1"),
+                passwd: crate::view::PASSWD,
+                group: crate::view::GROUP,
+            },
+            &crate::view::RealHost,
+        );
+        let staged = Staged {
+            workspace: "/run/airlock-docker/r1/lower".into(),
+            write_paths: vec![],
+            read_paths: vec![],
+            egress: None,
+        };
+        let form = DaemonForm {
+            daemon: Daemon::Docker,
+            seccomp_file: "/run/airlock-docker/r1/seccomp.json".into(),
+            pid_max: 32768,
+        };
+        let extras = Extras { files: &[], egress };
+        translate(spec, &ops, &staged, "img", "1:2", &extras, &form)
+    }
+
+    #[test]
+    fn allowlist_starts_the_relay_first_on_a_loopback_only_network() {
+        let ws = tempfile::tempdir().unwrap();
+        let s = spec(ws.path());
+        let egress = Egress {
+            socket: "/run/airlock-docker/r1/proxy.sock".into(),
+            relay: "/opt/airlock/airlock-relay".into(),
+        };
+        let b = body(&s, Some(&egress)).unwrap();
+        // The relay is the first program, the command after its `--`.
+        let mut argv = b.entrypoint.clone().unwrap();
+        argv.extend(b.cmd.clone().unwrap());
+        assert_eq!(argv, relay::exec_args(&s.argv));
+        assert_eq!(argv[0], relay::BINARY_IN_SANDBOX);
+        let host = b.host_config.as_ref().unwrap();
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        assert_eq!(b.network_disabled, Some(true));
+        // Both files bound read-only, the staged (idmapped) socket, never the
+        // proxy's own path.
+        let mounts = host.mounts.as_ref().unwrap();
+        let at = |dst: &str| mounts.iter().find(|m| m.target.as_deref() == Some(dst));
+        let sock = at(relay::SOCKET_IN_SANDBOX).expect("socket bound");
+        assert_eq!(
+            sock.source.as_deref(),
+            Some("/run/airlock-docker/r1/proxy.sock")
+        );
+        assert_eq!(sock.read_only, Some(true));
+        let bin = at(relay::BINARY_IN_SANDBOX).expect("relay bound");
+        assert_eq!(bin.source.as_deref(), Some("/opt/airlock/airlock-relay"));
+        assert_eq!(bin.read_only, Some(true));
+        assert!(!serde_json::to_string(&b)
+            .unwrap()
+            .contains("/var/lib/airlock/proxy"));
+        // The proxy variables replace the spec's own.
+        let env = b.env.unwrap();
+        assert!(env.contains(&"HTTPS_PROXY=http://127.0.0.1:3128".to_string()));
+        assert!(env.contains(&"all_proxy=socks5h://127.0.0.1:1080".to_string()));
+        assert!(!env.iter().any(|e| e.contains("elsewhere")));
+    }
+
+    #[test]
+    fn allowlist_sockets_are_the_native_filters_unix_and_inet() {
+        let ws = tempfile::tempdir().unwrap();
+        let s = spec(ws.path());
+        let profile = seccomp_profile(&s);
+        let rules = profile["syscalls"].as_array().unwrap();
+        let refused = |family: i32| {
+            rules.iter().any(|r| {
+                r["names"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&serde_json::json!("socket"))
+                    && r["args"].as_array().is_some_and(|a| {
+                        a.len() == 1 && a[0]["op"] == "SCMP_CMP_EQ" && a[0]["value"] == family
+                    })
+            })
+        };
+        for f in [
+            libc::AF_UNIX,
+            libc::AF_INET,
+            libc::AF_INET6,
+            libc::AF_NETLINK,
+        ] {
+            assert!(!refused(f), "family {f} must stay open");
+        }
+        for f in [
+            libc::AF_PACKET,
+            libc::AF_VSOCK,
+            libc::AF_BLUETOOTH,
+            libc::AF_ALG,
+            45,
+        ] {
+            assert!(refused(f), "family {f} must be refused");
+        }
+        let text = profile.to_string();
+        assert!(text.contains(r#""op":"SCMP_CMP_GE""#));
+        // Network none keeps the OCI backend's AF_UNIX-only rule, and no more.
+        let mut none = s.clone();
+        none.network = NetworkSpec::None;
+        assert_eq!(
+            seccomp_profile(&none),
+            bundle::seccomp_profile(true, crate::oci::runtime::Runtime::Runc)
+        );
+    }
+
+    #[test]
+    fn allowlist_without_the_staged_relay_is_refused_and_none_binds_nothing() {
+        let ws = tempfile::tempdir().unwrap();
+        let mut s = spec(ws.path());
+        assert!(body(&s, None).unwrap_err().contains("relay"));
+        s.network = NetworkSpec::None;
+        let b = body(&s, None).unwrap();
+        assert_eq!(b.entrypoint.unwrap(), ["python3"]);
+        let mounts = b.host_config.unwrap().mounts.unwrap();
+        assert!(!mounts.iter().any(|m| m
+            .target
+            .as_deref()
+            .is_some_and(|t| t.starts_with("/run/airlock"))));
+        assert!(!b
+            .env
+            .unwrap()
+            .iter()
+            .any(|e| e.starts_with("HTTP_PROXY=http://127")));
     }
 
     #[test]

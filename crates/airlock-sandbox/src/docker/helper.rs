@@ -8,18 +8,18 @@
 //! stage down and writes its report on fd 3.
 
 use super::{config, sweep, Daemon, Request};
-use crate::native::{protocol, sys, workspace};
+use crate::native::{namespaces, protocol, sys, workspace};
 use crate::oci::helper::{stage_at, Stage, FD_CONTROL, FD_REPORT, FD_STDIN};
 use crate::oci::HelperReport;
 use crate::Layer;
-use crate::{KillReason, SandboxError};
+use crate::{KillReason, NetworkSpec, SandboxError};
 use bollard::container::LogOutput;
 use bollard::query_parameters::{
     AttachContainerOptions, CreateContainerOptions, KillContainerOptions, RemoveContainerOptions,
 };
 use bollard::{ClientVersion, Docker};
 use futures_util::StreamExt;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
@@ -106,14 +106,21 @@ fn run(req: &Request) -> HelperReport {
     // Step 3: the workspace, staged where the daemon sees it.
     let owner = sweep::owner_label();
     let mut files = Vec::new();
+    let mut egress = None;
     let stage = match stage_at(Path::new(STAGE_BASE), spec, &req.runs_dir, |stage| {
-        write_files(stage, &owner, &mut files)
+        write_files(stage, &owner, &mut files)?;
+        egress = stage_egress(req, stage)?;
+        Ok(())
     }) {
         Ok(s) => s,
         Err(e) => return HelperReport::from_error_of(e, Layer::Docker),
     };
     // Step 4: the run; the container is removed whatever happens.
-    let run = rt.block_on(run_container(req, &docker, daemon, &stage, &owner, &files));
+    let extras = config::Extras {
+        files: &files,
+        egress: egress.as_ref(),
+    };
+    let run = rt.block_on(run_container(req, &docker, daemon, &stage, &owner, &extras));
     let mut report = match run {
         Ok(r) => r,
         Err(e) => HelperReport::from_error_of(e, Layer::Docker),
@@ -211,6 +218,50 @@ fn write_files(
     Ok(())
 }
 
+/// Network allowlist mode: the run's proxy socket, staged for the
+/// container's user. The socket stays root's 0600 in its 0700 directory; the
+/// stage gets an idmapped bind of it (read-only, nosuid, nodev, noexec) on
+/// which its owner shows as uid 100000, the container's user, as the native
+/// and OCI backends show it to sandbox root. The daemon binds that into the
+/// container; nobody else gains a way to it.
+fn stage_egress(req: &Request, stage: &Stage) -> Result<Option<config::Egress>, SandboxError> {
+    let socket = match &req.spec.network {
+        NetworkSpec::Proxy { socket } => socket,
+        NetworkSpec::None | NetworkSpec::Open => return Ok(None),
+    };
+    let relay = req.relay.clone().ok_or_else(|| {
+        layer(
+            Layer::Network,
+            "allowlist mode without the in-sandbox relay binary (the caller names it)",
+        )
+    })?;
+    let at = stage.dir.join("proxy.sock");
+    std::fs::write(&at, b"")
+        .map_err(|e| layer(Layer::Network, format!("{}: {e}", at.display())))?;
+    let (uid, gid) = crate::native::mounts::owner(socket).ok_or_else(|| {
+        layer(
+            Layer::Network,
+            format!("the egress proxy's socket {} is gone", socket.display()),
+        )
+    })?;
+    let userns = namespaces::user_ns(uid, gid)?;
+    let tree = sys::clone_tree(socket, false)
+        .map_err(|e| layer(Layer::Network, format!("{}: {e}", socket.display())))?;
+    let attrs = sys::MOUNT_ATTR_RDONLY
+        | sys::MOUNT_ATTR_NOSUID
+        | sys::MOUNT_ATTR_NODEV
+        | sys::MOUNT_ATTR_NOEXEC;
+    sys::set_tree_attrs(&tree, attrs, Some(userns.as_raw_fd())).map_err(|e| {
+        layer(
+            Layer::Network,
+            format!("idmapped bind of the proxy socket: {e}"),
+        )
+    })?;
+    sys::attach_tree_at(&tree, &at)
+        .map_err(|e| layer(Layer::Network, format!("bind of the proxy socket: {e}")))?;
+    Ok(Some(config::Egress { socket: at, relay }))
+}
+
 /// Creates, runs and always removes the container.
 async fn run_container(
     req: &Request,
@@ -218,7 +269,7 @@ async fn run_container(
     daemon: Daemon,
     stage: &Stage,
     owner: &str,
-    files: &[(PathBuf, PathBuf)],
+    extras: &config::Extras<'_>,
 ) -> Result<HelperReport, SandboxError> {
     let spec = &req.spec;
     let form = config::DaemonForm {
@@ -244,7 +295,7 @@ async fn run_container(
         &stage.staged,
         &req.image,
         owner,
-        files,
+        extras,
         &form,
     )
     .map_err(|d| layer(Layer::Docker, d))?;
@@ -265,13 +316,65 @@ async fn run_container(
         .await
         .map_err(|e| layer(Layer::Docker, format!("creating the container: {e}")))?;
     let id = created.id;
-    let result = drive(req, docker, &id).await;
+    let result = match extras.egress {
+        Some(_) => usable_run(docker, &id, &req.image).await,
+        None => Ok(()),
+    };
+    let result = match result {
+        Ok(()) => drive(req, docker, &id).await,
+        Err(e) => Err(e),
+    };
     let removed = remove(docker, &id).await;
     let mut report = result?;
     if let Err(e) = removed {
         report.notes.push(e);
     }
     Ok(report)
+}
+
+/// Allowlist mode binds the relay and the proxy socket under `/run/airlock`,
+/// so the image's `/run` must be a directory, or absent (the runtime makes
+/// mount points, as it does for every bind). Asked of the created container
+/// before it starts, through the daemon's path stat, which dockerd and podman
+/// both answer: `/run/.` resolves a symlink inside the image, as the runtime
+/// would. A file there (or a link to one) is refused with what would fix it,
+/// rather than left to the runtime's mount error at start.
+async fn usable_run(docker: &Docker, id: &str, image: &str) -> Result<(), SandboxError> {
+    use bollard::query_parameters::ContainerArchiveInfoOptions;
+    /// Go's os.ModeDir, as the stat reports the mode.
+    const MODE_DIR: u32 = 1 << 31;
+    let refuse = |what: String| {
+        layer(
+            Layer::Image,
+            format!(
+                "network allowlist mode binds the egress relay and the proxy socket under \
+                 /run/airlock, and the image's /run {what}; Hint: make /run a directory in \
+                 image `{image}` (e.g. `rm -f ROOTFS/run && mkdir ROOTFS/run` before importing \
+                 it), or use network mode none"
+            ),
+        )
+    };
+    let opts = ContainerArchiveInfoOptions {
+        path: "/run/.".into(),
+    };
+    match tokio::time::timeout(
+        CALL_TIMEOUT,
+        docker.get_container_archive_info(id, Some(opts)),
+    )
+    .await
+    {
+        Ok(Ok(stat)) if stat.file_mode & MODE_DIR != 0 => Ok(()),
+        Ok(Ok(_)) => Err(refuse("is not a directory".into())),
+        Ok(Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        })) => Ok(()),
+        Ok(Err(e)) => Err(refuse(format!(
+            "is not a usable directory (the daemon could not look into it: {e})"
+        ))),
+        Err(_) => Err(refuse(
+            "was not looked at: the daemon did not answer within 30 s".into(),
+        )),
+    }
 }
 
 /// Removes the container, retrying while the daemon is busy with it.

@@ -307,7 +307,9 @@ impl NativeBackend {
                 let ms = *us as f64 / 1000.0;
                 lines.push_str(&format!("airlock profile: {ms:>8.2} ms  {what}\n"));
             }
-            lines.push_str(&format!("airlock profile: {total_ms:>8.2} ms  caller total\n"));
+            lines.push_str(&format!(
+                "airlock profile: {total_ms:>8.2} ms  caller total\n"
+            ));
             let _ = std::io::stderr().write_all(lines.as_bytes());
         }
         if let Some(f) = report.failure {
