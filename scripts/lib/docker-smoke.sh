@@ -205,15 +205,20 @@ def change(name, fn):
     except OSError as e:
         print(name, errno.errorcode.get(e.errno, e.errno))
 change("relay-chmod", lambda: os.chmod("/run/airlock/relay", 0o777))
-# While the relay runs its binary is busy (ETXTBSY); the command may end it
-# (same uid: it only loses its own way out), and then only the read-only
-# bind stands between it and the binary.
-for p in os.listdir("/proc"):
-    if p.isdigit() and b"/run/airlock/relay\0serve" in open("/proc/%s/cmdline" % p, "rb").read():
-        os.kill(int(p), 9)
-        os.waitpid(int(p), 0)
-        print("relay-killed", p)
+# The relay (PID 1) runs from it, but a read-only mount answers EROFS before
+# a busy binary's ETXTBSY: this tells the bind's mode, not the relay's state.
 change("relay-write", lambda: open("/run/airlock/relay", "r+b").write(b"\0"))
+# An init-like wait for every child finds only the command's own (the relay
+# is its parent, not its child), even with an orphaned grandchild about.
+import subprocess
+subprocess.Popen(["sh", "-c", "sleep 0.2 &"])
+t = time.time()
+try:
+    while True:
+        os.wait()
+except ChildProcessError:
+    pass
+print("wait-all", "returned" if time.time() - t < 5 else "held")
 st = os.stat("/run/airlock/proxy.sock")
 print("socket-inside", st.st_uid, oct(st.st_mode & 0o777))
 sys.stdout.flush()
@@ -250,6 +255,7 @@ check "allowlist: a direct connect to the host's loopback listener fails ($(line
 check "allowlist: the host's loopback listener saw nothing" test ! -s "$d/listener.log"
 check "allowlist: the relay binary cannot be written or changed from inside, even by its owner ($(line relay-write), $(line relay-chmod))" \
   test "$(line relay-write) $(line relay-chmod)" = "EROFS EROFS"
+check "allowlist: a wait for every child returns: the relay is not the command's child ($(line wait-all))" test "$(line wait-all)" = returned
 check "allowlist: the relay binary on the host is unchanged" test "$(sha256sum "$d/relay-100000" | cut -d' ' -f1)" = "$relay_sha"
 check "allowlist: the container's user reaches the socket through an idmapped bind ($(line socket-inside))" test "$(line socket-inside)" = "100000 0o600"
 check "allowlist: the proxy's socket itself stays root's 0600 ($host_sock)" test "$host_sock" = "0 600"
