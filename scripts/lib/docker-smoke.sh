@@ -205,15 +205,25 @@ def change(name, fn):
     except OSError as e:
         print(name, errno.errorcode.get(e.errno, e.errno))
 change("relay-chmod", lambda: os.chmod("/run/airlock/relay", 0o777))
-# While the relay runs its binary is busy (ETXTBSY); the command may end it
-# (same uid: it only loses its own way out), and then only the read-only
-# bind stands between it and the binary.
-for p in os.listdir("/proc"):
-    if p.isdigit() and b"/run/airlock/relay\0serve" in open("/proc/%s/cmdline" % p, "rb").read():
-        os.kill(int(p), 9)
-        os.waitpid(int(p), 0)
-        print("relay-killed", p)
+# The relay runs from it as PID 1, which the command cannot end, so a write
+# meets ETXTBSY first; the bind's own mode shows in its mount options.
 change("relay-write", lambda: open("/run/airlock/relay", "r+b").write(b"\0"))
+change("relay-utime", lambda: os.utime("/run/airlock/relay", (0, 0)))
+for m in open("/proc/self/mountinfo"):
+    f = m.split()
+    if f[4] == "/run/airlock/relay":
+        print("relay-mount", f[5].split(",")[0])
+# An init-like wait for every child finds only the command's own (the relay
+# is its parent, not its child), even with an orphaned grandchild about.
+import subprocess
+subprocess.Popen(["sh", "-c", "sleep 0.2 &"])
+t = time.time()
+try:
+    while True:
+        os.wait()
+except ChildProcessError:
+    pass
+print("wait-all", "returned" if time.time() - t < 5 else "held")
 st = os.stat("/run/airlock/proxy.sock")
 print("socket-inside", st.st_uid, oct(st.st_mode & 0o777))
 sys.stdout.flush()
@@ -248,8 +258,9 @@ check "allowlist: a host outside the allowlist is refused by the proxy ($(line u
 check "allowlist: a direct connect finds no route out ($(line direct))" test "$(line direct)" = ENETUNREACH
 check "allowlist: a direct connect to the host's loopback listener fails ($(line loopback))" test "$(line loopback)" = ECONNREFUSED
 check "allowlist: the host's loopback listener saw nothing" test ! -s "$d/listener.log"
-check "allowlist: the relay binary cannot be written or changed from inside, even by its owner ($(line relay-write), $(line relay-chmod))" \
-  test "$(line relay-write) $(line relay-chmod)" = "EROFS EROFS"
+check "allowlist: the relay binary cannot be written or changed from inside, even by its owner (write $(line relay-write), chmod $(line relay-chmod), utime $(line relay-utime), mount $(line relay-mount))" \
+  test "$(line relay-chmod) $(line relay-utime) $(line relay-mount)" = "EROFS EROFS ro" -a "$(line relay-write)" != done
+check "allowlist: a wait for every child returns: the relay is not the command's child ($(line wait-all))" test "$(line wait-all)" = returned
 check "allowlist: the relay binary on the host is unchanged" test "$(sha256sum "$d/relay-100000" | cut -d' ' -f1)" = "$relay_sha"
 check "allowlist: the container's user reaches the socket through an idmapped bind ($(line socket-inside))" test "$(line socket-inside)" = "100000 0o600"
 check "allowlist: the proxy's socket itself stays root's 0600 ($host_sock)" test "$host_sock" = "0 600"

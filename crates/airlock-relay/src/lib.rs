@@ -19,8 +19,8 @@
 //!   listener can serve) or a Docker-API container (its namespace made by the
 //!   daemon when the command starts) gets the proxy socket bound in; every
 //!   connection is copied to a fresh connection to it. `airlock-relay exec`
-//!   binds the listeners, starts the copying relay as a process of its own and
-//!   then becomes the command.
+//!   is the sandbox's first program: it binds the listeners, relays on threads
+//!   of its own, runs the command as its child and reaps as an init does.
 //!
 //! The crate is std-only so that its binary links statically and runs in any
 //! root filesystem: a busybox initramfs, or a container image of any

@@ -10,27 +10,26 @@
 //! prints [`READY`] once every listener is bound and exits when the host
 //! closes the port (the VM is going down anyway).
 //!
-//! `exec`: the first program of a gVisor sandbox or container. It starts the
-//! copying relay as a process of its own (`serve`, below), waits until its
-//! listeners are bound, and then executes CMD in its own place, so the command
-//! keeps the process the runtime started (its PID, its exit status). The relay
-//! process ends with the command: with the sandbox's PID namespace when the
-//! command is its PID 1, and otherwise when it sees that its parent is gone.
-//! Failures before the command runs exit 126 (127: CMD not found) with a line
-//! naming what failed.
-//!
-//! `serve` (internal, started by `exec`): binds, prints [`READY`] or
-//! `error: ...` on stdout, and relays until its parent goes away.
+//! `exec`: the first program of a gVisor sandbox or container, so its PID 1.
+//! It binds the listeners and starts the copying relay on threads of its own,
+//! then runs CMD as its child and, as an init does, reaps every process
+//! orphaned to it until CMD ends; it then exits with CMD's status (128 + N
+//! for a command killed by signal N, as the runtimes report it), which ends
+//! the sandbox. The command therefore never has the relay as a child (a
+//! program that waits for all of its children finds only its own), and
+//! orphans never pile up as zombies against `limits.pids`. Failures before
+//! the command runs exit 126 (127: CMD not found) with a line naming what
+//! failed; the command never runs without its relay.
 
 use airlock_relay::copy::Relay;
 use airlock_relay::mux::{Local, Mux, Role};
 use airlock_relay::READY;
-use std::io::{BufRead, BufReader, Write};
+use rustix::io::Errno;
+use rustix::process::{WaitOptions, WaitStatus};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
-use std::time::Duration;
+use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: airlock-relay vm PORT_DEVICE ADDR...\n       \
      airlock-relay exec --unix SOCKET --listen ADDR [--listen ADDR]... -- CMD [ARG]...";
@@ -43,7 +42,6 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("vm") => vm(&args[1..]),
         Some("exec") => exec(&args[1..]),
-        Some("serve") => serve(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             ExitCode::from(2)
@@ -100,79 +98,52 @@ fn exec(args: &[String]) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(format!("{e}\n{USAGE}"), SETUP_FAILED),
     };
-    // The relay runs as a process of its own: threads would not survive the
-    // command's exec.
-    let me = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
-    let mut serve = Command::new(&me);
-    serve.arg("serve").arg("--unix").arg(&parsed.socket);
-    for a in &parsed.listen {
-        serve.arg("--listen").arg(a.to_string());
-    }
-    serve.arg("--");
-    let child = serve
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            return fail(
-                format!("starting the relay ({}): {e}", me.display()),
-                SETUP_FAILED,
-            )
-        }
-    };
-    // The command must find the listeners bound on its first connect.
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
-    match line.trim_end() {
-        READY => {}
-        "" => return fail("the relay ended before it was ready".into(), SETUP_FAILED),
-        other => {
-            let msg = other.strip_prefix("error: ").unwrap_or(other);
-            return fail(msg.to_string(), SETUP_FAILED);
-        }
-    }
-    // The relay is this process's child until the exec, and the command's
-    // afterwards; nothing here waits for it.
-    std::mem::forget(child);
-    let err = Command::new(&parsed.command[0])
-        .args(&parsed.command[1..])
-        .exec();
-    let code = if err.kind() == std::io::ErrorKind::NotFound {
-        NOT_FOUND
-    } else {
-        SETUP_FAILED
-    };
-    fail(format!("{}: {err}", parsed.command[0]), code)
-}
-
-fn serve(args: &[String]) -> ExitCode {
-    let mut out = std::io::stdout();
-    let parsed = match parse_copy(args) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = writeln!(out, "error: {e}");
-            return ExitCode::from(SETUP_FAILED);
-        }
-    };
-    let parent = std::os::unix::process::parent_id();
+    // Bound before the command exists, so its first connect finds them.
     let started = Relay::bind(&parsed.socket, &parsed.listen).and_then(Relay::serve);
     if let Err(e) = started {
-        let _ = writeln!(out, "error: {e}");
-        return ExitCode::from(SETUP_FAILED);
+        return fail(e.to_string(), SETUP_FAILED);
     }
-    let _ = writeln!(out, "{READY}");
-    let _ = out.flush();
-    // Reparented means the command is gone (when it is not the namespace's
-    // PID 1, whose end takes this process with it).
-    while std::os::unix::process::parent_id() == parent {
-        std::thread::sleep(Duration::from_millis(250));
+    let child = Command::new(&parsed.command[0])
+        .args(&parsed.command[1..])
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                NOT_FOUND
+            } else {
+                SETUP_FAILED
+            };
+            return fail(format!("{}: {e}", parsed.command[0]), code);
+        }
+    };
+    let command = child.id();
+    // Reaped below with every other child; std's handle must not wait too.
+    std::mem::forget(child);
+    loop {
+        match rustix::process::wait(WaitOptions::empty()) {
+            Ok(Some((pid, status))) if pid.as_raw_nonzero().get().unsigned_abs() == command => {
+                return ExitCode::from(exit_code(status));
+            }
+            // An orphan of the command's, reaped as an init must.
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => {
+                return fail(
+                    format!("waiting for {}: {e}", parsed.command[0]),
+                    SETUP_FAILED,
+                )
+            }
+        }
     }
-    ExitCode::SUCCESS
+}
+
+/// The status a shell (and the container runtimes) would report.
+fn exit_code(status: WaitStatus) -> u8 {
+    match (status.exit_status(), status.terminating_signal()) {
+        (Some(code), _) => (code & 0xff) as u8,
+        (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
+        (None, None) => SETUP_FAILED,
+    }
 }
 
 fn vm(args: &[String]) -> ExitCode {

@@ -143,7 +143,8 @@ fn elf_has_interpreter(elf: &[u8]) -> Option<bool> {
 
 /// The sandbox's process arguments in the in-sandbox relay's mode: the relay
 /// binds the standard ports on the sandbox's loopback, forwards them to the
-/// proxy socket bound at [`SOCKET_IN_SANDBOX`], then executes `command`.
+/// proxy socket bound at [`SOCKET_IN_SANDBOX`], and runs `command` as its
+/// child, as the sandbox's PID 1.
 pub fn exec_args(command: &[String]) -> Vec<String> {
     let mut args: Vec<String> = [
         BINARY_IN_SANDBOX,

@@ -43,8 +43,9 @@ pub struct Extras<'a> {
 /// no listener of the host can be put there beforehand, as the OCI backend
 /// does. Instead the container's first program is the in-sandbox relay
 /// (`airlock-relay exec`, [`crate::relay::exec_args`]): it binds the proxy
-/// ports on the container's loopback, starts its copying process, and
-/// executes the command in its own place. Both files are bound read-only.
+/// ports on the container's loopback, relays on threads of its own, and runs
+/// the command as its child, as the container's PID 1 (reaping orphans, exiting
+/// with the command's status). Both files are bound read-only.
 #[derive(Debug, Clone)]
 pub struct Egress {
     /// The run's egress-proxy socket as staged by the helper: an idmapped

@@ -539,7 +539,7 @@ pub fn translate(
         None => {}
     }
     let args = match egress {
-        // The relay binds the guest's loopback ports, then becomes the command.
+        // The relay binds the guest's loopback ports, then runs the command.
         Some(Egress::GuestRelay { .. }) => relay::exec_args(&spec.argv),
         _ => spec.argv.clone(),
     };
@@ -836,7 +836,7 @@ mod tests {
         assert_eq!(bin["source"], "/run/airlock-oci/r1/relay");
         assert!(bin["options"].as_array().unwrap().contains(&json!("ro")));
         assert!(!c.to_string().contains("/var/lib/airlock/proxy"));
-        // The relay runs first and becomes the command.
+        // The relay runs first, the command as its child.
         let args: Vec<&str> = c["process"]["args"]
             .as_array()
             .unwrap()
