@@ -142,19 +142,7 @@ lport=$(cat "$d/lport")
 aws=$d/allow-ws
 astate=$d/allow-state
 mkdir -p "$aws" "$astate"
-cat > "$aws/airlock.toml" <<'TOML'
-[workspace]
-root = "."
-[commands]
-allow = ["python3"]
-[network]
-mode = "allowlist"
-allow = ["11.0.0.1:8080"]
-[limits]
-timeout = "60s"
-memory = "256MiB"
-pids = 64
-TOML
+cp "$(dirname "${BASH_SOURCE[0]}")/allowlist-policy.toml" "$aws/airlock.toml"
 cat > "$aws/egress.py" <<'PY'
 import errno, hashlib, os, socket, sys, time, urllib.request
 U = "http://11.0.0.1:8080"

@@ -138,19 +138,7 @@ if [ "$netns_ok" = 1 ]; then
   netns_pids+=($!)
   for _ in $(seq 50); do nsenter -t "$ns_air" -n curl -s -o /dev/null http://11.0.0.1:8080/small.txt && break; sleep 0.1; done
   mkdir -p "$allow_ws/ws"
-  cat > "$allow_ws/ws/airlock.toml" <<'TOML'
-[workspace]
-root = "."
-[commands]
-allow = ["python3"]
-[network]
-mode = "allowlist"
-allow = ["11.0.0.1:8080"]
-[limits]
-timeout = "60s"
-memory = "256MiB"
-pids = 64
-TOML
+  cp scripts/lib/allowlist-policy.toml "$allow_ws/ws/airlock.toml"
   cat > "$allow_ws/ws/egress.py" <<'PY'
 import errno, hashlib, os, socket, subprocess, urllib.request
 U = "http://11.0.0.1:8080"
