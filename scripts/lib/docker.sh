@@ -11,7 +11,7 @@ DOCKER_CLI=/usr/bin/docker
 # (idempotent). Returns non-zero when they cannot be installed.
 docker_install() {
   local need=()
-  [ -x /usr/bin/dockerd ] || need+=(docker.io)
+  command -v dockerd >/dev/null || need+=(docker.io)  # Debian installs it in /usr/sbin
   command -v debootstrap >/dev/null || need+=(debootstrap)
   [ ${#need[@]} -eq 0 ] && return 0
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
