@@ -166,33 +166,19 @@ impl NativeBackend {
         }
         let started = Instant::now();
         let caller_clock_ns = sys::monotonic_ns();
-        let rootless = super::rootless::is_rootless();
-        let cgroup = if rootless {
-            None
-        } else {
-            super::cgroup_glue::precreate(&spec.request_id, &spec.limits)
-        };
         // cgroup v1: the helper's move of init into the run's cgroup waits for
         // an RCU grace period unless one has just passed. Start it now, on a
         // spare thread, while the helper starts (see
         // cgroup::CgroupHost::warm_migration; nothing is moved). Root only:
         // rootless runs use a delegated cgroup v2 subtree or none.
-        if !rootless {
+        if !super::rootless::is_rootless() {
             std::thread::spawn(|| {
                 if let Ok(host) = super::cgroup::CgroupHost::detect() {
                     let _ = host.warm_migration();
                 }
             });
         }
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                if let Some(name) = &cgroup {
-                    super::cgroup_glue::remove_precreated(name);
-                }
-                return Err(io_err("spawning the sandbox helper")(e));
-            }
-        };
+        let mut child = cmd.spawn().map_err(io_err("spawning the sandbox helper"))?;
         drop(req_r);
         drop(rep_w);
         drop(ctl_r);
@@ -213,7 +199,6 @@ impl NativeBackend {
             gated,
             pooled,
             caller_clock_ns,
-            cgroup: cgroup.clone(),
         };
         let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
         // The helper reads the whole request before anything else.
@@ -222,9 +207,6 @@ impl NativeBackend {
         if let Err(e) = wrote {
             let _ = child.kill();
             let _ = child.wait();
-            if let Some(name) = &cgroup {
-                super::cgroup_glue::remove_precreated(name);
-            }
             return Err(SandboxError::Helper(format!("sending the spec: {e}")));
         }
         Ok(Helper {
@@ -232,7 +214,6 @@ impl NativeBackend {
             ctl_w,
             rep_r,
             started,
-            cgroup,
         })
     }
 
@@ -249,13 +230,7 @@ impl NativeBackend {
             ctl_w,
             rep_r,
             started,
-            cgroup,
         } = helper;
-        let remove_cgroup = || {
-            if let Some(name) = &cgroup {
-                super::cgroup_glue::remove_precreated(name);
-            }
-        };
         let stdin_thread = match (child.stdin.take(), spec.stdin.clone()) {
             (Some(mut pipe), Some(data)) => Some(std::thread::spawn(move || {
                 let _ = pipe.write_all(&data);
@@ -302,7 +277,6 @@ impl NativeBackend {
             Relay::Stalled => {
                 let _ = child.kill();
                 let _ = child.wait();
-                remove_cgroup();
                 return Err(SandboxError::Helper(
                     "the sandbox helper stopped responding; killed".into(),
                 ));
@@ -312,7 +286,6 @@ impl NativeBackend {
         let status = child
             .wait()
             .map_err(io_err("waiting for the sandbox helper"))?;
-        remove_cgroup();
         drop(ctl_w);
         if let Some(t) = stdin_thread {
             let _ = t.join();
@@ -368,9 +341,6 @@ pub(crate) struct Helper {
     pub(crate) ctl_w: OwnedFd,
     pub(crate) rep_r: OwnedFd,
     pub(crate) started: Instant,
-    /// The run's cgroup, when the caller made it: removed once the helper
-    /// has exited if the helper did not remove it.
-    pub(crate) cgroup: Option<String>,
 }
 
 impl Helper {
@@ -378,17 +348,11 @@ impl Helper {
     /// makes it tear the sandbox down and exit; this waits for that.
     pub(crate) fn abandon(self) {
         let Helper {
-            mut child,
-            ctl_w,
-            cgroup,
-            ..
+            mut child, ctl_w, ..
         } = self;
         drop(ctl_w);
         drop(child.stdin.take());
         let _ = child.wait();
-        if let Some(name) = &cgroup {
-            super::cgroup_glue::remove_precreated(name);
-        }
     }
 }
 

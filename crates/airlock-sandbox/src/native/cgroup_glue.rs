@@ -1,8 +1,6 @@
 //! The helper's view of the cgroup layer: one cgroup per run, named
-//! `run-<owner pid>-<request id>` so that a later run can tell a crashed
-//! run (its owner is gone) from a live one. The owner is the helper, or on
-//! cgroup v1 the caller, which makes the group before it starts the helper
-//! (see [`precreate`]).
+//! `run-<helper pid>-<request id>` so that a later helper can tell a crashed
+//! run (its helper pid is gone) from a live one.
 
 use super::cgroup::{Cgroup, CgroupHost, CgroupLimits};
 use super::sys;
@@ -19,42 +17,6 @@ pub struct RunStats {
     pub peak_memory_bytes: u64,
     pub oom_killed: bool,
     pub pids_limit_hit: bool,
-}
-
-/// On cgroup v1 and as root, makes the run's group in the caller, before the
-/// caller starts the grace period that init's migration will wait for
-/// ([`CgroupHost::warm_migration`]): a migration holds the kernel's global
-/// cgroup_mutex for that whole grace period, so a group made by the helper
-/// meanwhile waited for all of it (a 0.16 ms mkdir took 4-20 ms here). Made
-/// first, the group costs no wait, and the grace period runs while the helper
-/// starts. Returns the name for the helper to adopt ([`RunCgroup::adopt`]);
-/// None on v2 (init is born in its group: no migration), or on any failure
-/// (the helper then makes the group itself and reports what is wrong).
-pub fn precreate(request_id: &str, limits: &Limits) -> Option<String> {
-    let host = CgroupHost::detect().ok()?;
-    if host.version() != super::cgroup::CgroupVersion::V1 {
-        return None;
-    }
-    let _ = host.clean_stale(PREFIX);
-    let name = format!("{PREFIX}{}-{request_id}", std::process::id());
-    let cgroup = host
-        .create(&name, &CgroupLimits::from_limits(limits))
-        .ok()?;
-    Some(cgroup.release())
-}
-
-/// Removes a group made by [`precreate`] once its helper has exited, if the
-/// helper did not (it failed before adopting it, or crashed).
-pub fn remove_precreated(name: &str) {
-    let Ok(host) = CgroupHost::detect() else {
-        return;
-    };
-    let mut left = host.existing(name);
-    if left.dirs().is_empty() {
-        left.release();
-    } else {
-        let _ = left.destroy();
-    }
 }
 
 /// Debug builds only: with this variable set to `1` (passed from the caller to
@@ -113,14 +75,6 @@ impl RunCgroup {
         let _ = host.clean_stale(PREFIX);
         let name = format!("{PREFIX}{}-{request_id}", std::process::id());
         let cgroup = host.create(&name, &CgroupLimits::from_limits(limits))?;
-        Ok(RunCgroup {
-            cgroup: RefCell::new(Some(cgroup)),
-        })
-    }
-
-    /// The group the caller made for this run ([`precreate`]).
-    pub fn adopt(name: &str) -> Result<RunCgroup, SandboxError> {
-        let cgroup = CgroupHost::detect()?.adopt(name)?;
         Ok(RunCgroup {
             cgroup: RefCell::new(Some(cgroup)),
         })

@@ -282,8 +282,6 @@ fn run_in(
     mark(report, "filesystem view planned");
     let cgroup = if rootless {
         rootless_cgroup(spec, report)?
-    } else if let Some(name) = &request.cgroup {
-        RunCgroup::adopt(name)?
     } else {
         RunCgroup::create(&spec.request_id, &spec.limits)?
     };

@@ -50,10 +50,6 @@ pub struct HelperRequest {
     /// helper's own start (fork, exec, dynamic loading) shows as a step.
     #[serde(default)]
     pub caller_clock_ns: u64,
-    /// cgroup v1: the run's group, made by the caller before the helper
-    /// started ([`super::cgroup_glue::precreate`]); the helper adopts it.
-    #[serde(default)]
-    pub cgroup: Option<String>,
 }
 
 /// What a request adds to the template a pooled sandbox was built for: read

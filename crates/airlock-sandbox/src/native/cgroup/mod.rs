@@ -317,25 +317,8 @@ impl CgroupHost {
         Ok(removed)
     }
 
-    /// Takes over `airlock/<name>`, made by another process with
-    /// [`CgroupHost::create`] and handed over with [`Cgroup::release`]. Every
-    /// hierarchy must hold it.
-    pub fn adopt(&self, name: &str) -> Result<Cgroup, SandboxError> {
-        let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-        if name.is_empty() || name.starts_with('.') || !name.chars().all(valid_char) {
-            return Err(SandboxError::Spec(format!("invalid cgroup name {name:?}")));
-        }
-        let cgroup = self.existing(name);
-        if cgroup.dirs.len() != self.roots().len() {
-            return Err(err(format!(
-                "the cgroup {name} made for this run is missing from some hierarchy"
-            )));
-        }
-        Ok(cgroup)
-    }
-
     /// A handle on an existing `airlock/<name>` (for cleanup).
-    pub fn existing(&self, name: &str) -> Cgroup {
+    fn existing(&self, name: &str) -> Cgroup {
         let dirs: Vec<PathBuf> = self
             .roots()
             .into_iter()
@@ -423,13 +406,6 @@ impl Cgroup {
     /// Peak memory, OOM kills, pids-limit hits and CPU time so far.
     pub fn stats(&self) -> Result<CgroupStats, SandboxError> {
         self.controller().stats(&self.name)
-    }
-
-    /// Gives the group up without removing it, for another process to
-    /// [`CgroupHost::adopt`]; returns its name.
-    pub fn release(mut self) -> String {
-        self.destroyed = true;
-        std::mem::take(&mut self.name)
     }
 
     /// Kills every member, waits until the cgroup is empty and removes its
@@ -594,28 +570,6 @@ mod tests {
         for d in cg_dirs {
             assert!(!d.exists(), "{} left behind", d.display());
         }
-    }
-
-    #[test]
-    fn a_released_group_is_adopted_whole_and_removed_by_its_adopter() {
-        let host = v1_host();
-        let name = unique("handover");
-        let made = host.create(&name, &limits(64 * MIB, 8, 1.0)).unwrap();
-        let dirs = made.dirs().to_vec();
-        // Released: the maker's drop leaves it for the adopter.
-        assert_eq!(made.release(), name);
-        assert!(dirs.iter().all(|d| d.is_dir()));
-        let mut adopted = host.adopt(&name).unwrap();
-        assert_eq!(adopted.dirs(), &dirs[..]);
-        assert_eq!(
-            read(&dirs[0].join("..").join(&name).join("cgroup.procs")),
-            ""
-        );
-        adopted.destroy().unwrap();
-        assert_gone(&dirs);
-        // Gone, or never made: nothing to adopt, and a name is checked.
-        assert!(host.adopt(&name).is_err());
-        assert!(host.adopt("../x").is_err());
     }
 
     #[test]
