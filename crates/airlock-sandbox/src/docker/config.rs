@@ -297,7 +297,7 @@ pub const PODMAN_READONLY: &[&str] = &[
 /// The container's seccomp profile: the OCI backend's. The daemons' runtimes
 /// (runc, crun) honour errnoRet (the clone3 rule's ENOSYS); gVisor's
 /// exception does not apply. In allowlist mode the socket families are the
-/// native backend's for it ([`allowlist_socket_rules`]).
+/// native backend's for it ([`bundle::relay_socket_rules`]).
 pub fn seccomp_profile(spec: &SandboxSpec) -> serde_json::Value {
     let mut profile = bundle::seccomp_profile(
         matches!(spec.network, NetworkSpec::None),
@@ -306,80 +306,9 @@ pub fn seccomp_profile(spec: &SandboxSpec) -> serde_json::Value {
     if let (NetworkSpec::Proxy { .. }, Some(rules)) =
         (&spec.network, profile["syscalls"].as_array_mut())
     {
-        rules.extend(allowlist_socket_rules());
+        rules.extend(bundle::relay_socket_rules());
     }
     profile
-}
-
-/// The obsolete socket type (libc deprecates the constant, not the kernel
-/// the type).
-const SOCK_PACKET: i32 = 10;
-
-/// Socket families one past the highest the kernel knows (AF_MCTP is 45);
-/// everything from here up is refused by one rule.
-const FAMILY_CEILING: i32 = 64;
-
-/// Allowlist mode's sockets, as the native backend's filter has them
-/// (`SocketRule::UnixAndInet`): AF_UNIX, AF_INET and AF_INET6 (the relay's
-/// ports are on loopback), netlink for NETLINK_ROUTE only; every other family
-/// answers EAFNOSUPPORT, as does inet's obsolete SOCK_PACKET. The OCI
-/// backend gets the same effect from netwatch's notify rules, which the
-/// Engine API cannot carry; without these, netlink sockets of every family
-/// could be made in the container. ICMP datagram ("ping") sockets are refused
-/// with EACCES, what the kernel answers by default: dockerd opens them to
-/// every group (`net.ipv4.ping_group_range`) in its containers. What all of
-/// it keeps from the command is the kernel's code behind those families; none
-/// of them has a route out of `NetworkMode none`.
-pub fn allowlist_socket_rules() -> Vec<serde_json::Value> {
-    use serde_json::json;
-    let refuse = |args: serde_json::Value, errno: i32| {
-        json!({"names": ["socket", "socketpair"], "action": "SCMP_ACT_ERRNO",
-               "errnoRet": errno, "args": args})
-    };
-    let allowed = [
-        libc::AF_UNIX,
-        libc::AF_INET,
-        libc::AF_INET6,
-        libc::AF_NETLINK,
-    ];
-    // One rule per family: a rule's conditions are all required, so "none of
-    // these" cannot be one rule.
-    let mut rules: Vec<serde_json::Value> = (0..FAMILY_CEILING)
-        .filter(|f| !allowed.contains(f))
-        .map(|f| {
-            refuse(
-                json!([{"index": 0, "value": f, "op": "SCMP_CMP_EQ"}]),
-                libc::EAFNOSUPPORT,
-            )
-        })
-        .collect();
-    rules.push(refuse(
-        json!([{"index": 0, "value": FAMILY_CEILING, "op": "SCMP_CMP_GE"}]),
-        libc::EAFNOSUPPORT,
-    ));
-    rules.push(refuse(
-        json!([{"index": 0, "value": libc::AF_NETLINK, "op": "SCMP_CMP_EQ"},
-               {"index": 2, "value": libc::NETLINK_ROUTE, "op": "SCMP_CMP_NE"}]),
-        libc::EAFNOSUPPORT,
-    ));
-    // The kernel rewrites AF_INET + SOCK_PACKET into AF_PACKET.
-    // value is the mask, valueTwo the datum (libseccomp's order).
-    rules.push(refuse(
-        json!([{"index": 0, "value": libc::AF_INET, "op": "SCMP_CMP_EQ"},
-               {"index": 1, "value": 0xf, "valueTwo": SOCK_PACKET, "op": "SCMP_CMP_MASKED_EQ"}]),
-        libc::EAFNOSUPPORT,
-    ));
-    for (family, proto) in [
-        (libc::AF_INET, libc::IPPROTO_ICMP),
-        (libc::AF_INET6, libc::IPPROTO_ICMPV6),
-    ] {
-        rules.push(refuse(
-            json!([{"index": 0, "value": family, "op": "SCMP_CMP_EQ"},
-                   {"index": 2, "value": proto, "op": "SCMP_CMP_EQ"}]),
-            libc::EACCES,
-        ));
-    }
-    rules
 }
 
 /// podman's `mask=PATH:PATH…` option (a file covered by /dev/null, a

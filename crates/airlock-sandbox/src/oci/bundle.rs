@@ -168,38 +168,78 @@ pub(crate) fn watch_rules() -> Vec<Value> {
     ]
 }
 
-/// gVisor in allowlist mode lets the guest make inet sockets (the program
-/// talks to the relay on loopback) but has no netwatch to refuse the rest, so
-/// the profile refuses what netwatch and the kernel refuse elsewhere: raw
-/// sockets of any inet family, ICMP datagram ("ping") sockets, packet
-/// sockets, and netlink families other than `NETLINK_ROUTE` (as the native
-/// filter does). They would reach only the Sentry's loopback, but each is
-/// netstack code the guest need not reach. (The installed runsc answers every
-/// such rule with EPERM, whatever errnoRet says.)
-pub(crate) fn gvisor_relay_rules() -> Vec<Value> {
-    let refuse = |errno: i32, args: Value| json!({"names": ["socket"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno, "args": args});
-    let family = |f: i32| json!({"index": 0, "value": f, "op": "SCMP_CMP_EQ"});
-    let mut rules = vec![
-        refuse(libc::EACCES, json!([family(libc::AF_PACKET)])),
-        refuse(
-            libc::EAFNOSUPPORT,
-            json!([family(libc::AF_NETLINK),
-                   {"index": 2, "value": libc::NETLINK_ROUTE, "op": "SCMP_CMP_NE"}]),
-        ),
+/// The obsolete socket type (libc deprecates the constant, not the kernel
+/// the type).
+const SOCK_PACKET: i32 = 10;
+
+/// Socket families one past the highest the kernel knows (AF_MCTP is 45);
+/// everything from here up is refused by one rule.
+const FAMILY_CEILING: i32 = 64;
+
+/// Allowlist mode's sockets where the relay runs inside the sandbox (gVisor,
+/// the Docker-API backend) and no netwatch listener can refuse them: the
+/// native backend's filter (`SocketRule::UnixAndInet`) as profile rules.
+/// AF_UNIX, AF_INET and AF_INET6 (the relay's ports are on loopback), netlink
+/// for NETLINK_ROUTE only; every other family answers EAFNOSUPPORT, as does
+/// inet's obsolete SOCK_PACKET. Raw inet sockets and ICMP datagram ("ping")
+/// sockets are refused with EACCES, what the kernel answers by default:
+/// dockerd opens ping sockets to every group (`net.ipv4.ping_group_range`),
+/// and gVisor lets the sandbox's root make raw ones. What all of it keeps from
+/// the command is the code behind those families; none of them has a route
+/// out of the sandbox's own loopback. (The installed runsc answers every such
+/// rule with EPERM, whatever errnoRet says.)
+pub fn relay_socket_rules() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let refuse = |args: serde_json::Value, errno: i32| {
+        json!({"names": ["socket", "socketpair"], "action": "SCMP_ACT_ERRNO",
+               "errnoRet": errno, "args": args})
+    };
+    let allowed = [
+        libc::AF_UNIX,
+        libc::AF_INET,
+        libc::AF_INET6,
+        libc::AF_NETLINK,
     ];
-    for (f, icmp) in [
+    // One rule per family: a rule's conditions are all required, so "none of
+    // these" cannot be one rule.
+    let mut rules: Vec<serde_json::Value> = (0..FAMILY_CEILING)
+        .filter(|f| !allowed.contains(f))
+        .map(|f| {
+            refuse(
+                json!([{"index": 0, "value": f, "op": "SCMP_CMP_EQ"}]),
+                libc::EAFNOSUPPORT,
+            )
+        })
+        .collect();
+    rules.push(refuse(
+        json!([{"index": 0, "value": FAMILY_CEILING, "op": "SCMP_CMP_GE"}]),
+        libc::EAFNOSUPPORT,
+    ));
+    rules.push(refuse(
+        json!([{"index": 0, "value": libc::AF_NETLINK, "op": "SCMP_CMP_EQ"},
+               {"index": 2, "value": libc::NETLINK_ROUTE, "op": "SCMP_CMP_NE"}]),
+        libc::EAFNOSUPPORT,
+    ));
+    // The kernel rewrites AF_INET + SOCK_PACKET into AF_PACKET.
+    // value is the mask, valueTwo the datum (libseccomp's order).
+    rules.push(refuse(
+        json!([{"index": 0, "value": libc::AF_INET, "op": "SCMP_CMP_EQ"},
+               {"index": 1, "value": 0xf, "valueTwo": SOCK_PACKET, "op": "SCMP_CMP_MASKED_EQ"}]),
+        libc::EAFNOSUPPORT,
+    ));
+    for (family, proto) in [
         (libc::AF_INET, libc::IPPROTO_ICMP),
         (libc::AF_INET6, libc::IPPROTO_ICMPV6),
     ] {
-        // value is the mask, valueTwo the datum (libseccomp's order).
         rules.push(refuse(
-            libc::EACCES,
-            json!([family(f),
+            json!([{"index": 0, "value": family, "op": "SCMP_CMP_EQ"},
                    {"index": 1, "value": 0xf, "valueTwo": libc::SOCK_RAW, "op": "SCMP_CMP_MASKED_EQ"}]),
+            libc::EACCES,
         ));
         rules.push(refuse(
+            json!([{"index": 0, "value": family, "op": "SCMP_CMP_EQ"},
+                   {"index": 2, "value": proto, "op": "SCMP_CMP_EQ"}]),
             libc::EACCES,
-            json!([family(f), {"index": 2, "value": icmp, "op": "SCMP_CMP_EQ"}]),
         ));
     }
     rules
@@ -533,7 +573,7 @@ pub fn translate(
         }
         Some(Egress::GuestRelay { .. }) => {
             if let Some(rules) = linux["seccomp"]["syscalls"].as_array_mut() {
-                rules.extend(gvisor_relay_rules());
+                rules.extend(relay_socket_rules());
             }
         }
         None => {}
@@ -860,12 +900,12 @@ mod tests {
         assert!(!rules.iter().any(|r| r["action"] == "SCMP_ACT_NOTIFY"));
         // What netwatch would refuse is refused outright: raw and ping
         // sockets, packet sockets, netlink but NETLINK_ROUTE.
-        for r in gvisor_relay_rules() {
+        for r in relay_socket_rules() {
             assert!(rules.contains(&r), "{r}");
         }
         let raw = |f: i32| {
             rules.iter().any(|r| {
-                r["names"] == json!(["socket"])
+                r["names"][0] == json!("socket")
                     && r["args"][0]["value"] == json!(f)
                     && r["args"][1]["valueTwo"] == json!(libc::SOCK_RAW)
             })
