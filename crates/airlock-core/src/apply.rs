@@ -1,7 +1,7 @@
 //! Parked change sets and the apply of a kept change set (`airlock changes
 //! RUN_ID`, `airlock apply RUN_ID`, and a run whose change set needs a
 //! person): the kept set is judged and applied by the sandbox crate's one
-//! return path ([`airlock_sandbox::native::kept`]); this module adds who may
+//! return path ([`airlock_sandbox::workspace::kept`]); this module adds who may
 //! do it, the approval bound to the set's content hash, and the audit record.
 
 use crate::approvals::{Approval, ApprovalStatus, ChangeSetPin};
@@ -11,8 +11,8 @@ use crate::ledger::ApprovalCheck;
 use crate::{Caller, Engine, EngineError, PromptAnswer};
 use airlock_policy::changes::{Disposition, EntryType};
 use airlock_policy::{Policy, Request};
-use airlock_sandbox::native::kept as sk;
-use airlock_sandbox::native::workspace::Finished;
+use airlock_sandbox::workspace::kept as sk;
+use airlock_sandbox::workspace::Finished;
 use airlock_sandbox::{ChangeSummary, FileChange, Violation};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

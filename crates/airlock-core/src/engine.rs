@@ -672,7 +672,7 @@ impl Engine {
                 !dir.join(crate::kept::RUN_FILE).exists()
             }
             Err(_) => {
-                let _ = airlock_sandbox::native::kept::remove(&dir);
+                let _ = airlock_sandbox::workspace::kept::remove(&dir);
                 true
             }
         };

@@ -2,7 +2,7 @@
 //! change set of an overlay run that was not applied, kept so that a person
 //! can review it (`airlock changes RUN_ID`) and apply it later (`airlock apply
 //! RUN_ID`) without running the command again. The sandbox crate writes and
-//! applies them ([`airlock_sandbox::native::kept`]); this module names them,
+//! applies them ([`airlock_sandbox::workspace::kept`]); this module names them,
 //! records who made them, and bounds their age and total size.
 
 use crate::audit::record::RequestRecord;
@@ -84,7 +84,7 @@ pub fn bounds(changes: &ChangesPolicy) -> (u64, u64) {
 /// oldest until all together take no more than `keep_bytes`. Returns the run
 /// ids removed. Errors are skipped: pruning never stops a run.
 pub fn prune(state_dir: &Path, keep_for_ms: u64, keep_bytes: u64, now_ms: u64) -> Vec<String> {
-    use airlock_sandbox::native::kept as sk;
+    use airlock_sandbox::workspace::kept as sk;
     let Ok(rd) = std::fs::read_dir(root(state_dir)) else {
         return Vec::new();
     };

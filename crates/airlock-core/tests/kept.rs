@@ -27,7 +27,7 @@ impl Backend for Leaves {
         std::fs::create_dir_all(&upper).unwrap();
         std::fs::write(upper.join(".envrc"), self.envrc).unwrap();
         std::fs::write(upper.join("ok.txt"), "ok\n").unwrap();
-        let f = airlock_sandbox::native::workspace::finish(
+        let f = airlock_sandbox::workspace::finish(
             &upper,
             &spec.workspace,
             &spec.limits,

@@ -179,9 +179,9 @@ fn limits_check(limits: &NativeLimits) -> LayerCheck {
 fn idmapped_mounts() -> Result<String, String> {
     let ns = native::namespaces::user_ns(0, 0).map_err(|e| e.to_string())?;
     let tree =
-        native::sys::clone_tree(Path::new("/usr"), false).map_err(|e| format!("open_tree: {e}"))?;
+        crate::sys::clone_tree(Path::new("/usr"), false).map_err(|e| format!("open_tree: {e}"))?;
     use std::os::fd::AsRawFd;
-    native::sys::set_tree_attrs(&tree, native::sys::MOUNT_ATTR_RDONLY, Some(ns.as_raw_fd()))
+    crate::sys::set_tree_attrs(&tree, crate::sys::MOUNT_ATTR_RDONLY, Some(ns.as_raw_fd()))
         .map_err(|e| format!("mount_setattr(MOUNT_ATTR_IDMAP): {e}"))?;
     Ok("open_tree + mount_setattr(MOUNT_ATTR_IDMAP) work (workspace stays writable for sandbox root)".into())
 }

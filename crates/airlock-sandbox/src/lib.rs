@@ -19,9 +19,11 @@ pub mod probe;
 pub mod process;
 pub mod relay;
 pub mod spec;
+pub mod sys;
 pub mod tier;
 pub mod view;
 pub mod wasm;
+pub mod workspace;
 
 pub use backend::{Backend, OutputSink, SandboxError};
 pub use factory::{open, probe, OpenOptions};

@@ -2,7 +2,7 @@
 //! stderr streamed to the [`OutputSink`] as they come, each cut at
 //! `limits.output`, and its report (fd 3) collected, until all three close.
 
-use crate::native::sys;
+use crate::sys;
 use crate::{OutputSink, SandboxError};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Instant;

@@ -13,7 +13,7 @@
 //! paths (last, so that they win over anything bound before).
 
 use crate::{NetworkSpec, SandboxSpec, WorkspaceMode};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// System directories bound read-only (or recreated as symlinks).
 pub const SYSTEM_DIRS: &[&str] = &["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"];
@@ -895,4 +895,17 @@ mod tests {
         ws.workspace.root = "/etc/project".into();
         assert!(split_etc(ops_of(&ws, "/var/lib/airlock/runs/t"), &host).is_none());
     }
+}
+
+/// The components of an absolute path, refusing `..`.
+pub fn relative_inside(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
 }

@@ -1,7 +1,7 @@
 //! The return path on plain directories (no sandbox): an "upper" tree of
 //! changes over a "lower" workspace, judged and applied by `workspace::finish`.
 
-use airlock_sandbox::native::workspace::{finish, LISTED};
+use airlock_sandbox::workspace::{finish, LISTED};
 use airlock_sandbox::{Limits, WorkspaceMode, WorkspaceSpec};
 use std::ffi::OsStr;
 use std::fs;
@@ -247,7 +247,7 @@ fn kept_spec(d: &Dirs) -> (WorkspaceSpec, PathBuf) {
 
 #[test]
 fn a_held_set_is_kept_and_applies_later_only_as_approved() {
-    use airlock_sandbox::native::kept;
+    use airlock_sandbox::workspace::kept;
     let d = dirs();
     fs::write(d.upper.join(".envrc"), "echo reviewed\n").unwrap();
     fs::write(d.upper.join("ok.txt"), "ok\n").unwrap();
@@ -283,7 +283,7 @@ fn a_held_set_is_kept_and_applies_later_only_as_approved() {
 
 #[test]
 fn a_kept_set_that_changed_since_the_run_is_refused() {
-    use airlock_sandbox::native::kept;
+    use airlock_sandbox::workspace::kept;
     let d = dirs();
     fs::write(d.upper.join("new.txt"), "reviewed\n").unwrap();
     fs::write(d.upper.join("readme.txt"), "changed\n").unwrap();

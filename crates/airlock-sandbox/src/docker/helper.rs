@@ -8,10 +8,11 @@
 //! stage down and writes its report on fd 3.
 
 use super::{config, sweep, Daemon, Request};
-use crate::native::{namespaces, protocol, sys, workspace};
+use crate::native::{namespaces, protocol};
 use crate::oci::helper::{stage_at, Stage, FD_CONTROL, FD_REPORT, FD_STDIN};
 use crate::oci::HelperReport;
 use crate::Layer;
+use crate::{sys, workspace};
 use crate::{KillReason, NetworkSpec, SandboxError};
 use bollard::container::LogOutput;
 use bollard::query_parameters::{
@@ -238,7 +239,7 @@ fn stage_egress(req: &Request, stage: &Stage) -> Result<Option<config::Egress>, 
     let at = stage.dir.join("proxy.sock");
     std::fs::write(&at, b"")
         .map_err(|e| layer(Layer::Network, format!("{}: {e}", at.display())))?;
-    let (uid, gid) = crate::native::mounts::owner(socket).ok_or_else(|| {
+    let (uid, gid) = crate::sys::owner(socket).ok_or_else(|| {
         layer(
             Layer::Network,
             format!("the egress proxy's socket {} is gone", socket.display()),

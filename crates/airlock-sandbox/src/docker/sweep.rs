@@ -5,7 +5,7 @@
 //! it starts its own run.
 
 use super::config::{LABEL_OWNER, LABEL_RUN};
-use crate::native::sys;
+use crate::sys;
 use bollard::query_parameters::ListContainersOptions;
 use bollard::Docker;
 use std::collections::HashMap;

@@ -8,10 +8,10 @@
 use super::control::{self, GuestResult};
 use super::guest::{self, Accel, Machine};
 use super::{HelperReport, Request};
-use crate::native::{sys, workspace};
 use crate::oci::helper::{mkdir, reachable, stage_workspace, tmpfs_with};
 use crate::view::{self, ViewOp};
 use crate::Layer;
+use crate::{sys, workspace};
 use crate::{KillReason, SandboxError, WorkspaceMode};
 use std::io::BufRead;
 use std::os::unix::process::CommandExt;

@@ -8,8 +8,8 @@
 //! everything (PR_SET_PDEATHSIG would be tied to the spawning thread instead).
 
 use super::protocol::{self, HelperReport, HelperRequest};
-use super::sys;
 use crate::output::{self, Relay};
+use crate::sys;
 use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -141,8 +141,8 @@ impl NativeBackend {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         #[cfg(debug_assertions)]
-        if let Some(v) = std::env::var_os(super::workspace::RETURN_PATH_OFF) {
-            cmd.env(super::workspace::RETURN_PATH_OFF, v);
+        if let Some(v) = std::env::var_os(crate::workspace::RETURN_PATH_OFF) {
+            cmd.env(crate::workspace::RETURN_PATH_OFF, v);
         }
         #[cfg(debug_assertions)]
         if let Some(v) = std::env::var_os(super::cgroup_glue::CGROUP_ATTACH_LATE) {

@@ -3,7 +3,7 @@
 //! run (its helper pid is gone) from a live one.
 
 use super::cgroup::{Cgroup, CgroupHost, CgroupLimits};
-use super::sys;
+use crate::sys;
 use crate::{Limits, SandboxError};
 use std::cell::RefCell;
 use std::os::fd::AsFd;

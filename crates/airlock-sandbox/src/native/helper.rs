@@ -14,9 +14,10 @@ use super::cgroup_glue::{Placement, RunCgroup};
 use super::init::{self, InitPlan};
 use super::protocol::{self, HelperReport, HelperRequest, InitMsg, LayerFailure};
 use super::rundir::{self, RunDir};
-use super::{namespaces, prepared_etc, rootless, seccomp, sys, workspace};
+use super::{namespaces, prepared_etc, rootless, seccomp};
 use crate::view::{self, ViewOp};
 use crate::Layer;
+use crate::{sys, workspace};
 use crate::{KillReason, NetworkSpec, SandboxError, WorkspaceMode};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::DirBuilderExt;
@@ -134,7 +135,7 @@ fn validate(request: &HelperRequest) -> Result<(), SandboxError> {
         .chain(&spec.write_paths)
         .chain(&spec.hide_paths)
     {
-        if !p.is_absolute() || super::mounts::relative_inside(p).is_none() {
+        if !p.is_absolute() || crate::view::relative_inside(p).is_none() {
             return Err(spec_error(format!(
                 "filesystem path {} must be absolute without `..`",
                 p.display()
@@ -254,7 +255,7 @@ fn run_in(
         .chain(proxy_socket)
         .filter(|_| !rootless)
     {
-        if let Some((uid, gid)) = super::mounts::owner(p) {
+        if let Some((uid, gid)) = crate::sys::owner(p) {
             if !idmaps.iter().any(|(u, _)| *u == uid) {
                 // A root-owned tree needs the sandbox's own mapping (0 -> sandbox
                 // uid): reuse that namespace instead of making an identical one.

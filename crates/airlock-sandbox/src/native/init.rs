@@ -13,8 +13,9 @@ use super::mounts::{self, ViewPlan};
 use super::protocol::{InitMsg, Launch, CONTROL_LAUNCH};
 use super::rlimits::RlimitSpec;
 use super::seccomp::SeccompProgram;
-use super::{caps, landlock, namespaces, netwatch, rlimits, seccomp, sys};
+use super::{caps, landlock, namespaces, netwatch, rlimits, seccomp};
 use crate::relay;
+use crate::sys;
 use crate::view::ViewOp;
 use crate::Layer;
 use crate::{NetworkSpec, SandboxError, SandboxSpec, WorkspaceMode};
@@ -141,7 +142,7 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxEr
         namespaces::loopback_up()?;
     }
     let idmaps = |p: &Path| -> Option<RawFd> {
-        let (uid, _) = mounts::owner(p)?;
+        let (uid, _) = crate::sys::owner(p)?;
         plan.idmaps
             .iter()
             .find(|(u, _)| *u == uid)

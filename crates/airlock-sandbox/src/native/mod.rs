@@ -18,7 +18,6 @@ pub(crate) mod cgroup_glue;
 pub mod helper;
 pub mod init;
 pub mod interp;
-pub mod kept;
 pub mod landlock;
 pub mod mounts;
 pub mod namespaces;
@@ -31,8 +30,6 @@ pub mod rlimits;
 pub mod rootless;
 pub mod rundir;
 pub mod seccomp;
-pub mod sys;
-pub mod workspace;
 
 pub use caller::NativeBackend;
 pub use helper::helper_main;

@@ -11,16 +11,18 @@
 //! `O_NOFOLLOW` at every step, and trees are attached by fd (`open_tree` +
 //! `move_mount`), so a symlink placed in a visible tree cannot redirect a mount.
 
-use super::sys::{self, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
-use crate::view::{self, Owner, ViewOp};
+use crate::sys::{
+    self, walk, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY,
+};
+use crate::view::{self, relative_inside, Owner, ViewOp};
 use crate::Layer;
 use crate::{SandboxError, SandboxSpec, WorkspaceMode};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::path::{Component, Path, PathBuf};
+
+use std::path::{Path, PathBuf};
 
 pub const LAYER: Layer = Layer::Filesystem;
 
@@ -473,39 +475,6 @@ pub fn inode_cap(bytes: u64) -> String {
     view::inode_cap(bytes).to_string()
 }
 
-/// The components of an absolute path, refusing `..`.
-pub fn relative_inside(path: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::RootDir | Component::CurDir => {}
-            Component::Normal(n) => out.push(n),
-            Component::ParentDir | Component::Prefix(_) => return None,
-        }
-    }
-    Some(out)
-}
-
-/// Opens `rel` below `dir`, never following a symlink in any component.
-pub fn walk(dir: RawFd, rel: &Path, last_flags: libc::c_int) -> io::Result<OwnedFd> {
-    let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
-    let mut cur: Option<OwnedFd> = None;
-    for (i, name) in comps.iter().enumerate() {
-        let base = cur.as_ref().map_or(dir, |f| f.as_raw_fd());
-        let c = CString::new(name.as_bytes())?;
-        let flags = if i + 1 == comps.len() {
-            last_flags | libc::O_NOFOLLOW
-        } else {
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW
-        };
-        cur = Some(sys::openat(base, &c, flags, 0)?);
-    }
-    match cur {
-        Some(f) => Ok(f),
-        None => sys::openat(dir, c".", last_flags, 0),
-    }
-}
-
 /// Creates (if needed) the mount point for `path` inside the new root and
 /// returns an O_PATH fd on it. Intermediate directories are created; no
 /// symlink is followed.
@@ -618,14 +587,4 @@ fn bind_ro_at(src: &Path, at: &OwnedFd) -> Result<(), SandboxError> {
     .map_err(|e| fail(LAYER, src.display(), e))?;
     sys::attach_tree(&tree, at).map_err(|e| fail(LAYER, src.display(), e))?;
     Ok(())
-}
-
-/// The owner uid/gid of a host path (for idmapping it to sandbox root).
-pub fn owner(path: &Path) -> Option<(u32, u32)> {
-    std::fs::metadata(path).ok().map(|m| (m.uid(), m.gid()))
-}
-
-/// True for an overlayfs whiteout (a 0/0 character device).
-pub fn is_whiteout(m: &std::fs::Metadata) -> bool {
-    m.file_type().is_char_device() && m.rdev() == 0
 }

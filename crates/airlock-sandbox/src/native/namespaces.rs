@@ -10,7 +10,7 @@
 //! its other namespaces: it cannot mount, unmount, configure the network or set
 //! the hostname, even as "root".
 
-use super::sys;
+use crate::sys;
 use crate::Layer;
 use crate::SandboxError;
 use std::os::fd::{AsRawFd, OwnedFd};

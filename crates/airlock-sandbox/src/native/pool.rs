@@ -23,7 +23,7 @@
 
 use super::caller::{Helper, NativeBackend};
 use super::protocol::{self, Launch};
-use super::sys;
+use crate::sys;
 use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::collections::VecDeque;
 use std::os::fd::AsRawFd;

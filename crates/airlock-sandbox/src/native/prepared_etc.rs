@@ -18,7 +18,7 @@
 //! shared `flock` on it while it is mounted; stale directories are removed only
 //! by whoever takes the exclusive lock.
 
-use super::sys::{self, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
+use crate::sys::{self, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 use crate::view::EtcEntry;
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};

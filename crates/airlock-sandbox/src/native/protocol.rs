@@ -45,7 +45,7 @@ pub struct HelperRequest {
     /// read, for one [`CONTROL_LAUNCH`] frame that brings them. Implies `gated`.
     #[serde(default)]
     pub pooled: bool,
-    /// The caller's CLOCK_MONOTONIC ([`super::sys::monotonic_ns`]) just before
+    /// The caller's CLOCK_MONOTONIC ([`crate::sys::monotonic_ns`]) just before
     /// it spawned the helper: the profile's times count from there, so the
     /// helper's own start (fork, exec, dynamic loading) shows as a step.
     #[serde(default)]
@@ -113,7 +113,7 @@ impl Launch {
     /// Reads the rest of a frame whose tag was already read from `fd`.
     pub fn read_after_tag(fd: i32) -> Result<Launch, String> {
         let mut len = [0u8; 4];
-        super::sys::read_exact(fd, &mut len).map_err(|e| format!("reading the launch: {e}"))?;
+        crate::sys::read_exact(fd, &mut len).map_err(|e| format!("reading the launch: {e}"))?;
         let len = u32::from_le_bytes(len) as usize;
         if len > LAUNCH_MAX_BYTES {
             return Err(format!(
@@ -121,7 +121,7 @@ impl Launch {
             ));
         }
         let mut json = vec![0u8; len];
-        super::sys::read_exact(fd, &mut json).map_err(|e| format!("reading the launch: {e}"))?;
+        crate::sys::read_exact(fd, &mut json).map_err(|e| format!("reading the launch: {e}"))?;
         serde_json::from_slice(&json).map_err(|e| format!("bad launch: {e}"))
     }
 }

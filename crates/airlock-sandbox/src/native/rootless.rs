@@ -18,7 +18,7 @@
 //! unprivileged user namespace), and the run directories live under
 //! `$XDG_RUNTIME_DIR`.
 
-use super::sys;
+use crate::sys;
 use crate::Layer;
 use crate::SandboxError;
 use std::os::unix::fs::MetadataExt;

@@ -6,7 +6,7 @@
 //! directory whose lock can be taken belongs to a helper that died (SIGKILL,
 //! crash, power loss); the next helper to start removes it and its cgroup.
 
-use super::sys;
+use crate::sys;
 use crate::Layer;
 use crate::SandboxError;
 use std::fs;

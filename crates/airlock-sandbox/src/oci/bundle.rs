@@ -349,7 +349,7 @@ pub(crate) fn workspace_mounts(
     // bound read-only.
     let mut pinned: Vec<PathBuf> = Vec::new();
     for p in protect {
-        let Some(rel) = crate::native::mounts::relative_inside(p) else {
+        let Some(rel) = crate::view::relative_inside(p) else {
             return Err(fail(format!(
                 "protected path {}: must stay inside the workspace",
                 p.display()

@@ -11,10 +11,11 @@ use super::bundle::{self, RootfsEntry, Staged};
 use super::runtime::{RunNetwork, Runtime};
 use super::{HelperReport, Request};
 use crate::native::cgroup_glue::RunCgroup;
-use crate::native::{namespaces, netwatch, protocol, sys, workspace};
+use crate::native::{namespaces, netwatch, protocol};
 use crate::relay;
 use crate::view::{self, ViewOp};
 use crate::Layer;
+use crate::{sys, workspace};
 use crate::{KillReason, NetworkSpec, SandboxError, WorkspaceMode};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -370,7 +371,7 @@ pub(crate) fn tmpfs_with(
 /// A user namespace whose root maps `path`'s owner to sandbox root, for an
 /// idmapped mount of `path` (files the caller owns belong to sandbox root).
 fn idmap_for(path: &Path) -> Result<Option<OwnedFd>, SandboxError> {
-    match crate::native::mounts::owner(path) {
+    match crate::sys::owner(path) {
         Some((uid, gid)) => namespaces::user_ns(uid, gid).map(Some),
         None => Ok(None),
     }
@@ -529,7 +530,7 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
             RootfsEntry::Symlink { link, .. } => link,
             RootfsEntry::File { path, .. } => path,
         };
-        let rel = crate::native::mounts::relative_inside(path)
+        let rel = crate::view::relative_inside(path)
             .ok_or_else(|| fail(Layer::Bundle, path.display(), "path must not contain `..`"))?;
         let host = rootfs.join(rel);
         if let Some(parent) = host.parent() {
@@ -655,7 +656,7 @@ fn make_mount_points(
         let (Some(dst), Some(kind)) = (m["destination"].as_str(), m["type"].as_str()) else {
             continue;
         };
-        let Some(rel) = crate::native::mounts::relative_inside(Path::new(dst)) else {
+        let Some(rel) = crate::view::relative_inside(Path::new(dst)) else {
             return Err(fail(Layer::Bundle, dst, "path must not contain `..`"));
         };
         let at = rootfs.join(rel);

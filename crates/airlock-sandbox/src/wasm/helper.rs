@@ -6,8 +6,8 @@
 //! asked, tears the view down and writes its report on fd 3.
 
 use super::{guest, scratch, GuestResult, HelperReport, Request};
-use crate::native::{sys, workspace};
 use crate::Layer;
+use crate::{sys, workspace};
 use crate::{KillReason, SandboxError, WorkspaceMode};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};

@@ -40,7 +40,7 @@ impl CappedFd {
         let room = self.state.cap.saturating_sub(before) as usize;
         let keep = &buf[..room.min(buf.len())];
         // The reader is the caller; if it is gone the run is being torn down.
-        let _ = crate::native::sys::write_all(self.fd, keep);
+        let _ = crate::sys::write_all(self.fd, keep);
         if keep.len() < buf.len() {
             self.state.over.store(true, Ordering::SeqCst);
             return false;

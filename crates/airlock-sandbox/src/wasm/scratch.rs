@@ -6,7 +6,7 @@
 
 use crate::native::landlock::FsRules;
 use crate::native::mounts::inode_cap;
-use crate::native::sys;
+use crate::sys;
 use crate::Layer;
 use crate::{SandboxError, SandboxSpec, WorkspaceMode};
 use std::ffi::CString;

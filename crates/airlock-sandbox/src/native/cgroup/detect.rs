@@ -4,7 +4,7 @@
 
 use super::fs::read_file;
 use super::{err, CgroupHost, V1Roots};
-use crate::native::sys;
+use crate::sys;
 use crate::SandboxError;
 use std::path::{Path, PathBuf};
 

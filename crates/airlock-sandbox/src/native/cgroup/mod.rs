@@ -384,7 +384,7 @@ impl Cgroup {
         let Some(dir) = self.controller().clone_into_dir(&self.name) else {
             return Ok(None);
         };
-        crate::native::sys::open(
+        crate::sys::open(
             &dir,
             libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
             0,

@@ -283,7 +283,7 @@ mod tests {
     /// group of `airlock/` is made and removed.
     #[test]
     fn a_child_is_born_in_its_group() {
-        use crate::native::sys;
+        use crate::sys;
         use std::os::fd::{AsFd, AsRawFd};
         let Some(mount) = cgroup2_mount() else {
             eprintln!("no cgroup2 mount on this machine: nothing to test");

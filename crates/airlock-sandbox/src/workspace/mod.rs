@@ -1,15 +1,19 @@
 //! Workspace layer, after the run: the change report of an overlay run (read
-//! from the per-run upper layer) and the copy back (`apply`).
+//! from the per-run upper layer) and the copy back (`apply`). Shared by every
+//! backend whose workspace is an overlay staged on the host (native, oci,
+//! gvisor, docker, microvm) and by wasm's scratch copy: one return path, one
+//! set of rules, whichever backend ran the command.
 //!
 //! Apply never follows a symlink: every directory on the way is opened with
 //! `O_NOFOLLOW` from an fd on the workspace root, files are written to a
 //! temporary name in their final directory and renamed into place, and a
 //! protected path is never written (the attempt is reported as a violation).
-//! A change set that was not applied can be kept ([`super::kept`]) and applied
+//! A change set that was not applied can be kept ([`kept`]) and applied
 //! later through the same [`settle`].
 
-use super::mounts::{is_whiteout, walk};
-use super::sys;
+pub mod kept;
+
+use crate::sys::{self, walk};
 use crate::{ChangeKind, ChangeSummary, FileChange, Limits, Violation, WorkspaceSpec};
 use airlock_policy::changes::{
     escape_path, ChangeKind as PolicyKind, Classification, Context, Disposition, Entry, EntryType,
@@ -21,7 +25,7 @@ use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// One change with what apply needs.
@@ -378,7 +382,7 @@ pub fn rules(ws: &WorkspaceSpec) -> Rules {
     let protect: Vec<PathBuf> = ws
         .protect
         .iter()
-        .map(|p| super::mounts::relative_inside(p).unwrap_or_else(|| p.clone()))
+        .map(|p| crate::view::relative_inside(p).unwrap_or_else(|| p.clone()))
         .filter(|p| !p.as_os_str().is_empty())
         .collect();
     Rules::new(&ws.changes, Context::new(&ws.root, &ws.owned, &protect))
@@ -401,7 +405,7 @@ pub fn finish(upper: &Path, ws: &WorkspaceSpec, limits: &Limits, apply: bool) ->
                 .iter()
                 .any(|(_, c)| c.disposition != Disposition::Discard)
         {
-            match super::kept::save(dir, &ws.root, &judged, upper) {
+            match kept::save(dir, &ws.root, &judged, upper) {
                 Ok(()) => f.summary.kept = true,
                 Err(e) => f.violations.push(fs_violation(
                     format!(
@@ -420,7 +424,7 @@ pub fn finish(upper: &Path, ws: &WorkspaceSpec, limits: &Limits, apply: bool) ->
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Approved<'a> {
     No,
-    /// Approved for the set whose SHA-256 (see [`super::kept::set_sha256`]) is this;
+    /// Approved for the set whose SHA-256 (see [`kept::set_sha256`]) is this;
     /// held changes apply only if the set being settled hashes the same.
     Set {
         approved: &'a str,
@@ -641,7 +645,7 @@ fn apply_changes(
     dense: bool,
 ) -> io::Result<(Vec<Violation>, u64)> {
     let root_fd = sys::open(root, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?;
-    let (uid, gid) = super::mounts::owner(root).unwrap_or((0, 0));
+    let (uid, gid) = crate::sys::owner(root).unwrap_or((0, 0));
     let mut failed = Vec::new();
     let mut deletes: Vec<&(&Change, Option<u32>)> = changes
         .iter()
@@ -930,4 +934,9 @@ fn remove_at(dir: RawFd, name: &CString) -> io::Result<()> {
         sys::cvt(unsafe { libc::unlinkat(dir, name.as_ptr(), 0) })?;
     }
     Ok(())
+}
+
+/// True for an overlayfs whiteout (a 0/0 character device).
+pub fn is_whiteout(m: &std::fs::Metadata) -> bool {
+    m.file_type().is_char_device() && m.rdev() == 0
 }

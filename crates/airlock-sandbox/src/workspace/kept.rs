@@ -12,7 +12,7 @@
 //! were at the run, and hands the list to the same [`workspace::settle`] a run
 //! uses: one return path, not a copy of it.
 
-use super::workspace::{self, Approved, Budget, Change, Finished, HostStamp};
+use super::{self as workspace, Approved, Budget, Change, Finished, HostStamp};
 use crate::{ChangeKind, Limits, WorkspaceSpec};
 use airlock_policy::changes::{escape_path, Classification, Disposition, EntryType};
 use serde::{Deserialize, Serialize};
@@ -132,7 +132,7 @@ pub fn content_sha256(f: &fs::File, size: u64) -> io::Result<String> {
         // SAFETY: lseek on an fd we own; it only moves the file offset.
         let data = unsafe { libc::lseek(fd, off, libc::SEEK_DATA) };
         let data = if data < 0 {
-            match super::sys::last_errno() {
+            match crate::sys::last_errno() {
                 libc::ENXIO => break,
                 _ => off,
             }

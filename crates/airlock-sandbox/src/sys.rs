@@ -6,6 +6,7 @@ use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 pub fn last_errno() -> i32 {
@@ -531,4 +532,29 @@ pub fn stdio_to_devnull() {
             let _ = dup_to(null.as_raw_fd(), fd);
         }
     }
+}
+
+/// Opens `rel` below `dir`, never following a symlink in any component.
+pub fn walk(dir: RawFd, rel: &Path, last_flags: libc::c_int) -> io::Result<OwnedFd> {
+    let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
+    let mut cur: Option<OwnedFd> = None;
+    for (i, name) in comps.iter().enumerate() {
+        let base = cur.as_ref().map_or(dir, |f| f.as_raw_fd());
+        let c = CString::new(name.as_bytes())?;
+        let flags = if i + 1 == comps.len() {
+            last_flags | libc::O_NOFOLLOW
+        } else {
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW
+        };
+        cur = Some(openat(base, &c, flags, 0)?);
+    }
+    match cur {
+        Some(f) => Ok(f),
+        None => openat(dir, c".", last_flags, 0),
+    }
+}
+
+/// The owner uid/gid of a host path (for idmapping it to sandbox root).
+pub fn owner(path: &Path) -> Option<(u32, u32)> {
+    std::fs::metadata(path).ok().map(|m| (m.uid(), m.gid()))
 }
