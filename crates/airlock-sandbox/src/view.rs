@@ -560,6 +560,19 @@ fn relative_to_etc(path: &Path) -> Option<PathBuf> {
     (plain && !rel.as_os_str().is_empty()).then(|| rel.to_path_buf())
 }
 
+/// The components of an absolute path, refusing `..`.
+pub fn relative_inside(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -895,17 +908,4 @@ mod tests {
         ws.workspace.root = "/etc/project".into();
         assert!(split_etc(ops_of(&ws, "/var/lib/airlock/runs/t"), &host).is_none());
     }
-}
-
-/// The components of an absolute path, refusing `..`.
-pub fn relative_inside(path: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::RootDir | Component::CurDir => {}
-            Component::Normal(n) => out.push(n),
-            Component::ParentDir | Component::Prefix(_) => return None,
-        }
-    }
-    Some(out)
 }
