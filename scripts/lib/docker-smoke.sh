@@ -212,6 +212,21 @@ try:
 except ChildProcessError:
     pass
 print("wait-all", "returned" if time.time() - t < 5 else "held")
+# Connections held open through the relay cost the command no tasks: 40 of
+# them under pids = 64, and the command still forks.
+held = [socket.create_connection(("127.0.0.1", 3128), timeout=5) for _ in range(40)]
+time.sleep(0.3)
+open_ = 0
+for c in held:
+    c.setblocking(False)
+    try:
+        c.recv(1)
+    except BlockingIOError:
+        open_ += 1
+forks = sum(subprocess.call(["true"]) == 0 for _ in range(10))
+print("held", open_, "forks", forks)
+for c in held:
+    c.close()
 st = os.stat("/run/airlock/proxy.sock")
 print("socket-inside", st.st_uid, oct(st.st_mode & 0o777))
 sys.stdout.flush()
@@ -249,6 +264,7 @@ check "allowlist: the host's loopback listener saw nothing" test ! -s "$d/listen
 check "allowlist: the relay binary cannot be written or changed from inside, even by its owner (write $(line relay-write), chmod $(line relay-chmod), utime $(line relay-utime), mount $(line relay-mount))" \
   test "$(line relay-chmod) $(line relay-utime) $(line relay-mount)" = "EROFS EROFS ro" -a "$(line relay-write)" != done
 check "allowlist: a wait for every child returns: the relay is not the command's child ($(line wait-all))" test "$(line wait-all)" = returned
+check "allowlist: 40 connections held through the relay under pids = 64, and the command still forks ($(line held))" test "$(line held)" = "40 forks 10"
 check "allowlist: the relay binary on the host is unchanged" test "$(sha256sum "$d/relay-100000" | cut -d' ' -f1)" = "$relay_sha"
 check "allowlist: the container's user reaches the socket through an idmapped bind ($(line socket-inside))" test "$(line socket-inside)" = "100000 0o600"
 check "allowlist: the proxy's socket itself stays root's 0600 ($host_sock)" test "$host_sock" = "0 600"

@@ -19,8 +19,10 @@
 //!   listener can serve) or a Docker-API container (its namespace made by the
 //!   daemon when the command starts) gets the proxy socket bound in; every
 //!   connection is copied to a fresh connection to it. `airlock-relay exec`
-//!   is the sandbox's first program: it binds the listeners, relays on threads
-//!   of its own, runs the command as its child and reaps as an init does.
+//!   is the sandbox's first program: it binds the listeners, relays on one
+//!   thread of its own (a `poll(2)` loop, so connections cost no tasks
+//!   against `limits.pids`), runs the command as its child and reaps as an
+//!   init does.
 //!
 //! The crate is std-only so that its binary links statically and runs in any
 //! root filesystem: a busybox initramfs, or a container image of any
@@ -32,5 +34,5 @@ pub mod mux;
 /// What the relay prints on stdout once every listener is bound.
 pub const READY: &str = "airlock-relay: ready";
 
-/// Relay threads only shuffle bytes between two sockets.
+/// Relay threads only shuffle bytes between sockets.
 const THREAD_STACK: usize = 64 * 1024;

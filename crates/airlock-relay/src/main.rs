@@ -11,7 +11,7 @@
 //! closes the port (the VM is going down anyway).
 //!
 //! `exec`: the first program of a gVisor sandbox or container, so its PID 1.
-//! It binds the listeners and starts the copying relay on threads of its own,
+//! It binds the listeners and starts the copying relay on a thread of its own,
 //! then runs CMD as its child and, as an init does, reaps every process
 //! orphaned to it until CMD ends; it then exits with CMD's status (128 + N
 //! for a command killed by signal N, as the runtimes report it), which ends
