@@ -339,7 +339,8 @@ pub fn report(
     spec: &SandboxSpec,
     available: Result<String, String>,
 ) -> CapabilityReport {
-    let native_limits = if kind == BackendKind::Native {
+    // gVisor has a rootless mode too, with the same choice of limits.
+    let native_limits = if matches!(kind, BackendKind::Native | BackendKind::Gvisor) {
         NativeLimits::detect()
     } else {
         NativeLimits::RootCgroup
@@ -366,6 +367,9 @@ pub fn report_with(
                 BackendKind::Native => native(boundary, spec, &native_limits),
                 BackendKind::Wasm => crate::wasm::caps::support(boundary, spec),
                 BackendKind::Oci => crate::oci::caps::support(boundary, spec, false),
+                BackendKind::Gvisor if native_limits != NativeLimits::RootCgroup => {
+                    crate::oci::caps::support_rootless_gvisor(boundary, spec, &native_limits)
+                }
                 BackendKind::Gvisor => crate::oci::caps::support(boundary, spec, true),
                 BackendKind::Docker => crate::docker::caps::support(boundary, spec),
                 BackendKind::Microvm => crate::microvm::caps::support(boundary, spec),

@@ -40,6 +40,11 @@ pub struct Staged {
     pub read_paths: Vec<(PathBuf, PathBuf)>,
     /// Network allowlist mode: how the relay reaches the proxy.
     pub egress: Option<Egress>,
+    /// The uid and gid sandbox root maps to, seen from the helper: [`HOST_ID`]
+    /// as host root; 0 in gVisor's rootless mode, where the helper is root of
+    /// a user namespace that maps only the caller (so sandbox root is the
+    /// caller, and the files it stages keep their owner).
+    pub root_host_id: u32,
 }
 
 /// What the helper prepared for network allowlist mode.
@@ -552,8 +557,8 @@ pub fn translate(
     let no_caps: Vec<&str> = Vec::new();
     let mut linux = json!({
         "namespaces": namespaces,
-        "uidMappings": [{"containerID": 0, "hostID": HOST_ID, "size": 1}],
-        "gidMappings": [{"containerID": 0, "hostID": HOST_ID, "size": 1}],
+        "uidMappings": [{"containerID": 0, "hostID": staged.root_host_id, "size": 1}],
+        "gidMappings": [{"containerID": 0, "hostID": staged.root_host_id, "size": 1}],
         "maskedPaths": masked,
         "readonlyPaths": readonly,
         "seccomp": seccomp_profile(matches!(spec.network, NetworkSpec::None), runtime),
@@ -621,6 +626,15 @@ pub fn translate(
         "linux": linux,
     });
     Ok(Bundle { config, rootfs })
+}
+
+/// Adds (or tightens) `name` in the bundle's `process.rlimits`, soft and hard.
+pub(crate) fn add_rlimit(config: &mut Value, name: &str, value: u64) {
+    let Some(list) = config["process"]["rlimits"].as_array_mut() else {
+        return;
+    };
+    list.retain(|r| r["type"] != name);
+    list.push(json!({"type": name, "soft": value, "hard": value}));
 }
 
 #[cfg(test)]
@@ -692,6 +706,7 @@ mod tests {
                 write_paths: vec![],
                 read_paths: vec![],
                 egress,
+                root_host_id: HOST_ID,
             },
             runtime,
         )
