@@ -284,6 +284,7 @@ fn run_in(
         rootless_cgroup(
             spec,
             &spec.limits,
+            "limits.memory, limits.cpus and limits.cpu_time",
             "per-process RLIMIT_DATA and RLIMIT_CPU, wall-clock timeout",
             &mut report.notes,
         )?
@@ -556,6 +557,7 @@ fn wait_for_launch(control: &OwnedFd) -> Result<protocol::Launch, SandboxError> 
 pub(crate) fn rootless_cgroup(
     spec: &crate::SandboxSpec,
     limits: &crate::Limits,
+    needs: &str,
     stand_ins: &str,
     notes: &mut Vec<String>,
 ) -> Result<RunCgroup, SandboxError> {
@@ -572,13 +574,13 @@ pub(crate) fn rootless_cgroup(
         return Err(SandboxError::Layer {
             layer: Layer::Cgroup,
             detail: format!(
-                "limits.memory, limits.cpus and limits.cpu_time cannot be enforced without a cgroup. {}",
+                "{needs} cannot be enforced without a cgroup. {}",
                 crate::capability::ROOTLESS_LIMITS_HINT
             ),
         });
     }
     notes.push(format!(
-        "rootless mode without a cgroup: memory, cpus and cpu_time are best effort ({stand_ins}), \
+        "rootless mode without a cgroup: {needs} are best effort ({stand_ins}), \
          as limits.enforcement = \"best_effort\" accepts"
     ));
     Ok(RunCgroup::none())

@@ -178,14 +178,17 @@ pub fn support_rootless_gvisor(
         ),
         Boundary::Cpus => stand_in(
             "not enforced: no CPU bandwidth control without a cgroup (the wall-clock timeout \
-             and RLIMIT_CPU still bound the run)",
+             and the CPU-time ceiling still bound the run)",
             "needs a cpu cgroup, and this user has none",
         ),
-        Boundary::CpuTime => stand_in(
-            "RLIMIT_CPU per guest process, applied by gVisor's Sentry, and the wall-clock \
-             timeout (no tree-wide CPU accounting; the Sentry's own CPU time is not counted)",
-            "tree-wide CPU time needs a cgroup, and this user has none",
-        ),
+        Boundary::CpuTime => e(if delegated {
+            "the delegated cgroup v2 subtree's CPU accounting around runsc, watched by the helper"
+        } else {
+            "the CPU time of runsc's whole process tree (the Sentry, the gofer, the guest's \
+             stubs), summed from /proc by the helper every 100 ms and killed past the limit \
+             (reported as cpu_time); it counts the Sentry's own work too. This runsc does not \
+             apply RLIMIT_CPU to the guest"
+        }),
         Boundary::Pids => e(if delegated {
             "RLIMIT_NPROC as gVisor's Sentry applies it to the guest's processes, and the \
              delegated pids cgroup around runsc"
@@ -208,7 +211,8 @@ pub fn support_rootless_gvisor(
         Boundary::WritePaths => e("read-write binds (files keep the caller's ownership)"),
         Boundary::Timeout => e(
             "wall-clock timer in the helper from the runtime's start; the runtime kills the \
-             container (no cgroup to kill besides unless one is delegated)",
+             container, then the helper (a child subreaper, to which runsc's orphans fall) kills \
+             and reaps every process runsc left",
         ),
         Boundary::Privileges => e(
             "gVisor sandbox, rootless: root inside is the Sentry's bookkeeping; on the host the \

@@ -583,8 +583,15 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
     // youki opens every mount point's parent again through /proc/self/fd
     // (libpathrs) as sandbox root, which needs read permission on it, not
     // only search: under youki the root's directories are listable.
+    //
+    // Rootless, the helper can make them belong to nobody but the caller, who
+    // is sandbox root: 0711 would let sandbox root list them (their owner),
+    // so they are 0111, passable and unlistable by everyone (the helper is
+    // root of its namespace and still writes into them).
     let dir_mode = if req.runtime == Runtime::Youki {
         0o755
+    } else if req.privilege.is_rootless() {
+        0o111
     } else {
         0o711
     };
@@ -938,8 +945,9 @@ fn run_container(
         Privilege::Rootless { .. } => crate::native::helper::rootless_cgroup(
             spec,
             &cg_limits,
-            "RLIMIT_AS and RLIMIT_CPU per guest process, applied by gVisor's Sentry; \
-                 the Sentry's own memory is not bounded; wall-clock timeout",
+            "limits.memory and limits.cpus",
+            "RLIMIT_AS per guest process, applied by gVisor's Sentry, which does not bound \
+             the Sentry's own memory; no CPU bandwidth control",
             &mut report.notes,
         )?,
     };
