@@ -229,7 +229,7 @@ print("forked", n)')
   check "gvisor as u1 with XDG_RUNTIME_DIR: echo hi, staged under \$XDG_RUNTIME_DIR/airlock/oci" \
     bash -c '[ "$1" = hi ] && [ -d "$2/airlock/oci" ]' _ "$out" "$rt1"
   check "gvisor as u1: nothing left behind: stage dirs (runtime dir and fallback) empty" \
-    test -z "$(ls -A "$rt1/airlock/oci" /home/airlock-u1/.local/state/airlock/run/oci 2>/dev/null)"
+    test -z "$(find "$rt1/airlock/oci" /home/airlock-u1/.local/state/airlock/run/oci -mindepth 1 2>/dev/null)"
   check "gvisor as u1: nothing left behind: no process of u1's (runsc, Sentry, gofer) outlives its run" \
     test "$(pgrep -u airlock-u1 | sort)" = "$gv_before" || ps -o pid,ppid,stat,cmd -u airlock-u1
 else
