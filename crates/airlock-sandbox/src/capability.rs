@@ -452,6 +452,55 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn rootless_gvisor_refuses_memory_and_cpus_unless_best_effort_and_names_the_sentry_gap() {
+        let mut s = spec();
+        let r = report_with(
+            BackendKind::Gvisor,
+            &s,
+            Ok("ok".into()),
+            NativeLimits::RlimitsOnly,
+        );
+        let why = r.refusal().expect("refused");
+        for needle in [
+            "limits.memory",
+            "limits.cpus",
+            "enforcement = \"best_effort\"",
+        ] {
+            assert!(why.contains(needle), "{needle}: {why}");
+        }
+        // The helper's sampled CPU-time ceiling holds tree-wide without a cgroup.
+        assert!(!why.contains("limits.cpu_time"), "{why}");
+        s.limit_enforcement = crate::spec::LimitEnforcement::BestEffort;
+        let r = report_with(
+            BackendKind::Gvisor,
+            &s,
+            Ok("ok".into()),
+            NativeLimits::RlimitsOnly,
+        );
+        assert!(r.refusal().is_none(), "{r:?}");
+        let line = |b: Boundary| r.lines.iter().find(|l| l.boundary == b).unwrap().clone();
+        assert!(
+            matches!(&line(Boundary::Memory).support,
+                Support::BestEffort(how) if how.contains("RLIMIT_AS") && how.contains("Sentry's own memory")),
+            "{:?}",
+            line(Boundary::Memory)
+        );
+        assert!(
+            matches!(&line(Boundary::Privileges).support, Support::Enforced(how) if how.contains("rootless")),
+            "{:?}",
+            line(Boundary::Privileges)
+        );
+        // As root, the gvisor report is root mode's.
+        let root = report_with(
+            BackendKind::Gvisor,
+            &spec(),
+            Ok("ok".into()),
+            NativeLimits::RootCgroup,
+        );
+        assert!(root.refusal().is_none(), "{root:?}");
+    }
+
+    #[test]
     fn rootless_without_a_cgroup_refuses_naming_the_setting_unless_best_effort() {
         let mut s = spec();
         let r = report_with(

@@ -720,6 +720,43 @@ mod tests {
     }
 
     #[test]
+    fn rootless_maps_sandbox_root_to_the_helpers_root_and_rlimits_can_be_added() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = spec(d.path());
+        // A hidden file cannot be covered under gVisor (another test).
+        s.hide_paths.clear();
+        let ops = view::plan(
+            &ViewInput {
+                spec: &s,
+                run_dir: Path::new("/var/lib/airlock/runs/r1"),
+                passwd: view::PASSWD,
+                group: view::GROUP,
+            },
+            &view::RealHost,
+        );
+        let staged = Staged {
+            workspace: d.path().to_path_buf(),
+            write_paths: vec![],
+            read_paths: vec![],
+            egress: None,
+            root_host_id: 0,
+        };
+        let mut b = translate(&s, &ops, &staged, gvisor()).unwrap();
+        assert_eq!(b.config["linux"]["uidMappings"][0]["hostID"], 0);
+        assert_eq!(b.config["linux"]["gidMappings"][0]["hostID"], 0);
+        add_rlimit(&mut b.config, "RLIMIT_AS", 1 << 28);
+        add_rlimit(&mut b.config, "RLIMIT_AS", 1 << 27);
+        let as_limits: Vec<&Value> = b.config["process"]["rlimits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["type"] == "RLIMIT_AS")
+            .collect();
+        assert_eq!(as_limits.len(), 1);
+        assert_eq!(as_limits[0]["hard"], 1u64 << 27);
+    }
+
+    #[test]
     fn the_view_becomes_a_locked_down_bundle() {
         let s = spec(Path::new("/w"));
         let b = bundle_of(&s, Path::new("/run/airlock/oci/r1/merged"), Runtime::Crun).unwrap();
