@@ -452,7 +452,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn rootless_gvisor_refuses_memory_and_cpus_unless_best_effort_and_names_the_sentry_gap() {
+    fn rootless_gvisor_refuses_memory_cpus_and_tmp_unless_best_effort_and_names_the_sentry_gap() {
         let mut s = spec();
         let r = report_with(
             BackendKind::Gvisor,
@@ -464,6 +464,7 @@ pub(crate) mod tests {
         for needle in [
             "limits.memory",
             "limits.cpus",
+            "limits.tmp",
             "enforcement = \"best_effort\"",
         ] {
             assert!(why.contains(needle), "{needle}: {why}");

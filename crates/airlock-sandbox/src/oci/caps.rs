@@ -222,9 +222,13 @@ pub fn support_rootless_gvisor(
              capabilities inside; the caller's supplementary groups stay on the gofer (an \
              unprivileged user namespace cannot drop them)",
         ),
-        Boundary::Tmp => e(
-            "size-capped tmpfs /tmp and /dev/shm in the Sentry; this runsc ignores nr_inodes, \
-             and without a memory cgroup nothing bounds their file count but the size",
+        // Root mode bounds /tmp's file count with the memory cgroup around
+        // the Sentry (runsc ignores nr_inodes); without one, nothing does.
+        Boundary::Tmp => stand_in(
+            "size-capped tmpfs /tmp and /dev/shm in the Sentry; their file count is not \
+             bounded (this runsc ignores nr_inodes, and nothing bounds the Sentry's memory)",
+            "this runsc ignores nr_inodes, so /tmp's file count is bounded only by a memory \
+             cgroup around the Sentry, and this user has none",
         ),
         other => support(other, spec, true),
     }

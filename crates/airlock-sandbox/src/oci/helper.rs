@@ -945,7 +945,7 @@ fn run_container(
         Privilege::Rootless { .. } => crate::native::helper::rootless_cgroup(
             spec,
             &cg_limits,
-            "limits.memory and limits.cpus",
+            "limits.memory, limits.cpus and limits.tmp (its file count)",
             "RLIMIT_AS per guest process, applied by gVisor's Sentry, which does not bound \
              the Sentry's own memory; no CPU bandwidth control",
             &mut report.notes,
