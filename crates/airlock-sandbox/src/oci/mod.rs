@@ -12,6 +12,12 @@
 //! memory, pids and CPU limits, as under the native backend), watches the
 //! wall clock, the cgroup and the caller, and always kills and deletes the
 //! container before it reports.
+//!
+//! The gvisor backend also runs for an ordinary user ([`Privilege::Rootless`]):
+//! the helper then enters a user namespace of its own mapping the caller to
+//! root, binds plainly where root mode idmaps, and starts `runsc --rootless`;
+//! without a cgroup it reaps runsc's processes itself (a child subreaper) and
+//! samples their CPU time (docs/tiers.md, "gVisor without root").
 
 pub mod backend;
 pub mod bundle;
