@@ -1330,9 +1330,17 @@ class Session:
         os.chmod(ws / "escape_lib.sh", 0o644)
         case = Case("warm-up", "escape_lib.sh", "control", "works", "", {})
         policy = self.root / "policy-warm-up.toml"
-        policy.write_text(self.policy_text(case, ws, {}))
-        subprocess.run([str(self.airlock), "run", "--policy", str(policy), "--cwd", str(ws), "--json", "--",
-                        "sh", str(ws / "escape_lib.sh")], env=self.env, capture_output=True, timeout=120)
+        text = self.policy_text(case, ws, {})
+        texts = [text]
+        if os.geteuid() != 0 and getattr(self.args, "backend_tier", "native") != "native":
+            # Driver cases run some commands on the native backend, whose
+            # rootless mode lays out its permanent mount points (run/mnt) on
+            # first use: lay them out here too.
+            texts.append(re.sub(r'\[sandbox\]\nbackend = "[^"]*"\n', "", text))
+        for t in texts:
+            policy.write_text(t)
+            subprocess.run([str(self.airlock), "run", "--policy", str(policy), "--cwd", str(ws), "--json", "--",
+                            "sh", str(ws / "escape_lib.sh")], env=self.env, capture_output=True, timeout=120)
         shutil.rmtree(ws, ignore_errors=True)
 
     def _state_leftovers(self, before: dict, after: dict) -> list[str]:
@@ -1577,13 +1585,15 @@ def rootless_has_cgroup() -> bool:
     return False
 
 
-def load_rootless(cases: list[Case], all_cases: list[Case]) -> dict[str, str]:
-    """tiers/rootless.toml: cases whose assertions need a cgroup, with the reason."""
-    with open(HERE / "tiers" / "rootless.toml", "rb") as f:
-        named = tomllib.load(f).get("needs_cgroup", {})
+def load_rootless(tier: str, cases: list[Case], all_cases: list[Case]) -> dict[str, str]:
+    """Cases whose assertions need a cgroup, with the reason: tiers/rootless.toml
+    for the native backend, the tier's own `[needs_cgroup]` for another
+    backend's rootless tier (gvisor-rootless)."""
+    name = "rootless" if tier == "native" else tier
+    named = read_tier(name).get("needs_cgroup", {})
     unknown = sorted(set(named) - {c.name for c in all_cases})
     if unknown:
-        raise SystemExit(f"tiers/rootless.toml names cases that do not exist: {unknown}")
+        raise SystemExit(f"tiers/{name}.toml names cases that do not exist: {unknown}")
     return {c.name: named[c.name] for c in cases if c.name in named}
 
 
@@ -1620,8 +1630,10 @@ def main() -> int:
                     help="none: run the programs on the host with no sandbox, to prove the checks fail")
     ap.add_argument("--only", action="append", default=[], help="run only cases whose name contains this (repeatable)")
     ap.add_argument("--category", action="append", default=[], help="run only these categories")
-    ap.add_argument("--backend-tier", choices=["native", "wasm", "oci", "gvisor", "docker", "podman", "microvm"], default="native",
-                    help="the sandbox backend every generated policy names ([sandbox] backend)")
+    ap.add_argument("--backend-tier", choices=["native", "wasm", "oci", "gvisor", "gvisor-rootless", "docker", "podman", "microvm"],
+                    default="native",
+                    help="the sandbox backend every generated policy names ([sandbox] backend); gvisor "
+                         "run by an ordinary user is the gvisor-rootless tier")
     ap.add_argument("--network", choices=["none", "allowlist"], default="none",
                     help="network.mode of the generated policies (allowlist: egress proxy, issue 6)")
     ap.add_argument("--host-resources", action="store_true",
@@ -1644,12 +1656,19 @@ def main() -> int:
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     args = ap.parse_args()
     global ROOTLESS_BEST_EFFORT
-    rootless = os.geteuid() != 0 and args.backend == "airlock" and args.backend_tier == "native"
+    if os.geteuid() != 0 and args.backend_tier == "gvisor":
+        # An ordinary user's gVisor runs in the backend's rootless mode, which
+        # has a tier file of its own.
+        args.backend_tier = "gvisor-rootless"
+        print("gvisor as an ordinary user: tier gvisor-rootless (tiers/gvisor-rootless.toml)")
+    rootless = (os.geteuid() != 0 and args.backend == "airlock"
+                and args.backend_tier in ("native", "gvisor-rootless"))
     if rootless:
         ROOTLESS_BEST_EFFORT = not rootless_has_cgroup()
         print(f"rootless mode (uid {os.geteuid()}): "
               + ("no cgroup for this user: policies say enforcement = \"best_effort\"; "
-                 "tiers/rootless.toml lists the cases checked for refusal first" if ROOTLESS_BEST_EFFORT
+                 f"tiers/{'rootless' if args.backend_tier == 'native' else args.backend_tier}.toml "
+                 "lists the cases checked for refusal first" if ROOTLESS_BEST_EFFORT
                  else "a delegated cgroup v2 subtree holds the limits"))
     elif os.geteuid() != 0:
         print("the escape corpus runs as root (it needs cgroups, listeners and host checks)", file=sys.stderr)
@@ -1679,7 +1698,7 @@ def main() -> int:
     tier_targets = {}
     if args.backend == "airlock":
         cases, tier_targets = load_tier_overrides(args.backend_tier, cases, all_cases)
-    needs_cgroup = load_rootless(cases, all_cases) if ROOTLESS_BEST_EFFORT else {}
+    needs_cgroup = load_rootless(args.backend_tier, cases, all_cases) if ROOTLESS_BEST_EFFORT else {}
     sess = Session(args)
     sess.defaults = defaults
     sess.tier_targets = tier_targets

@@ -339,7 +339,8 @@ pub fn report(
     spec: &SandboxSpec,
     available: Result<String, String>,
 ) -> CapabilityReport {
-    let native_limits = if kind == BackendKind::Native {
+    // gVisor has a rootless mode too, with the same choice of limits.
+    let native_limits = if matches!(kind, BackendKind::Native | BackendKind::Gvisor) {
         NativeLimits::detect()
     } else {
         NativeLimits::RootCgroup
@@ -366,6 +367,9 @@ pub fn report_with(
                 BackendKind::Native => native(boundary, spec, &native_limits),
                 BackendKind::Wasm => crate::wasm::caps::support(boundary, spec),
                 BackendKind::Oci => crate::oci::caps::support(boundary, spec, false),
+                BackendKind::Gvisor if native_limits != NativeLimits::RootCgroup => {
+                    crate::oci::caps::support_rootless_gvisor(boundary, spec, &native_limits)
+                }
                 BackendKind::Gvisor => crate::oci::caps::support(boundary, spec, true),
                 BackendKind::Docker => crate::docker::caps::support(boundary, spec),
                 BackendKind::Microvm => crate::microvm::caps::support(boundary, spec),
@@ -445,6 +449,56 @@ pub(crate) mod tests {
             let why = g.refusal().unwrap();
             assert!(why.contains("not built"), "{why}");
         }
+    }
+
+    #[test]
+    fn rootless_gvisor_refuses_memory_cpus_and_tmp_unless_best_effort_and_names_the_sentry_gap() {
+        let mut s = spec();
+        let r = report_with(
+            BackendKind::Gvisor,
+            &s,
+            Ok("ok".into()),
+            NativeLimits::RlimitsOnly,
+        );
+        let why = r.refusal().expect("refused");
+        for needle in [
+            "limits.memory",
+            "limits.cpus",
+            "limits.tmp",
+            "enforcement = \"best_effort\"",
+        ] {
+            assert!(why.contains(needle), "{needle}: {why}");
+        }
+        // The helper's sampled CPU-time ceiling holds tree-wide without a cgroup.
+        assert!(!why.contains("limits.cpu_time"), "{why}");
+        s.limit_enforcement = crate::spec::LimitEnforcement::BestEffort;
+        let r = report_with(
+            BackendKind::Gvisor,
+            &s,
+            Ok("ok".into()),
+            NativeLimits::RlimitsOnly,
+        );
+        assert!(r.refusal().is_none(), "{r:?}");
+        let line = |b: Boundary| r.lines.iter().find(|l| l.boundary == b).unwrap().clone();
+        assert!(
+            matches!(&line(Boundary::Memory).support,
+                Support::BestEffort(how) if how.contains("RLIMIT_AS") && how.contains("Sentry's own memory")),
+            "{:?}",
+            line(Boundary::Memory)
+        );
+        assert!(
+            matches!(&line(Boundary::Privileges).support, Support::Enforced(how) if how.contains("rootless")),
+            "{:?}",
+            line(Boundary::Privileges)
+        );
+        // As root, the gvisor report is root mode's.
+        let root = report_with(
+            BackendKind::Gvisor,
+            &spec(),
+            Ok("ok".into()),
+            NativeLimits::RootCgroup,
+        );
+        assert!(root.refusal().is_none(), "{root:?}");
     }
 
     #[test]

@@ -447,6 +447,7 @@ mod tests {
             write_paths: vec![],
             read_paths: vec![],
             egress: None,
+            root_host_id: crate::oci::bundle::HOST_ID,
         };
         let form = DaemonForm {
             daemon: Daemon::Docker,

@@ -108,7 +108,7 @@ fn run(req: &Request) -> HelperReport {
     let owner = sweep::owner_label();
     let mut files = Vec::new();
     let mut egress = None;
-    let stage = match stage_at(Path::new(STAGE_BASE), spec, &req.runs_dir, |stage| {
+    let stage = match stage_at(Path::new(STAGE_BASE), spec, &req.runs_dir, false, |stage| {
         write_files(stage, &owner, &mut files)?;
         egress = stage_egress(req, stage)?;
         Ok(())

@@ -188,7 +188,7 @@ fn fill(
 ) -> Result<(), SandboxError> {
     let spec = &req.spec;
     let dir = stage.dir.clone();
-    let (seen, upper) = stage_workspace(spec, ws_tree, &dir)?;
+    let (seen, upper) = stage_workspace(spec, ws_tree, &dir, false)?;
     stage.workspace = seen;
     stage.upper = upper;
     // QEMU's own directory, owned by the sandbox uid QEMU runs as.

@@ -282,7 +282,13 @@ fn run_in(
     let (view, prepared_etc) = filesystem_view(request, &run_dir.path, rootless, report);
     mark(report, "filesystem view planned");
     let cgroup = if rootless {
-        rootless_cgroup(spec, report)?
+        rootless_cgroup(
+            spec,
+            &spec.limits,
+            "limits.memory, limits.cpus and limits.cpu_time",
+            "per-process RLIMIT_DATA and RLIMIT_CPU, wall-clock timeout",
+            &mut report.notes,
+        )?
     } else {
         RunCgroup::create(&spec.request_id, &spec.limits)?
     };
@@ -543,18 +549,23 @@ fn wait_for_launch(control: &OwnedFd) -> Result<protocol::Launch, SandboxError> 
     Ok(launch)
 }
 
-/// Rootless mode's cgroup: a delegated cgroup v2 subtree if this user has one,
-/// else none, which the policy must accept (`[limits] enforcement =
-/// "best_effort"`); otherwise the run is refused here too (the capability
-/// check refuses it first, this holds for any other caller of the backend).
-fn rootless_cgroup(
+/// Rootless mode's cgroup: a delegated cgroup v2 subtree if this user has one
+/// (holding `limits`), else none, which the policy must accept (`[limits]
+/// enforcement = "best_effort"`); otherwise the run is refused here too (the
+/// capability check refuses it first, this holds for any other caller of the
+/// backend). `stand_ins` says what holds the limits instead, for the note.
+/// Also the gVisor backend's rootless mode.
+pub(crate) fn rootless_cgroup(
     spec: &crate::SandboxSpec,
-    report: &mut HelperReport,
+    limits: &crate::Limits,
+    needs: &str,
+    stand_ins: &str,
+    notes: &mut Vec<String>,
 ) -> Result<RunCgroup, SandboxError> {
     if let Some(dir) = super::cgroup::delegated_v2() {
         let host = super::cgroup::CgroupHost::v2_at(&dir);
-        let cg = RunCgroup::create_on(&host, &spec.request_id, &spec.limits)?;
-        report.notes.push(format!(
+        let cg = RunCgroup::create_on(&host, &spec.request_id, limits)?;
+        notes.push(format!(
             "rootless mode: limits enforced by the delegated cgroup v2 subtree {}",
             dir.display()
         ));
@@ -564,16 +575,15 @@ fn rootless_cgroup(
         return Err(SandboxError::Layer {
             layer: Layer::Cgroup,
             detail: format!(
-                "limits.memory, limits.cpus and limits.cpu_time cannot be enforced without a cgroup. {}",
+                "{needs} cannot be enforced without a cgroup. {}",
                 crate::capability::ROOTLESS_LIMITS_HINT
             ),
         });
     }
-    report.notes.push(
-        "rootless mode without a cgroup: memory, cpus and cpu_time are best effort (per-process \
-         RLIMIT_DATA and RLIMIT_CPU, wall-clock timeout), as limits.enforcement = \"best_effort\" accepts"
-            .into(),
-    );
+    notes.push(format!(
+        "rootless mode without a cgroup: {needs} are best effort ({stand_ins}), \
+         as limits.enforcement = \"best_effort\" accepts"
+    ));
     Ok(RunCgroup::none())
 }
 

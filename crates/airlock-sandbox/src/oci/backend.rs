@@ -4,7 +4,7 @@
 
 use super::helper::{FD_CONTROL, FD_REPORT, FD_STDIN, HELPER_ARG};
 use super::runtime::{self, Runtime};
-use super::{HelperReport, Request};
+use super::{HelperReport, Privilege, Request};
 use crate::factory::OpenOptions;
 use crate::native::protocol;
 use crate::output::{self, Capture, Relay};
@@ -33,6 +33,8 @@ pub struct OciBackend {
     /// Stream this process's own stdin to the command when a spec brings no
     /// bytes of its own; it always reaches the command as a pipe.
     pub stdin_from_caller: bool,
+    /// Root mode, or gVisor's rootless mode with its stage directory.
+    pub privilege: Privilege,
 }
 
 fn io_err(context: &str) -> impl Fn(std::io::Error) -> SandboxError + '_ {
@@ -51,13 +53,11 @@ impl OciBackend {
                 detail,
             })?;
         // Refused here, naming why, rather than by the helper's first mount.
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err(SandboxError::Layer {
+        let privilege =
+            privilege_for(runtime, &opts.runs_dir()).map_err(|detail| SandboxError::Layer {
                 layer: Layer::Backend,
-                detail: unprivileged_refusal(runtime),
-            });
-        }
+                detail,
+            })?;
         let exe =
             std::fs::read_link("/proc/self/exe").map_err(io_err("resolving /proc/self/exe"))?;
         Ok(OciBackend {
@@ -67,6 +67,7 @@ impl OciBackend {
             helper_exe: exe,
             runs_dir: opts.runs_dir(),
             stdin_from_caller: opts.stdin_from_caller,
+            privilege,
         })
     }
 
@@ -84,10 +85,10 @@ impl OciBackend {
             Ok(found) => found,
             Err(why) => return Probe::unavailable(kind, why),
         };
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            return Probe::unavailable(kind, unprivileged_refusal(rt));
-        }
+        let privilege = match privilege_for(rt, &opts.runs_dir()) {
+            Ok(p) => p,
+            Err(why) => return Probe::unavailable(kind, why),
+        };
         let platform = match rt {
             Runtime::Runsc(g) => Some(g.platform.as_str().to_string()),
             _ => None,
@@ -98,34 +99,49 @@ impl OciBackend {
             path: Some(exe),
             platform,
         };
-        Probe::available(kind, found, super::caps::enforces(kind).to_vec())
+        Probe::available(
+            kind,
+            found,
+            super::caps::enforces(kind, privilege.is_rootless()).to_vec(),
+        )
     }
 }
 
-/// Why `rt` cannot run for an ordinary user. gVisor's is airlock's limit, not
-/// runsc's: runsc runs unprivileged (`--rootless` from a user namespace that
-/// maps the caller to root, or through newuidmap with subordinate ids), but
-/// this backend's helper needs root for its staging and its cgroup.
-pub fn unprivileged_refusal(rt: Runtime) -> String {
-    const HINT: &str =
-        "Hint: run airlock as root, or use the native backend (which runs unprivileged)";
-    if rt.is_gvisor() {
-        format!(
-            "the gvisor backend needs root here: its helper shows the workspace to sandbox root \
-             through idmapped mounts (files owned by uid {}), stages the bundle under {} and \
-             holds the limits in a cgroup of its own, none of which an ordinary user can make; \
-             runsc itself can run unprivileged (`runsc --rootless`), but airlock does not drive \
-             it that way yet (docs/tiers.md, \"gVisor without root\"); {HINT}",
-            super::bundle::HOST_ID,
-            super::helper::STAGE_BASE
-        )
-    } else {
-        format!(
-            "the {} backend stages the workspace with idmapped mounts and runs {} as root; {HINT}",
-            crate::BackendKind::Oci,
-            rt.exe_name()
-        )
+/// How the helper runs `rt` for this process: as root, root mode; as an
+/// ordinary user, gVisor's rootless mode (staged below the caller's runtime
+/// directory, as the native backend's rootless mode) and a refusal for the
+/// other runtimes.
+fn privilege_for(rt: Runtime, runs_dir: &Path) -> Result<Privilege, String> {
+    if !crate::native::rootless::is_rootless() {
+        return Ok(Privilege::Root);
     }
+    if !rt.is_gvisor() {
+        return Err(unprivileged_refusal(rt));
+    }
+    let fallback = runs_dir.parent().unwrap_or(runs_dir).join("run");
+    let base = crate::native::rootless::runtime_dir(
+        std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .as_deref(),
+        &fallback,
+    );
+    Ok(Privilege::Rootless {
+        stage_base: base.join("oci"),
+    })
+}
+
+/// Why `rt` (crun, runc, youki) cannot run for an ordinary user: the helper
+/// shows the workspace to sandbox root (host uid 100000) through idmapped
+/// mounts and runs the runtime as root. gVisor has a rootless mode instead
+/// (runsc runs the Sentry unprivileged), see [`Privilege::Rootless`].
+pub fn unprivileged_refusal(rt: Runtime) -> String {
+    format!(
+        "the {} backend stages the workspace with idmapped mounts and runs {} as root; \
+         Hint: run airlock as root, use the gvisor backend (which has a rootless mode) or the \
+         native backend (which runs unprivileged)",
+        crate::BackendKind::Oci,
+        rt.exe_name()
+    )
 }
 
 impl Backend for OciBackend {
@@ -148,6 +164,7 @@ impl Backend for OciBackend {
             runtime: self.runtime,
             runtime_exe: self.runtime_exe.clone(),
             relay,
+            privilege: self.privilege.clone(),
         };
         let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
         let helper = Helper {
@@ -334,26 +351,14 @@ pub(crate) fn drive(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oci::runtime::{Gvisor, GvisorPlatform};
 
     #[test]
     fn unprivileged_refusals_name_what_needs_root_and_a_way_out() {
-        let g = unprivileged_refusal(Runtime::Runsc(Gvisor {
-            platform: GvisorPlatform::Ptrace,
-            host_uds: None,
-        }));
-        for part in [
-            "idmapped mounts",
-            "runsc --rootless",
-            "gVisor without root",
-            "Hint:",
-        ] {
-            assert!(g.contains(part), "{part}: {g}");
-        }
         let c = unprivileged_refusal(Runtime::Crun);
         assert!(
             c.contains("the oci backend") && c.contains("crun as root") && c.contains("Hint:"),
             "{c}"
         );
+        assert!(c.contains("gvisor backend"), "{c}");
     }
 }

@@ -40,6 +40,11 @@ pub struct Staged {
     pub read_paths: Vec<(PathBuf, PathBuf)>,
     /// Network allowlist mode: how the relay reaches the proxy.
     pub egress: Option<Egress>,
+    /// The uid and gid sandbox root maps to, seen from the helper: [`HOST_ID`]
+    /// as host root; 0 in gVisor's rootless mode, where the helper is root of
+    /// a user namespace that maps only the caller (so sandbox root is the
+    /// caller, and the files it stages keep their owner).
+    pub root_host_id: u32,
 }
 
 /// What the helper prepared for network allowlist mode.
@@ -552,8 +557,8 @@ pub fn translate(
     let no_caps: Vec<&str> = Vec::new();
     let mut linux = json!({
         "namespaces": namespaces,
-        "uidMappings": [{"containerID": 0, "hostID": HOST_ID, "size": 1}],
-        "gidMappings": [{"containerID": 0, "hostID": HOST_ID, "size": 1}],
+        "uidMappings": [{"containerID": 0, "hostID": staged.root_host_id, "size": 1}],
+        "gidMappings": [{"containerID": 0, "hostID": staged.root_host_id, "size": 1}],
         "maskedPaths": masked,
         "readonlyPaths": readonly,
         "seccomp": seccomp_profile(matches!(spec.network, NetworkSpec::None), runtime),
@@ -621,6 +626,15 @@ pub fn translate(
         "linux": linux,
     });
     Ok(Bundle { config, rootfs })
+}
+
+/// Adds (or tightens) `name` in the bundle's `process.rlimits`, soft and hard.
+pub(crate) fn add_rlimit(config: &mut Value, name: &str, value: u64) {
+    let Some(list) = config["process"]["rlimits"].as_array_mut() else {
+        return;
+    };
+    list.retain(|r| r["type"] != name);
+    list.push(json!({"type": name, "soft": value, "hard": value}));
 }
 
 #[cfg(test)]
@@ -692,6 +706,7 @@ mod tests {
                 write_paths: vec![],
                 read_paths: vec![],
                 egress,
+                root_host_id: HOST_ID,
             },
             runtime,
         )
@@ -702,6 +717,43 @@ mod tests {
             .as_array()?
             .iter()
             .find(|m| m["destination"] == dst)
+    }
+
+    #[test]
+    fn rootless_maps_sandbox_root_to_the_helpers_root_and_rlimits_can_be_added() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = spec(d.path());
+        // A hidden file cannot be covered under gVisor (another test).
+        s.hide_paths.clear();
+        let ops = view::plan(
+            &ViewInput {
+                spec: &s,
+                run_dir: Path::new("/var/lib/airlock/runs/r1"),
+                passwd: view::PASSWD,
+                group: view::GROUP,
+            },
+            &view::RealHost,
+        );
+        let staged = Staged {
+            workspace: d.path().to_path_buf(),
+            write_paths: vec![],
+            read_paths: vec![],
+            egress: None,
+            root_host_id: 0,
+        };
+        let mut b = translate(&s, &ops, &staged, gvisor()).unwrap();
+        assert_eq!(b.config["linux"]["uidMappings"][0]["hostID"], 0);
+        assert_eq!(b.config["linux"]["gidMappings"][0]["hostID"], 0);
+        add_rlimit(&mut b.config, "RLIMIT_AS", 1 << 28);
+        add_rlimit(&mut b.config, "RLIMIT_AS", 1 << 27);
+        let as_limits: Vec<&Value> = b.config["process"]["rlimits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["type"] == "RLIMIT_AS")
+            .collect();
+        assert_eq!(as_limits.len(), 1);
+        assert_eq!(as_limits[0]["hard"], 1u64 << 27);
     }
 
     #[test]

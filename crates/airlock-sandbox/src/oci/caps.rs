@@ -7,8 +7,9 @@ use crate::{NetworkSpec, SandboxSpec, WorkspaceMode};
 pub const GVISOR_ALLOWLIST_HINT: &str = "Hint: use a runsc that has `--host-uds` (2022 \
      and later), network mode none, the oci backend (crun, runc) or the native backend";
 
-/// The mechanisms that hold the sandbox's boundaries under `kind`.
-pub fn enforces(kind: crate::BackendKind) -> &'static [&'static str] {
+/// The mechanisms that hold the sandbox's boundaries under `kind`
+/// (`rootless`: gVisor run by an ordinary user).
+pub fn enforces(kind: crate::BackendKind, rootless: bool) -> &'static [&'static str] {
     const SHARED: &[&str] = &[
         "OCI bundle from the shared view: read-only root, masked paths",
         "overlay workspace staged by the helper (idmapped lower layer)",
@@ -22,7 +23,17 @@ pub fn enforces(kind: crate::BackendKind) -> &'static [&'static str] {
         "cgroups held by airlock (memory, pids, cpu)",
         "every capability dropped, noNewPrivileges",
     ];
-    if kind == crate::BackendKind::Gvisor {
+    const GVISOR_ROOTLESS: &[&str] = &[
+        "gVisor's Sentry answers the program's system calls (runsc --rootless)",
+        "rootless: the caller is root of a user namespace of the helper's own; no idmapped mounts",
+        "OCI bundle from the shared view: read-only root",
+        "overlay workspace staged by the helper (userxattr, files keep the caller's ownership)",
+        "limits: a delegated cgroup v2 subtree, else rlimits in the Sentry (best effort only)",
+        "every capability dropped, noNewPrivileges",
+    ];
+    if kind == crate::BackendKind::Gvisor && rootless {
+        GVISOR_ROOTLESS
+    } else if kind == crate::BackendKind::Gvisor {
         GVISOR
     } else {
         SHARED
@@ -128,5 +139,97 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
             "user namespace (root inside is host uid 100000), no capabilities, noNewPrivileges, \
              an OCI seccomp deny list (not airlock's native allowlist; user notification only for netwatch in allowlist mode)",
         ),
+    }
+}
+
+/// The support of `boundary` under gVisor's rootless mode (an ordinary user:
+/// the helper is root of a user namespace that maps only the caller, and
+/// `runsc --rootless`), with the limits as `limits` lets this user hold them.
+/// What root mode enforces the same way falls through to [`support`].
+pub fn support_rootless_gvisor(
+    b: Boundary,
+    spec: &SandboxSpec,
+    limits: &crate::capability::NativeLimits,
+) -> Support {
+    use crate::capability::NativeLimits;
+    let e = |s: &str| Support::Enforced(s.to_string());
+    let delegated = matches!(limits, NativeLimits::Delegated(_));
+    let best_effort = spec.limit_enforcement == crate::spec::LimitEnforcement::BestEffort;
+    // Without a cgroup: what the Sentry applies to the guest's processes
+    // stands in, only where the policy accepts it.
+    let stand_in = |how: &str, missing: &str| {
+        if delegated {
+            e("the delegated cgroup v2 subtree around runsc (the Sentry's and the guest's usage together)")
+        } else if best_effort {
+            Support::BestEffort(format!(
+                "best effort (limits.enforcement = \"best_effort\"): {how}"
+            ))
+        } else {
+            Support::Missing(missing.to_string())
+        }
+    };
+    match b {
+        Boundary::Memory => stand_in(
+            "RLIMIT_AS per guest process, applied by gVisor's Sentry (allocations past it fail \
+             with ENOMEM; a tree of N processes may use N times it; not reported as a memory \
+             kill); the Sentry's own memory (page cache, tmpfs contents, its Go heap) is not \
+             bounded",
+            "needs a memory cgroup, and this user has none",
+        ),
+        Boundary::Cpus => stand_in(
+            "not enforced: no CPU bandwidth control without a cgroup (the wall-clock timeout \
+             and the CPU-time ceiling still bound the run)",
+            "needs a cpu cgroup, and this user has none",
+        ),
+        Boundary::CpuTime => e(if delegated {
+            "the delegated cgroup v2 subtree's CPU accounting around runsc, watched by the helper"
+        } else {
+            "the CPU time of runsc's whole process tree (the Sentry, the gofer, the guest's \
+             stubs), summed from /proc by the helper every 100 ms and killed past the limit \
+             (reported as cpu_time); it counts the Sentry's own work too. This runsc does not \
+             apply RLIMIT_CPU to the guest"
+        }),
+        Boundary::Pids => e(if delegated {
+            "RLIMIT_NPROC as gVisor's Sentry applies it to the guest's processes, and the \
+             delegated pids cgroup around runsc"
+        } else {
+            "RLIMIT_NPROC as gVisor's Sentry applies it to the guest's processes (fork fails \
+             with EAGAIN past it); the Sentry's and the gofer's own host threads are not \
+             bounded by a cgroup"
+        }),
+        Boundary::Workspace => e(match spec.workspace.mode {
+            WorkspaceMode::Overlay => {
+                "overlayfs staged by the helper in its own user namespace (userxattr, per-run \
+                 upper layer); files keep the caller's ownership; changes reported and applied \
+                 as under the native backend"
+            }
+            WorkspaceMode::Ro => "read-only bind (files keep the caller's ownership)",
+            WorkspaceMode::Rw => {
+                "bind, protected paths read-only (files keep the caller's ownership)"
+            }
+        }),
+        Boundary::WritePaths => e("read-write binds (files keep the caller's ownership)"),
+        Boundary::Timeout => e(
+            "wall-clock timer in the helper from the runtime's start; the runtime kills the \
+             container, then the helper (a child subreaper, to which runsc's orphans fall) kills \
+             and reaps every process runsc left",
+        ),
+        Boundary::Privileges => e(
+            "gVisor sandbox, rootless: root inside is the Sentry's bookkeeping; on the host the \
+             helper is root only of a user namespace mapping the caller (no capability on the \
+             host), the Sentry runs as nobody in a user namespace nested in it and the gofer as \
+             the caller, both with noNewPrivileges under runsc's own seccomp filters; no \
+             capabilities inside; the caller's supplementary groups stay on the gofer (an \
+             unprivileged user namespace cannot drop them)",
+        ),
+        // Root mode bounds /tmp's file count with the memory cgroup around
+        // the Sentry (runsc ignores nr_inodes); without one, nothing does.
+        Boundary::Tmp => stand_in(
+            "size-capped tmpfs /tmp and /dev/shm in the Sentry; their file count is not \
+             bounded (this runsc ignores nr_inodes, and nothing bounds the Sentry's memory)",
+            "this runsc ignores nr_inodes, so /tmp's file count is bounded only by a memory \
+             cgroup around the Sentry, and this user has none",
+        ),
+        other => support(other, spec, true),
     }
 }

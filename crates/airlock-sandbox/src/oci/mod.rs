@@ -12,6 +12,12 @@
 //! memory, pids and CPU limits, as under the native backend), watches the
 //! wall clock, the cgroup and the caller, and always kills and deletes the
 //! container before it reports.
+//!
+//! The gvisor backend also runs for an ordinary user ([`Privilege::Rootless`]):
+//! the helper then enters a user namespace of its own mapping the caller to
+//! root, binds plainly where root mode idmaps, and starts `runsc --rootless`;
+//! without a cgroup it reaps runsc's processes itself (a child subreaper) and
+//! samples their CPU time (docs/tiers.md, "gVisor without root").
 
 pub mod backend;
 pub mod bundle;
@@ -40,6 +46,33 @@ pub struct Request {
     /// environment and executable the helper does not share).
     #[serde(default)]
     pub relay: Option<PathBuf>,
+    /// Whether the helper runs with host root or for an ordinary user.
+    #[serde(default)]
+    pub privilege: Privilege,
+}
+
+/// How the helper holds the sandbox together.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Privilege {
+    /// As host root: idmapped mounts (sandbox root is host uid 100000), the
+    /// stage under [`helper::STAGE_BASE`], a cgroup of the run's own.
+    #[default]
+    Root,
+    /// gVisor run by an ordinary user: the helper enters a user namespace of
+    /// its own that maps the caller (and nothing else) to root, binds plainly
+    /// (sandbox root is the caller, files keep their ownership), keeps the
+    /// overlay's marks in `user.*` xattrs, stages under `stage_base` (in the
+    /// caller's runtime directory) and starts `runsc --rootless`; limits come
+    /// from a delegated cgroup v2 subtree or, accepted as best effort, from
+    /// rlimits the Sentry applies.
+    Rootless { stage_base: PathBuf },
+}
+
+impl Privilege {
+    pub fn is_rootless(&self) -> bool {
+        matches!(self, Privilege::Rootless { .. })
+    }
 }
 
 /// What the helper reports to the caller (fd 3).

@@ -139,8 +139,10 @@ impl Runtime {
         matches!(self, Runtime::Runsc(_))
     }
 
-    /// The runtime's global options (before the subcommand).
-    pub fn global_args(self, state: &Path, network: RunNetwork) -> Vec<String> {
+    /// The runtime's global options (before the subcommand). `rootless`:
+    /// the helper runs as root of a user namespace of its own that maps only
+    /// the caller (gVisor only; see `oci::Privilege`).
+    pub fn global_args(self, state: &Path, network: RunNetwork, rootless: bool) -> Vec<String> {
         let mut a = vec!["--root".to_string(), state.display().to_string()];
         match self {
             // airlock's own cgroup holds the limits: the runtime starts in it
@@ -162,6 +164,14 @@ impl Runtime {
                     a.push(h.flag().into());
                 }
                 a.push("--ignore-cgroups".into());
+                // Without it runsc sets up the sandbox's and the gofer's
+                // ids as host root would, which the caller's namespace
+                // (one uid mapped) cannot: runsc then runs the Sentry as
+                // nobody in a user namespace nested in the helper's, and
+                // the gofer as the caller.
+                if rootless {
+                    a.push("--rootless".into());
+                }
                 // The bundle's seccomp profile, applied by the Sentry to the guest.
                 a.push("--oci-seccomp".into());
             }
@@ -267,25 +277,31 @@ mod tests {
     fn runsc_gets_the_host_socket_switch_in_relay_mode_only() {
         let g = Runtime::Runsc(Gvisor::from_flags(FLAGS_2022));
         let state = Path::new("/s");
-        let relay = g.global_args(state, RunNetwork::Relay);
+        let relay = g.global_args(state, RunNetwork::Relay, false);
         assert!(relay.contains(&"--network=none".to_string()));
         assert!(relay.contains(&"--host-uds=open".to_string()));
         for other in [RunNetwork::Isolated, RunNetwork::Host] {
-            let a = g.global_args(state, other);
+            let a = g.global_args(state, other, false);
             assert!(
                 !a.iter().any(|x| x.contains("host-uds")),
                 "{other:?}: {a:?}"
             );
         }
         assert!(g
-            .global_args(state, RunNetwork::Isolated)
+            .global_args(state, RunNetwork::Isolated, false)
             .contains(&"--network=none".to_string()));
         assert!(g
-            .global_args(state, RunNetwork::Host)
+            .global_args(state, RunNetwork::Host, false)
             .contains(&"--network=host".to_string()));
+        assert!(g
+            .global_args(state, RunNetwork::Isolated, true)
+            .contains(&"--rootless".to_string()));
+        assert!(!g
+            .global_args(state, RunNetwork::Isolated, false)
+            .contains(&"--rootless".to_string()));
         // The OCI runtimes never get it.
         assert!(!Runtime::Crun
-            .global_args(state, RunNetwork::Relay)
+            .global_args(state, RunNetwork::Relay, false)
             .iter()
             .any(|x| x.contains("host-uds")));
     }

@@ -394,9 +394,10 @@ pub fn status_of(r: &RunResponse) -> i32 {
     }
 }
 
-/// The native backend's mode (`root` or `rootless`) and what holds its limits.
+/// The native or gvisor backend's mode (`root` or `rootless`) and what holds
+/// its limits (both have a rootless mode; the other backends need root).
 fn sandbox_mode(backend: &str) -> serde_json::Value {
-    if backend != "native" {
+    if backend != "native" && backend != "gvisor" {
         return serde_json::Value::Null;
     }
     use airlock_sandbox::capability::NativeLimits;
