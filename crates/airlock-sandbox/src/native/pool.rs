@@ -8,7 +8,9 @@
 //! blocks in a read of its control pipe. A request whose template is equal
 //! takes one, the caller's gate runs (the audit record is durable), and one
 //! [`Launch`] frame starts the command. The helper reports and tears the
-//! sandbox down exactly as after a cold run; nothing ever puts a sandbox back.
+//! sandbox down as after a cold run, but the run returns with the report,
+//! before the teardown ends (a reaper thread waits for the helper, and
+//! [`PoolHandle::stop`] for the reapers); nothing ever puts a sandbox back.
 //!
 //! Equivalence with a cold run: the view depends on the host paths it binds,
 //! protects and hides, some only if they exist when it is built. A
