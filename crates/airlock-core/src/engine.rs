@@ -27,6 +27,39 @@ use std::time::{Duration, Instant};
 
 pub use crate::state::new_request_id as request_id;
 
+/// `AIRLOCK_PROFILE=1`: the engine's steps of one run, printed in one write
+/// when the run returns (stderr is unbuffered).
+struct Profile(Option<(Instant, Vec<(&'static str, Duration)>)>);
+
+impl Profile {
+    fn start() -> Profile {
+        Profile(std::env::var_os("AIRLOCK_PROFILE").map(|_| (Instant::now(), Vec::new())))
+    }
+
+    fn mark(&mut self, what: &'static str) {
+        if let Some((t, steps)) = &mut self.0 {
+            steps.push((what, t.elapsed()));
+        }
+    }
+}
+
+impl Drop for Profile {
+    fn drop(&mut self) {
+        if let Some((t, steps)) = &self.0 {
+            let mut lines = String::new();
+            for (what, d) in steps {
+                let ms = d.as_secs_f64() * 1000.0;
+                lines.push_str(&format!("airlock profile: {ms:>8.2} ms  engine: {what}\n"));
+            }
+            let total = t.elapsed().as_secs_f64() * 1000.0;
+            lines.push_str(&format!(
+                "airlock profile: {total:>8.2} ms  engine: run returns\n"
+            ));
+            eprint!("{lines}");
+        }
+    }
+}
+
 /// How to open an [`Engine`].
 pub struct EngineConfig {
     /// The state directory (see [`crate::state::resolve_state_dir`]).
@@ -305,8 +338,10 @@ impl Engine {
         mut options: RunOptions<'_>,
         sink: &mut dyn OutputSink,
     ) -> Result<RunResponse, EngineError> {
+        let mut prof = Profile::start();
         let request_id = new_request_id();
         let judged = self.judge(&caller.tenant(), policy, request)?;
+        prof.mark("judged");
         let asked = RequestRecord {
             command: judged.request.command.clone(),
             cwd: judged.request.cwd.clone(),
@@ -481,6 +516,7 @@ impl Engine {
             let (record, sync) = self.ledger.audit().append_deferred(event)?;
             audit_ids.push(record.id);
             pending = Some(sync);
+            prof.mark("decision record written");
         }
 
         let grant_ids: Vec<String> = judged.grants.iter().map(|g| g.id.clone()).collect();
@@ -498,6 +534,7 @@ impl Engine {
                 spec.workspace.keep = Some(dir);
             }
         }
+        prof.mark("grants spent, spec derived, kept sets pruned");
         let mut hashing = HashingSink::new(sink, self.ledger.config().audit.output_bytes);
         // Network allowlist mode: this execution's own egress-proxy context; its
         // connection log joins the outcome (netproxy helper, issue 6).
@@ -513,7 +550,9 @@ impl Engine {
             };
             let mut first_error = None;
             let mut gate = || {
-                wait_durable().map_err(|e| {
+                let durable = wait_durable();
+                prof.mark("gate: decision record durable");
+                durable.map_err(|e| {
                     let layer = SandboxError::Layer {
                         layer: airlock_sandbox::Layer::Audit,
                         detail: format!(
@@ -557,6 +596,7 @@ impl Engine {
             };
             (egress, result, durable)
         });
+        prof.mark("backend returned the outcome");
         crate::egress::finish(egress, result.as_mut().ok());
         if let Ok(o) = result.as_mut() {
             self.register_kept(caller, policy, &judged, &request_id, o);
@@ -578,6 +618,7 @@ impl Engine {
             .audit()
             .append(Event::Execution(Box::new(execution)))?;
         audit_ids.push(record.id);
+        prof.mark("execution record durable");
         // The decision record's own sync failed: its loss may not show in the
         // execution record's sync (an error is reported once per open file).
         durable?;

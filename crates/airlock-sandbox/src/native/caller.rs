@@ -16,6 +16,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The native Linux backend.
@@ -110,7 +111,7 @@ impl NativeBackend {
             }
             let _ = sys::write_all(helper.ctl_w.as_raw_fd(), &[protocol::CONTROL_GO]);
         }
-        self.drive(helper, spec, sink)
+        self.drive(helper, spec, sink, Reap::Here)
     }
 
     /// Starts a helper for `spec` and hands it the request. `pooled`: a warm
@@ -224,6 +225,7 @@ impl NativeBackend {
         helper: Helper,
         spec: &SandboxSpec,
         sink: &mut dyn OutputSink,
+        reap: Reap<'_>,
     ) -> Result<Outcome, SandboxError> {
         let Helper {
             mut child,
@@ -283,16 +285,25 @@ impl NativeBackend {
             }
         };
         let (out, err, report_bytes) = (relayed.stdout, relayed.stderr, relayed.report);
-        let status = child
-            .wait()
-            .map_err(io_err("waiting for the sandbox helper"))?;
-        drop(ctl_w);
+        let ended = match reap {
+            Reap::Here => {
+                let status = child
+                    .wait()
+                    .map_err(io_err("waiting for the sandbox helper"))?;
+                drop(ctl_w);
+                format!("exited ({status})")
+            }
+            Reap::Background(teardowns) => {
+                teardowns.reap(child, ctl_w);
+                "closed its report pipe".to_string()
+            }
+        };
         if let Some(t) = stdin_thread {
             let _ = t.join();
         }
         if report_bytes.is_empty() {
             return Err(SandboxError::Helper(format!(
-                "the sandbox helper exited ({status}) without a report"
+                "the sandbox helper {ended} without a report"
             )));
         }
         let report: HelperReport = serde_json::from_slice(&report_bytes)
@@ -331,6 +342,69 @@ impl NativeBackend {
             violations: report.violations,
             change_summary: report.change_summary,
         })
+    }
+}
+
+/// Who waits for a helper's exit once its report is complete.
+pub(crate) enum Reap<'a> {
+    /// The run itself, before it returns: the sandbox's cgroup and run
+    /// directory are gone when the outcome is (`airlock run`, cold runs).
+    Here,
+    /// A thread of its own, counted by `Teardowns`: the outcome returns as
+    /// soon as the report is complete (the command and every process of the
+    /// sandbox are dead by then) while the helper removes the cgroup and run
+    /// directory.
+    Background(&'a Teardowns),
+}
+
+/// Helpers still tearing down after their report: [`Teardowns::wait`] lets a
+/// pool's stop leave nothing behind.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Teardowns(Arc<(Mutex<usize>, Condvar)>);
+
+impl Teardowns {
+    fn reap(&self, mut child: std::process::Child, ctl_w: OwnedFd) {
+        let (count, done) = &*self.0;
+        if let Ok(mut n) = count.lock() {
+            *n += 1;
+        }
+        let me = self.clone();
+        let reaper = move || {
+            let _ = child.wait();
+            // Held until the helper is gone: its EOF would mean "caller gone".
+            drop(ctl_w);
+            let (count, done) = &*me.0;
+            if let Ok(mut n) = count.lock() {
+                *n = n.saturating_sub(1);
+            }
+            done.notify_all();
+        };
+        if let Err(e) = std::thread::Builder::new()
+            .name("airlock-reap".into())
+            .spawn(reaper)
+        {
+            // std dropped the closure with the child: the helper still tears
+            // down, but nobody waits for it, so it is not counted.
+            eprintln!("airlock: cannot start a thread to reap a sandbox helper: {e}");
+            if let Ok(mut n) = count.lock() {
+                *n = n.saturating_sub(1);
+            }
+            done.notify_all();
+        }
+    }
+
+    /// Blocks until every helper handed to [`Teardowns::reap`] has exited.
+    pub(crate) fn wait(&self) {
+        let (count, done) = &*self.0;
+        let Ok(mut n) = count.lock() else {
+            return;
+        };
+        while *n > 0 {
+            n = match done.wait(n) {
+                Ok(n) => n,
+                Err(_) => return,
+            };
+        }
     }
 }
 

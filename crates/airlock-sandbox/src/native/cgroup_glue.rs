@@ -129,6 +129,15 @@ impl RunCgroup {
         }
     }
 
+    /// Whether `pid` is the only process left in the cgroup, as its member
+    /// list reads now (false without a cgroup or when it cannot be read).
+    pub fn only_member(&self, pid: libc::pid_t) -> bool {
+        match &*self.cgroup.borrow() {
+            Some(c) => matches!(c.members(), Ok(m) if m.iter().all(|p| *p == pid)),
+            None => false,
+        }
+    }
+
     pub fn kill_all(&self) {
         if let Some(c) = &*self.cgroup.borrow() {
             let _ = c.kill_all();

@@ -7,8 +7,9 @@
 //! sandbox and for idmapped mounts, the seccomp program), clones the sandbox's
 //! init, moves it into the cgroup, then watches: init's messages, the caller's
 //! control pipe (EOF = caller gone), the wall clock, the cgroup's counters.
-//! After the run it reads the workspace changes, applies them if asked, removes
-//! every trace (cgroup, run directory) and writes one report on fd 4.
+//! After the run it reads the workspace changes, applies them if asked, writes
+//! one report on fd 4 and closes it, then removes every trace (init's
+//! namespaces, cgroup, run directory) before it exits.
 
 use super::cgroup_glue::{Placement, RunCgroup};
 use super::init::{self, InitPlan};
@@ -68,6 +69,7 @@ pub fn helper_main() -> ! {
         unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
     }
     let mut report = HelperReport::default();
+    let mut reporter = Reporter(Some(report_fd));
     match read_request(&req) {
         Ok(request) => {
             drop(req);
@@ -82,7 +84,7 @@ pub fn helper_main() -> ! {
                     .timings
                     .push(("helper started".into(), spawn.as_micros() as u64));
             }
-            if let Err(e) = run(&request, control, t0, &mut report) {
+            if let Err(e) = run(&request, control, t0, &mut report, &mut reporter) {
                 report.failure = Some(match e {
                     SandboxError::Layer { layer, detail } => LayerFailure { layer, detail },
                     SandboxError::Spec(detail) => LayerFailure {
@@ -103,9 +105,22 @@ pub fn helper_main() -> ! {
             })
         }
     }
-    let bytes = serde_json::to_vec(&report).unwrap_or_default();
-    let _ = sys::write_all(report_fd.as_raw_fd(), &bytes);
+    // Sent here unless the run already sent it before its teardown.
+    reporter.send(&report);
     sys::exit_now(0)
+}
+
+/// The report pipe: written once, then closed, so that the caller sees EOF
+/// when the report is complete, not only when the helper exits.
+struct Reporter(Option<OwnedFd>);
+
+impl Reporter {
+    fn send(&mut self, report: &HelperReport) {
+        if let Some(fd) = self.0.take() {
+            let bytes = serde_json::to_vec(report).unwrap_or_default();
+            let _ = sys::write_all(fd.as_raw_fd(), &bytes);
+        }
+    }
 }
 
 fn read_request(fd: &OwnedFd) -> Result<HelperRequest, String> {
@@ -176,6 +191,7 @@ fn run(
     control: OwnedFd,
     t0: Instant,
     report: &mut HelperReport,
+    reporter: &mut Reporter,
 ) -> Result<(), SandboxError> {
     validate(request)?;
     let spec = &request.spec;
@@ -200,7 +216,7 @@ fn run(
             "rootless mode: the caller's uid is root inside a user namespace of its own".into(),
         );
     }
-    let result = run_in(request, &run_dir, control, t0, report, rootless);
+    let result = run_in(request, &run_dir, control, t0, report, reporter, rootless);
     if let Err(e) = run_dir.remove() {
         report.notes.push(format!(
             "could not remove run dir {}: {e}",
@@ -221,6 +237,7 @@ fn run_in(
     control: OwnedFd,
     t0: Instant,
     report: &mut HelperReport,
+    reporter: &mut Reporter,
     rootless: bool,
 ) -> Result<(), SandboxError> {
     let spec = &request.spec;
@@ -400,21 +417,60 @@ fn run_in(
     };
     watch_run(spec, init_pid, &msg_r, &control, &cgroup, &mut watch);
     drop(go_w);
-    let _ = sys::waitpid(init_pid, 0);
-    mark(report, "init reaped");
-    cgroup.kill_all();
+    // Init reports the command's end once it has reaped every other process of
+    // the sandbox (as the PID namespace's init, every orphan is its child);
+    // its own exit then tears its mount namespace down, which waits for an
+    // RCU grace period: the outcome does not wait for that. Without that
+    // report (setup failed, killed), or without a cgroup (the CPU time is
+    // then the reaped children's), init is reaped first.
+    let mut reaped = false;
+    if watch.exit.is_none() || cgroup.is_none() {
+        let _ = sys::waitpid(init_pid, 0);
+        mark(report, "init reaped");
+        reaped = true;
+    }
+    // Killing waits until the cgroup is empty, init included: only needed now
+    // if something besides init is left (init reaped all it could see).
+    if reaped || !cgroup.only_member(init_pid) {
+        cgroup.kill_all();
+    }
     let mut stats = cgroup.stats();
     if cgroup.is_none() {
         // Without a cgroup: the CPU time of init and everything it reaped
         // (init waits for every process of the sandbox).
         stats.cpu_ms = children_cpu_ms();
     }
+    // The outcome is known once the command's processes are all dead and the
+    // changes are collected: the report goes out then, and init's exit, the
+    // cgroup and the run directory are removed after it, while the caller
+    // already answers (it still reaps this helper; a pool's stop waits).
+    let outcome = collect_outcome(spec, &upper_fs, &mut watch, &stats, t0, report);
+    if outcome.is_ok() {
+        mark(report, "outcome collected, report sent");
+        // Init's steps arrive late; the profile reads in time order.
+        report.timings.sort_by_key(|(_, us)| *us);
+        reporter.send(report);
+    }
+    if !reaped {
+        let _ = sys::waitpid(init_pid, 0);
+    }
     if let Err(e) = cgroup.destroy() {
         report.notes.push(format!("cgroup teardown: {e}"));
     }
-    mark(report, "cgroup destroyed");
+    outcome
+}
 
-    if let Some(f) = watch.failure {
+/// Fills the report from what the run left: the exit, the kill reason, the
+/// counters, the workspace changes.
+fn collect_outcome(
+    spec: &crate::SandboxSpec,
+    upper_fs: &Option<OwnedFd>,
+    watch: &mut Watch,
+    stats: &super::cgroup_glue::RunStats,
+    t0: Instant,
+    report: &mut HelperReport,
+) -> Result<(), SandboxError> {
+    if let Some(f) = watch.failure.take() {
         report.failure = Some(f);
         return Ok(());
     }
@@ -462,7 +518,7 @@ fn run_in(
     }
     if spec.workspace.mode == WorkspaceMode::Overlay {
         // The tmpfs outlives the sandbox's mount namespace through our fd.
-        let Some(fs) = &upper_fs else {
+        let Some(fs) = upper_fs else {
             return Ok(());
         };
         let upper = std::path::PathBuf::from(format!("/proc/self/fd/{}/upper", fs.as_raw_fd()));
@@ -754,6 +810,10 @@ fn watch_run(
                         w.ended = Some(Instant::now());
                         w.exit = Some((code, signal));
                         w.violations = violations;
+                        // Init's last message: the command and every other
+                        // process of the sandbox are reaped; init only exits
+                        // now (its namespaces' teardown is not the run's).
+                        return;
                     }
                     Err(e) => {
                         w.failure.get_or_insert(LayerFailure {

@@ -99,6 +99,10 @@ fn fail_msg(e: SandboxError) -> InitMsg {
 /// Runs init. Never returns.
 pub fn run(plan: &InitPlan) -> ! {
     let _ = sys::set_pdeathsig(libc::SIGKILL);
+    // The helper's report pipe came along with the clone: the caller reads
+    // the report to EOF, which must not wait for init's own exit.
+    // SAFETY: closing an fd number this process never uses.
+    unsafe { libc::close(super::protocol::FD_REPORT) };
     // The helper ignores these; init forwards them to the command instead
     // (an ignored signal would never reach init's signalfd).
     for sig in FORWARDED {

@@ -8,7 +8,9 @@
 //! blocks in a read of its control pipe. A request whose template is equal
 //! takes one, the caller's gate runs (the audit record is durable), and one
 //! [`Launch`] frame starts the command. The helper reports and tears the
-//! sandbox down exactly as after a cold run; nothing ever puts a sandbox back.
+//! sandbox down as after a cold run, but the run returns with the report,
+//! before the teardown ends (a reaper thread waits for the helper, and
+//! [`PoolHandle::stop`] for the reapers); nothing ever puts a sandbox back.
 //!
 //! Equivalence with a cold run: the view depends on the host paths it binds,
 //! protects and hides, some only if they exist when it is built. A
@@ -21,7 +23,7 @@
 //!
 //! [`HelperRequest::pooled`]: super::protocol::HelperRequest::pooled
 
-use super::caller::{Helper, NativeBackend};
+use super::caller::{Helper, NativeBackend, Reap, Teardowns};
 use super::protocol::{self, Launch};
 use crate::sys;
 use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
@@ -31,7 +33,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Why a request ran cold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +150,10 @@ struct State {
     ready: VecDeque<Warm>,
     stopping: bool,
     stats: PoolStats,
+    /// Runs between their take and their outcome (warm or cold).
+    running: usize,
+    /// When the last run got its outcome.
+    last_end: Option<Instant>,
 }
 
 struct Shared {
@@ -155,7 +161,22 @@ struct Shared {
     backend: NativeBackend,
     state: Mutex<State>,
     wake: Condvar,
+    /// Helpers of finished warm runs still removing their cgroup and run
+    /// directory (the outcome did not wait for that).
+    teardowns: Teardowns,
 }
+
+/// Building a sandbox costs a few ms of CPU on a host that may have two cores,
+/// and starting its helper forks this process: while a sandbox is still ready
+/// the refill waits until no run is between its take and its outcome, and
+/// this long after the last one ended (the audit record and the response
+/// go out then), so that it does not compete with the runs it is for.
+const REFILL_SETTLE: Duration = Duration::from_millis(2);
+
+/// Under a steady stream of overlapping runs the pool never goes quiet: the
+/// refill waits at most this long. An empty pool refills at once (the next
+/// run would be cold anyway).
+const REFILL_MAX_DEFER: Duration = Duration::from_millis(100);
 
 /// The native backend with a pool of warm sandboxes in front of it. Runs
 /// whose spec matches the pool's template take a warm sandbox; every other
@@ -194,8 +215,11 @@ impl WarmPool {
                 ready: VecDeque::new(),
                 stopping: false,
                 stats: PoolStats::default(),
+                running: 0,
+                last_end: None,
             }),
             wake: Condvar::new(),
+            teardowns: Teardowns::default(),
         });
         if size > 0 {
             let refill = shared.clone();
@@ -237,6 +261,8 @@ impl WarmPool {
         let Ok(mut state) = self.shared.state.lock() else {
             return Err(ColdReason::Empty);
         };
+        // Ended in run_reporting, whichever path the run takes.
+        state.running += 1;
         if self.shared.size == 0 {
             state.stats.cold += 1;
             return Err(ColdReason::Disabled);
@@ -320,7 +346,12 @@ impl WarmPool {
             "{:>8.2} ms  pool: launch sent",
             t.elapsed().as_secs_f64() * 1000.0
         ));
-        let outcome = self.shared.backend.drive(warm.helper, spec, sink);
+        let outcome = self.shared.backend.drive(
+            warm.helper,
+            spec,
+            sink,
+            Reap::Background(&self.shared.teardowns),
+        );
         profile(format_args!(
             "{:>8.2} ms  pool: warm run total",
             t.elapsed().as_secs_f64() * 1000.0
@@ -341,7 +372,7 @@ impl WarmPool {
                 Err(SandboxError::Spec("argv is empty".into())),
             );
         }
-        match self.take(spec) {
+        let ran = match self.take(spec) {
             Ok(warm) => {
                 let path = RunPath::Warm {
                     id: warm.id.clone(),
@@ -360,7 +391,13 @@ impl WarmPool {
                     self.shared.backend.run_gated(spec, sink, gate),
                 )
             }
+        };
+        if let Ok(mut state) = self.shared.state.lock() {
+            state.running = state.running.saturating_sub(1);
+            state.last_end = Some(Instant::now());
         }
+        self.shared.wake.notify_all();
+        ran
     }
 }
 
@@ -394,6 +431,8 @@ impl PoolHandle {
         for w in ready {
             w.helper.abandon();
         }
+        // Finished runs whose helpers are still removing what they built.
+        self.0.teardowns.wait();
     }
 
     pub fn stats(&self) -> PoolStats {
@@ -446,6 +485,25 @@ fn retarget(state: &mut State, template: SandboxSpec) {
     state.template = Some(template);
 }
 
+/// How long the refill should still wait before building (`None`: build now),
+/// see [`REFILL_SETTLE`] and [`REFILL_MAX_DEFER`].
+fn refill_delay(state: &State, wanted_since: Instant) -> Option<Duration> {
+    let deferred = wanted_since.elapsed();
+    if state.ready.is_empty() || deferred >= REFILL_MAX_DEFER {
+        return None;
+    }
+    let left = REFILL_MAX_DEFER - deferred;
+    if state.running > 0 {
+        // A run's end wakes the refill.
+        return Some(left);
+    }
+    let settled = state.last_end.map_or(REFILL_SETTLE, |t| t.elapsed());
+    match REFILL_SETTLE.checked_sub(settled) {
+        Some(d) if !d.is_zero() => Some(d.min(left)),
+        _ => None,
+    }
+}
+
 /// Keeps `size` sandboxes ready for the current template; blocks (no CPU)
 /// while the pool is full or has no template.
 fn refill_loop(shared: &Shared) {
@@ -454,17 +512,34 @@ fn refill_loop(shared: &Shared) {
             let Ok(mut state) = shared.state.lock() else {
                 return;
             };
+            // Since when a build has been wanted but deferred.
+            let mut wanted_since: Option<Instant> = None;
             loop {
                 if state.stopping {
                     return;
                 }
-                match &state.template {
-                    Some(t) if state.ready.len() < shared.size => break t.clone(),
-                    _ => {}
-                }
-                state = match shared.wake.wait(state) {
-                    Ok(s) => s,
-                    Err(_) => return,
+                let wait = match &state.template {
+                    Some(t) if state.ready.len() < shared.size => {
+                        let since = *wanted_since.get_or_insert_with(Instant::now);
+                        match refill_delay(&state, since) {
+                            None => break t.clone(),
+                            Some(d) => Some(d),
+                        }
+                    }
+                    _ => {
+                        wanted_since = None;
+                        None
+                    }
+                };
+                state = match wait {
+                    None => match shared.wake.wait(state) {
+                        Ok(s) => s,
+                        Err(_) => return,
+                    },
+                    Some(d) => match shared.wake.wait_timeout(state, d) {
+                        Ok((s, _)) => s,
+                        Err(_) => return,
+                    },
                 };
             }
         };

@@ -125,6 +125,12 @@ pub struct RunResult {
     pub audit_ids: Vec<String>,
 }
 
+/// One `AIRLOCK_PROFILE=1` line, in one write (stderr is unbuffered).
+fn profile(line: std::fmt::Arguments<'_>) {
+    let line = format!("airlock profile: {line}\n");
+    eprint!("{line}");
+}
+
 /// An engine failure as an API error.
 pub fn engine_error(e: EngineError) -> ApiError {
     match &e {
@@ -490,7 +496,14 @@ impl Service {
         let backend = self.engine.backend_name(&policy);
         let service = self.clone();
         let tenant_caller = tenant.caller.clone();
+        let profiling = std::env::var_os("AIRLOCK_PROFILE").is_some();
         let task = tokio::task::spawn_blocking(move || {
+            if profiling {
+                profile(format_args!(
+                    "{:>8.2} ms  serve: on the blocking pool",
+                    started.elapsed().as_secs_f64() * 1000.0
+                ));
+            }
             let _slot = slot;
             let mut sink = live.map(ChannelSink);
             let mut discard = airlock_sandbox::backend::Discard;
@@ -506,11 +519,18 @@ impl Service {
             let result = service
                 .engine
                 .run(&tenant_caller, &policy, &request, options, sink);
-            (result, ran.elapsed())
+            (result, ran.elapsed(), Instant::now())
         });
-        let (result, ran_for) = task
+        let (result, ran_for, returned) = task
             .await
             .map_err(|e| ApiError::new(ErrorCode::Internal, format!("run task failed: {e}")))?;
+        if profiling {
+            profile(format_args!(
+                "{:>8.2} ms  serve: back on the async side ({:.2} ms after the engine returned)",
+                started.elapsed().as_secs_f64() * 1000.0,
+                returned.elapsed().as_secs_f64() * 1000.0
+            ));
+        }
         let response = result.map_err(engine_error)?;
         self.metrics.inc(
             "airlock_decisions_total",
@@ -556,6 +576,12 @@ impl Service {
             audit_ids: response.audit_ids,
         };
         self.runs.insert(&tenant.name, result.clone());
+        if profiling {
+            profile(format_args!(
+                "{:>8.2} ms  serve: result ready",
+                started.elapsed().as_secs_f64() * 1000.0
+            ));
+        }
         Ok(result)
     }
 
