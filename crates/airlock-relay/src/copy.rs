@@ -331,6 +331,22 @@ mod tests {
         assert!(back == data, "{} bytes back of {}", back.len(), data.len());
     }
 
+    /// A relay on a free loopback port in front of a proxy that accepts and
+    /// holds every connection open; returns the relay's address.
+    fn relay_to_holding_proxy(path: &Path) -> SocketAddr {
+        let proxy = UnixListener::bind(path).unwrap();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for s in proxy.incoming() {
+                held.push(s.unwrap());
+            }
+        });
+        let relay = Relay::bind(path, &["127.0.0.1:0".parse().unwrap()]).unwrap();
+        let addr = relay.local_addrs()[0];
+        relay.serve().unwrap();
+        addr
+    }
+
     /// Threads of this process whose name starts with "relay".
     fn relay_threads() -> usize {
         std::fs::read_dir("/proc/self/task")
@@ -343,16 +359,7 @@ mod tests {
     #[test]
     fn many_connections_cost_no_threads() {
         let path = temp_socket("threads");
-        let proxy = UnixListener::bind(&path).unwrap();
-        std::thread::spawn(move || {
-            let mut held = Vec::new();
-            for s in proxy.incoming() {
-                held.push(s.unwrap());
-            }
-        });
-        let relay = Relay::bind(&path, &["127.0.0.1:0".parse().unwrap()]).unwrap();
-        let addr = relay.local_addrs()[0];
-        relay.serve().unwrap();
+        let addr = relay_to_holding_proxy(&path);
         let held: Vec<TcpStream> = (0..40).map(|_| TcpStream::connect(addr).unwrap()).collect();
         std::thread::sleep(std::time::Duration::from_millis(300));
         // One thread per relay (the other tests of this file start one each),
@@ -378,17 +385,7 @@ mod tests {
     #[test]
     fn connections_beyond_the_cap_are_closed() {
         let path = temp_socket("cap");
-        let proxy = UnixListener::bind(&path).unwrap();
-        // The proxy accepts and holds every connection open.
-        std::thread::spawn(move || {
-            let mut held = Vec::new();
-            for s in proxy.incoming() {
-                held.push(s.unwrap());
-            }
-        });
-        let relay = Relay::bind(&path, &["127.0.0.1:0".parse().unwrap()]).unwrap();
-        let addr = relay.local_addrs()[0];
-        relay.serve().unwrap();
+        let addr = relay_to_holding_proxy(&path);
         let held: Vec<TcpStream> = (0..MAX_CONNECTIONS)
             .map(|_| TcpStream::connect(addr).unwrap())
             .collect();
