@@ -26,7 +26,8 @@ allow = ["ls", "echo", "true", "cat"]
 def airlock_bin() -> str:
     for cand in (os.environ.get("AIRLOCK_BIN"), REPO / "target/release/airlock", REPO / "target/debug/airlock"):
         if cand and os.access(str(cand), os.X_OK):
-            return str(cand)
+            # Absolute: the server under test starts in a directory of its own.
+            return os.path.abspath(str(cand))
     raise SystemExit("no airlock binary: cargo build --release -p airlock")
 
 
