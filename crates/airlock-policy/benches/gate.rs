@@ -56,6 +56,15 @@ fn bench(c: &mut Criterion) {
     c.bench_function("load: the built-in default policy text", |b| {
         b.iter(|| load::from_str(black_box(load::DEFAULT_POLICY_TOML), "default.toml", &root))
     });
+    // Paid once per process (airlock::knowledge::builtin), so once per CLI run.
+    c.bench_function("load: the built-in knowledge base", |b| {
+        b.iter(|| {
+            airlock_policy::load::knowledge_from_str(
+                black_box(airlock_policy::knowledge::PROGRAMS_TOML),
+                "programs.toml",
+            )
+        })
+    });
     c.bench_function("load: the 50-rule policy", |b| {
         b.iter(|| load::from_str(black_box(&text), "bench.toml", &root))
     });
