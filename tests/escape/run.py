@@ -490,6 +490,10 @@ class Session:
             # debug builds only: the change-set policy, mode normalisation and the
             # hole-keeping copy are switched off, to show the return-path cases fail
             self.env["AIRLOCK_TEST_RETURN_PATH_OFF"] = "1"
+        if getattr(args, "prefork_scrub_off", False):
+            # debug builds only: a helper forked in advance keeps the caller's
+            # argv and environment strings, to show sec_proc_cmdline failing
+            self.env["AIRLOCK_TEST_PREFORK_SCRUB_OFF"] = "1"
         if getattr(args, "cgroup_attach_late", False):
             # debug builds only: init may fork the command before the helper
             # has moved it into its cgroup (v1), to show that case failing
@@ -1642,6 +1646,10 @@ def main() -> int:
     ap.add_argument("--return-path-off", action="store_true",
                     help="with a debug build of airlock only: switch the return path's checks off "
                          "(AIRLOCK_TEST_RETURN_PATH_OFF=1) to prove that its cases can fail")
+    ap.add_argument("--prefork-scrub-off", action="store_true",
+                    help="with a debug build of airlock only: a helper forked in advance keeps "
+                         "the caller's argv and environment (AIRLOCK_TEST_PREFORK_SCRUB_OFF=1) to "
+                         "prove that sec_proc_cmdline can fail")
     ap.add_argument("--cgroup-attach-late", action="store_true",
                     help="with a debug build of airlock only: let init fork the command before it "
                          "is in its cgroup (AIRLOCK_TEST_CGROUP_ATTACH_LATE=1; cgroup v1) to prove "

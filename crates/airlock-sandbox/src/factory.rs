@@ -26,6 +26,11 @@ pub struct OpenOptions {
     /// Stream this process's own stdin to the command when a spec brings no
     /// bytes of its own (`airlock run` with piped input). Servers leave it off.
     pub stdin_from_caller: bool,
+    /// Native backend: fork the first run's helper when the backend opens,
+    /// instead of re-executing the airlock binary when the run starts
+    /// (native::prefork). For a one-shot caller that is still single-threaded
+    /// (`airlock run`); where it is not, this does nothing.
+    pub prefork_helper: bool,
     /// The OCI runtime `backend = "oci"` must use (crun, runc, youki); `None`
     /// takes the first installed. From [`crate::oci::runtime::RUNTIME_ENV`].
     pub oci_runtime: Option<String>,
@@ -40,6 +45,7 @@ impl OpenOptions {
         OpenOptions {
             state_dir,
             stdin_from_caller: false,
+            prefork_helper: false,
             oci_runtime: env(crate::oci::runtime::RUNTIME_ENV)
                 .map(|v| v.to_string_lossy().into_owned()),
             wasm_cache: env(WASM_CACHE_ENV).map(PathBuf::from),
@@ -65,6 +71,9 @@ pub fn open(kind: BackendKind, opts: &OpenOptions) -> Result<Box<dyn Backend>, S
             let mut backend = crate::native::NativeBackend::current_exe()?;
             backend.runs_dir = opts.runs_dir();
             backend.stdin_from_caller = opts.stdin_from_caller;
+            if opts.prefork_helper {
+                backend.prefork_helper();
+            }
             Ok(Box::new(backend))
         }
         #[cfg(feature = "wasm")]

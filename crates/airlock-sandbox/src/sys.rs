@@ -534,6 +534,13 @@ pub fn stdio_to_devnull() {
     }
 }
 
+/// Points fd 0 at /dev/null (read-only).
+pub fn stdin_to_devnull() {
+    if let Ok(null) = open(Path::new("/dev/null"), libc::O_RDONLY, 0) {
+        let _ = dup_to(null.as_raw_fd(), 0);
+    }
+}
+
 /// Opens `rel` below `dir`, never following a symlink in any component.
 pub fn walk(dir: RawFd, rel: &Path, last_flags: libc::c_int) -> io::Result<OwnedFd> {
     let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();

@@ -274,6 +274,35 @@ fn piped_stdin_reaches_the_command_and_stdin_file_replaces_it() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
 
+/// `airlock run` forks its helper when the backend opens (native::prefork),
+/// so the profile shows no "helper started" step. Given a pipe for stdin
+/// before it knew, the helper still hands a command /dev/null when airlock's
+/// stdin is a terminal (nothing to stream), as a spawned helper does.
+#[test]
+fn a_cli_run_forks_its_helper_in_advance_and_keeps_stdin_null() {
+    let e = Env::new();
+    let probe = "if [ -c /dev/stdin ]; then echo stdin-is-null; elif [ -p /dev/stdin ]; then echo stdin-is-a-pipe; fi";
+    let line = format!("{AIRLOCK} run -- sh -c '{probe}'");
+    let o = Command::new("script")
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .current_dir(e.ws())
+        .env("AIRLOCK_STATE_DIR", e.dir.path().join("state"))
+        .env("AIRLOCK_PROFILE", "1")
+        .env_remove("AIRLOCK_POLICY")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("util-linux `script` provides the pty");
+    let tty = text(&o.stdout);
+    assert!(tty.contains("stdin-is-null"), "{tty}");
+    assert!(
+        tty.contains("helper (forked in advance) has the request"),
+        "{tty}"
+    );
+    assert!(!tty.contains("helper started"), "{tty}");
+    let o = airlock_with_stdin(&e, &["run", "--", "sh", "-c", probe], b"");
+    assert_eq!(text(&o.stdout), "stdin-is-a-pipe\n", "{}", text(&o.stderr));
+}
+
 #[test]
 fn flags_tighten_limits_and_kill_messages_name_the_value_and_key() {
     let e = Env::new();

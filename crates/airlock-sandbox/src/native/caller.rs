@@ -2,15 +2,19 @@
 //! output, turn the helper's report into an [`Outcome`].
 //!
 //! The caller may be a multi-threaded server, so it never forks into the
-//! sandbox: it only spawns the helper (fork+exec via std, with an empty
-//! environment) and talks to it over pipes. Its end of the control pipe is
+//! sandbox: it spawns the helper (fork+exec via std, with an empty
+//! environment) and talks to it over pipes; only a caller that is still
+//! single-threaded may have forked one in advance ([`super::prefork`]). Its end of the control pipe is
 //! the helper's lifeline: when the caller dies, the helper sees EOF and kills
 //! everything (PR_SET_PDEATHSIG would be tied to the spawning thread instead).
 
+use super::helper_process::HelperProcess;
+use super::prefork::{self, Preforked};
 use super::protocol::{self, HelperReport, HelperRequest};
 use crate::output::{self, Relay};
 use crate::sys;
 use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
+use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -32,6 +36,9 @@ pub struct NativeBackend {
     /// command as a pipe, never as the caller's fd: a host file behind fd 0
     /// could otherwise be reopened through `/proc/self/fd/0`.
     pub stdin_from_caller: bool,
+    /// The next run's helper, when one was forked in advance
+    /// ([`NativeBackend::prefork_helper`]).
+    preforked: Arc<prefork::Slot>,
 }
 
 impl NativeBackend {
@@ -40,6 +47,17 @@ impl NativeBackend {
             helper_exe,
             runs_dir,
             stdin_from_caller: false,
+            preforked: Arc::default(),
+        }
+    }
+
+    /// Forks the next run's helper now, while this process is still
+    /// single-threaded (a one-shot CLI run), instead of re-executing the
+    /// airlock binary when the run starts (see [`super::prefork`]). Does
+    /// nothing where that is not safe; the run then spawns one as usual.
+    pub fn prefork_helper(&self) {
+        if let Some(helper) = prefork::prefork() {
+            self.preforked.fill(helper);
         }
     }
 
@@ -122,6 +140,37 @@ impl NativeBackend {
         gated: bool,
         pooled: bool,
     ) -> Result<Helper, SandboxError> {
+        let started = Instant::now();
+        let stdin_wanted = spec.stdin.is_some() || self.stdin_from_caller;
+        let mut request = HelperRequest {
+            spec: spec.clone(),
+            runs_dir: self.runs_dir.clone(),
+            runtime_dir: self.rootless_runtime_dir(),
+            gated,
+            pooled,
+            caller_clock_ns: sys::monotonic_ns(),
+            stdin_null: false,
+        };
+        let bytes = |r: &HelperRequest| {
+            serde_json::to_vec(r).map_err(|e| SandboxError::Spec(e.to_string()))
+        };
+        warm_cgroup_migration();
+        if let Some(waiting) = self.preforked.take().filter(|_| !pooled) {
+            request.stdin_null = !stdin_wanted;
+            match hand_over(waiting, &bytes(&request)?, stdin_wanted) {
+                Ok((child, ctl_w, rep_r)) => {
+                    return Ok(Helper {
+                        child,
+                        ctl_w,
+                        rep_r,
+                        started,
+                    })
+                }
+                // It is gone (killed from outside): spawn one as usual.
+                Err(_) => request.stdin_null = false,
+            }
+        }
+
         let (req_r, req_w) = sys::pipe().map_err(io_err("pipe"))?;
         let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
         let (ctl_r, ctl_w) = sys::pipe().map_err(io_err("pipe"))?;
@@ -134,7 +183,7 @@ impl NativeBackend {
         cmd.arg(protocol::HELPER_ARG)
             .env_clear()
             .current_dir("/")
-            .stdin(if spec.stdin.is_some() || self.stdin_from_caller {
+            .stdin(if stdin_wanted {
                 Stdio::piped()
             } else {
                 Stdio::null()
@@ -165,48 +214,16 @@ impl NativeBackend {
                 Ok(())
             });
         }
-        let started = Instant::now();
-        let caller_clock_ns = sys::monotonic_ns();
-        // cgroup v1: the helper's move of init into the run's cgroup waits for
-        // an RCU grace period unless one has just passed. Start it now, on a
-        // spare thread, while the helper starts (see
-        // cgroup::CgroupHost::warm_migration; nothing is moved). Root only:
-        // rootless runs use a delegated cgroup v2 subtree or none.
-        if !super::rootless::is_rootless() {
-            std::thread::spawn(|| {
-                if let Ok(host) = super::cgroup::CgroupHost::detect() {
-                    let _ = host.warm_migration();
-                }
-            });
-        }
-        let mut child = cmd.spawn().map_err(io_err("spawning the sandbox helper"))?;
+        let child = cmd.spawn().map_err(io_err("spawning the sandbox helper"))?;
+        let mut child = HelperProcess::from_child(child);
         drop(req_r);
         drop(rep_w);
         drop(ctl_r);
-
-        let runtime_dir = super::rootless::is_rootless().then(|| {
-            let fallback = self.runs_dir.parent().unwrap_or(&self.runs_dir).join("run");
-            super::rootless::runtime_dir(
-                std::env::var_os("XDG_RUNTIME_DIR")
-                    .map(PathBuf::from)
-                    .as_deref(),
-                &fallback,
-            )
-        });
-        let request = HelperRequest {
-            spec: spec.clone(),
-            runs_dir: self.runs_dir.clone(),
-            runtime_dir,
-            gated,
-            pooled,
-            caller_clock_ns,
-        };
-        let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
         // The helper reads the whole request before anything else.
-        let wrote = sys::write_all(req_w.as_raw_fd(), &bytes);
+        let wrote = sys::write_all(req_w.as_raw_fd(), &bytes(&request)?);
         drop(req_w);
         if let Err(e) = wrote {
-            let _ = child.kill();
+            child.kill();
             let _ = child.wait();
             return Err(SandboxError::Helper(format!("sending the spec: {e}")));
         }
@@ -215,6 +232,19 @@ impl NativeBackend {
             ctl_w,
             rep_r,
             started,
+        })
+    }
+
+    /// Rootless mode: the caller's private runtime directory for airlock.
+    fn rootless_runtime_dir(&self) -> Option<PathBuf> {
+        super::rootless::is_rootless().then(|| {
+            let fallback = self.runs_dir.parent().unwrap_or(&self.runs_dir).join("run");
+            super::rootless::runtime_dir(
+                std::env::var_os("XDG_RUNTIME_DIR")
+                    .map(PathBuf::from)
+                    .as_deref(),
+                &fallback,
+            )
         })
     }
 
@@ -248,12 +278,10 @@ impl NativeBackend {
         let stdout: OwnedFd = child
             .stdout
             .take()
-            .map(OwnedFd::from)
             .ok_or_else(|| SandboxError::Helper("no stdout pipe".into()))?;
         let stderr: OwnedFd = child
             .stderr
             .take()
-            .map(OwnedFd::from)
             .ok_or_else(|| SandboxError::Helper("no stderr pipe".into()))?;
 
         // A backstop if the helper itself wedges: it enforces the timeout, this
@@ -277,7 +305,7 @@ impl NativeBackend {
         )? {
             Relay::Finished(r) => r,
             Relay::Stalled => {
-                let _ = child.kill();
+                child.kill();
                 let _ = child.wait();
                 return Err(SandboxError::Helper(
                     "the sandbox helper stopped responding; killed".into(),
@@ -363,7 +391,7 @@ pub(crate) enum Reap<'a> {
 pub(crate) struct Teardowns(Arc<(Mutex<usize>, Condvar)>);
 
 impl Teardowns {
-    fn reap(&self, mut child: std::process::Child, ctl_w: OwnedFd) {
+    fn reap(&self, mut child: HelperProcess, ctl_w: OwnedFd) {
         let (count, done) = &*self.0;
         if let Ok(mut n) = count.lock() {
             *n += 1;
@@ -411,7 +439,7 @@ impl Teardowns {
 /// A started helper: its process, the caller's ends of the control and
 /// report pipes (stdin, stdout and stderr stay in `child`).
 pub(crate) struct Helper {
-    pub(crate) child: std::process::Child,
+    pub(crate) child: HelperProcess,
     pub(crate) ctl_w: OwnedFd,
     pub(crate) rep_r: OwnedFd,
     pub(crate) started: Instant,
@@ -430,9 +458,49 @@ impl Helper {
     }
 }
 
+/// cgroup v1: the helper's move of init into the run's cgroup waits for an
+/// RCU grace period unless one has just passed. Start one now, on a spare
+/// thread, while the helper starts (see cgroup::CgroupHost::warm_migration;
+/// nothing is moved). Root only: rootless runs use a delegated cgroup v2
+/// subtree or none.
+fn warm_cgroup_migration() {
+    if !super::rootless::is_rootless() {
+        std::thread::spawn(|| {
+            if let Ok(host) = super::cgroup::CgroupHost::detect() {
+                let _ = host.warm_migration();
+            }
+        });
+    }
+}
+
+/// Sends a preforked helper its request. Its stdin pipe is closed at once
+/// when the command reads none (the request then has it use /dev/null).
+fn hand_over(
+    waiting: Preforked,
+    request: &[u8],
+    stdin_wanted: bool,
+) -> std::io::Result<(HelperProcess, OwnedFd, OwnedFd)> {
+    let Preforked {
+        mut process,
+        request: req_w,
+        report,
+        control,
+    } = waiting;
+    if let Err(e) = sys::write_all(req_w.as_raw_fd(), request) {
+        drop(req_w);
+        process.kill();
+        let _ = process.wait();
+        return Err(e);
+    }
+    if !stdin_wanted {
+        process.stdin = None;
+    }
+    Ok((process, control, report))
+}
+
 /// Copy this process's stdin to the helper's, in a thread of its own, until
 /// either side ends.
-fn pump_own_stdin(mut pipe: std::process::ChildStdin) {
+fn pump_own_stdin(mut pipe: File) {
     std::thread::spawn(move || {
         let mut input = std::io::stdin().lock();
         let _ = std::io::copy(&mut input, &mut pipe);

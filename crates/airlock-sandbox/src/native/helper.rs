@@ -73,16 +73,25 @@ pub fn helper_main() -> ! {
     match read_request(&req) {
         Ok(request) => {
             drop(req);
-            // Time from the caller's spawn (same clock), not from here.
-            let spawn = Duration::from_nanos(started_ns.saturating_sub(request.caller_clock_ns));
+            // Times count from the caller's spawn (same clock), not from here.
+            let now_ns = sys::monotonic_ns();
+            let since_spawn = Duration::from_nanos(now_ns.saturating_sub(request.caller_clock_ns));
             let t0 = match request.caller_clock_ns {
                 0 => started,
-                _ => started.checked_sub(spawn).unwrap_or(started),
+                _ => Instant::now().checked_sub(since_spawn).unwrap_or(started),
             };
             if request.caller_clock_ns != 0 {
-                report
-                    .timings
-                    .push(("helper started".into(), spawn.as_micros() as u64));
+                let step = match started_ns.checked_sub(request.caller_clock_ns) {
+                    Some(ns) => ("helper started".into(), ns / 1000),
+                    None => (
+                        "helper (forked in advance) has the request".into(),
+                        since_spawn.as_micros() as u64,
+                    ),
+                };
+                report.timings.push(step);
+            }
+            if request.stdin_null {
+                sys::stdin_to_devnull();
             }
             if let Err(e) = run(&request, control, t0, &mut report, &mut reporter) {
                 report.failure = Some(match e {

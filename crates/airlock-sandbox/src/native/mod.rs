@@ -3,7 +3,8 @@
 //!
 //! Process model: the caller ([`NativeBackend::run`], maybe in a multi-threaded
 //! server) spawns a single-threaded helper — the same binary re-executed with
-//! [`protocol::HELPER_ARG`] — and talks to it over pipes ([`caller`]). The
+//! [`protocol::HELPER_ARG`], or, for a caller still single-threaded, forked in
+//! advance ([`prefork`]) — and talks to it over pipes ([`caller`]). The
 //! helper ([`helper`]) prepares what needs host privilege and clones the
 //! sandbox's PID 1 ([`init`]), which builds the filesystem view ([`mounts`],
 //! its `/etc` one directory the helper prepared once ([`prepared_etc`])),
@@ -16,6 +17,7 @@ pub mod caps;
 pub mod cgroup;
 pub(crate) mod cgroup_glue;
 pub mod helper;
+mod helper_process;
 pub mod init;
 pub mod interp;
 pub mod landlock;
@@ -23,6 +25,7 @@ pub mod mounts;
 pub mod namespaces;
 pub mod netwatch;
 pub mod pool;
+pub mod prefork;
 pub mod prepared_etc;
 pub mod probe;
 pub mod protocol;

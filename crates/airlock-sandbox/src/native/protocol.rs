@@ -50,6 +50,10 @@ pub struct HelperRequest {
     /// helper's own start (fork, exec, dynamic loading) shows as a step.
     #[serde(default)]
     pub caller_clock_ns: u64,
+    /// The command reads no stdin: the helper points its own fd 0 at
+    /// /dev/null first (a preforked helper was given a pipe, not knowing yet).
+    #[serde(default)]
+    pub stdin_null: bool,
 }
 
 /// What a request adds to the template a pooled sandbox was built for: read

@@ -227,6 +227,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     airlock_core::state::ensure_private_dir(&state_dir)?;
     let mut opts = airlock_sandbox::OpenOptions::new(state_dir.clone());
     opts.stdin_from_caller = take_stdin(args.stdin.as_deref())?;
+    opts.prefork_helper = true;
     let backend = match airlock_sandbox::open(kind, &opts) {
         Ok(b) => b,
         Err(e) => {

@@ -32,11 +32,8 @@ pub fn open_engine_pooled(
     let state_dir = airlock_core::resolve_state_dir()?;
     airlock_core::state::ensure_private_dir(&state_dir)?;
     let opts = airlock_sandbox::OpenOptions::new(state_dir.clone());
-    let backend = airlock_sandbox::native::NativeBackend::current_exe()?;
-    let backend = airlock_sandbox::native::NativeBackend {
-        runs_dir: opts.runs_dir(),
-        ..backend
-    };
+    let mut backend = airlock_sandbox::native::NativeBackend::current_exe()?;
+    backend.runs_dir = opts.runs_dir();
     let pool = WarmPool::new(backend, pool);
     let handle = pool.handle();
     let backends = airlock_core::Backends::per_policy_with(

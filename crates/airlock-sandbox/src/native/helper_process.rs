@@ -1,0 +1,82 @@
+//! The helper as the caller holds it: its pid and the caller's ends of its
+//! stdio pipes, whether it was spawned (fork and exec, any caller) or forked
+//! in advance by a single-threaded caller ([`super::prefork`]).
+
+use crate::sys;
+use std::fs::File;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+#[derive(Debug)]
+pub(crate) struct HelperProcess {
+    pid: libc::pid_t,
+    /// Set once reaped: the pid may then belong to another process.
+    status: Option<ExitStatus>,
+    pub(crate) stdin: Option<File>,
+    pub(crate) stdout: Option<OwnedFd>,
+    pub(crate) stderr: Option<OwnedFd>,
+}
+
+impl HelperProcess {
+    /// A helper started with `std::process::Command` (its pipes taken over;
+    /// std neither waits for nor kills a dropped `Child`).
+    pub(crate) fn from_child(mut child: std::process::Child) -> HelperProcess {
+        HelperProcess {
+            pid: child.id() as libc::pid_t,
+            status: None,
+            stdin: child.stdin.take().map(|p| File::from(OwnedFd::from(p))),
+            stdout: child.stdout.take().map(OwnedFd::from),
+            stderr: child.stderr.take().map(OwnedFd::from),
+        }
+    }
+
+    /// A helper this process forked itself (it is its parent).
+    pub(crate) fn forked(
+        pid: libc::pid_t,
+        stdin: Option<File>,
+        stdout: OwnedFd,
+        stderr: OwnedFd,
+    ) -> HelperProcess {
+        HelperProcess {
+            pid,
+            status: None,
+            stdin,
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+        }
+    }
+
+    pub(crate) fn wait(&mut self) -> io::Result<ExitStatus> {
+        if let Some(s) = self.status {
+            return Ok(s);
+        }
+        let (_, raw) = sys::waitpid(self.pid, 0)?;
+        let status = ExitStatus::from_raw(raw);
+        self.status = Some(status);
+        Ok(status)
+    }
+
+    /// `None` while it still runs.
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        if let Some(s) = self.status {
+            return Ok(Some(s));
+        }
+        match sys::waitpid(self.pid, libc::WNOHANG)? {
+            (0, _) => Ok(None),
+            (_, raw) => {
+                let status = ExitStatus::from_raw(raw);
+                self.status = Some(status);
+                Ok(Some(status))
+            }
+        }
+    }
+
+    /// SIGKILL, unless already reaped (its pid may be reused by then).
+    pub(crate) fn kill(&mut self) {
+        if self.status.is_none() {
+            sys::kill(self.pid, libc::SIGKILL);
+        }
+    }
+}

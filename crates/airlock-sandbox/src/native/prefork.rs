@@ -1,0 +1,223 @@
+//! A helper forked in advance by a caller that is still single-threaded
+//! (`airlock run`): a fork costs a fraction of a millisecond where
+//! re-executing the airlock binary costs 2–3 ms (dynamic loading, relocations,
+//! CPU feature probing, which traps in a VM). It then waits, blocked reading
+//! its request pipe, while the caller judges the command; a caller that never
+//! sends a request (denied, another backend) closes the pipe and it exits.
+//!
+//! From inside the sandbox it must look like a re-executed helper: the
+//! sandbox's PID 1 is a clone of it, and the command can read PID 1's
+//! `/proc/1/cmdline` and `/proc/1/environ`, which show the bytes where the
+//! process's argv and environment strings were when it was exec'd — the
+//! caller's, secrets included (tests/escape `sec_proc_environ`). So the child,
+//! before anything else:
+//! - moves its pipes to fds 0–5 and closes every other fd (an exec would close
+//!   only the close-on-exec ones);
+//! - zeroes its argv and environment strings in place and empties its
+//!   environment (keeping only the debug switches a spawned helper is given);
+//! - changes to `/`.
+//!
+//! Forking a process with other threads would copy locks they hold, so a
+//! caller with more than one thread gets no prefork: the helper is then
+//! spawned as usual.
+
+use super::helper_process::HelperProcess;
+use super::protocol;
+use crate::sys;
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// Debug builds only: skip the scrub of argv and environment, so that the
+/// escape corpus can show `sec_proc_environ` failing without it
+/// (`run.py --prefork-scrub-off`). Release builds have no such switch.
+#[cfg(debug_assertions)]
+pub const PREFORK_SCRUB_OFF: &str = "AIRLOCK_TEST_PREFORK_SCRUB_OFF";
+
+/// A helper waiting for its request, and the caller's ends of its pipes.
+#[derive(Debug)]
+pub(crate) struct Preforked {
+    pub(crate) process: HelperProcess,
+    pub(crate) request: OwnedFd,
+    pub(crate) report: OwnedFd,
+    pub(crate) control: OwnedFd,
+}
+
+/// The backend's slot for one preforked helper. A helper left in it when the
+/// backend goes (the command was denied, or run elsewhere) gets EOF on its
+/// request pipe, exits, and is reaped here.
+#[derive(Debug, Default)]
+pub(crate) struct Slot(std::sync::Mutex<Option<Preforked>>);
+
+impl Slot {
+    pub(crate) fn fill(&self, helper: Preforked) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(helper);
+        }
+    }
+
+    pub(crate) fn take(&self) -> Option<Preforked> {
+        self.0.lock().ok()?.take()
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(Preforked {
+            mut process,
+            request,
+            ..
+        }) = self.take()
+        {
+            drop(request);
+            let _ = process.wait();
+        }
+    }
+}
+
+/// Where this process's argv and environment strings live, from
+/// `/proc/self/stat` (fields 48–51), if this process has no other thread.
+fn single_threaded_strings() -> Option<[(usize, usize); 2]> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name, which may itself hold spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<usize> = rest
+        .split_ascii_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    // fields[0] is field 3 (state): field N is fields[N - 3].
+    let field = |n: usize| fields.get(n - 3).copied();
+    if field(20)? != 1 {
+        return None;
+    }
+    let (arg_start, arg_end) = (field(48)?, field(49)?);
+    let (env_start, env_end) = (field(50)?, field(51)?);
+    if arg_start == 0 || arg_end < arg_start || env_start == 0 || env_end < env_start {
+        return None;
+    }
+    Some([(arg_start, arg_end), (env_start, env_end)])
+}
+
+/// Forks a helper that waits for its request, or `None` where that cannot be
+/// done safely (another thread exists, `/proc` unreadable) or the fork failed:
+/// the caller then spawns one as usual.
+pub(crate) fn prefork() -> Option<Preforked> {
+    let strings = single_threaded_strings()?;
+    let keep_env = kept_env();
+    let scrub = scrub_enabled();
+    let (stdin_r, stdin_w) = sys::pipe().ok()?;
+    let (stdout_r, stdout_w) = sys::pipe().ok()?;
+    let (stderr_r, stderr_w) = sys::pipe().ok()?;
+    let (req_r, req_w) = sys::pipe().ok()?;
+    let (rep_r, rep_w) = sys::pipe().ok()?;
+    let (ctl_r, ctl_w) = sys::pipe().ok()?;
+    // The child inherits this process's buffered output; it must not write it.
+    let _ = io::stdout().flush();
+    let pid = sys::fork().ok()?;
+    if pid == 0 {
+        let passed: [RawFd; 6] = [
+            stdin_r.as_raw_fd(),
+            stdout_w.as_raw_fd(),
+            stderr_w.as_raw_fd(),
+            req_r.as_raw_fd(),
+            rep_w.as_raw_fd(),
+            ctl_r.as_raw_fd(),
+        ];
+        become_helper(&passed, strings, scrub, &keep_env);
+    }
+    drop((stdin_r, stdout_w, stderr_w, req_r, rep_w, ctl_r));
+    Some(Preforked {
+        process: HelperProcess::forked(pid, Some(File::from(stdin_w)), stdout_r, stderr_r),
+        request: req_w,
+        report: rep_r,
+        control: ctl_w,
+    })
+}
+
+/// The child's side: never returns.
+fn become_helper(
+    passed: &[RawFd; 6],
+    strings: [(usize, usize); 2],
+    scrub: bool,
+    keep_env: &[(CString, CString)],
+) -> ! {
+    // Fds first: the pipes to 0..=5 (each source moved above them first, so
+    // that no dup2 clobbers a source that is itself a target), then nothing
+    // else stays open.
+    let mut high = [0 as RawFd; 6];
+    for (i, src) in passed.iter().enumerate() {
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) on an fd this process owns.
+        match sys::cvt(unsafe { libc::fcntl(*src, libc::F_DUPFD_CLOEXEC, 10) }) {
+            Ok(fd) => high[i] = fd,
+            Err(_) => sys::exit_now(127),
+        }
+    }
+    for (target, fd) in high.iter().enumerate() {
+        if sys::dup_to(*fd, target as RawFd).is_err() {
+            sys::exit_now(127);
+        }
+    }
+    sys::close_from(6);
+    if scrub {
+        for (start, end) in strings {
+            // SAFETY: the kernel's record of where this process's argv and
+            // environment strings are (on its initial stack, mapped writable,
+            // a private copy since the fork); zeroing them changes only what
+            // /proc shows and what std::env reads, and the environment is
+            // emptied right after.
+            unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
+        }
+        // SAFETY: this process has one thread (checked before the fork), so
+        // nothing else reads the environment while it changes.
+        unsafe {
+            libc::clearenv();
+            for (name, value) in keep_env {
+                libc::setenv(name.as_ptr(), value.as_ptr(), 1);
+            }
+        }
+    }
+    // SAFETY: chdir with a NUL-terminated literal.
+    unsafe { libc::chdir(c"/".as_ptr()) };
+    super::helper_main()
+}
+
+/// The variables a spawned helper is given (debug switches only).
+fn kept_env() -> Vec<(CString, CString)> {
+    #[cfg(debug_assertions)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        [
+            crate::workspace::RETURN_PATH_OFF,
+            super::cgroup_glue::CGROUP_ATTACH_LATE,
+        ]
+        .iter()
+        .filter_map(|name| {
+            let value = std::env::var_os(name)?;
+            Some((
+                CString::new(*name).ok()?,
+                CString::new(value.as_bytes()).ok()?,
+            ))
+        })
+        .collect()
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        Vec::new()
+    }
+}
+
+fn scrub_enabled() -> bool {
+    #[cfg(debug_assertions)]
+    {
+        std::env::var_os(PREFORK_SCRUB_OFF).is_none_or(|v| v != "1")
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        true
+    }
+}
+
+/// The protocol's fd numbers are the ones [`become_helper`] fills.
+const _: () =
+    assert!(protocol::FD_REQUEST == 3 && protocol::FD_REPORT == 4 && protocol::FD_CONTROL == 5);
