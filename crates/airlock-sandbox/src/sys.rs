@@ -222,7 +222,8 @@ pub fn clone_into_cgroup(
 }
 
 pub fn fork() -> io::Result<libc::pid_t> {
-    // SAFETY: called only from the single-threaded helper or its init.
+    // SAFETY: called only from a single-threaded process: the helper, its init,
+    // or a caller that checked it has one thread (native::prefork).
     cvt(unsafe { libc::fork() })
 }
 

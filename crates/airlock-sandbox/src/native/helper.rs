@@ -26,6 +26,16 @@ use std::time::{Duration, Instant};
 
 /// Entry point of the helper process. Never returns.
 pub fn helper_main() -> ! {
+    serve_one_request(false)
+}
+
+/// Entry point of a helper forked in advance ([`super::prefork`]), once its
+/// fds and environment are those of a spawned one. Never returns.
+pub(crate) fn preforked_helper_main() -> ! {
+    serve_one_request(true)
+}
+
+fn serve_one_request(forked_in_advance: bool) -> ! {
     let started = Instant::now();
     let started_ns = sys::monotonic_ns();
     // SAFETY: signal dispositions are process-wide; the helper is single-threaded.
@@ -81,12 +91,14 @@ pub fn helper_main() -> ! {
                 _ => Instant::now().checked_sub(since_spawn).unwrap_or(started),
             };
             if request.caller_clock_ns != 0 {
-                let step = match started_ns.checked_sub(request.caller_clock_ns) {
-                    Some(ns) => ("helper started".into(), ns / 1000),
-                    None => (
+                let step = if forked_in_advance {
+                    (
                         "helper (forked in advance) has the request".into(),
                         since_spawn.as_micros() as u64,
-                    ),
+                    )
+                } else {
+                    let ns = started_ns.saturating_sub(request.caller_clock_ns);
+                    ("helper started".into(), ns / 1000)
                 };
                 report.timings.push(step);
             }

@@ -179,7 +179,7 @@ fn become_helper(
     }
     // SAFETY: chdir with a NUL-terminated literal.
     unsafe { libc::chdir(c"/".as_ptr()) };
-    super::helper_main()
+    super::helper::preforked_helper_main()
 }
 
 /// The variables a spawned helper is given (debug switches only).
