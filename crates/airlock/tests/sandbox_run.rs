@@ -303,6 +303,44 @@ fn a_cli_run_forks_its_helper_in_advance_and_keeps_stdin_null() {
     assert_eq!(text(&o.stdout), "stdin-is-a-pipe\n", "{}", text(&o.stderr));
 }
 
+/// The forked helper tears its sandbox down while airlock writes the outcome
+/// record; airlock still exits only once that is done: neither the run's
+/// directory nor its cgroup is left when it returns. (The cgroup goes last,
+/// after init's mount namespace, which waits for an RCU grace period: the
+/// window a caller that did not wait would show. cgroup v1 as root only.)
+#[test]
+fn a_cli_run_returns_after_its_sandbox_is_gone() {
+    let e = Env::new();
+    let runs = e.dir.path().join("state/runs");
+    let v1 = Path::new("/sys/fs/cgroup/pids/airlock");
+    for _ in 0..10 {
+        let o = e.airlock(&["run", "--json", "--", "true"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let left: Vec<_> = std::fs::read_dir(&runs)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(
+            left.is_empty(),
+            "left behind in {}: {left:?}",
+            runs.display()
+        );
+        let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let id = out["request_id"].as_str().unwrap().to_string();
+        let cgroups: Vec<_> = std::fs::read_dir(v1)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        let ours: Vec<_> = cgroups
+            .iter()
+            .filter(|n| n.to_string_lossy().contains(&id))
+            .collect();
+        assert!(
+            ours.is_empty(),
+            "cgroup left behind in {}: {ours:?}",
+            v1.display()
+        );
+    }
+}
+
 #[test]
 fn flags_tighten_limits_and_kill_messages_name_the_value_and_key() {
     let e = Env::new();

@@ -129,7 +129,13 @@ impl NativeBackend {
             }
             let _ = sys::write_all(helper.ctl_w.as_raw_fd(), &[protocol::CONTROL_GO]);
         }
-        self.drive(helper, spec, sink, Reap::Here)
+        // A one-shot caller's helper tears down while the caller records and
+        // answers; the backend's end waits for it (prefork::Slot).
+        let reap = match helper.forked_in_advance {
+            true => Reap::Background(&self.preforked.teardowns),
+            false => Reap::Here,
+        };
+        self.drive(helper, spec, sink, reap)
     }
 
     /// Starts a helper for `spec` and hands it the request. `pooled`: a warm
@@ -164,6 +170,7 @@ impl NativeBackend {
                         ctl_w,
                         rep_r,
                         started,
+                        forked_in_advance: true,
                     })
                 }
                 // It is gone (killed from outside): spawn one as usual.
@@ -232,6 +239,7 @@ impl NativeBackend {
             ctl_w,
             rep_r,
             started,
+            forked_in_advance: false,
         })
     }
 
@@ -262,6 +270,7 @@ impl NativeBackend {
             ctl_w,
             rep_r,
             started,
+            ..
         } = helper;
         let stdin_thread = match (child.stdin.take(), spec.stdin.clone()) {
             (Some(mut pipe), Some(data)) => Some(std::thread::spawn(move || {
@@ -443,6 +452,8 @@ pub(crate) struct Helper {
     pub(crate) ctl_w: OwnedFd,
     pub(crate) rep_r: OwnedFd,
     pub(crate) started: Instant,
+    /// Forked by a one-shot caller ([`super::prefork`]), not spawned.
+    pub(crate) forked_in_advance: bool,
 }
 
 impl Helper {

@@ -21,6 +21,7 @@
 //! caller with more than one thread gets no prefork: the helper is then
 //! spawned as usual.
 
+use super::caller::Teardowns;
 use super::helper_process::HelperProcess;
 use super::protocol;
 use crate::sys;
@@ -46,19 +47,25 @@ pub(crate) struct Preforked {
 
 /// The backend's slot for one preforked helper. A helper left in it when the
 /// backend goes (the command was denied, or run elsewhere) gets EOF on its
-/// request pipe, exits, and is reaped here.
+/// request pipe, exits, and is reaped here. A helper that ran tears its
+/// sandbox down after its report while the caller writes its audit record
+/// and answers; the backend's end waits for that, so the sandbox's cgroup and
+/// run directory are gone when `airlock run` exits.
 #[derive(Debug, Default)]
-pub(crate) struct Slot(std::sync::Mutex<Option<Preforked>>);
+pub(crate) struct Slot {
+    waiting: std::sync::Mutex<Option<Preforked>>,
+    pub(crate) teardowns: Teardowns,
+}
 
 impl Slot {
     pub(crate) fn fill(&self, helper: Preforked) {
-        if let Ok(mut slot) = self.0.lock() {
+        if let Ok(mut slot) = self.waiting.lock() {
             *slot = Some(helper);
         }
     }
 
     pub(crate) fn take(&self) -> Option<Preforked> {
-        self.0.lock().ok()?.take()
+        self.waiting.lock().ok()?.take()
     }
 }
 
@@ -73,6 +80,7 @@ impl Drop for Slot {
             drop(request);
             let _ = process.wait();
         }
+        self.teardowns.wait();
     }
 }
 
