@@ -26,9 +26,10 @@ pub struct OpenOptions {
     /// Stream this process's own stdin to the command when a spec brings no
     /// bytes of its own (`airlock run` with piped input). Servers leave it off.
     pub stdin_from_caller: bool,
-    /// Native backend: fork the first run's helper when the backend opens,
-    /// instead of re-executing the airlock binary when the run starts
-    /// (native::prefork). For a one-shot caller that is still single-threaded
+    /// Native backend: the run's helper is forked in advance, instead of the
+    /// airlock binary re-executed when the run starts (native::prefork): the
+    /// one `native::prefork::fork_early` made, else one forked when the
+    /// backend opens. For a one-shot caller that is still single-threaded
     /// (`airlock run`); where it is not, this does nothing.
     pub prefork_helper: bool,
     /// The OCI runtime `backend = "oci"` must use (crun, runc, youki); `None`
@@ -65,6 +66,9 @@ pub fn open(kind: BackendKind, opts: &OpenOptions) -> Result<Box<dyn Backend>, S
     };
     if !kind.built() {
         return Err(unavailable(kind.not_built_reason()));
+    }
+    if kind != BackendKind::Native {
+        crate::native::prefork::discard_early();
     }
     match kind {
         BackendKind::Native => {

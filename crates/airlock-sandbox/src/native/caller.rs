@@ -56,7 +56,7 @@ impl NativeBackend {
     /// airlock binary when the run starts (see [`super::prefork`]). Does
     /// nothing where that is not safe; the run then spawns one as usual.
     pub fn prefork_helper(&self) {
-        if let Some(helper) = prefork::prefork() {
+        if let Some(helper) = prefork::take_early().or_else(prefork::prefork) {
             self.preforked.fill(helper);
         }
     }

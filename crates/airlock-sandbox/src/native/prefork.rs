@@ -1,9 +1,12 @@
 //! A helper forked in advance by a caller that is still single-threaded
-//! (`airlock run`): a fork costs a fraction of a millisecond where
-//! re-executing the airlock binary costs 2–3 ms (dynamic loading, relocations,
-//! CPU feature probing, which traps in a VM). It then waits, blocked reading
-//! its request pipe, while the caller judges the command; a caller that never
-//! sends a request (denied, another backend) closes the pipe and it exits.
+//! (`airlock run`, first thing, [`fork_early`]): a fork costs a fraction of a
+//! millisecond where re-executing the airlock binary costs 2–3 ms (dynamic
+//! loading, relocations, CPU feature probing, which traps in a VM). Forked
+//! before the policy and the knowledge base are loaded, its address space is
+//! small, so init (a clone of it) forks the command quickly too. It then
+//! waits, blocked reading its request pipe, while the caller judges the
+//! command; a caller that never sends a request (denied, another backend)
+//! closes the pipe and it exits.
 //!
 //! From inside the sandbox it must look like a re-executed helper: the
 //! sandbox's PID 1 is a clone of it, and the command can read PID 1's
@@ -81,6 +84,41 @@ impl Drop for Slot {
             let _ = process.wait();
         }
         self.teardowns.wait();
+    }
+}
+
+/// The helper [`fork_early`] made, until a native backend takes it.
+static EARLY: std::sync::Mutex<Option<Preforked>> = std::sync::Mutex::new(None);
+
+/// Forks the helper of this process's one run now, at the start of a one-shot
+/// command (`airlock run`), before the policy and the knowledge base are
+/// loaded: the child's address space is then small, and init, a clone of it,
+/// forks the command faster. A native backend opened with
+/// [`crate::OpenOptions::prefork_helper`] takes it; opening any other backend
+/// lets it go. Does nothing where forking is not safe.
+pub fn fork_early() {
+    if let Some(helper) = prefork() {
+        if let Ok(mut early) = EARLY.lock() {
+            *early = Some(helper);
+        }
+    }
+}
+
+/// The helper [`fork_early`] made, if any.
+pub(crate) fn take_early() -> Option<Preforked> {
+    EARLY.lock().ok()?.take()
+}
+
+/// Lets the early helper go (another backend runs the command) and reaps it.
+pub(crate) fn discard_early() {
+    if let Some(Preforked {
+        mut process,
+        request,
+        ..
+    }) = take_early()
+    {
+        drop(request);
+        let _ = process.wait();
     }
 }
 

@@ -177,6 +177,9 @@ impl OutputSink for Live {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    // The sandbox's helper, forked while this process is small and has one
+    // thread (the native backend takes it; another backend lets it go).
+    airlock_sandbox::native::prefork::fork_early();
     let here = std::env::current_dir().context("cannot read the current directory")?;
     let cwd = match &args.cwd {
         Some(d) => here.join(d),
