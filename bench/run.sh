@@ -131,6 +131,11 @@ python3 bench/interleaved.py "$([ $SMOKE = 1 ] && echo 5 || echo 40)" bare=/bin/
   done
 } > "$OUT/inproc.txt"
 
+# The warm path: POST /v1/run of /bin/true through `airlock serve --pool 2`,
+# request to response (bench/interfaces/warm.py; its last line is the verdict).
+N_RUN=$([ $SMOKE = 1 ] && echo 20 || echo 200) AIRLOCK_BIN="$AIRLOCK" \
+  python3 bench/interfaces/warm.py > "$OUT/warm.txt"
+
 {
   echo "airlock: $AIRLOCK ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
   echo "bwrap $(bwrap --version | awk '{print $2}'), crun $(crun --version | head -1 | awk '{print $3}'),"\
