@@ -80,6 +80,12 @@ fn serve_one_request(forked_in_advance: bool) -> ! {
     }
     let mut report = HelperReport::default();
     let mut reporter = Reporter(Some(report_fd));
+    // Forked in advance, this helper waits while the caller judges the
+    // command: it makes meanwhile what no request changes.
+    let mut early = Early::default();
+    if forked_in_advance && !rootless::is_rootless() {
+        early.sandbox_ns = namespaces::user_ns(0, 0).ok();
+    }
     match read_request(&req) {
         Ok(request) => {
             drop(req);
@@ -105,7 +111,7 @@ fn serve_one_request(forked_in_advance: bool) -> ! {
             if request.stdin_null {
                 sys::stdin_to_devnull();
             }
-            if let Err(e) = run(&request, control, t0, &mut report, &mut reporter) {
+            if let Err(e) = run(&request, control, t0, early, &mut report, &mut reporter) {
                 report.failure = Some(match e {
                     SandboxError::Layer { layer, detail } => LayerFailure { layer, detail },
                     SandboxError::Spec(detail) => LayerFailure {
@@ -207,10 +213,21 @@ struct Watch {
     init_timings: Vec<(String, u64)>,
 }
 
+/// What a helper forked in advance made before its request came, and
+/// whether it runs rootless (told apart before it enters a user namespace of
+/// its own, where it is uid 0).
+#[derive(Default)]
+struct Early {
+    /// The sandbox's user namespace (root mode: 0 maps to the sandbox's host uid).
+    sandbox_ns: Option<OwnedFd>,
+    rootless: bool,
+}
+
 fn run(
     request: &HelperRequest,
     control: OwnedFd,
     t0: Instant,
+    early: Early,
     report: &mut HelperReport,
     reporter: &mut Reporter,
 ) -> Result<(), SandboxError> {
@@ -237,7 +254,8 @@ fn run(
             "rootless mode: the caller's uid is root inside a user namespace of its own".into(),
         );
     }
-    let result = run_in(request, &run_dir, control, t0, report, reporter, rootless);
+    let early = Early { rootless, ..early };
+    let result = run_in(request, &run_dir, control, t0, early, report, reporter);
     if let Err(e) = run_dir.remove() {
         report.notes.push(format!(
             "could not remove run dir {}: {e}",
@@ -257,10 +275,11 @@ fn run_in(
     run_dir: &RunDir,
     control: OwnedFd,
     t0: Instant,
+    early: Early,
     report: &mut HelperReport,
     reporter: &mut Reporter,
-    rootless: bool,
 ) -> Result<(), SandboxError> {
+    let rootless = early.rootless;
     let spec = &request.spec;
     let rule = match spec.network {
         NetworkSpec::None => seccomp::SocketRule::UnixOnly,
@@ -278,10 +297,10 @@ fn run_in(
     // Rootless: the helper's own namespace already maps 0 to the caller, and
     // the sandbox's maps 0 to that 0, so files keep the caller's ownership and
     // nothing is idmapped.
-    let sandbox_ns = if rootless {
-        namespaces::user_ns_to(0, 0, 0, 0)?
-    } else {
-        namespaces::user_ns(0, 0)?
+    let sandbox_ns = match (rootless, early.sandbox_ns) {
+        (true, _) => namespaces::user_ns_to(0, 0, 0, 0)?,
+        (false, Some(made)) => made,
+        (false, None) => namespaces::user_ns(0, 0)?,
     };
     let mut idmaps: Vec<(u32, OwnedFd)> = Vec::new();
     let proxy_socket = match &spec.network {
