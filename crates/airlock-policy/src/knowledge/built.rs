@@ -5,7 +5,8 @@
 //! path. So the loader's result is kept as static data in
 //! `builtin_generated.rs` (written by the real loader and [`super::generate`],
 //! never by hand), and [`knowledge`] turns that data into a [`Knowledge`] with
-//! no parsing: only the allocations of its strings and its index.
+//! no parsing: its strings are borrowed from the data ([`super::Text`]), so
+//! what remains is its vectors and its index (about 27 µs against 1.4 ms).
 //!
 //! Two guards keep the data equal to what the loader makes of the text:
 //! - at build time, the data records a hash of the `programs.toml` it was made
@@ -25,9 +26,10 @@
 use super::builtin_generated::{CONFIG_FILES, ENV, PROGRAMS, SOURCE_HASH, VERSION};
 use super::{
     Action, Effect, EnvEntry, InnerCommand, Kind, Knowledge, LongOption, ProgramEntry, Script,
-    Takes, Trigger, PROGRAMS_TOML,
+    Takes, Text, Trigger, PROGRAMS_TOML,
 };
 use crate::shell::Access;
+use std::borrow::Cow;
 
 /// The command that rewrites `builtin_generated.rs` from `programs.toml` (a
 /// macro, so that the compile-time check's message can include it).
@@ -170,14 +172,14 @@ pub fn knowledge() -> Knowledge {
     kb
 }
 
-fn strings(s: &[&str]) -> Vec<String> {
-    s.iter().map(|x| (*x).to_string()).collect()
+fn strings(s: &[&'static str]) -> Vec<Text> {
+    s.iter().map(|x| Cow::Borrowed(*x)).collect()
 }
 
 fn program(p: &StaticProgram) -> ProgramEntry {
     ProgramEntry {
         names: strings(p.names),
-        subcommand: p.subcommand.map(str::to_string),
+        subcommand: p.subcommand.map(Cow::Borrowed),
         abbreviations: p.abbreviations,
         subcommands: p.subcommands,
         globals_anywhere: p.globals_anywhere,
@@ -191,22 +193,22 @@ fn program(p: &StaticProgram) -> ProgramEntry {
             .long
             .iter()
             .map(|o| LongOption {
-                name: o.name.to_string(),
-                key: o.key.to_string(),
+                name: Cow::Borrowed(o.name),
+                key: Cow::Borrowed(o.key),
                 takes: o.takes,
                 short: o.short,
             })
             .collect(),
         effects: p.effects.iter().map(effect).collect(),
-        about: p.about.to_string(),
-        origin: p.origin.to_string(),
+        about: Cow::Borrowed(p.about),
+        origin: Cow::Borrowed(p.origin),
     }
 }
 
 fn effect(e: &StaticEffect) -> Effect {
     Effect {
         trigger: match e.trigger {
-            StaticTrigger::Option(o) => Trigger::Option(o.to_string()),
+            StaticTrigger::Option(o) => Trigger::Option(Cow::Borrowed(o)),
             StaticTrigger::Argument(n) => Trigger::Argument(n),
             StaticTrigger::Always { min_args } => Trigger::Always { min_args },
         },
@@ -218,7 +220,7 @@ fn effect(e: &StaticEffect) -> Effect {
         path: e.path,
         inner: e.inner,
         script: e.script,
-        reason: e.reason.to_string(),
+        reason: Cow::Borrowed(e.reason),
     }
 }
 
@@ -227,7 +229,7 @@ fn env(e: &StaticEnv) -> EnvEntry {
         names: strings(e.names),
         kind: e.kind,
         action: e.action,
-        reason: e.reason.to_string(),
-        origin: e.origin.to_string(),
+        reason: Cow::Borrowed(e.reason),
+        origin: Cow::Borrowed(e.origin),
     }
 }

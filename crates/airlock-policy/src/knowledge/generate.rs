@@ -2,7 +2,7 @@
 //! Rust statics (see [`super::built`]), and the tests that keep it current.
 
 use super::built::{self, regenerate_command};
-use super::{Effect, EnvEntry, Knowledge, ProgramEntry, Trigger, PROGRAMS_TOML};
+use super::{Effect, EnvEntry, Knowledge, ProgramEntry, Text, Trigger, PROGRAMS_TOML};
 use std::fmt::Write as _;
 
 /// Set while building and testing airlock-policy, it lets a changed
@@ -60,7 +60,7 @@ pub fn render(kb: &Knowledge, source_hash: u64) -> String {
     s
 }
 
-fn strs(v: &[String]) -> String {
+fn strs(v: &[Text]) -> String {
     let items: Vec<String> = v.iter().map(|x| format!("{x:?}")).collect();
     format!("&[{}]", items.join(", "))
 }
