@@ -357,8 +357,8 @@ impl Knowledge {
 }
 
 /// The built-in knowledge base, made once per process from the data the
-/// loader produced from [`PROGRAMS_TOML`] when airlock was built (tens of
-/// microseconds, against about 1.4 ms to parse the text).
+/// loader produced from [`PROGRAMS_TOML`] when airlock was built (30-40 µs,
+/// against about 1.5 ms to parse the text).
 ///
 /// There is no failure to fall back from at run time: a `programs.toml` that
 /// does not load, or data that is not the loader's result for it, fails the
