@@ -62,12 +62,12 @@ fuzz_target!(|data: &[u8]| {
             builtin: builtin.builtin,
         };
         for p in kb.programs.iter().take(4) {
-            let mut argv = vec![p.names.first().cloned().unwrap_or_default()];
+            let mut argv = vec![p.names.first().map(|n| n.to_string()).unwrap_or_default()];
             argv.extend(p.long.iter().take(8).map(|o| format!("{}=x", o.key)));
             argv.push("-abc".into());
             argv.push("value".into());
             if let Some(s) = &p.subcommand {
-                argv.insert(1, s.clone());
+                argv.insert(1, s.to_string());
             }
             check_argv(&argv, ext);
         }

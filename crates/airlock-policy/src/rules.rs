@@ -133,7 +133,7 @@ fn option_present(option: &str, shape: &ArgvShape<'_>) -> bool {
             if let Some(o) = e.long_option(name) {
                 return match o.short {
                     Some(c) => shape.short_letters.contains(&c),
-                    None => shape.long_options.contains(&o.key.as_str()),
+                    None => shape.long_options.contains(&&*o.key),
                 };
             }
         }

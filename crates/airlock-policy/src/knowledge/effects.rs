@@ -1,7 +1,9 @@
 //! Finding a normalised argv's effects in the knowledge base, in one pass.
 
 use super::scripts::{self, Hit};
-use super::{Action, Effect, Finding, InnerCommand, Kind, Normalized, ProgramEntry, Trigger, Word};
+use super::{
+    Action, Effect, Finding, InnerCommand, Kind, Normalized, ProgramEntry, Text, Trigger, Word,
+};
 use crate::shell::Access;
 use std::collections::HashSet;
 
@@ -37,7 +39,7 @@ fn stdin_like(v: &str) -> bool {
         || v.starts_with("/proc/thread-self/fd/")
 }
 
-fn value_matches(when: &[String], value: Option<&str>) -> bool {
+fn value_matches(when: &[Text], value: Option<&str>) -> bool {
     if when.is_empty() {
         return true;
     }
@@ -65,8 +67,8 @@ impl Ctx<'_, '_> {
         next: usize,
     ) -> bool {
         if !value_matches(&eff.when, value)
-            || !eff.requires.iter().all(|r| self.present.contains(r))
-            || eff.unless.iter().any(|u| self.present.contains(u))
+            || !eff.requires.iter().all(|r| self.present.contains(&**r))
+            || eff.unless.iter().any(|u| self.present.contains(&**u))
         {
             return false;
         }
@@ -79,7 +81,7 @@ impl Ctx<'_, '_> {
         let finding = |action, kind, reason: String, shown: String| Finding {
             action,
             entry: entry_name.clone(),
-            origin: entry.origin.clone(),
+            origin: entry.origin.to_string(),
             shown,
             kind,
             reason,
@@ -154,7 +156,7 @@ impl Ctx<'_, '_> {
         if eff.action != Action::Judge {
             self.out
                 .findings
-                .push(finding(eff.action, eff.kind, eff.reason.clone(), shown));
+                .push(finding(eff.action, eff.kind, eff.reason.to_string(), shown));
         }
         true
     }

@@ -18,7 +18,14 @@
 //! and `--` ends the options. Rules match that form, and effects are found in
 //! it, in one pass over the words.
 
+mod built;
+// Generated (see built.rs); rustfmt would make it differ from what the
+// generator writes, which a test compares byte for byte.
+#[rustfmt::skip]
+mod builtin_generated;
 mod effects;
+#[cfg(test)]
+mod generate;
 mod normalize;
 pub mod scripts;
 
@@ -26,6 +33,7 @@ pub use effects::{apply, Applied, InnerRun};
 pub use normalize::{normalize, Normalized, Word};
 
 use crate::shell::Access;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -35,6 +43,11 @@ pub const PROGRAMS_TOML: &str = include_str!("programs.toml");
 pub const BUILTIN_KNOWLEDGE_ORIGIN: &str = "<built-in knowledge base>";
 /// The version of the knowledge base's format this build reads.
 pub const FORMAT_VERSION: i64 = 1;
+
+/// A knowledge base's text: borrowed from the data compiled in for the
+/// built-in base (no allocation at start-up, see built.rs), owned for a
+/// policy's extension.
+pub type Text = Cow<'static, str>;
 
 /// What a program's option or argument does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +139,7 @@ impl Script {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Trigger {
     /// An option, by canonical key (`-x` or `--name`).
-    Option(String),
+    Option(Text),
     /// The n-th positional argument after the program (and its subcommand).
     Argument(usize),
     /// The program (or subcommand) itself, with at least this many positionals.
@@ -138,11 +151,11 @@ pub enum Trigger {
 pub struct Effect {
     pub trigger: Trigger,
     /// Only when the value starts with one of these (`*` suffix) or equals one.
-    pub when: Vec<String>,
+    pub when: Vec<Text>,
     /// Only when each of these options is also present (canonical keys).
-    pub requires: Vec<String>,
+    pub requires: Vec<Text>,
     /// Not when any of these options is present (`sed --sandbox`).
-    pub unless: Vec<String>,
+    pub unless: Vec<Text>,
     pub kind: Kind,
     pub action: Action,
     /// Check the value as a path with this access.
@@ -150,7 +163,7 @@ pub struct Effect {
     pub inner: InnerCommand,
     /// Read the value as a script of this language.
     pub script: Option<Script>,
-    pub reason: String,
+    pub reason: Text,
 }
 
 /// Whether an option takes a value.
@@ -169,9 +182,9 @@ pub enum Takes {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LongOption {
     /// Without the leading `--`; a single-dash whole word keeps its `-` (`-exec`).
-    pub name: String,
+    pub name: Text,
     /// `--name`, or `-name` for a single-dash word.
-    pub key: String,
+    pub key: Text,
     pub takes: Takes,
     /// The short letter it means (`--recursive` is `-r`).
     pub short: Option<char>,
@@ -180,8 +193,8 @@ pub struct LongOption {
 /// What the knowledge base knows of one program, or of one of its subcommands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProgramEntry {
-    pub names: Vec<String>,
-    pub subcommand: Option<String>,
+    pub names: Vec<Text>,
+    pub subcommand: Option<Text>,
     /// Accepts unique prefixes of its long options (GNU getopt_long, git).
     pub abbreviations: bool,
     /// Its first positional argument is a subcommand with its own entry.
@@ -197,21 +210,21 @@ pub struct ProgramEntry {
     /// Short letters that take a value only when attached.
     pub short_optional: Vec<char>,
     /// After these options (and their values) every word is an argument (`python -c`).
-    pub stop_after: Vec<String>,
+    pub stop_after: Vec<Text>,
     /// Short letters that mean another (`R` = `r` for rm).
     pub synonyms: Vec<(char, char)>,
     /// `--name` options; those whose name starts with `-` are single-dash words (`-name`).
     pub long: Vec<LongOption>,
     pub effects: Vec<Effect>,
-    pub about: String,
+    pub about: Text,
     /// Where it was defined (`<built-in knowledge base>:12` or the policy file's place).
-    pub origin: String,
+    pub origin: Text,
 }
 
 impl ProgramEntry {
     /// `tar`, or `git rebase`.
     pub fn title(&self) -> String {
-        let name = self.names.first().map_or("", String::as_str);
+        let name = self.names.first().map_or("", |n| &**n);
         match &self.subcommand {
             Some(s) => format!("{name} {s}"),
             None => name.to_string(),
@@ -250,11 +263,11 @@ impl ProgramEntry {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnvEntry {
     /// Exact names, or prefixes ending in `*` (`GIT_*`).
-    pub names: Vec<String>,
+    pub names: Vec<Text>,
     pub kind: Kind,
     pub action: Action,
-    pub reason: String,
-    pub origin: String,
+    pub reason: Text,
+    pub origin: Text,
 }
 
 /// A knowledge base: the built-in one, or a policy's extension.
@@ -266,12 +279,12 @@ pub struct Knowledge {
     /// Files (by name, or by path under a home directory) that configure
     /// programs: writing one needs approval (`~/.gitconfig` can set
     /// core.fsmonitor, and the sandbox's HOME is where git looks).
-    pub config_files: Vec<String>,
+    pub config_files: Vec<Text>,
     /// Program name → (subcommand, index in `programs`); the last definition
     /// wins. Looked up by `&str`, without allocating.
-    index: HashMap<String, Vec<(Option<String>, usize)>>,
+    index: HashMap<Text, Vec<(Option<Text>, usize)>>,
     /// Exact env names → index; prefixes are scanned (few).
-    env_exact: HashMap<String, usize>,
+    env_exact: HashMap<Text, usize>,
 }
 
 impl PartialEq for Knowledge {
@@ -285,7 +298,10 @@ impl PartialEq for Knowledge {
 
 impl Knowledge {
     pub fn new(version: i64, programs: Vec<ProgramEntry>, env: Vec<EnvEntry>) -> Self {
-        let mut index: HashMap<String, Vec<(Option<String>, usize)>> = HashMap::new();
+        // Sized up front: growing the tables rehashes every key, a good part
+        // of what building the built-in base costs.
+        let names = programs.iter().map(|p| p.names.len()).sum();
+        let mut index: HashMap<Text, Vec<(Option<Text>, usize)>> = HashMap::with_capacity(names);
         for (i, p) in programs.iter().enumerate() {
             for n in &p.names {
                 let subs = index.entry(n.clone()).or_default();
@@ -293,7 +309,7 @@ impl Knowledge {
                 subs.push((p.subcommand.clone(), i));
             }
         }
-        let mut env_exact = HashMap::new();
+        let mut env_exact = HashMap::with_capacity(env.iter().map(|e| e.names.len()).sum());
         for (i, e) in env.iter().enumerate() {
             for n in &e.names {
                 if !n.ends_with('*') {
@@ -340,14 +356,22 @@ impl Knowledge {
     }
 }
 
-/// The built-in knowledge base, parsed once.
+/// The built-in knowledge base, made once per process from the data the
+/// loader produced from [`PROGRAMS_TOML`] when airlock was built (30-40 µs,
+/// against about 1.5 ms to parse the text).
+///
+/// There is no failure to fall back from at run time: a `programs.toml` that
+/// does not load, or data that is not the loader's result for it, fails the
+/// build or the tests (see `built.rs`).
 pub fn builtin() -> &'static Knowledge {
     static KB: OnceLock<Knowledge> = OnceLock::new();
-    // Tested to load (a unit test and tests/load_errors.rs); should an edit
-    // break it, the base is empty (the rules still apply) rather than a panic.
-    KB.get_or_init(|| {
-        crate::load::knowledge_from_str(PROGRAMS_TOML, BUILTIN_KNOWLEDGE_ORIGIN).unwrap_or_default()
-    })
+    KB.get_or_init(built::knowledge)
+}
+
+/// [`builtin`]'s construction, uncached: for benchmarks.
+#[doc(hidden)]
+pub fn builtin_uncached() -> Knowledge {
+    built::knowledge()
 }
 
 /// The knowledge the gate consults: a policy's extension over the built-in base.
@@ -391,11 +415,10 @@ impl<'k> Kb<'k> {
             .config_files
             .iter()
             .chain(&self.builtin.config_files)
+            .map(|p| &**p)
             .find(|p| {
-                path == p.as_str()
-                    || (path.ends_with(p.as_str()) && path[..path.len() - p.len()].ends_with('/'))
+                path == *p || (path.ends_with(p) && path[..path.len() - p.len()].ends_with('/'))
             })
-            .map(String::as_str)
     }
 
     pub fn env(&self, name: &str) -> Option<&'k EnvEntry> {
@@ -461,10 +484,10 @@ pub fn env_finding(kb: Kb<'_>, name: &str, value: &str) -> Option<Finding> {
         Some(e) => Some(Finding {
             action: e.action,
             entry: format!("env {name}"),
-            origin: e.origin.clone(),
+            origin: e.origin.to_string(),
             shown,
             kind: e.kind,
-            reason: e.reason.clone(),
+            reason: e.reason.to_string(),
         }),
         None => Some(Finding {
             action: Action::OnUnknown,

@@ -283,7 +283,7 @@ fn stops(owner: &ProgramEntry, last: Option<&Word<'_>>) -> bool {
         return false;
     }
     last.and_then(Word::key)
-        .is_some_and(|k| owner.stop_after.contains(&k))
+        .is_some_and(|k| owner.stop_after.iter().any(|s| *s == k))
 }
 
 /// A single-dash whole-word option of this entry: (key, takes, short, attached value).

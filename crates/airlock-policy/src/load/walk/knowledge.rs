@@ -5,7 +5,7 @@
 use super::{closest, type_name, SValue, Walker};
 use crate::knowledge::{
     Action, Effect, EnvEntry, InnerCommand, Kind, Knowledge, LongOption, ProgramEntry, Script,
-    Takes, Trigger, FORMAT_VERSION,
+    Takes, Text, Trigger, FORMAT_VERSION,
 };
 use crate::shell::Access;
 use std::ops::Range;
@@ -68,7 +68,7 @@ impl Walker<'_> {
                         if f.is_empty() || f.starts_with('/') || f.ends_with('/') {
                             self.error(sp, format!("a config file is a file name or a path relative to a home directory (\".gitconfig\", \".config/git/config\"), found \"{f}\""));
                         } else {
-                            config_files.push(f);
+                            config_files.push(f.into());
                         }
                     }
                 }
@@ -138,16 +138,22 @@ impl Walker<'_> {
             synonyms: vec![],
             long: vec![],
             effects: vec![],
-            about: String::new(),
-            origin: self.origin_at(&span),
+            about: Text::default(),
+            origin: self.origin_at(&span).into(),
         };
         let mut effects: Vec<(&DeTable<'_>, Range<usize>)> = vec![];
         let mut stop_after = vec![];
         for (key, v) in self.entries(t, "program", PROGRAM_KEYS) {
             match key {
-                "names" => p.names = self.strings(v, "names").into_iter().map(|x| x.0).collect(),
-                "subcommand" => p.subcommand = self.string(v, "subcommand"),
-                "about" => p.about = self.string(v, "about").unwrap_or_default(),
+                "names" => {
+                    p.names = self
+                        .strings(v, "names")
+                        .into_iter()
+                        .map(|x| x.0.into())
+                        .collect()
+                }
+                "subcommand" => p.subcommand = self.string(v, "subcommand").map(Text::from),
+                "about" => p.about = self.string(v, "about").unwrap_or_default().into(),
                 "abbreviations" => p.abbreviations = self.boolean(v, key),
                 "subcommands" => p.subcommands = self.boolean(v, key),
                 "globals_anywhere" => p.globals_anywhere = self.boolean(v, key),
@@ -194,7 +200,7 @@ impl Walker<'_> {
         }
         for (s, sp) in stop_after {
             if let Some(k) = self.option_key(&p, &s, sp) {
-                p.stop_after.push(k);
+                p.stop_after.push(k.into());
             }
         }
         for (t, sp) in effects {
@@ -212,18 +218,18 @@ impl Walker<'_> {
             if let Some(o) = p.long.iter().find(|o| o.name == name) {
                 return Some(match o.short {
                     Some(c) => format!("-{c}"),
-                    None => o.key.clone(),
+                    None => o.key.to_string(),
                 });
             }
         } else if let Some(o) = p.long.iter().find(|o| o.key == s) {
-            return Some(o.key.clone());
+            return Some(o.key.to_string());
         } else if let Some(rest) = s.strip_prefix('-') {
             let mut cs = rest.chars();
             if let (Some(c), None) = (cs.next(), cs.next()) {
                 return Some(format!("-{}", p.canonical_short(c)));
             }
         }
-        let keys: Vec<&str> = p.long.iter().map(|o| o.key.as_str()).collect();
+        let keys: Vec<&str> = p.long.iter().map(|o| &*o.key).collect();
         let hint = match closest(s, &keys) {
             Some(best) => format!("; did you mean `{best}`?"),
             None => String::new(),
@@ -253,7 +259,7 @@ impl Walker<'_> {
             path: None,
             inner: InnerCommand::None,
             script: None,
-            reason: String::new(),
+            reason: Text::default(),
         };
         let mut kind = None;
         let mut action = None;
@@ -264,7 +270,9 @@ impl Walker<'_> {
             match key {
                 "option" => {
                     if let Some(s) = self.string(v, key) {
-                        trigger = self.option_key(p, &s, v.span()).map(Trigger::Option);
+                        trigger = self
+                            .option_key(p, &s, v.span())
+                            .map(|k| Trigger::Option(k.into()));
                     }
                 }
                 "argument" => {
@@ -279,12 +287,18 @@ impl Walker<'_> {
                         .or(trigger);
                 }
                 "min_args" => min_args = self.integer(v, key, 0, 64).unwrap_or(0) as usize,
-                "when" => e.when = self.strings(v, key).into_iter().map(|x| x.0).collect(),
+                "when" => {
+                    e.when = self
+                        .strings(v, key)
+                        .into_iter()
+                        .map(|x| x.0.into())
+                        .collect()
+                }
                 "requires" | "unless" => {
                     let mut keys = vec![];
                     for (s, sp) in self.strings(v, key) {
                         if let Some(k) = self.option_key(p, &s, sp) {
-                            keys.push(k);
+                            keys.push(k.into());
                         }
                     }
                     if key == "requires" {
@@ -302,7 +316,7 @@ impl Walker<'_> {
                     }
                 }
                 "script" => e.script = self.enum_value(v, "effect.script", &Script::ALL),
-                "reason" => e.reason = self.string(v, key).unwrap_or_default(),
+                "reason" => e.reason = self.string(v, key).unwrap_or_default().into(),
                 _ => {}
             }
         }
@@ -362,7 +376,7 @@ impl Walker<'_> {
                             && bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                             && !bare.starts_with(|c: char| c.is_ascii_digit());
                         if ok {
-                            names.push(n);
+                            names.push(n.into());
                         } else {
                             self.error(
                                 sp,
@@ -407,8 +421,8 @@ impl Walker<'_> {
             names,
             kind,
             action,
-            reason,
-            origin: self.origin_at(&span),
+            reason: reason.into(),
+            origin: self.origin_at(&span).into(),
         })
     }
 }
@@ -447,8 +461,8 @@ fn parse_long(s: &str) -> Result<LongOption, String> {
         format!("--{name}")
     };
     Ok(LongOption {
-        name: name.to_string(),
-        key,
+        name: name.to_string().into(),
+        key: key.into(),
         takes,
         short,
     })
