@@ -207,11 +207,9 @@ fn become_helper(
     sys::close_from(6);
     if scrub {
         for (start, end) in strings {
-            // SAFETY: the kernel's record of where this process's argv and
-            // environment strings are (on its initial stack, mapped writable,
-            // a private copy since the fork); zeroing them changes only what
-            // /proc shows and what std::env reads, and the environment is
-            // emptied right after.
+            // Zeroing them changes only what /proc shows and what std::env
+            // reads, and the environment is emptied right after.
+            // SAFETY: [start, end) is where the kernel says this process's argv and environment strings are: its initial stack, mapped writable, a private copy since the fork.
             unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
         }
         // SAFETY: this process has one thread (checked before the fork), so
