@@ -221,6 +221,68 @@ pub fn clone_into_cgroup(
     }
 }
 
+/// Runs `child` in a new process that shares this one's memory until it
+/// execs or exits (`clone(CLONE_VM | CLONE_VFORK)`, as posix_spawn does): no
+/// page tables are copied, and the child's exec tears no address space down.
+/// This process is suspended until then. `child` must end in execve or
+/// `_exit`; it runs on a stack of its own and may allocate (the suspended
+/// caller, single-threaded, holds no lock), but what it leaves in memory stays
+/// in the caller's. Signal dispositions, the fd table, the cwd and credentials
+/// are the child's own copies.
+pub fn spawn_sharing_memory(
+    child: &mut dyn FnMut() -> std::convert::Infallible,
+) -> io::Result<libc::pid_t> {
+    const STACK: usize = 1 << 20;
+    const GUARD: usize = 4096;
+    // `child` never returns (it yields Infallible): clone's callback type
+    // still needs an int.
+    #[allow(unreachable_code)]
+    extern "C" fn run(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: arg is the `&mut &mut dyn FnMut` below, alive while the
+        // caller is suspended in clone.
+        let child = unsafe { &mut *(arg as *mut &mut dyn FnMut() -> std::convert::Infallible) };
+        match child() {}
+    }
+    // SAFETY: a fresh anonymous mapping; nothing else refers to it.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            STACK + GUARD,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the lowest page of the mapping just made becomes the guard.
+    unsafe { libc::mprotect(base, GUARD, libc::PROT_NONE) };
+    let top = (base as usize + GUARD + STACK) & !15;
+    let mut arg: &mut dyn FnMut() -> std::convert::Infallible = child;
+    // SAFETY: `run` gets a stack of its own (top of the mapping, 16-aligned)
+    // and a pointer to `arg`, which lives until clone returns; CLONE_VFORK
+    // returns only once the child has exec'd or exited, so it no longer uses
+    // the stack that is unmapped next.
+    let pid = unsafe {
+        libc::clone(
+            run,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            &mut arg as *mut &mut dyn FnMut() -> std::convert::Infallible as *mut libc::c_void,
+        )
+    };
+    let err = io::Error::last_os_error();
+    // SAFETY: the mapping made above; the child is done with it.
+    unsafe { libc::munmap(base, STACK + GUARD) };
+    if pid < 0 {
+        Err(err)
+    } else {
+        Ok(pid)
+    }
+}
+
 pub fn fork() -> io::Result<libc::pid_t> {
     // SAFETY: called only from a single-threaded process: the helper, its init,
     // or a caller that checked it has one thread (native::prefork).

@@ -412,11 +412,17 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, mut marks: Marks) -> ! {
         _ => None,
     };
     marks.mark("forking the command");
-    let child = match sys::fork() {
-        Ok(0) => {
-            drop(err_r);
-            exec_command(plan, spec, err_w.as_raw_fd(), &old)
-        }
+    // Sharing init's memory until its exec: no page-table copy, no address
+    // space torn down by the exec (the command's setup allocates in init's
+    // heap, which init, suspended meanwhile, keeps).
+    let (err_r_fd, err_w_fd) = (err_r.as_raw_fd(), err_w.as_raw_fd());
+    let mut command = || -> std::convert::Infallible {
+        // SAFETY: closes this child's copy of the pipe's read end (its fd
+        // table is its own: no CLONE_FILES).
+        unsafe { libc::close(err_r_fd) };
+        exec_command(plan, spec, err_w_fd, &old)
+    };
+    let child = match sys::spawn_sharing_memory(&mut command) {
         Ok(pid) => pid,
         Err(e) => {
             send(plan.report, &fail_msg(layer(Layer::Helper, "fork", e)));
