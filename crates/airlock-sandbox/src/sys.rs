@@ -261,10 +261,9 @@ pub fn spawn_sharing_memory(
     unsafe { libc::mprotect(base, GUARD, libc::PROT_NONE) };
     let top = (base as usize + GUARD + STACK) & !15;
     let mut arg: &mut dyn FnMut() -> std::convert::Infallible = child;
-    // SAFETY: `run` gets a stack of its own (top of the mapping, 16-aligned)
-    // and a pointer to `arg`, which lives until clone returns; CLONE_VFORK
-    // returns only once the child has exec'd or exited, so it no longer uses
-    // the stack that is unmapped next.
+    // CLONE_VFORK returns only once the child has exec'd or exited, so it no
+    // longer uses the stack that is unmapped next.
+    // SAFETY: `run` gets a stack of its own (16-aligned top) and a pointer to `arg`, alive until clone returns.
     let pid = unsafe {
         libc::clone(
             run,
