@@ -569,6 +569,27 @@ pub fn openat(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Moves each `(source, target)` fd to exactly `target` (close-on-exec cleared
+/// there). Every source is first copied to 10 or above, so that no dup2
+/// clobbers a source that is itself a target: targets are below 10, at most 8
+/// pairs. It allocates nothing, so it may run between fork and exec; the
+/// copies are close-on-exec.
+pub fn place_fds(pairs: &[(RawFd, RawFd)]) -> io::Result<()> {
+    let mut high = [0 as RawFd; 8];
+    if pairs.len() > high.len() || pairs.iter().any(|(_, t)| *t >= 10) {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    for (i, (src, _)) in pairs.iter().enumerate() {
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) takes integers only.
+        high[i] = cvt(unsafe { libc::fcntl(*src, libc::F_DUPFD_CLOEXEC, 10) })?;
+    }
+    for (i, (_, target)) in pairs.iter().enumerate() {
+        // SAFETY: dup2 takes integers only.
+        cvt(unsafe { libc::dup2(high[i], *target) })?;
+    }
+    Ok(())
+}
+
 /// Moves `fd` to exactly `target` (clearing close-on-exec there).
 pub fn dup_to(fd: RawFd, target: RawFd) -> io::Result<()> {
     if fd == target {
@@ -589,17 +610,19 @@ pub fn close_from(first: libc::c_uint) {
 
 /// Points fds 0, 1, 2 at /dev/null (so that this process holds no pipe end).
 pub fn stdio_to_devnull() {
-    if let Ok(null) = open(Path::new("/dev/null"), libc::O_RDWR, 0) {
-        for fd in 0..3 {
-            let _ = dup_to(null.as_raw_fd(), fd);
-        }
-    }
+    devnull_onto(0..3, libc::O_RDWR);
 }
 
 /// Points fd 0 at /dev/null (read-only).
 pub fn stdin_to_devnull() {
-    if let Ok(null) = open(Path::new("/dev/null"), libc::O_RDONLY, 0) {
-        let _ = dup_to(null.as_raw_fd(), 0);
+    devnull_onto(0..1, libc::O_RDONLY);
+}
+
+fn devnull_onto(fds: std::ops::Range<RawFd>, flags: libc::c_int) {
+    if let Ok(null) = open(Path::new("/dev/null"), flags, 0) {
+        for fd in fds {
+            let _ = dup_to(null.as_raw_fd(), fd);
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 //! The caller may be a multi-threaded server, so it never forks into the
 //! sandbox: it spawns the helper (fork+exec via std, with an empty
 //! environment) and talks to it over pipes; only a caller that is still
-//! single-threaded may have forked one in advance ([`super::prefork`]). Its end of the control pipe is
-//! the helper's lifeline: when the caller dies, the helper sees EOF and kills
+//! single-threaded may have forked one in advance ([`super::prefork`]). Its
+//! end of the control pipe is the helper's lifeline: when the caller dies, the helper sees EOF and kills
 //! everything (PR_SET_PDEATHSIG would be tied to the spawning thread instead).
 
 use super::helper_process::HelperProcess;
@@ -197,29 +197,15 @@ impl NativeBackend {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        #[cfg(debug_assertions)]
-        if let Some(v) = std::env::var_os(crate::workspace::RETURN_PATH_OFF) {
-            cmd.env(crate::workspace::RETURN_PATH_OFF, v);
-        }
-        #[cfg(debug_assertions)]
-        if let Some(v) = std::env::var_os(super::cgroup_glue::CGROUP_ATTACH_LATE) {
-            cmd.env(super::cgroup_glue::CGROUP_ATTACH_LATE, v);
+        for name in protocol::HELPER_ENV {
+            if let Some(v) = std::env::var_os(name) {
+                cmd.env(name, v);
+            }
         }
         // SAFETY: the closure runs between fork and exec and only calls fcntl and
-        // dup2, which are async-signal-safe; it allocates nothing.
+        // dup2 (sys::place_fds), which are async-signal-safe; it allocates nothing.
         unsafe {
-            cmd.pre_exec(move || {
-                // First move every source above the targets so no dup2 clobbers
-                // a source that is itself one of the target numbers.
-                let mut high = [0 as RawFd; 3];
-                for (i, (src, _)) in passed.iter().enumerate() {
-                    high[i] = sys::cvt(libc::fcntl(*src, libc::F_DUPFD_CLOEXEC, 10))?;
-                }
-                for (i, (_, target)) in passed.iter().enumerate() {
-                    sys::cvt(libc::dup2(high[i], *target))?;
-                }
-                Ok(())
-            });
+            cmd.pre_exec(move || sys::place_fds(&passed));
         }
         let child = cmd.spawn().map_err(io_err("spawning the sandbox helper"))?;
         let mut child = HelperProcess::from_child(child);

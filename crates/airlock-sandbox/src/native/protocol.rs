@@ -13,6 +13,16 @@ use std::path::PathBuf;
 /// The hidden first argument that turns the airlock binary into the helper.
 pub const HELPER_ARG: &str = "__sandbox-helper";
 
+/// The only variables a helper's environment holds, when the caller has them:
+/// debug builds' test switches. Release builds give it none.
+#[cfg(debug_assertions)]
+pub const HELPER_ENV: &[&str] = &[
+    crate::workspace::RETURN_PATH_OFF,
+    super::cgroup_glue::CGROUP_ATTACH_LATE,
+];
+#[cfg(not(debug_assertions))]
+pub const HELPER_ENV: &[&str] = &[];
+
 pub const FD_REQUEST: i32 = 3;
 pub const FD_REPORT: i32 = 4;
 pub const FD_CONTROL: i32 = 5;
