@@ -82,8 +82,11 @@ fn serve_one_request(forked_in_advance: bool) -> ! {
     let mut reporter = Reporter(Some(report_fd));
     // Forked in advance, this helper waits while the caller judges the
     // command: it makes meanwhile what no request changes.
-    let mut early = Early::default();
-    if forked_in_advance && !rootless::is_rootless() {
+    let mut early = Early {
+        rootless: rootless::is_rootless(),
+        sandbox_ns: None,
+    };
+    if forked_in_advance && !early.rootless {
         early.sandbox_ns = namespaces::user_ns(0, 0).ok();
     }
     match read_request(&req) {
@@ -213,10 +216,9 @@ struct Watch {
     init_timings: Vec<(String, u64)>,
 }
 
-/// What a helper forked in advance made before its request came, and
-/// whether it runs rootless (told apart before it enters a user namespace of
-/// its own, where it is uid 0).
-#[derive(Default)]
+/// Whether the helper runs rootless (told apart at its start: in the user
+/// namespace of its own it enters later it is uid 0), and what a helper
+/// forked in advance made before its request came.
 struct Early {
     /// The sandbox's user namespace (root mode: 0 maps to the sandbox's host uid).
     sandbox_ns: Option<OwnedFd>,
@@ -233,7 +235,7 @@ fn run(
 ) -> Result<(), SandboxError> {
     validate(request)?;
     let spec = &request.spec;
-    let rootless = rootless::is_rootless();
+    let rootless = early.rootless;
     if rootless {
         let base = request
             .runtime_dir
@@ -254,7 +256,6 @@ fn run(
             "rootless mode: the caller's uid is root inside a user namespace of its own".into(),
         );
     }
-    let early = Early { rootless, ..early };
     let result = run_in(request, &run_dir, control, t0, early, report, reporter);
     if let Err(e) = run_dir.remove() {
         report.notes.push(format!(

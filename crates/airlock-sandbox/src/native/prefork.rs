@@ -34,7 +34,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// Debug builds only: skip the scrub of argv and environment, so that the
-/// escape corpus can show `sec_proc_environ` failing without it
+/// escape corpus can show `sec_proc_cmdline` failing without it
 /// (`run.py --prefork-scrub-off`). Release builds have no such switch.
 #[cfg(debug_assertions)]
 pub const PREFORK_SCRUB_OFF: &str = "AIRLOCK_TEST_PREFORK_SCRUB_OFF";
@@ -72,16 +72,23 @@ impl Slot {
     }
 }
 
-impl Drop for Slot {
-    fn drop(&mut self) {
-        if let Some(Preforked {
+impl Preforked {
+    /// Lets an unused helper go: EOF on its request pipe makes it exit; reaps it.
+    fn let_go(self) {
+        let Preforked {
             mut process,
             request,
             ..
-        }) = self.take()
-        {
-            drop(request);
-            let _ = process.wait();
+        } = self;
+        drop(request);
+        let _ = process.wait();
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(unused) = self.take() {
+            unused.let_go();
         }
         self.teardowns.wait();
     }
@@ -111,14 +118,8 @@ pub(crate) fn take_early() -> Option<Preforked> {
 
 /// Lets the early helper go (another backend runs the command) and reaps it.
 pub(crate) fn discard_early() {
-    if let Some(Preforked {
-        mut process,
-        request,
-        ..
-    }) = take_early()
-    {
-        drop(request);
-        let _ = process.wait();
+    if let Some(unused) = take_early() {
+        unused.let_go();
     }
 }
 
@@ -188,21 +189,10 @@ fn become_helper(
     scrub: bool,
     keep_env: &[(CString, CString)],
 ) -> ! {
-    // Fds first: the pipes to 0..=5 (each source moved above them first, so
-    // that no dup2 clobbers a source that is itself a target), then nothing
-    // else stays open.
-    let mut high = [0 as RawFd; 6];
-    for (i, src) in passed.iter().enumerate() {
-        // SAFETY: fcntl(F_DUPFD_CLOEXEC) on an fd this process owns.
-        match sys::cvt(unsafe { libc::fcntl(*src, libc::F_DUPFD_CLOEXEC, 10) }) {
-            Ok(fd) => high[i] = fd,
-            Err(_) => sys::exit_now(127),
-        }
-    }
-    for (target, fd) in high.iter().enumerate() {
-        if sys::dup_to(*fd, target as RawFd).is_err() {
-            sys::exit_now(127);
-        }
+    // Fds first: the pipes to 0..=5, then nothing else stays open.
+    let pairs: [(RawFd, RawFd); 6] = std::array::from_fn(|i| (passed[i], i as RawFd));
+    if sys::place_fds(&pairs).is_err() {
+        sys::exit_now(127);
     }
     sys::close_from(6);
     if scrub {
@@ -226,15 +216,11 @@ fn become_helper(
     super::helper::preforked_helper_main()
 }
 
-/// The variables a spawned helper is given (debug switches only).
+/// The variables a spawned helper is given ([`protocol::HELPER_ENV`]), read
+/// before the fork: the child empties its environment before it sets them.
 fn kept_env() -> Vec<(CString, CString)> {
-    #[cfg(debug_assertions)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        [
-            crate::workspace::RETURN_PATH_OFF,
-            super::cgroup_glue::CGROUP_ATTACH_LATE,
-        ]
+    use std::os::unix::ffi::OsStrExt;
+    protocol::HELPER_ENV
         .iter()
         .filter_map(|name| {
             let value = std::env::var_os(name)?;
@@ -244,11 +230,6 @@ fn kept_env() -> Vec<(CString, CString)> {
             ))
         })
         .collect()
-    }
-    #[cfg(not(debug_assertions))]
-    {
-        Vec::new()
-    }
 }
 
 fn scrub_enabled() -> bool {
