@@ -5,9 +5,14 @@
 #   RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none --fuzz-dir fuzz shell_decide -- -max_total_time=3600
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if ! cargo fuzz --version >/dev/null 2>&1; then
-  echo "installing cargo-fuzz"
-  cargo install cargo-fuzz --locked --quiet
+# A pinned cargo-fuzz, so that every CI run builds the targets the same way; one
+# retry, as the registry is the only thing here that can fail for want of luck.
+fuzz_version=0.13.2
+if [ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $fuzz_version" ]; then
+  echo "installing cargo-fuzz $fuzz_version"
+  cargo install cargo-fuzz --version "$fuzz_version" --locked --quiet \
+    || cargo install cargo-fuzz --version "$fuzz_version" --locked --quiet \
+    || { echo "FAIL fuzz: cargo-fuzz $fuzz_version did not install"; exit 1; }
 fi
 export RUSTC_BOOTSTRAP=1
 # The pass in the test command is deterministic (a fixed seed and a fixed number of
@@ -26,6 +31,20 @@ for target in policy_load shell_decide knowledge; do
   # No sanitizer: airlock-policy has no unsafe code, and what is hunted here is
   # panics, integer overflows (debug assertions are on), stack exhaustion and
   # hangs, which need none; AddressSanitizer would only add build and run time.
-  cargo fuzz run --sanitizer none --fuzz-dir fuzz "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \
-    "${budget[@]}" -max_len=4096 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 2>&1 | tail -n 15
+  log=$(mktemp)
+  if cargo fuzz run --sanitizer none --fuzz-dir fuzz "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \
+    "${budget[@]}" -max_len=4096 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
+    tail -n 6 "$log"
+  else
+    # Everything a reader of the CI log needs: the fuzzer's own account of the
+    # failure (its build error, panic message or crash summary) and the input.
+    echo "FAIL fuzz $target: cargo fuzz exited $?"
+    grep -v '^"' "$log" | tail -n 60 | sed 's/^/  | /'
+    for a in "fuzz/artifacts/$target"/*; do
+      [ -f "$a" ] && { echo "  input $a (base64):"; base64 -w 100 "$a" | head -n 40 | sed 's/^/  | /'; }
+    done
+    failed=1
+  fi
+  rm -f "$log"
 done
+exit "${failed:-0}"
