@@ -160,7 +160,8 @@ impl NativeBackend {
         let bytes = |r: &HelperRequest| {
             serde_json::to_vec(r).map_err(|e| SandboxError::Spec(e.to_string()))
         };
-        warm_cgroup_migration();
+        // A helper forked in advance took the migration's wait itself, while
+        // the caller judged the command (cgroup_glue::prepare_early).
         if let Some(waiting) = self.preforked.take().filter(|_| !pooled) {
             request.stdin_null = !stdin_wanted;
             match hand_over(waiting, &bytes(&request)?, stdin_wanted) {
@@ -177,6 +178,7 @@ impl NativeBackend {
                 Err(_) => request.stdin_null = false,
             }
         }
+        warm_cgroup_migration();
 
         let (req_r, req_w) = sys::pipe().map_err(io_err("pipe"))?;
         let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;

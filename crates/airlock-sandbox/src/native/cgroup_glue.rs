@@ -41,6 +41,22 @@ pub fn attach_late() -> bool {
     }
 }
 
+/// What a helper forked in advance does about cgroups while the caller judges
+/// the command (root mode): detects the layout, removes crashed runs' groups
+/// and, on v1, takes the wait of the first task migration after a quiet moment
+/// (one RCU grace period, 4-14 ms here; see [`CgroupHost::warm_migration`])
+/// now, in the foreground, so that moving init into its group later finds the
+/// kernel's migration lock already in its slow-path mode and costs ~0.1 ms.
+/// On the real request this wait overlaps the caller's work instead of
+/// following it. `None` when there is no usable layout: the run then detects
+/// it again and reports why.
+pub fn prepare_early() -> Option<CgroupHost> {
+    let host = CgroupHost::detect().ok()?;
+    let _ = host.clean_stale(PREFIX);
+    let _ = host.warm_migration();
+    Some(host)
+}
+
 /// Where a freshly cloned init stands (see [`RunCgroup::clone_init`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
@@ -73,6 +89,16 @@ impl RunCgroup {
         limits: &Limits,
     ) -> Result<RunCgroup, SandboxError> {
         let _ = host.clean_stale(PREFIX);
+        Self::create_prepared(host, request_id, limits)
+    }
+
+    /// As [`RunCgroup::create_on`], on a layout [`prepare_early`] returned
+    /// (crashed runs' groups already removed).
+    pub fn create_prepared(
+        host: &CgroupHost,
+        request_id: &str,
+        limits: &Limits,
+    ) -> Result<RunCgroup, SandboxError> {
         let name = format!("{PREFIX}{}-{request_id}", std::process::id());
         let cgroup = host.create(&name, &CgroupLimits::from_limits(limits))?;
         Ok(RunCgroup {

@@ -11,7 +11,8 @@
 //! one report on fd 4 and closes it, then removes every trace (init's
 //! namespaces, cgroup, run directory) before it exits.
 
-use super::cgroup_glue::{Placement, RunCgroup};
+use super::cgroup::CgroupHost;
+use super::cgroup_glue::{self, Placement, RunCgroup};
 use super::init::{self, InitPlan};
 use super::protocol::{self, HelperReport, HelperRequest, InitMsg, LayerFailure};
 use super::rundir::{self, RunDir};
@@ -85,9 +86,13 @@ fn serve_one_request(forked_in_advance: bool) -> ! {
     let mut early = Early {
         rootless: rootless::is_rootless(),
         sandbox_ns: None,
+        cgroup_host: None,
+        net_ns: None,
     };
     if forked_in_advance && !early.rootless {
+        early.cgroup_host = cgroup_glue::prepare_early();
         early.sandbox_ns = namespaces::user_ns(0, 0).ok();
+        early.net_ns = namespaces::net_ns().ok();
     }
     match read_request(&req) {
         Ok(request) => {
@@ -222,6 +227,12 @@ struct Watch {
 struct Early {
     /// The sandbox's user namespace (root mode: 0 maps to the sandbox's host uid).
     sandbox_ns: Option<OwnedFd>,
+    /// The cgroup layout, stale groups removed and (v1) the first migration's
+    /// wait taken ([`cgroup_glue::prepare_early`]; root mode).
+    cgroup_host: Option<CgroupHost>,
+    /// A network namespace with `lo` up, for a run whose network is not open
+    /// (root mode; dropped unused otherwise).
+    net_ns: Option<OwnedFd>,
     rootless: bool,
 }
 
@@ -347,17 +358,22 @@ fn run_in(
             "per-process RLIMIT_DATA and RLIMIT_CPU, wall-clock timeout",
             &mut report.notes,
         )?
+    } else if let Some(host) = &early.cgroup_host {
+        RunCgroup::create_prepared(host, &spec.request_id, &spec.limits)?
     } else {
         RunCgroup::create(&spec.request_id, &spec.limits)?
     };
     mark(report, "cgroup created");
     let (go_r, go_w) = sys::pipe().map_err(|e| io_layer(Layer::Helper, "pipe", e))?;
     let (msg_r, msg_w) = sys::pipe().map_err(|e| io_layer(Layer::Helper, "pipe", e))?;
+    let isolate_network = !matches!(spec.network, NetworkSpec::Open);
+    let net_ns = early.net_ns.filter(|_| isolate_network);
     let plan = InitPlan {
         spec,
         view: &view,
         run_dir: &run_dir.path,
         sandbox_userns: &sandbox_ns,
+        net_ns: net_ns.as_ref(),
         idmaps: &idmaps,
         seccomp: &program,
         upper_fs: upper_fs.as_ref(),
@@ -370,7 +386,7 @@ fn run_in(
         rootless,
         t0,
     };
-    let flags = namespaces::init_clone_flags(!matches!(spec.network, NetworkSpec::Open));
+    let flags = namespaces::init_clone_flags(isolate_network && net_ns.is_none());
     let (init_pid, placement) = match cgroup.clone_init(flags, &mut report.notes) {
         Ok((0, _)) => {
             drop(go_w);

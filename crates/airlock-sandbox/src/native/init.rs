@@ -43,6 +43,10 @@ pub struct InitPlan<'a> {
     pub view: &'a [ViewOp],
     pub run_dir: &'a Path,
     pub sandbox_userns: &'a OwnedFd,
+    /// A network namespace made in advance, `lo` up ([`namespaces::net_ns`]):
+    /// joined instead of one made by init's clone (flags without
+    /// `CLONE_NEWNET`). `None`: the clone made one, or the network is open.
+    pub net_ns: Option<&'a OwnedFd>,
     /// Idmapping user namespaces by host owner uid.
     pub idmaps: &'a [(u32, OwnedFd)],
     pub seccomp: &'a SeccompProgram,
@@ -142,8 +146,11 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxEr
     let spec = plan.spec;
     namespaces::set_hostname("airlock")?;
     let isolated = !matches!(spec.network, NetworkSpec::Open);
-    if isolated {
-        namespaces::loopback_up()?;
+    match plan.net_ns {
+        Some(ns) => sys::setns(ns.as_raw_fd(), libc::CLONE_NEWNET)
+            .map_err(|e| layer(Layer::Network, "setns(net)", e))?,
+        None if isolated => namespaces::loopback_up()?,
+        None => {}
     }
     let idmaps = |p: &Path| -> Option<RawFd> {
         let (uid, _) = crate::sys::owner(p)?;
