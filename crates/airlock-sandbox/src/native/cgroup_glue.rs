@@ -2,10 +2,10 @@
 //! `run-<helper pid>-<request id>` so that a later helper can tell a crashed
 //! run (its helper pid is gone) from a live one.
 
-use super::cgroup::{Cgroup, CgroupHost, CgroupLimits};
+use super::cgroup::{Cgroup, CgroupHost, CgroupLimits, CgroupVersion};
 use crate::sys;
 use crate::{Limits, SandboxError};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::os::fd::AsFd;
 
 /// The prefix of every run cgroup's name.
@@ -41,20 +41,63 @@ pub fn attach_late() -> bool {
     }
 }
 
-/// What a helper forked in advance does about cgroups while the caller judges
-/// the command (root mode): detects the layout, removes crashed runs' groups
-/// and, on v1, takes the wait of the first task migration after a quiet moment
-/// (one RCU grace period, 4-14 ms here; see [`CgroupHost::warm_migration`])
-/// now, in the foreground, so that moving init into its group later finds the
-/// kernel's migration lock already in its slow-path mode and costs ~0.1 ms.
-/// On the real request this wait overlaps the caller's work instead of
-/// following it. `None` when there is no usable layout: the run then detects
-/// it again and reports why.
-pub fn prepare_early() -> Option<CgroupHost> {
+/// What a helper forked in advance makes of the cgroup layer while the caller
+/// judges the command (root mode; [`prepare_early`]).
+pub struct Prepared {
+    host: CgroupHost,
+    /// `run-<helper pid>-forked`, no limits yet: the request brings them.
+    cgroup: Option<Cgroup>,
+    /// The child taking the first migration's wait (v1).
+    warmer: Option<libc::pid_t>,
+}
+
+/// A request that never comes (the caller let the helper go) or fails before
+/// the group is used: the group is removed (`Cgroup`'s own drop) and the
+/// child reaped.
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if let Some(pid) = self.warmer.take() {
+            let _ = sys::waitpid(pid, 0);
+        }
+    }
+}
+
+/// Detects the layout, removes crashed runs' groups and creates this run's
+/// group; then, on v1, a child takes the wait of the first task migration
+/// after a quiet moment (one RCU grace period, 4-14 ms here; see
+/// [`CgroupHost::warm_migration`]) while the helper goes on. Moving init into
+/// its group later joins that wait instead of starting its own, so the wait
+/// overlaps the caller's judgment and the helper's whole setup, init's view
+/// included, instead of following them.
+///
+/// The order matters: a writer waiting for the grace period holds the
+/// kernel's cgroup_mutex, so every `mkdir` and `rmdir` of a group is done
+/// before the child starts; writing limits and cloning do not take it.
+/// `None` when there is no usable layout: the run then detects it again and
+/// reports why.
+pub fn prepare_early() -> Option<Prepared> {
     let host = CgroupHost::detect().ok()?;
     let _ = host.clean_stale(PREFIX);
-    let _ = host.warm_migration();
-    Some(host)
+    let cgroup = host
+        .create_empty(&format!("{PREFIX}{}-forked", std::process::id()))
+        .ok();
+    let warmer = match host.version() {
+        CgroupVersion::V1 => match sys::clone_process(0) {
+            Ok(0) => {
+                // The helper is single-threaded: this fork may allocate.
+                let _ = host.warm_migration();
+                sys::exit_now(0)
+            }
+            Ok(pid) => Some(pid),
+            Err(_) => None,
+        },
+        CgroupVersion::V2 => None,
+    };
+    Some(Prepared {
+        host,
+        cgroup,
+        warmer,
+    })
 }
 
 /// Where a freshly cloned init stands (see [`RunCgroup::clone_init`]).
@@ -73,6 +116,8 @@ pub enum Placement {
 /// init, and rlimits stand in for the limits.
 pub struct RunCgroup {
     cgroup: RefCell<Option<Cgroup>>,
+    /// [`Prepared::warmer`], reaped once init is in the group.
+    warmer: Cell<Option<libc::pid_t>>,
 }
 
 impl RunCgroup {
@@ -89,20 +134,48 @@ impl RunCgroup {
         limits: &Limits,
     ) -> Result<RunCgroup, SandboxError> {
         let _ = host.clean_stale(PREFIX);
-        Self::create_prepared(host, request_id, limits)
-    }
-
-    /// As [`RunCgroup::create_on`], on a layout [`prepare_early`] returned
-    /// (crashed runs' groups already removed).
-    pub fn create_prepared(
-        host: &CgroupHost,
-        request_id: &str,
-        limits: &Limits,
-    ) -> Result<RunCgroup, SandboxError> {
         let name = format!("{PREFIX}{}-{request_id}", std::process::id());
         let cgroup = host.create(&name, &CgroupLimits::from_limits(limits))?;
         Ok(RunCgroup {
             cgroup: RefCell::new(Some(cgroup)),
+            warmer: Cell::new(None),
+        })
+    }
+
+    /// The group [`prepare_early`] made, with the run's limits written now;
+    /// made here if it could not be made then.
+    pub fn from_prepared(
+        prepared: Prepared,
+        request_id: &str,
+        limits: &Limits,
+    ) -> Result<RunCgroup, SandboxError> {
+        let mut prepared = prepared;
+        let warmer = prepared.warmer.take();
+        let cgroup = match prepared.cgroup.take() {
+            Some(mut c) => match c.limit(&CgroupLimits::from_limits(limits)) {
+                Ok(()) => c,
+                Err(e) => {
+                    let _ = c.destroy();
+                    return Err(e);
+                }
+            },
+            None => {
+                let name = format!("{PREFIX}{}-{request_id}", std::process::id());
+                match prepared
+                    .host
+                    .create(&name, &CgroupLimits::from_limits(limits))
+                {
+                    Ok(c) => c,
+                    Err(e) => {
+                        prepared.warmer = warmer;
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        Ok(RunCgroup {
+            cgroup: RefCell::new(Some(cgroup)),
+            warmer: Cell::new(warmer),
         })
     }
 
@@ -110,6 +183,15 @@ impl RunCgroup {
     pub fn none() -> RunCgroup {
         RunCgroup {
             cgroup: RefCell::new(None),
+            warmer: Cell::new(None),
+        }
+    }
+
+    /// Reaps the child that took the migration's wait, waiting for it if
+    /// it still does.
+    fn reap_warmer(&self) {
+        if let Some(pid) = self.warmer.take() {
+            let _ = sys::waitpid(pid, 0);
         }
     }
 
@@ -149,10 +231,12 @@ impl RunCgroup {
     }
 
     pub fn add(&self, pid: libc::pid_t) -> Result<(), SandboxError> {
-        match &*self.cgroup.borrow() {
+        let added = match &*self.cgroup.borrow() {
             Some(c) => c.add_pid(pid),
             None => Ok(()),
-        }
+        };
+        self.reap_warmer();
+        added
     }
 
     /// Whether `pid` is the only process left in the cgroup, as its member
@@ -184,6 +268,7 @@ impl RunCgroup {
 
     /// Kills what is left and removes the cgroup; errors go to the caller's notes.
     pub fn destroy(&self) -> Result<(), SandboxError> {
+        self.reap_warmer();
         match &mut *self.cgroup.borrow_mut() {
             Some(c) => c.destroy(),
             None => Ok(()),

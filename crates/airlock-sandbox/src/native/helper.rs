@@ -11,7 +11,6 @@
 //! one report on fd 4 and closes it, then removes every trace (init's
 //! namespaces, cgroup, run directory) before it exits.
 
-use super::cgroup::CgroupHost;
 use super::cgroup_glue::{self, Placement, RunCgroup};
 use super::init::{self, InitPlan};
 use super::protocol::{self, HelperReport, HelperRequest, InitMsg, LayerFailure};
@@ -86,11 +85,11 @@ fn serve_one_request(forked_in_advance: bool) -> ! {
     let mut early = Early {
         rootless: rootless::is_rootless(),
         sandbox_ns: None,
-        cgroup_host: None,
+        cgroup: None,
         net_ns: None,
     };
     if forked_in_advance && !early.rootless {
-        early.cgroup_host = cgroup_glue::prepare_early();
+        early.cgroup = cgroup_glue::prepare_early();
         early.sandbox_ns = namespaces::user_ns(0, 0).ok();
         early.net_ns = namespaces::net_ns().ok();
     }
@@ -134,6 +133,9 @@ fn serve_one_request(forked_in_advance: bool) -> ! {
             }
         }
         Err(e) => {
+            // What was made in advance is removed: the exit below runs no
+            // destructors.
+            drop(early);
             report.failure = Some(LayerFailure {
                 layer: Layer::Helper,
                 detail: e,
@@ -227,9 +229,9 @@ struct Watch {
 struct Early {
     /// The sandbox's user namespace (root mode: 0 maps to the sandbox's host uid).
     sandbox_ns: Option<OwnedFd>,
-    /// The cgroup layout, stale groups removed and (v1) the first migration's
-    /// wait taken ([`cgroup_glue::prepare_early`]; root mode).
-    cgroup_host: Option<CgroupHost>,
+    /// The run's cgroup made, stale groups removed and (v1) the first
+    /// migration's wait under way ([`cgroup_glue::prepare_early`]; root mode).
+    cgroup: Option<cgroup_glue::Prepared>,
     /// A network namespace with `lo` up, for a run whose network is not open
     /// (root mode; dropped unused otherwise).
     net_ns: Option<OwnedFd>,
@@ -358,8 +360,8 @@ fn run_in(
             "per-process RLIMIT_DATA and RLIMIT_CPU, wall-clock timeout",
             &mut report.notes,
         )?
-    } else if let Some(host) = &early.cgroup_host {
-        RunCgroup::create_prepared(host, &spec.request_id, &spec.limits)?
+    } else if let Some(prepared) = early.cgroup {
+        RunCgroup::from_prepared(prepared, &spec.request_id, &spec.limits)?
     } else {
         RunCgroup::create(&spec.request_id, &spec.limits)?
     };

@@ -225,6 +225,20 @@ impl CgroupHost {
     /// left behind.
     pub fn create(&self, name: &str, limits: &CgroupLimits) -> Result<Cgroup, SandboxError> {
         limits.validate()?;
+        let mut cgroup = self.create_empty(name)?;
+        match cgroup.limit(limits) {
+            Ok(()) => Ok(cgroup),
+            Err(e) => {
+                let _ = cgroup.destroy();
+                Err(e)
+            }
+        }
+    }
+
+    /// Creates `airlock/<name>` with no limits written yet, for a helper that
+    /// learns them later: [`Cgroup::limit`] it before anything joins it. On
+    /// failure nothing is left behind.
+    pub fn create_empty(&self, name: &str) -> Result<Cgroup, SandboxError> {
         let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
         if name.is_empty()
             || name.starts_with('.')
@@ -250,7 +264,7 @@ impl CgroupHost {
                 fs::mkdir(&dir, false)?;
                 cgroup.dirs.push(dir);
             }
-            controller.write_limits(name, limits)
+            Ok(())
         })();
         match result {
             Ok(()) => Ok(cgroup),
@@ -401,6 +415,12 @@ impl Cgroup {
     /// SIGKILLs every member and waits until the cgroup is empty (see [`kill`]).
     pub fn kill_all(&self) -> Result<(), SandboxError> {
         self.controller().kill_all(&self.name)
+    }
+
+    /// Writes `limits` (see [`CgroupHost::create_empty`]).
+    pub fn limit(&self, limits: &CgroupLimits) -> Result<(), SandboxError> {
+        limits.validate()?;
+        self.controller().write_limits(&self.name, limits)
     }
 
     /// Peak memory, OOM kills, pids-limit hits and CPU time so far.
