@@ -1,6 +1,7 @@
 //! Loading a policy: where it comes from, and turning its TOML text into a
 //! validated [`Policy`] with errors that point at a line and column.
 
+mod const_sha256;
 mod units;
 mod walk;
 
@@ -15,6 +16,17 @@ use std::path::{Path, PathBuf};
 
 /// The built-in default policy's text (commented TOML, parsed by the same loader).
 pub const DEFAULT_POLICY_TOML: &str = include_str!("../default_policy.toml");
+
+/// [`sha256_hex`] of [`DEFAULT_POLICY_TOML`], computed by the compiler: every
+/// process that falls back to the default records it, and hashing the text
+/// there cost a tenth of `airlock check`'s instructions.
+pub const DEFAULT_POLICY_SHA256: &str = {
+    const HEX: [u8; 64] = const_sha256::hex(const_sha256::sha256(DEFAULT_POLICY_TOML.as_bytes()));
+    match std::str::from_utf8(&HEX) {
+        Ok(s) => s,
+        Err(_) => panic!("hex digits are ASCII"),
+    }
+};
 
 /// The name used for the built-in default in messages and in `Policy::source`.
 pub const BUILTIN_ORIGIN: &str = "<built-in default>";
@@ -96,8 +108,13 @@ fn render(diagnostics: &[Diagnostic]) -> String {
 }
 
 /// The built-in default policy, with its workspace rooted at `workspace_root`.
+///
+/// It skips the checks whose only findings are warnings or example errors
+/// (the text is constant, and the tests below prove it clean with them on),
+/// and takes its hash from [`DEFAULT_POLICY_SHA256`]; the `Policy` is the same
+/// as the fully checked load's (tested too).
 pub fn builtin_default(workspace_root: &Path) -> Policy {
-    match walk::load_text(DEFAULT_POLICY_TOML, BUILTIN_ORIGIN, Some(workspace_root)) {
+    match walk::load_builtin(workspace_root) {
         Ok(loaded) => loaded.policy,
         // The default is tested to load (tests/load_errors.rs and the unit test
         // below); this arm exists so that a broken edit fails closed, not open.
@@ -221,5 +238,29 @@ mod tests {
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
         assert_eq!(loaded.policy.source, BUILTIN_ORIGIN);
         assert!(loaded.policy.commands.rules.len() > 100);
+    }
+
+    /// `builtin_default` skips checks on the strength of the test above; what
+    /// it returns must not depend on that.
+    #[test]
+    fn builtin_default_is_the_fully_checked_load() {
+        for root in [
+            std::env::temp_dir(),
+            PathBuf::from("/w"),
+            PathBuf::from("rel/../x"),
+        ] {
+            let full = walk::load_text(DEFAULT_POLICY_TOML, BUILTIN_ORIGIN, Some(&root))
+                .unwrap_or_else(|e| panic!("default policy must load: {e}"));
+            let quick = walk::load_builtin(&root)
+                .unwrap_or_else(|e| panic!("default policy must load: {e}"));
+            assert!(quick.warnings.is_empty());
+            assert_eq!(quick.policy, full.policy, "root {}", root.display());
+            assert_eq!(builtin_default(&root), full.policy);
+        }
+    }
+
+    #[test]
+    fn the_compiled_in_default_hash_is_the_texts() {
+        assert_eq!(DEFAULT_POLICY_SHA256, sha256_hex(DEFAULT_POLICY_TOML));
     }
 }

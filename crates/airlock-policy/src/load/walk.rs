@@ -3,9 +3,11 @@
 
 use super::units::{parse_duration, parse_size};
 use super::{sha256_hex, Diagnostic, Loaded, Location, PolicyError};
+use super::{BUILTIN_ORIGIN, DEFAULT_POLICY_SHA256, DEFAULT_POLICY_TOML};
 use crate::model::*;
 use crate::rules::{split_plain, ArgvShape};
 use crate::Verdict;
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
@@ -82,7 +84,7 @@ pub fn load_text_with_base(
     origin: &str,
     base_dir: &Path,
 ) -> Result<Loaded, PolicyError> {
-    load(text, origin, base_dir, None)
+    load(text, origin, base_dir, None, Checks::All)
 }
 
 /// Parse a knowledge base file (the built-in `programs.toml`).
@@ -108,14 +110,44 @@ pub fn knowledge_from_str(
 }
 
 /// Load text; `root_override` replaces `workspace.root` (the built-in default is
-/// rooted where airlock runs, whatever its text says).
+/// rooted where airlock runs, whatever its text says). With every check on: the
+/// tests' reference for [`load_builtin`].
+#[cfg(test)]
 pub fn load_text(
     text: &str,
     origin: &str,
     root_override: Option<&Path>,
 ) -> Result<Loaded, PolicyError> {
     let base = root_override.unwrap_or(Path::new("."));
-    load(text, origin, base, root_override)
+    load(text, origin, base, root_override, Checks::All)
+}
+
+/// Load the built-in default ([`DEFAULT_POLICY_TOML`]) rooted at `root`, the
+/// quick way: see [`Checks::Builtin`].
+pub fn load_builtin(root: &Path) -> Result<Loaded, PolicyError> {
+    load(
+        DEFAULT_POLICY_TOML,
+        BUILTIN_ORIGIN,
+        root,
+        Some(root),
+        Checks::Builtin,
+    )
+}
+
+/// How much a load checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checks {
+    /// Everything: any text a user wrote.
+    All,
+    /// The built-in default, on every cold start that finds no policy file.
+    /// Its text is a constant that the unit tests in `load/mod.rs` load with
+    /// [`Checks::All`] and find free of warnings and errors, and give the same
+    /// `Policy` as this. So this skips what can only find a warning or an
+    /// error there: the one-prefix-under-two-decisions bookkeeping and the
+    /// rules' `match`/`not_match` examples (each a shell analysis), and it
+    /// takes the hash the compiler computed. Every value is still read and
+    /// validated as usual, so a broken edit still fails (closed).
+    Builtin,
 }
 
 fn load(
@@ -123,8 +155,11 @@ fn load(
     origin: &str,
     base_dir: &Path,
     root_override: Option<&Path>,
+    checks: Checks,
 ) -> Result<Loaded, PolicyError> {
+    debug_assert!(checks == Checks::All || text == DEFAULT_POLICY_TOML);
     let mut w = Walker::new(text, origin);
+    w.checks = checks;
     let doc = match DeTable::parse(text) {
         Ok(doc) => doc,
         Err(err) => {
@@ -139,7 +174,10 @@ fn load(
         return Err(w.into_error());
     }
     let mut policy = policy;
-    policy.sha256 = sha256_hex(text);
+    policy.sha256 = match checks {
+        Checks::All => sha256_hex(text),
+        Checks::Builtin => DEFAULT_POLICY_SHA256.to_string(),
+    };
     policy.source = origin.to_string();
     sort(&mut w.warnings);
     Ok(Loaded {
@@ -156,9 +194,12 @@ fn sort(d: &mut [Diagnostic]) {
 struct Walker<'t> {
     text: &'t str,
     origin: String,
-    line_starts: Vec<usize>,
+    /// Where each line starts: made on the first diagnostic, as a clean
+    /// policy never needs it.
+    line_starts: OnceCell<Vec<usize>>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
+    checks: Checks,
 }
 
 /// Where each rule prefix was seen, to warn about one prefix under two decisions.
@@ -170,24 +211,28 @@ struct PrefixSeen {
 
 impl<'t> Walker<'t> {
     fn new(text: &'t str, origin: &str) -> Self {
-        let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         Walker {
             text,
             origin: origin.to_string(),
-            line_starts,
+            line_starts: OnceCell::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
+            checks: Checks::All,
         }
     }
 
     fn location(&self, offset: usize) -> Location {
         let offset = offset.min(self.text.len());
-        let line = match self.line_starts.binary_search(&offset) {
+        let line_starts = self.line_starts.get_or_init(|| {
+            let mut starts = vec![0];
+            starts.extend(self.text.match_indices('\n').map(|(i, _)| i + 1));
+            starts
+        });
+        let line = match line_starts.binary_search(&offset) {
             Ok(i) => i,
             Err(i) => i - 1,
         };
-        let start = self.line_starts[line];
+        let start = line_starts[line];
         let mut col_end = offset;
         while !self.text.is_char_boundary(col_end) {
             col_end -= 1;
@@ -533,8 +578,10 @@ impl<'t> Walker<'t> {
         }
         // Examples are checked after every section is read, against the rule alone.
         for (rule, examples) in pending_rules {
-            for ex in &examples {
-                self.check_example(&rule, ex);
+            if self.checks == Checks::All {
+                for ex in &examples {
+                    self.check_example(&rule, ex);
+                }
             }
             policy.commands.rules.push(rule);
         }
@@ -734,6 +781,9 @@ impl<'t> Walker<'t> {
         decision: Verdict,
         span: Range<usize>,
     ) {
+        if self.checks == Checks::Builtin {
+            return;
+        }
         // Expand alternatives so that `["git", ["push","pull"]]` and "git push" collide.
         for key in expand_prefix(prefix) {
             if let Some(prev) = seen.get(&key) {
@@ -1021,6 +1071,8 @@ impl<'t> Walker<'t> {
                         )
                     }
                     "reason" => reason = self.string(v, "rule.reason"),
+                    // Only ever checked, never kept (see Checks::Builtin).
+                    "match" | "not_match" if self.checks == Checks::Builtin => {}
                     "match" | "not_match" => {
                         for (text, span) in self.strings(v, &format!("rule.{key}")) {
                             examples.push(Example {
