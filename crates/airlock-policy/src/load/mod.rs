@@ -1,7 +1,14 @@
 //! Loading a policy: where it comes from, and turning its TOML text into a
 //! validated [`Policy`] with errors that point at a line and column.
 
+mod builtin;
+// Generated (see builtin.rs); rustfmt would make it differ from what the
+// generator writes, which a test compares byte for byte.
+#[rustfmt::skip]
+mod builtin_policy_generated;
 mod const_sha256;
+#[cfg(test)]
+mod generate;
 mod units;
 mod walk;
 
@@ -109,17 +116,11 @@ fn render(diagnostics: &[Diagnostic]) -> String {
 
 /// The built-in default policy, with its workspace rooted at `workspace_root`.
 ///
-/// It skips the checks whose only findings are warnings or example errors
-/// (the text is constant, and the tests below prove it clean with them on),
-/// and takes its hash from [`DEFAULT_POLICY_SHA256`]; the `Policy` is the same
-/// as the fully checked load's (tested too).
+/// It is the loader's result for [`DEFAULT_POLICY_TOML`], compiled in
+/// (`builtin.rs`): no parsing on the cold path. Equal to the fully checked
+/// load of the text, which has no warnings (both tested).
 pub fn builtin_default(workspace_root: &Path) -> Policy {
-    match walk::load_builtin(workspace_root) {
-        Ok(loaded) => loaded.policy,
-        // The default is tested to load (tests/load_errors.rs and the unit test
-        // below); this arm exists so that a broken edit fails closed, not open.
-        Err(err) => fail_closed_policy(workspace_root, &err.to_string()),
-    }
+    builtin::policy(&walk::absolute_lexical(workspace_root))
 }
 
 /// Load a policy file. `workspace.root` is relative to the file's folder.
@@ -184,48 +185,6 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// A policy that denies everything: what a broken built-in default turns into.
-fn fail_closed_policy(root: &Path, why: &str) -> Policy {
-    use crate::model::*;
-    Policy {
-        workspace: WorkspacePolicy {
-            root: absolute(root),
-            mode: WorkspaceMode::Ro,
-            protect: vec![],
-            apply: ApplyMode::Manual,
-        },
-        network: NetworkPolicy {
-            mode: NetworkMode::None,
-            allow: vec![],
-            deny: vec![],
-            programs: vec![],
-            subcommands: vec![],
-        },
-        commands: CommandsPolicy {
-            rules: vec![],
-            on_unknown: crate::Verdict::Deny,
-            max_command_bytes: 0,
-        },
-        limits: walk::default_limits(),
-        env: EnvPolicy {
-            pass: vec![],
-            set: vec![],
-            git_config: vec![],
-        },
-        filesystem: FilesystemPolicy {
-            read: vec![],
-            write: vec![],
-            hide: vec![],
-        },
-        toolchains: vec![],
-        sandbox: SandboxPolicy::default(),
-        changes: crate::changes::ChangesPolicy::default(),
-        knowledge: Default::default(),
-        sha256: sha256_hex(why),
-        source: format!("{BUILTIN_ORIGIN} (broken: {why})"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,22 +199,23 @@ mod tests {
         assert!(loaded.policy.commands.rules.len() > 100);
     }
 
-    /// `builtin_default` skips checks on the strength of the test above; what
-    /// it returns must not depend on that.
+    /// What `builtin_default` gives is the fully checked load's value, for
+    /// roots in any form (the generated data's own tests use normal ones).
     #[test]
     fn builtin_default_is_the_fully_checked_load() {
         for root in [
             std::env::temp_dir(),
-            PathBuf::from("/w"),
+            PathBuf::from("/w/./x/.."),
             PathBuf::from("rel/../x"),
         ] {
             let full = walk::load_text(DEFAULT_POLICY_TOML, BUILTIN_ORIGIN, Some(&root))
                 .unwrap_or_else(|e| panic!("default policy must load: {e}"));
-            let quick = walk::load_builtin(&root)
-                .unwrap_or_else(|e| panic!("default policy must load: {e}"));
-            assert!(quick.warnings.is_empty());
-            assert_eq!(quick.policy, full.policy, "root {}", root.display());
-            assert_eq!(builtin_default(&root), full.policy);
+            assert_eq!(
+                builtin_default(&root),
+                full.policy,
+                "root {}",
+                root.display()
+            );
         }
     }
 

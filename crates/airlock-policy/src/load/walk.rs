@@ -3,7 +3,6 @@
 
 use super::units::{parse_duration, parse_size};
 use super::{sha256_hex, Diagnostic, Loaded, Location, PolicyError};
-use super::{BUILTIN_ORIGIN, DEFAULT_POLICY_SHA256, DEFAULT_POLICY_TOML};
 use crate::model::*;
 use crate::rules::{split_plain, ArgvShape};
 use crate::Verdict;
@@ -84,7 +83,7 @@ pub fn load_text_with_base(
     origin: &str,
     base_dir: &Path,
 ) -> Result<Loaded, PolicyError> {
-    load(text, origin, base_dir, None, Checks::All)
+    load(text, origin, base_dir, None)
 }
 
 /// Parse a knowledge base file (the built-in `programs.toml`).
@@ -110,8 +109,8 @@ pub fn knowledge_from_str(
 }
 
 /// Load text; `root_override` replaces `workspace.root` (the built-in default is
-/// rooted where airlock runs, whatever its text says). With every check on: the
-/// tests' reference for [`load_builtin`].
+/// rooted where airlock runs, whatever its text says): the tests' reference
+/// for the compiled-in default (`load/builtin.rs`).
 #[cfg(test)]
 pub fn load_text(
     text: &str,
@@ -119,35 +118,7 @@ pub fn load_text(
     root_override: Option<&Path>,
 ) -> Result<Loaded, PolicyError> {
     let base = root_override.unwrap_or(Path::new("."));
-    load(text, origin, base, root_override, Checks::All)
-}
-
-/// Load the built-in default ([`DEFAULT_POLICY_TOML`]) rooted at `root`, the
-/// quick way: see [`Checks::Builtin`].
-pub fn load_builtin(root: &Path) -> Result<Loaded, PolicyError> {
-    load(
-        DEFAULT_POLICY_TOML,
-        BUILTIN_ORIGIN,
-        root,
-        Some(root),
-        Checks::Builtin,
-    )
-}
-
-/// How much a load checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Checks {
-    /// Everything: any text a user wrote.
-    All,
-    /// The built-in default, on every cold start that finds no policy file.
-    /// Its text is a constant that the unit tests in `load/mod.rs` load with
-    /// [`Checks::All`] and find free of warnings and errors, and give the same
-    /// `Policy` as this. So this skips what can only find a warning or an
-    /// error there: the one-prefix-under-two-decisions bookkeeping and the
-    /// rules' `match`/`not_match` examples (each a shell analysis), and it
-    /// takes the hash the compiler computed. Every value is still read and
-    /// validated as usual, so a broken edit still fails (closed).
-    Builtin,
+    load(text, origin, base, root_override)
 }
 
 fn load(
@@ -155,11 +126,8 @@ fn load(
     origin: &str,
     base_dir: &Path,
     root_override: Option<&Path>,
-    checks: Checks,
 ) -> Result<Loaded, PolicyError> {
-    debug_assert!(checks == Checks::All || text == DEFAULT_POLICY_TOML);
     let mut w = Walker::new(text, origin);
-    w.checks = checks;
     let doc = match DeTable::parse(text) {
         Ok(doc) => doc,
         Err(err) => {
@@ -174,10 +142,7 @@ fn load(
         return Err(w.into_error());
     }
     let mut policy = policy;
-    policy.sha256 = match checks {
-        Checks::All => sha256_hex(text),
-        Checks::Builtin => DEFAULT_POLICY_SHA256.to_string(),
-    };
+    policy.sha256 = sha256_hex(text);
     policy.source = origin.to_string();
     sort(&mut w.warnings);
     Ok(Loaded {
@@ -199,7 +164,6 @@ struct Walker<'t> {
     line_starts: OnceCell<Vec<usize>>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
-    checks: Checks,
 }
 
 /// Where each rule prefix was seen, to warn about one prefix under two decisions.
@@ -217,7 +181,6 @@ impl<'t> Walker<'t> {
             line_starts: OnceCell::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
-            checks: Checks::All,
         }
     }
 
@@ -587,10 +550,8 @@ impl<'t> Walker<'t> {
         }
         // Examples are checked after every section is read, against the rule alone.
         for (rule, examples) in pending_rules {
-            if self.checks == Checks::All {
-                for ex in &examples {
-                    self.check_example(&rule, ex);
-                }
+            for ex in &examples {
+                self.check_example(&rule, ex);
             }
             policy.commands.rules.push(rule);
         }
@@ -790,9 +751,6 @@ impl<'t> Walker<'t> {
         decision: Verdict,
         span: Range<usize>,
     ) {
-        if self.checks == Checks::Builtin {
-            return;
-        }
         // Expand alternatives so that `["git", ["push","pull"]]` and "git push" collide.
         for key in expand_prefix(prefix) {
             if let Some(prev) = seen.get(&key) {
@@ -1080,8 +1038,6 @@ impl<'t> Walker<'t> {
                         )
                     }
                     "reason" => reason = self.string(v, "rule.reason"),
-                    // Only ever checked, never kept (see Checks::Builtin).
-                    "match" | "not_match" if self.checks == Checks::Builtin => {}
                     "match" | "not_match" => {
                         for (text, span) in self.strings(v, &format!("rule.{key}")) {
                             examples.push(Example {
