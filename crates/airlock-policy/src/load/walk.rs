@@ -7,6 +7,7 @@ use crate::model::*;
 use crate::rules::{split_plain, ArgvShape};
 use crate::Verdict;
 use std::cell::OnceCell;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
@@ -752,8 +753,36 @@ impl<'t> Walker<'t> {
         span: Range<usize>,
     ) {
         // Expand alternatives so that `["git", ["push","pull"]]` and "git push" collide.
-        for key in expand_prefix(prefix) {
-            if let Some(prev) = seen.get(&key) {
+        if prefix.iter().all(|alts| alts.len() == 1) {
+            // Every plain list entry: one key, the words joined, made directly
+            // (this runs for each of a policy's rules on every start).
+            let mut key = String::with_capacity(prefix.iter().map(|alts| alts[0].len() + 1).sum());
+            for alts in prefix {
+                if !key.is_empty() {
+                    key.push(' ');
+                }
+                key.push_str(&alts[0]);
+            }
+            self.note_key(seen, key, name, decision, &span);
+        } else {
+            for key in expand_prefix(prefix) {
+                self.note_key(seen, key, name, decision, &span);
+            }
+        }
+    }
+
+    fn note_key(
+        &mut self,
+        seen: &mut HashMap<String, PrefixSeen>,
+        key: String,
+        name: &str,
+        decision: Verdict,
+        span: &Range<usize>,
+    ) {
+        // One hash per key, not a look-up and then an insert.
+        match seen.entry(key) {
+            Entry::Occupied(seen_at) => {
+                let (key, prev) = (seen_at.key(), seen_at.get());
                 if prev.decision != decision {
                     let prev_loc = self.location(prev.span.start);
                     let strictest = prev.decision.max(decision);
@@ -769,15 +798,13 @@ impl<'t> Walker<'t> {
                         ),
                     );
                 }
-            } else {
-                seen.insert(
-                    key,
-                    PrefixSeen {
-                        name: name.to_string(),
-                        decision,
-                        span: span.clone(),
-                    },
-                );
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(PrefixSeen {
+                    name: name.to_string(),
+                    decision,
+                    span: span.clone(),
+                });
             }
         }
     }
