@@ -56,6 +56,11 @@ fn bench(c: &mut Criterion) {
     c.bench_function("load: the built-in default policy text", |b| {
         b.iter(|| load::from_str(black_box(load::DEFAULT_POLICY_TOML), "default.toml", &root))
     });
+    // What every process without a policy file pays: the same policy from the
+    // data made at build time (load/builtin.rs).
+    c.bench_function("load: the built-in default, as built", |b| {
+        b.iter(|| load::builtin_default(black_box(&root)))
+    });
     // What builtin() paid once per process (so once per CLI run) before the
     // parse moved to build time (knowledge/built.rs).
     c.bench_function("load: the built-in knowledge base", |b| {

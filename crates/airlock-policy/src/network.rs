@@ -141,8 +141,12 @@ fn builtin(program: &str) -> Option<&'static Builtin> {
         std::sync::OnceLock::new();
     BY_PROGRAM
         .get_or_init(|| {
+            // Sized for every entry up front: growing by doubling re-hashed
+            // each key several times on every process's first command.
             let mut by_program: std::collections::HashMap<&'static str, Builtin> =
-                Default::default();
+                std::collections::HashMap::with_capacity(
+                    BUILTIN_PROGRAMS.len() + BUILTIN_SUBCOMMANDS.len(),
+                );
             for p in BUILTIN_PROGRAMS {
                 by_program.entry(p).or_default().program = true;
             }

@@ -184,6 +184,19 @@ fn one_prefix_under_two_decisions_is_a_warning() {
     assert_eq!(loaded.warnings[0].location.line, 4);
 }
 
+/// The message in full, for a plain entry spelt with extra spaces against a
+/// rule whose positions each hold one word (both take the joined-words key).
+#[test]
+fn the_two_decisions_warning_in_full() {
+    let text = "[commands]\ndeny = [\"ls\", \"git   push\"]\n[[rule]]\nprefix = [\"git\", [\"push\"]]\ndecision = \"allow\"\n";
+    let loaded = load::from_str(text, "p.toml", Path::new("/")).expect("loads");
+    let messages: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        messages,
+        ["p.toml:4:10: `git push` is listed under two decisions: allow here (rule[0]) and deny at line 2 (commands.deny[1]); the strictest, deny, wins"]
+    );
+}
+
 #[test]
 fn on_unknown_cannot_be_allow() {
     let (l, c, m) = one("[commands]\non_unknown = \"allow\"\n");

@@ -1,6 +1,14 @@
 //! Loading a policy: where it comes from, and turning its TOML text into a
 //! validated [`Policy`] with errors that point at a line and column.
 
+mod builtin;
+// Generated (see builtin.rs); rustfmt would make it differ from what the
+// generator writes, which a test compares byte for byte.
+#[rustfmt::skip]
+mod builtin_policy_generated;
+mod const_sha256;
+#[cfg(test)]
+mod generate;
 mod units;
 mod walk;
 
@@ -15,6 +23,17 @@ use std::path::{Path, PathBuf};
 
 /// The built-in default policy's text (commented TOML, parsed by the same loader).
 pub const DEFAULT_POLICY_TOML: &str = include_str!("../default_policy.toml");
+
+/// [`sha256_hex`] of [`DEFAULT_POLICY_TOML`], computed by the compiler: every
+/// process that falls back to the default records it, and hashing the text
+/// there cost a tenth of `airlock check`'s instructions.
+pub const DEFAULT_POLICY_SHA256: &str = {
+    const HEX: [u8; 64] = const_sha256::hex(const_sha256::sha256(DEFAULT_POLICY_TOML.as_bytes()));
+    match std::str::from_utf8(&HEX) {
+        Ok(s) => s,
+        Err(_) => panic!("hex digits are ASCII"),
+    }
+};
 
 /// The name used for the built-in default in messages and in `Policy::source`.
 pub const BUILTIN_ORIGIN: &str = "<built-in default>";
@@ -96,13 +115,12 @@ fn render(diagnostics: &[Diagnostic]) -> String {
 }
 
 /// The built-in default policy, with its workspace rooted at `workspace_root`.
+///
+/// It is the loader's result for [`DEFAULT_POLICY_TOML`], compiled in
+/// (`builtin.rs`): no parsing on the cold path. Equal to the fully checked
+/// load of the text, which has no warnings (both tested).
 pub fn builtin_default(workspace_root: &Path) -> Policy {
-    match walk::load_text(DEFAULT_POLICY_TOML, BUILTIN_ORIGIN, Some(workspace_root)) {
-        Ok(loaded) => loaded.policy,
-        // The default is tested to load (tests/load_errors.rs and the unit test
-        // below); this arm exists so that a broken edit fails closed, not open.
-        Err(err) => fail_closed_policy(workspace_root, &err.to_string()),
-    }
+    builtin::policy(&walk::absolute_lexical(workspace_root))
 }
 
 /// Load a policy file. `workspace.root` is relative to the file's folder.
@@ -167,48 +185,6 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// A policy that denies everything: what a broken built-in default turns into.
-fn fail_closed_policy(root: &Path, why: &str) -> Policy {
-    use crate::model::*;
-    Policy {
-        workspace: WorkspacePolicy {
-            root: absolute(root),
-            mode: WorkspaceMode::Ro,
-            protect: vec![],
-            apply: ApplyMode::Manual,
-        },
-        network: NetworkPolicy {
-            mode: NetworkMode::None,
-            allow: vec![],
-            deny: vec![],
-            programs: vec![],
-            subcommands: vec![],
-        },
-        commands: CommandsPolicy {
-            rules: vec![],
-            on_unknown: crate::Verdict::Deny,
-            max_command_bytes: 0,
-        },
-        limits: walk::default_limits(),
-        env: EnvPolicy {
-            pass: vec![],
-            set: vec![],
-            git_config: vec![],
-        },
-        filesystem: FilesystemPolicy {
-            read: vec![],
-            write: vec![],
-            hide: vec![],
-        },
-        toolchains: vec![],
-        sandbox: SandboxPolicy::default(),
-        changes: crate::changes::ChangesPolicy::default(),
-        knowledge: Default::default(),
-        sha256: sha256_hex(why),
-        source: format!("{BUILTIN_ORIGIN} (broken: {why})"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,5 +197,30 @@ mod tests {
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
         assert_eq!(loaded.policy.source, BUILTIN_ORIGIN);
         assert!(loaded.policy.commands.rules.len() > 100);
+    }
+
+    /// What `builtin_default` gives is the fully checked load's value, for
+    /// roots in any form (the generated data's own tests use normal ones).
+    #[test]
+    fn builtin_default_is_the_fully_checked_load() {
+        for root in [
+            std::env::temp_dir(),
+            PathBuf::from("/w/./x/.."),
+            PathBuf::from("rel/../x"),
+        ] {
+            let full = walk::load_text(DEFAULT_POLICY_TOML, BUILTIN_ORIGIN, Some(&root))
+                .unwrap_or_else(|e| panic!("default policy must load: {e}"));
+            assert_eq!(
+                builtin_default(&root),
+                full.policy,
+                "root {}",
+                root.display()
+            );
+        }
+    }
+
+    #[test]
+    fn the_compiled_in_default_hash_is_the_texts() {
+        assert_eq!(DEFAULT_POLICY_SHA256, sha256_hex(DEFAULT_POLICY_TOML));
     }
 }

@@ -6,6 +6,8 @@ use super::{sha256_hex, Diagnostic, Loaded, Location, PolicyError};
 use crate::model::*;
 use crate::rules::{split_plain, ArgvShape};
 use crate::Verdict;
+use std::cell::OnceCell;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
@@ -108,7 +110,9 @@ pub fn knowledge_from_str(
 }
 
 /// Load text; `root_override` replaces `workspace.root` (the built-in default is
-/// rooted where airlock runs, whatever its text says).
+/// rooted where airlock runs, whatever its text says): the tests' reference
+/// for the compiled-in default (`load/builtin.rs`).
+#[cfg(test)]
 pub fn load_text(
     text: &str,
     origin: &str,
@@ -156,7 +160,9 @@ fn sort(d: &mut [Diagnostic]) {
 struct Walker<'t> {
     text: &'t str,
     origin: String,
-    line_starts: Vec<usize>,
+    /// Where each line starts: made on the first diagnostic, as a clean
+    /// policy never needs it.
+    line_starts: OnceCell<Vec<usize>>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
 }
@@ -170,12 +176,10 @@ struct PrefixSeen {
 
 impl<'t> Walker<'t> {
     fn new(text: &'t str, origin: &str) -> Self {
-        let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         Walker {
             text,
             origin: origin.to_string(),
-            line_starts,
+            line_starts: OnceCell::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
         }
@@ -183,11 +187,16 @@ impl<'t> Walker<'t> {
 
     fn location(&self, offset: usize) -> Location {
         let offset = offset.min(self.text.len());
-        let line = match self.line_starts.binary_search(&offset) {
+        let line_starts = self.line_starts.get_or_init(|| {
+            let mut starts = vec![0];
+            starts.extend(self.text.match_indices('\n').map(|(i, _)| i + 1));
+            starts
+        });
+        let line = match line_starts.binary_search(&offset) {
             Ok(i) => i,
             Err(i) => i - 1,
         };
-        let start = self.line_starts[line];
+        let start = line_starts[line];
         let mut col_end = offset;
         while !self.text.is_char_boundary(col_end) {
             col_end -= 1;
@@ -281,6 +290,15 @@ impl<'t> Walker<'t> {
 
     /// An array of strings, each with its span.
     fn strings(&mut self, v: &SValue<'_>, what: &str) -> Vec<(String, Range<usize>)> {
+        self.strs(v, what)
+            .into_iter()
+            .map(|(s, span)| (s.to_string(), span))
+            .collect()
+    }
+
+    /// [`Walker::strings`] borrowed from the document, for the callers that
+    /// keep no copy (the command lists, a String each saved).
+    fn strs<'a>(&mut self, v: &'a SValue<'_>, what: &str) -> Vec<(&'a str, Range<usize>)> {
         let DeValue::Array(items) = v.get_ref() else {
             self.error(
                 v.span(),
@@ -294,7 +312,7 @@ impl<'t> Walker<'t> {
         let mut out = Vec::new();
         for item in items.iter() {
             match item.get_ref() {
-                DeValue::String(s) => out.push((s.to_string(), item.span())),
+                DeValue::String(s) => out.push((&**s, item.span())),
                 other => self.error(
                     item.span(),
                     format!(
@@ -679,13 +697,13 @@ impl<'t> Walker<'t> {
                         _ => Verdict::Deny,
                     };
                     let what = format!("commands.{key}");
-                    for (i, (text, span)) in self.strings(v, &what).into_iter().enumerate() {
-                        let prefix = split_plain(&text);
+                    for (i, (text, span)) in self.strs(v, &what).into_iter().enumerate() {
+                        let prefix = split_plain(text);
                         if prefix.is_empty() {
                             self.error(span, format!("`{what}` entry {i} is empty; expected an argv prefix such as \"git status\""));
                             continue;
                         }
-                        let name = format!("{what}[{i}]");
+                        let name = indexed_name(&what, i);
                         self.note_prefix(seen, &prefix, &name, decision, span);
                         out.rules.push(Rule {
                             name,
@@ -735,8 +753,36 @@ impl<'t> Walker<'t> {
         span: Range<usize>,
     ) {
         // Expand alternatives so that `["git", ["push","pull"]]` and "git push" collide.
-        for key in expand_prefix(prefix) {
-            if let Some(prev) = seen.get(&key) {
+        if prefix.iter().all(|alts| alts.len() == 1) {
+            // Every plain list entry: one key, the words joined, made directly
+            // (this runs for each of a policy's rules on every start).
+            let mut key = String::with_capacity(prefix.iter().map(|alts| alts[0].len() + 1).sum());
+            for alts in prefix {
+                if !key.is_empty() {
+                    key.push(' ');
+                }
+                key.push_str(&alts[0]);
+            }
+            self.note_key(seen, key, name, decision, &span);
+        } else {
+            for key in expand_prefix(prefix) {
+                self.note_key(seen, key, name, decision, &span);
+            }
+        }
+    }
+
+    fn note_key(
+        &mut self,
+        seen: &mut HashMap<String, PrefixSeen>,
+        key: String,
+        name: &str,
+        decision: Verdict,
+        span: &Range<usize>,
+    ) {
+        // One hash per key, not a look-up and then an insert.
+        match seen.entry(key) {
+            Entry::Occupied(seen_at) => {
+                let (key, prev) = (seen_at.key(), seen_at.get());
                 if prev.decision != decision {
                     let prev_loc = self.location(prev.span.start);
                     let strictest = prev.decision.max(decision);
@@ -752,15 +798,13 @@ impl<'t> Walker<'t> {
                         ),
                     );
                 }
-            } else {
-                seen.insert(
-                    key,
-                    PrefixSeen {
-                        name: name.to_string(),
-                        decision,
-                        span: span.clone(),
-                    },
-                );
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(PrefixSeen {
+                    name: name.to_string(),
+                    decision,
+                    span: span.clone(),
+                });
             }
         }
     }
@@ -1176,6 +1220,31 @@ pub fn display_prefix(prefix: &[Vec<String>]) -> String {
         .join(" ")
 }
 
+/// `what[i]`, the name of a rule from a command list. Written out by hand
+/// because `format!` costs about a thousand instructions a call and the
+/// built-in default names some two hundred rules this way on every cold start.
+fn indexed_name(what: &str, i: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = i;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut name = String::with_capacity(what.len() + 2 + digits.len() - at);
+    name.push_str(what);
+    name.push('[');
+    for &d in &digits[at..] {
+        name.push(char::from(d));
+    }
+    name.push(']');
+    name
+}
+
 fn expand_prefix(prefix: &[Vec<String>]) -> Vec<String> {
     let mut out = vec![String::new()];
     for alts in prefix {
@@ -1381,5 +1450,15 @@ mod tests {
         assert!(!is_normal_absolute(Path::new("/a/")));
         assert!(!is_normal_absolute(Path::new("//a")));
         assert!(!is_normal_absolute(Path::new("a/b")));
+    }
+
+    #[test]
+    fn indexed_name_is_what_format_writes() {
+        for i in [0, 1, 9, 10, 99, 100, 12345, usize::MAX] {
+            assert_eq!(
+                indexed_name("commands.allow", i),
+                format!("commands.allow[{i}]")
+            );
+        }
     }
 }
