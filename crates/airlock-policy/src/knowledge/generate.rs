@@ -233,14 +233,25 @@ fn knowledge_generated_equals_the_loader() {
 #[test]
 fn knowledge_generated_is_current() {
     let want = render(&loaded(), built::text_hash(PROGRAMS_TOML));
+    check_generated_file(
+        GENERATED_PATH,
+        &want,
+        "programs.toml",
+        regenerate_command!(),
+    );
+}
+
+/// With AIRLOCK_REGENERATE set, writes `want` to the generated file at `path`;
+/// otherwise fails, naming the first differing line and `regenerate`, unless
+/// the file is already `want` byte for byte. Shared by the generated data of
+/// the knowledge base and of the built-in default policy.
+pub(crate) fn check_generated_file(path: &str, want: &str, source: &str, regenerate: &str) {
     if regenerating() {
-        std::fs::write(GENERATED_PATH, &want)
-            .unwrap_or_else(|e| panic!("cannot write {GENERATED_PATH}: {e}"));
-        eprintln!("{REGENERATE_ENV} is set: wrote {GENERATED_PATH}");
+        std::fs::write(path, want).unwrap_or_else(|e| panic!("cannot write {path}: {e}"));
+        eprintln!("{REGENERATE_ENV} is set: wrote {path}");
         return;
     }
-    let have = std::fs::read_to_string(GENERATED_PATH)
-        .unwrap_or_else(|e| panic!("cannot read {GENERATED_PATH}: {e}"));
+    let have = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     if have != want {
         let line = have
             .lines()
@@ -248,10 +259,9 @@ fn knowledge_generated_is_current() {
             .position(|(a, b)| a != b)
             .unwrap_or_else(|| have.lines().count().min(want.lines().count()));
         panic!(
-            "{GENERATED_PATH} is not what programs.toml gives now (first difference at line {}); \
-             regenerate it with: {}",
+            "{path} is not what {source} gives now (first difference at line {}); \
+             regenerate it with: {regenerate}",
             line + 1,
-            regenerate_command!()
         );
     }
 }

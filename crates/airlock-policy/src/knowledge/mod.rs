@@ -25,7 +25,7 @@ mod built;
 mod builtin_generated;
 mod effects;
 #[cfg(test)]
-mod generate;
+pub(crate) mod generate;
 mod normalize;
 pub mod scripts;
 

@@ -257,25 +257,10 @@ fn default_policy_generated_equals_the_loader() {
 #[test]
 fn default_policy_generated_is_current() {
     let want = render(&loaded(Path::new(ROOT_MARK)));
-    if regenerating() {
-        std::fs::write(GENERATED_PATH, &want)
-            .unwrap_or_else(|e| panic!("cannot write {GENERATED_PATH}: {e}"));
-        eprintln!("{REGENERATE_ENV} is set: wrote {GENERATED_PATH}");
-        return;
-    }
-    let have = std::fs::read_to_string(GENERATED_PATH)
-        .unwrap_or_else(|e| panic!("cannot read {GENERATED_PATH}: {e}"));
-    if have != want {
-        let line = have
-            .lines()
-            .zip(want.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| have.lines().count().min(want.lines().count()));
-        panic!(
-            "{GENERATED_PATH} is not what default_policy.toml gives now (first difference at line {}); \
-             regenerate it with: {}",
-            line + 1,
-            regenerate_command!()
-        );
-    }
+    crate::knowledge::generate::check_generated_file(
+        GENERATED_PATH,
+        &want,
+        "default_policy.toml",
+        regenerate_command!(),
+    );
 }
