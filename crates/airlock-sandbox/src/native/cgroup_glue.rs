@@ -78,13 +78,14 @@ impl Drop for Prepared {
 pub fn prepare_early() -> Option<Prepared> {
     let host = CgroupHost::detect().ok()?;
     let _ = host.clean_stale(PREFIX);
-    let cgroup = host
-        .create_empty(&format!("{PREFIX}{}-forked", std::process::id()))
-        .ok();
+    let cgroup = host.create_empty(&run_name("forked")).ok();
     let warmer = match host.version() {
         CgroupVersion::V1 => match sys::clone_process(0) {
             Ok(0) => {
-                // The helper is single-threaded: this fork may allocate.
+                // It may outlive a failed run briefly: it holds none of the
+                // helper's pipes, whose EOF the caller waits for. The helper
+                // is single-threaded, so this fork may allocate.
+                sys::close_from(0);
                 let _ = host.warm_migration();
                 sys::exit_now(0)
             }
@@ -98,6 +99,11 @@ pub fn prepare_early() -> Option<Prepared> {
         cgroup,
         warmer,
     })
+}
+
+/// A run's group: `run-<helper pid>-<request id>`.
+fn run_name(request_id: &str) -> String {
+    format!("{PREFIX}{}-{request_id}", std::process::id())
 }
 
 /// Where a freshly cloned init stands (see [`RunCgroup::clone_init`]).
@@ -134,8 +140,7 @@ impl RunCgroup {
         limits: &Limits,
     ) -> Result<RunCgroup, SandboxError> {
         let _ = host.clean_stale(PREFIX);
-        let name = format!("{PREFIX}{}-{request_id}", std::process::id());
-        let cgroup = host.create(&name, &CgroupLimits::from_limits(limits))?;
+        let cgroup = host.create(&run_name(request_id), &CgroupLimits::from_limits(limits))?;
         Ok(RunCgroup {
             cgroup: RefCell::new(Some(cgroup)),
             warmer: Cell::new(None),
@@ -143,39 +148,24 @@ impl RunCgroup {
     }
 
     /// The group [`prepare_early`] made, with the run's limits written now;
-    /// made here if it could not be made then.
+    /// made here if it could not be made then. On failure the group is
+    /// removed by its own drop and the child reaped by `prepared`'s.
     pub fn from_prepared(
-        prepared: Prepared,
+        mut prepared: Prepared,
         request_id: &str,
         limits: &Limits,
     ) -> Result<RunCgroup, SandboxError> {
-        let mut prepared = prepared;
-        let warmer = prepared.warmer.take();
+        let limits = CgroupLimits::from_limits(limits);
         let cgroup = match prepared.cgroup.take() {
-            Some(mut c) => match c.limit(&CgroupLimits::from_limits(limits)) {
-                Ok(()) => c,
-                Err(e) => {
-                    let _ = c.destroy();
-                    return Err(e);
-                }
-            },
-            None => {
-                let name = format!("{PREFIX}{}-{request_id}", std::process::id());
-                match prepared
-                    .host
-                    .create(&name, &CgroupLimits::from_limits(limits))
-                {
-                    Ok(c) => c,
-                    Err(e) => {
-                        prepared.warmer = warmer;
-                        return Err(e);
-                    }
-                }
+            Some(c) => {
+                c.limit(&limits)?;
+                c
             }
+            None => prepared.host.create(&run_name(request_id), &limits)?,
         };
         Ok(RunCgroup {
             cgroup: RefCell::new(Some(cgroup)),
-            warmer: Cell::new(warmer),
+            warmer: Cell::new(prepared.warmer.take()),
         })
     }
 
@@ -342,5 +332,38 @@ mod tests {
         assert_eq!(clone_and_reap(&cg, &mut notes), Placement::Attach);
         assert!(notes.is_empty(), "{notes:?}");
         cg.destroy().unwrap();
+    }
+
+    fn forked_group_dir() -> std::path::PathBuf {
+        std::path::Path::new("/sys/fs/cgroup/memory/airlock").join(run_name("forked"))
+    }
+
+    /// A helper forked in advance: its group exists before the request, with
+    /// the request's limits once it comes, and is gone after the run; the
+    /// child that took the migration's wait is reaped by then.
+    #[test]
+    fn a_prepared_group_takes_the_requests_limits_and_goes() {
+        let prepared = prepare_early().expect("cgroups on this machine");
+        let dir = forked_group_dir();
+        assert!(dir.is_dir());
+        let warmer = prepared.warmer.expect("cgroup v1: a child takes the wait");
+        let cg = RunCgroup::from_prepared(prepared, "unused", &limits()).unwrap();
+        let limit = std::fs::read_to_string(dir.join("memory.limit_in_bytes")).unwrap();
+        assert_eq!(limit.trim(), (64u64 << 20).to_string());
+        cg.destroy().unwrap();
+        assert!(!dir.exists());
+        assert!(sys::waitpid(warmer, libc::WNOHANG).is_err(), "not reaped");
+    }
+
+    /// A request that never comes: dropping what was prepared removes the
+    /// group and reaps the child.
+    #[test]
+    fn an_unused_prepared_group_is_removed_when_dropped() {
+        let prepared = prepare_early().expect("cgroups on this machine");
+        let warmer = prepared.warmer.expect("cgroup v1: a child takes the wait");
+        assert!(forked_group_dir().is_dir());
+        drop(prepared);
+        assert!(!forked_group_dir().exists());
+        assert!(sys::waitpid(warmer, libc::WNOHANG).is_err(), "not reaped");
     }
 }
