@@ -753,21 +753,8 @@ impl<'t> Walker<'t> {
         span: Range<usize>,
     ) {
         // Expand alternatives so that `["git", ["push","pull"]]` and "git push" collide.
-        if prefix.iter().all(|alts| alts.len() == 1) {
-            // Every plain list entry: one key, the words joined, made directly
-            // (this runs for each of a policy's rules on every start).
-            let mut key = String::with_capacity(prefix.iter().map(|alts| alts[0].len() + 1).sum());
-            for alts in prefix {
-                if !key.is_empty() {
-                    key.push(' ');
-                }
-                key.push_str(&alts[0]);
-            }
+        for key in expand_prefix(prefix) {
             self.note_key(seen, key, name, decision, &span);
-        } else {
-            for key in expand_prefix(prefix) {
-                self.note_key(seen, key, name, decision, &span);
-            }
         }
     }
 
@@ -1246,6 +1233,18 @@ fn indexed_name(what: &str, i: usize) -> String {
 }
 
 fn expand_prefix(prefix: &[Vec<String>]) -> Vec<String> {
+    if prefix.iter().all(|alts| alts.len() == 1) {
+        // A plain list entry, as nearly every rule is: its one key, the words
+        // joined, made directly (this runs for each rule on every start).
+        let mut key = String::with_capacity(prefix.iter().map(|alts| alts[0].len() + 1).sum());
+        for alts in prefix {
+            if !key.is_empty() {
+                key.push(' ');
+            }
+            key.push_str(&alts[0]);
+        }
+        return vec![key];
+    }
     let mut out = vec![String::new()];
     for alts in prefix {
         let mut next = Vec::new();

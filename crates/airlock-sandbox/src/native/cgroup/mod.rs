@@ -204,8 +204,9 @@ impl CgroupHost {
         self.controller().hierarchies()
     }
 
-    /// See [`Controller::warm_migration`]: run it on a spare thread just
-    /// before a run's helper starts.
+    /// See [`Controller::warm_migration`]: run it beside the run's setup, on a
+    /// spare thread of the caller or in a child of a helper forked in advance
+    /// (`cgroup_glue::prepare_early`).
     pub fn warm_migration(&self) -> Result<(), SandboxError> {
         self.controller().warm_migration()
     }

@@ -120,9 +120,10 @@ impl Controller for V1Roots {
 /// moment waits one RCU grace period (6-14 ms measured here) before it gets
 /// it; a writer that comes while that grace period is in flight waits only
 /// for the rest of it, and one that comes within a grace period after the
-/// last writer does not wait at all (about 0.2 ms). Run from a spare thread
-/// while the helper starts, this takes that wait off the run's critical path:
-/// the helper's real migration of init then finds the grace period passed.
+/// last writer does not wait at all (about 0.2 ms). Run beside the run's
+/// setup (a caller thread while a helper starts, or a child of a helper forked
+/// in advance), this takes that wait off the run's critical path: the real
+/// migration of init joins it or finds it passed.
 ///
 /// It migrates nothing: the calling thread is "moved" into the pids group it
 /// is already in (its own tid written to that group's `tasks`). Best effort:
