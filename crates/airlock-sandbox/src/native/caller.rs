@@ -178,7 +178,6 @@ impl NativeBackend {
                 Err(_) => request.stdin_null = false,
             }
         }
-        warm_cgroup_migration();
 
         let (req_r, req_w) = sys::pipe().map_err(io_err("pipe"))?;
         let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
@@ -454,21 +453,6 @@ impl Helper {
         drop(ctl_w);
         drop(child.stdin.take());
         let _ = child.wait();
-    }
-}
-
-/// cgroup v1: the helper's move of init into the run's cgroup waits for an
-/// RCU grace period unless one has just passed. Start one now, on a spare
-/// thread, while the helper starts (see cgroup::CgroupHost::warm_migration;
-/// nothing is moved). Root only: rootless runs use a delegated cgroup v2
-/// subtree or none.
-fn warm_cgroup_migration() {
-    if !super::rootless::is_rootless() {
-        std::thread::spawn(|| {
-            if let Ok(host) = super::cgroup::CgroupHost::detect() {
-                let _ = host.warm_migration();
-            }
-        });
     }
 }
 

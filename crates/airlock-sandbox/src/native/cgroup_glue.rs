@@ -2,11 +2,11 @@
 //! `run-<helper pid>-<request id>` so that a later helper can tell a crashed
 //! run (its helper pid is gone) from a live one.
 
-use super::cgroup::{Cgroup, CgroupHost, CgroupLimits, CgroupVersion};
+use super::cgroup::{Cgroup, CgroupHost, CgroupJoin, CgroupLimits};
 use crate::sys;
 use crate::{Limits, SandboxError};
-use std::cell::{Cell, RefCell};
-use std::os::fd::AsFd;
+use std::cell::RefCell;
+use std::os::fd::{AsFd, OwnedFd};
 
 /// The prefix of every run cgroup's name.
 pub const PREFIX: &str = "run-";
@@ -20,8 +20,8 @@ pub struct RunStats {
 }
 
 /// Debug builds only: with this variable set to `1` (passed from the caller to
-/// the helper), the helper lets init go on before moving it into its cgroup
-/// and moves it 300 ms later, so that init forks the command outside the
+/// the helper), init does not join its cgroup itself; the helper lets init go
+/// on before moving it into its cgroup and moves it 300 ms later, so that init forks the command outside the
 /// run's cgroup (v1; on v2 init is born in it): the ordering as it would be
 /// without the wait, so that the escape corpus can show
 /// `res_memory_first_instruction` failing (`run.py --cgroup-attach-late`).
@@ -42,63 +42,23 @@ pub fn attach_late() -> bool {
 }
 
 /// What a helper forked in advance makes of the cgroup layer while the caller
-/// judges the command (root mode; [`prepare_early`]).
+/// judges the command (root mode; [`prepare_early`]). A request that never
+/// comes, or fails before the group is used, drops it: `Cgroup`'s own drop
+/// removes the group.
 pub struct Prepared {
     host: CgroupHost,
     /// `run-<helper pid>-forked`, no limits yet: the request brings them.
     cgroup: Option<Cgroup>,
-    /// The child taking the first migration's wait (v1).
-    warmer: Option<libc::pid_t>,
-}
-
-/// A request that never comes (the caller let the helper go) or fails before
-/// the group is used: the group is removed (`Cgroup`'s own drop) and the
-/// child reaped.
-impl Drop for Prepared {
-    fn drop(&mut self) {
-        if let Some(pid) = self.warmer.take() {
-            let _ = sys::waitpid(pid, 0);
-        }
-    }
 }
 
 /// Detects the layout, removes crashed runs' groups and creates this run's
-/// group; then, on v1, a child takes the wait of the first task migration
-/// after a quiet moment (one RCU grace period, 4-14 ms here; see
-/// [`CgroupHost::warm_migration`]) while the helper goes on. Moving init into
-/// its group later joins that wait instead of starting its own, so the wait
-/// overlaps the caller's judgment and the helper's whole setup, init's view
-/// included, instead of following them.
-///
-/// The order matters: a writer waiting for the grace period holds the
-/// kernel's cgroup_mutex, so every `mkdir` and `rmdir` of a group is done
-/// before the child starts; writing limits and cloning do not take it.
-/// `None` when there is no usable layout: the run then detects it again and
-/// reports why.
+/// group, off the critical path. `None` when there is no usable layout: the
+/// run then detects it again and reports why.
 pub fn prepare_early() -> Option<Prepared> {
     let host = CgroupHost::detect().ok()?;
     let _ = host.clean_stale(PREFIX);
     let cgroup = host.create_empty(&run_name("forked")).ok();
-    let warmer = match host.version() {
-        CgroupVersion::V1 => match sys::clone_process(0) {
-            Ok(0) => {
-                // It may outlive a failed run briefly: it holds none of the
-                // helper's pipes, whose EOF the caller waits for. The helper
-                // is single-threaded, so this fork may allocate.
-                sys::close_from(0);
-                let _ = host.warm_migration();
-                sys::exit_now(0)
-            }
-            Ok(pid) => Some(pid),
-            Err(_) => None,
-        },
-        CgroupVersion::V2 => None,
-    };
-    Some(Prepared {
-        host,
-        cgroup,
-        warmer,
-    })
+    Some(Prepared { host, cgroup })
 }
 
 /// A run's group: `run-<helper pid>-<request id>`.
@@ -106,13 +66,39 @@ fn run_name(request_id: &str) -> String {
     format!("{PREFIX}{}-{request_id}", std::process::id())
 }
 
+/// How init comes into the run's cgroup ([`RunCgroup::entry`]), decided
+/// before it is cloned.
+pub enum Entry {
+    /// No cgroup: nothing to enter.
+    None,
+    /// cgroup v2: born in it, `clone3(CLONE_INTO_CGROUP)` into this directory.
+    Born(OwnedFd),
+    /// cgroup v1: init moves itself in, first thing, through these files
+    /// (see [`CgroupJoin::join_self`]: no kernel-wide lock, so no RCU grace
+    /// period to wait for).
+    JoinsItself(CgroupJoin),
+    /// The helper moves init in ([`RunCgroup::add`]) before letting it fork.
+    Attach,
+}
+
+impl Entry {
+    /// The files init writes to join its cgroup, if it joins itself.
+    pub fn join(&self) -> Option<&CgroupJoin> {
+        match self {
+            Entry::JoinsItself(j) => Some(j),
+            _ => None,
+        }
+    }
+}
+
 /// Where a freshly cloned init stands (see [`RunCgroup::clone_init`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
-    /// Born inside the run's cgroup: nothing to move.
-    Born,
-    /// Outside it (v1, no cgroup, or clone3 refused): [`RunCgroup::add`] it
-    /// before it may fork.
+    /// In its cgroup before it may fork, with nothing for the helper to do:
+    /// born there, joining itself, or there is no cgroup.
+    Settled,
+    /// Outside it (clone3 refused, or the helper moves it): [`RunCgroup::add`]
+    /// it before it may fork.
     Attach,
 }
 
@@ -122,8 +108,6 @@ pub enum Placement {
 /// init, and rlimits stand in for the limits.
 pub struct RunCgroup {
     cgroup: RefCell<Option<Cgroup>>,
-    /// [`Prepared::warmer`], reaped once init is in the group.
-    warmer: Cell<Option<libc::pid_t>>,
 }
 
 impl RunCgroup {
@@ -143,13 +127,12 @@ impl RunCgroup {
         let cgroup = host.create(&run_name(request_id), &CgroupLimits::from_limits(limits))?;
         Ok(RunCgroup {
             cgroup: RefCell::new(Some(cgroup)),
-            warmer: Cell::new(None),
         })
     }
 
     /// The group [`prepare_early`] made, with the run's limits written now;
     /// made here if it could not be made then. On failure the group is
-    /// removed by its own drop and the child reaped by `prepared`'s.
+    /// removed by its own drop.
     pub fn from_prepared(
         mut prepared: Prepared,
         request_id: &str,
@@ -165,7 +148,6 @@ impl RunCgroup {
         };
         Ok(RunCgroup {
             cgroup: RefCell::new(Some(cgroup)),
-            warmer: Cell::new(prepared.warmer.take()),
         })
     }
 
@@ -173,15 +155,6 @@ impl RunCgroup {
     pub fn none() -> RunCgroup {
         RunCgroup {
             cgroup: RefCell::new(None),
-            warmer: Cell::new(None),
-        }
-    }
-
-    /// Reaps the child that took the migration's wait, waiting for it if
-    /// it still does.
-    fn reap_warmer(&self) {
-        if let Some(pid) = self.warmer.take() {
-            let _ = sys::waitpid(pid, 0);
         }
     }
 
@@ -189,44 +162,74 @@ impl RunCgroup {
         self.cgroup.borrow().is_none()
     }
 
+    /// How init will come into the cgroup: born in it on v2, joining it
+    /// itself on v1. Where the files cannot be opened, the helper moves it,
+    /// and a note in `notes` says why.
+    pub fn entry(&self, notes: &mut Vec<String>) -> Entry {
+        let cgroup = self.cgroup.borrow();
+        let Some(c) = &*cgroup else {
+            return Entry::None;
+        };
+        match c.open_clone_target() {
+            Ok(Some(dir)) => return Entry::Born(dir),
+            Ok(None) => {}
+            Err(e) => {
+                notes.push(format!(
+                    "cgroup: cannot open the cgroup for clone3(CLONE_INTO_CGROUP) ({e}); init \
+                     was moved into it through cgroup.procs instead"
+                ));
+                return Entry::Attach;
+            }
+        }
+        if attach_late() {
+            return Entry::Attach;
+        }
+        match c.open_join() {
+            Ok(join) => Entry::JoinsItself(join),
+            Err(e) => {
+                notes.push(format!(
+                    "cgroup: cannot open the cgroup's tasks files for init to join ({e}); init \
+                     was moved into it through cgroup.procs instead"
+                ));
+                Entry::Attach
+            }
+        }
+    }
+
     /// Clones the sandbox's init (`flags` as for [`sys::clone_process`]; 0 in
-    /// the child, as fork) and says whether it still has to be moved into the
-    /// cgroup with [`RunCgroup::add`]. On cgroup v2 the child is born in the
-    /// group (`clone3(CLONE_INTO_CGROUP)`): no migration. Where the kernel
-    /// refuses that, init is cloned plainly and a note in `notes` says so.
+    /// the child, as fork) as `entry` says, and says whether it still has to
+    /// be moved into the cgroup with [`RunCgroup::add`]. Where the kernel
+    /// refuses `clone3(CLONE_INTO_CGROUP)`, init is cloned plainly and a note
+    /// in `notes` says so.
     pub fn clone_init(
         &self,
         flags: libc::c_int,
+        entry: &Entry,
         notes: &mut Vec<String>,
     ) -> std::io::Result<(libc::pid_t, Placement)> {
-        let target = match &*self.cgroup.borrow() {
-            Some(c) => c.open_clone_target(),
-            None => Ok(None),
-        };
-        match target {
-            Ok(Some(dir)) => match sys::clone_into_cgroup(flags, dir.as_fd()) {
-                Ok(pid) => return Ok((pid, Placement::Born)),
-                Err(e) => notes.push(format!(
-                    "cgroup: clone3(CLONE_INTO_CGROUP) refused ({e}); init was moved into its \
-                     cgroup through cgroup.procs instead"
-                )),
+        match entry {
+            Entry::Born(dir) => match sys::clone_into_cgroup(flags, dir.as_fd()) {
+                Ok(pid) => Ok((pid, Placement::Settled)),
+                Err(e) => {
+                    notes.push(format!(
+                        "cgroup: clone3(CLONE_INTO_CGROUP) refused ({e}); init was moved into \
+                         its cgroup through cgroup.procs instead"
+                    ));
+                    Ok((sys::clone_process(flags)?, Placement::Attach))
+                }
             },
-            Ok(None) => {}
-            Err(e) => notes.push(format!(
-                "cgroup: cannot open the cgroup for clone3(CLONE_INTO_CGROUP) ({e}); init was \
-                 moved into it through cgroup.procs instead"
-            )),
+            Entry::None | Entry::JoinsItself(_) => {
+                Ok((sys::clone_process(flags)?, Placement::Settled))
+            }
+            Entry::Attach => Ok((sys::clone_process(flags)?, Placement::Attach)),
         }
-        Ok((sys::clone_process(flags)?, Placement::Attach))
     }
 
     pub fn add(&self, pid: libc::pid_t) -> Result<(), SandboxError> {
-        let added = match &*self.cgroup.borrow() {
+        match &*self.cgroup.borrow() {
             Some(c) => c.add_pid(pid),
             None => Ok(()),
-        };
-        self.reap_warmer();
-        added
+        }
     }
 
     /// Whether `pid` is the only process left in the cgroup, as its member
@@ -258,7 +261,6 @@ impl RunCgroup {
 
     /// Kills what is left and removes the cgroup; errors go to the caller's notes.
     pub fn destroy(&self) -> Result<(), SandboxError> {
-        self.reap_warmer();
         match &mut *self.cgroup.borrow_mut() {
             Some(c) => c.destroy(),
             None => Ok(()),
@@ -285,11 +287,14 @@ mod tests {
         }
     }
 
-    /// Clones a child that exits at once and reaps it.
+    /// Clones a child that exits at once (joining the group first if that
+    /// is its entry) and reaps it.
     fn clone_and_reap(cg: &RunCgroup, notes: &mut Vec<String>) -> Placement {
-        let (pid, placement) = cg.clone_init(0, notes).unwrap();
+        let entry = cg.entry(notes);
+        let (pid, placement) = cg.clone_init(0, &entry, notes).unwrap();
         if pid == 0 {
-            sys::exit_now(0);
+            let joined = entry.join().is_none_or(|j| j.join_self().is_ok());
+            sys::exit_now(if joined { 0 } else { 1 });
         }
         let _ = sys::waitpid(pid, 0);
         placement
@@ -322,14 +327,16 @@ mod tests {
         assert!(!dir.exists());
     }
 
-    /// v1 has no CLONE_INTO_CGROUP: init is cloned plainly and moved, quietly.
+    /// v1 has no CLONE_INTO_CGROUP: init is cloned plainly and joins its
+    /// group itself, quietly; the helper has nothing to move.
     #[test]
-    fn on_v1_init_is_attached_without_a_note() {
+    fn on_v1_init_joins_its_group_itself_without_a_note() {
         let host = CgroupHost::detect().expect("cgroups on this machine");
         assert_eq!(host.version(), CgroupVersion::V1);
         let cg = RunCgroup::create_on(&host, "glue", &limits()).unwrap();
         let mut notes = Vec::new();
-        assert_eq!(clone_and_reap(&cg, &mut notes), Placement::Attach);
+        assert!(matches!(cg.entry(&mut notes), Entry::JoinsItself(_)));
+        assert_eq!(clone_and_reap(&cg, &mut notes), Placement::Settled);
         assert!(notes.is_empty(), "{notes:?}");
         cg.destroy().unwrap();
     }
@@ -339,31 +346,26 @@ mod tests {
     }
 
     /// A helper forked in advance: its group exists before the request, with
-    /// the request's limits once it comes, and is gone after the run; the
-    /// child that took the migration's wait is reaped by then.
+    /// the request's limits once it comes, and is gone after the run.
     #[test]
     fn a_prepared_group_takes_the_requests_limits_and_goes() {
         let prepared = prepare_early().expect("cgroups on this machine");
         let dir = forked_group_dir();
         assert!(dir.is_dir());
-        let warmer = prepared.warmer.expect("cgroup v1: a child takes the wait");
         let cg = RunCgroup::from_prepared(prepared, "unused", &limits()).unwrap();
         let limit = std::fs::read_to_string(dir.join("memory.limit_in_bytes")).unwrap();
         assert_eq!(limit.trim(), (64u64 << 20).to_string());
         cg.destroy().unwrap();
         assert!(!dir.exists());
-        assert!(sys::waitpid(warmer, libc::WNOHANG).is_err(), "not reaped");
     }
 
     /// A request that never comes: dropping what was prepared removes the
-    /// group and reaps the child.
+    /// group.
     #[test]
     fn an_unused_prepared_group_is_removed_when_dropped() {
         let prepared = prepare_early().expect("cgroups on this machine");
-        let warmer = prepared.warmer.expect("cgroup v1: a child takes the wait");
         assert!(forked_group_dir().is_dir());
         drop(prepared);
         assert!(!forked_group_dir().exists());
-        assert!(sys::waitpid(warmer, libc::WNOHANG).is_err(), "not reaped");
     }
 }

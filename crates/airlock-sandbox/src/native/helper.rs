@@ -370,8 +370,10 @@ fn run_in(
     let (msg_r, msg_w) = sys::pipe().map_err(|e| io_layer(Layer::Helper, "pipe", e))?;
     let isolate_network = !matches!(spec.network, NetworkSpec::Open);
     let net_ns = early.net_ns.filter(|_| isolate_network);
+    let entry = cgroup.entry(&mut report.notes);
     let plan = InitPlan {
         spec,
+        cgroup_join: entry.join(),
         view: &view,
         run_dir: &run_dir.path,
         sandbox_userns: &sandbox_ns,
@@ -389,7 +391,7 @@ fn run_in(
         t0,
     };
     let flags = namespaces::init_clone_flags(isolate_network && net_ns.is_none());
-    let (init_pid, placement) = match cgroup.clone_init(flags, &mut report.notes) {
+    let (init_pid, placement) = match cgroup.clone_init(flags, &entry, &mut report.notes) {
         Ok((0, _)) => {
             drop(go_w);
             drop(msg_r);

@@ -8,6 +8,7 @@
 //! the kernel kills init (`PR_SET_PDEATHSIG`), and with PID 1 gone the kernel
 //! kills every process of the namespace.
 
+use super::cgroup::CgroupJoin;
 use super::landlock::FsRules;
 use super::mounts::{self, ViewPlan};
 use super::protocol::{InitMsg, Launch, CONTROL_LAUNCH};
@@ -39,6 +40,9 @@ pub const FORWARDED: &[libc::c_int] = &[
 /// Everything init needs, prepared by the helper before the clone.
 pub struct InitPlan<'a> {
     pub spec: &'a SandboxSpec,
+    /// The run's cgroup files init writes itself into before anything else
+    /// (cgroup v1); `None` when init was born there or the helper moves it.
+    pub cgroup_join: Option<&'a CgroupJoin>,
     /// The filesystem view to build.
     pub view: &'a [ViewOp],
     pub run_dir: &'a Path,
@@ -144,6 +148,12 @@ fn layer(layer: Layer, what: &str, e: impl std::fmt::Display) -> SandboxError {
 /// [`Launch`] frame for a pooled sandbox (returned).
 fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxError> {
     let spec = plan.spec;
+    // First, so that everything init allocates and every process of the
+    // sandbox is counted against the run's limits.
+    if let Some(join) = plan.cgroup_join {
+        join.join_self()?;
+        marks.mark("in its cgroup");
+    }
     namespaces::set_hostname("airlock")?;
     let isolated = !matches!(spec.network, NetworkSpec::Open);
     match plan.net_ns {
@@ -168,10 +178,8 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxEr
         prepared: plan.prepared,
         rootless: plan.rootless,
     };
-    // The view is built while the helper moves init into its cgroup (a v1
-    // memory cgroup move waits for an RCU grace period; on v2 init was born
-    // there by clone3(CLONE_INTO_CGROUP)); nothing forks before the helper
-    // says it is done.
+    // Nothing forks before the helper's go: where the helper moves init into
+    // its cgroup (a fallback), it says go once that is done.
     mounts::build(&view)?;
     marks.mark("view built");
     let mut b = [0u8; 1];

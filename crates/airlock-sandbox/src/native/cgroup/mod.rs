@@ -76,9 +76,9 @@ pub trait Controller {
     /// The directory a child can be born into with `clone3(CLONE_INTO_CGROUP)`
     /// (v2 only: on v1 a process enters its groups by migration).
     fn clone_into_dir(&self, name: &str) -> Option<PathBuf>;
-    /// Takes the wait a first migration pays off the run's critical path, if
-    /// this layout migrates at all (v1: see [`v1::warm_migration`]). Blocks.
-    fn warm_migration(&self) -> Result<(), SandboxError>;
+    /// The file a single-threaded process writes "0" to in each of the
+    /// group's directories to move itself in ([`CgroupJoin::join_self`]).
+    fn join_file(&self) -> &'static str;
 }
 
 /// The limits written into a new cgroup.
@@ -168,9 +168,9 @@ pub struct Cgroup {
     destroyed: bool,
 }
 
-/// Pre-opened `cgroup.procs` files, so a forked child can join the cgroup with
-/// [`CgroupJoin::join_self`] (async-signal-safe) before it unshares its cgroup
-/// namespace.
+/// Pre-opened membership files ([`Controller::join_file`]), so a forked child
+/// can join the cgroup with [`CgroupJoin::join_self`] (async-signal-safe)
+/// before it unshares its cgroup namespace.
 #[derive(Debug)]
 pub struct CgroupJoin {
     files: Vec<std::fs::File>,
@@ -202,13 +202,6 @@ impl CgroupHost {
     /// (controller, hierarchy root) pairs, for `airlock doctor`.
     pub fn hierarchies(&self) -> Vec<(&'static str, PathBuf)> {
         self.controller().hierarchies()
-    }
-
-    /// See [`Controller::warm_migration`]: run it beside the run's setup, on a
-    /// spare thread of the caller or in a child of a helper forked in advance
-    /// (`cgroup_glue::prepare_early`).
-    pub fn warm_migration(&self) -> Result<(), SandboxError> {
-        self.controller().warm_migration()
     }
 
     /// Every distinct hierarchy root airlock writes under.
@@ -379,11 +372,12 @@ impl Cgroup {
         Ok(())
     }
 
-    /// Opens every `cgroup.procs` for [`CgroupJoin::join_self`].
+    /// Opens every directory's [`Controller::join_file`] for
+    /// [`CgroupJoin::join_self`].
     pub fn open_join(&self) -> Result<CgroupJoin, SandboxError> {
         let mut files = Vec::new();
         for dir in &self.dirs {
-            let path = dir.join("cgroup.procs");
+            let path = dir.join(self.controller().join_file());
             let f = std::fs::OpenOptions::new()
                 .write(true)
                 .open(&path)
@@ -450,7 +444,10 @@ impl Drop for Cgroup {
 
 impl CgroupJoin {
     /// Moves the calling process into the cgroup in every hierarchy by writing
-    /// "0" to each `cgroup.procs`. Async-signal-safe: only `write` calls.
+    /// "0" (itself) to each pre-opened file. The caller must be
+    /// single-threaded: on v1 the file is `tasks`, which moves only the
+    /// calling thread (see [`Controller::join_file`]). Async-signal-safe: only
+    /// `write` calls.
     pub fn join_self(&self) -> Result<(), SandboxError> {
         use std::os::fd::AsRawFd;
         for f in &self.files {

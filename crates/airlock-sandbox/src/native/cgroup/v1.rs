@@ -107,43 +107,18 @@ impl Controller for V1Roots {
         None
     }
 
-    fn warm_migration(&self) -> Result<(), SandboxError> {
-        warm_migration(self)
+    /// The thread, not `cgroup.procs`: every write of a pid, and of "0" to
+    /// `cgroup.procs`, takes the kernel's global `cgroup_threadgroup_rwsem`
+    /// for writing, and the first such writer after a quiet moment waits one
+    /// RCU grace period for it (5-14 ms measured here, the largest single
+    /// cost of a cold run). A thread that moves itself ("0" to `tasks`) is
+    /// exempt: it cannot exit or exec under the kernel's hands, so no lock
+    /// is taken (0.15 ms for three hierarchies). For a single-threaded
+    /// process, such as the sandbox's init right after its clone, moving its
+    /// thread moves the process.
+    fn join_file(&self) -> &'static str {
+        "tasks"
     }
-}
-
-/// Starts the RCU grace period that the next v1 task migration would wait
-/// for, and waits for it here instead.
-///
-/// Every write to a `cgroup.procs` or `tasks` file takes the kernel's global
-/// `cgroup_threadgroup_rwsem` for writing, and the first writer after a quiet
-/// moment waits one RCU grace period (6-14 ms measured here) before it gets
-/// it; a writer that comes while that grace period is in flight waits only
-/// for the rest of it, and one that comes within a grace period after the
-/// last writer does not wait at all (about 0.2 ms). Run beside the run's
-/// setup (a caller thread while a helper starts, or a child of a helper forked
-/// in advance), this takes that wait off the run's critical path: the real
-/// migration of init joins it or finds it passed.
-///
-/// It migrates nothing: the calling thread is "moved" into the pids group it
-/// is already in (its own tid written to that group's `tasks`). Best effort:
-/// any failure (not root, a cgroup namespace or bind mount that hides this
-/// thread's group, a v2 host) leaves things as they were, and the real
-/// migration simply pays the wait itself.
-pub fn warm_migration(roots: &V1Roots) -> Result<(), SandboxError> {
-    let own = super::fs::read_file(Path::new("/proc/thread-self/cgroup"))?;
-    let rel = own
-        .lines()
-        .find_map(|l| {
-            let mut it = l.splitn(3, ':');
-            let (_, controllers, path) = (it.next()?, it.next()?, it.next()?);
-            controllers.split(',').any(|c| c == "pids").then_some(path)
-        })
-        .ok_or_else(|| err("/proc/thread-self/cgroup has no pids line"))?;
-    let tasks = roots.pids.join(rel.trim_start_matches('/')).join("tasks");
-    // SAFETY: gettid takes no arguments.
-    let tid = unsafe { libc::gettid() };
-    write_file(&tasks, &tid.to_string())
 }
 
 fn swap_active() -> bool {
@@ -332,14 +307,56 @@ mod tests {
         assert_gone(&dirs);
     }
 
-    /// The warm-up before a run moves nothing: the calling thread stays in
-    /// the groups it was in, in every hierarchy.
+    /// A single-threaded child that writes "0" to the pre-opened `tasks`
+    /// files is in the group in every hierarchy, and so are its children.
     #[test]
-    fn warm_migration_moves_nothing() {
+    fn a_self_join_through_tasks_moves_the_whole_process() {
         let host = v1_host();
-        let before = std::fs::read_to_string("/proc/thread-self/cgroup").unwrap();
-        host.warm_migration().unwrap();
-        let after = std::fs::read_to_string("/proc/thread-self/cgroup").unwrap();
-        assert_eq!(before, after);
+        let mut cg = host
+            .create(&unique("join"), &limits(64 * MIB, 8, 1.0))
+            .unwrap();
+        let dirs = cg.dirs().to_vec();
+        let join = cg.open_join().unwrap();
+        let suffix = format!("/{}/{}", crate::native::cgroup::PARENT, cg.name());
+        let (status, out) = crate::native::caps::tests::run_in_child(|fd| {
+            if join.join_self().is_err() {
+                return 10;
+            }
+            // SAFETY: the grandchild only exits.
+            let kid = unsafe { libc::fork() };
+            if kid == 0 {
+                // SAFETY: leaving the grandchild.
+                unsafe { libc::_exit(0) };
+            }
+            // No allocation after fork in a threaded test process: the
+            // membership goes through a stack buffer.
+            let mut buf = [0u8; 4096];
+            // SAFETY: a NUL-terminated path; reading into a live stack buffer.
+            let n = unsafe {
+                let f = libc::open(c"/proc/self/cgroup".as_ptr(), libc::O_RDONLY);
+                libc::read(f, buf.as_mut_ptr().cast(), buf.len())
+            };
+            if n <= 0 {
+                return 11;
+            }
+            crate::native::caps::tests::write_all(fd, &buf[..n as usize]);
+            wait(kid);
+            0
+        });
+        let out = String::from_utf8_lossy(&out);
+        assert_eq!(status, 0, "{out}");
+        for controller in ["memory", "pids", "cpu", "cpuacct", "freezer"] {
+            assert!(
+                out.lines().any(|l| {
+                    let mut it = l.splitn(3, ':');
+                    let (_, ctrls, path) = (it.next(), it.next(), it.next());
+                    ctrls.is_some_and(|c| c.split(',').any(|c| c == controller))
+                        && path == Some(suffix.as_str())
+                }),
+                "{controller} not joined: {out}"
+            );
+        }
+        cg.destroy().unwrap();
+        assert_gone(&dirs);
     }
 }

@@ -76,9 +76,10 @@ impl Controller for V2 {
         Some(group_dir(&self.root, name))
     }
 
-    /// Nothing to warm: init is born in its group (`CLONE_INTO_CGROUP`).
-    fn warm_migration(&self) -> Result<(), SandboxError> {
-        Ok(())
+    /// The whole process. Rarely used: init is born in its group
+    /// (`CLONE_INTO_CGROUP`).
+    fn join_file(&self) -> &'static str {
+        "cgroup.procs"
     }
 }
 
