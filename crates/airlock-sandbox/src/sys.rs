@@ -282,6 +282,104 @@ pub fn spawn_sharing_memory(
     }
 }
 
+/// A child that exists only to hold the namespaces its clone made (`flags`,
+/// `CLONE_NEW*`) reachable through `/proc/<pid>` until [`HeldChild::release`]:
+/// the caller opens them, writes a user namespace's maps, and lets it go.
+///
+/// It shares this process's memory (`CLONE_VM`, without `CLONE_VFORK`: both
+/// run): no page tables are copied and none torn down at its exit, which
+/// halves what a forked child costs here (0.2-0.3 ms instead of 0.6-1.1 ms
+/// for a user namespace). Its whole life is `close`, a blocking `read` that
+/// ends at EOF, and `_exit`, on a small stack of its own, touching no memory
+/// of the caller's: none of them fails in a way that would set the `errno`
+/// it shares with the caller's thread.
+pub struct HeldChild {
+    pid: libc::pid_t,
+    hold: Option<OwnedFd>,
+    stack: *mut libc::c_void,
+}
+
+const HELD_STACK: usize = 64 * 1024;
+
+impl HeldChild {
+    pub fn clone(flags: libc::c_int) -> io::Result<HeldChild> {
+        extern "C" fn wait_for_eof(arg: *mut libc::c_void) -> libc::c_int {
+            let fds = arg as usize;
+            let (read_end, write_end) = ((fds & 0xffff_ffff) as RawFd, (fds >> 32) as RawFd);
+            let mut b = 0u8;
+            // SAFETY: the child's own copies of the pipe's fds (its fd table
+            // is a copy); one byte into a local.
+            unsafe {
+                libc::close(write_end);
+                libc::read(read_end, (&mut b as *mut u8).cast(), 1);
+                libc::_exit(0)
+            }
+        }
+        let (hold_r, hold_w) = pipe()?;
+        // SAFETY: a fresh anonymous mapping; nothing else refers to it.
+        let stack = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                HELD_STACK,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if stack == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let fds = hold_r.as_raw_fd() as u32 as usize | ((hold_w.as_raw_fd() as u32 as usize) << 32);
+        let top = (stack as usize + HELD_STACK) & !15;
+        // SAFETY: `wait_for_eof` runs on the stack mapped above (16-aligned
+        // top), which stays mapped until the child is reaped (release/drop);
+        // its argument is a number, not a pointer.
+        let pid = unsafe {
+            libc::clone(
+                wait_for_eof,
+                top as *mut libc::c_void,
+                libc::CLONE_VM | flags | libc::SIGCHLD,
+                fds as *mut libc::c_void,
+            )
+        };
+        if pid < 0 {
+            let e = io::Error::last_os_error();
+            // SAFETY: the mapping made above; no child uses it.
+            unsafe { libc::munmap(stack, HELD_STACK) };
+            return Err(e);
+        }
+        Ok(HeldChild {
+            pid,
+            hold: Some(hold_w),
+            stack,
+        })
+    }
+
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// Lets the child exit and reaps it.
+    pub fn release(mut self) {
+        self.reap();
+    }
+
+    fn reap(&mut self) {
+        if self.hold.take().is_some() {
+            let _ = waitpid(self.pid, 0);
+            // SAFETY: the child's stack; the child is gone.
+            unsafe { libc::munmap(self.stack, HELD_STACK) };
+        }
+    }
+}
+
+impl Drop for HeldChild {
+    fn drop(&mut self) {
+        self.reap();
+    }
+}
+
 pub fn fork() -> io::Result<libc::pid_t> {
     // SAFETY: called only from a single-threaded process: the helper, its init,
     // or a caller that checked it has one thread (native::prefork).
@@ -649,4 +747,35 @@ pub fn walk(dir: RawFd, rel: &Path, last_flags: libc::c_int) -> io::Result<Owned
 /// The owner uid/gid of a host path (for idmapping it to sandbox root).
 pub fn owner(path: &Path) -> Option<(u32, u32)> {
     std::fs::metadata(path).ok().map(|m| (m.uid(), m.gid()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ns_link(pid: &str, ns: &str) -> std::path::PathBuf {
+        std::fs::read_link(format!("/proc/{pid}/ns/{ns}")).unwrap()
+    }
+
+    /// The child lives in the namespace its clone made until released, and
+    /// is reaped then: no zombie, no second wait.
+    #[test]
+    fn a_held_child_holds_its_namespace_until_released() {
+        for (flag, ns) in [(libc::CLONE_NEWUSER, "user"), (libc::CLONE_NEWNET, "net")] {
+            let child = HeldChild::clone(flag).unwrap();
+            let pid = child.pid();
+            assert_ne!(ns_link(&pid.to_string(), ns), ns_link("self", ns));
+            child.release();
+            assert!(waitpid(pid, libc::WNOHANG).is_err(), "{ns}: not reaped");
+        }
+    }
+
+    /// Dropped without a release (an error path), it is let go and reaped.
+    #[test]
+    fn a_dropped_held_child_is_reaped() {
+        let child = HeldChild::clone(libc::CLONE_NEWUSER).unwrap();
+        let pid = child.pid();
+        drop(child);
+        assert!(waitpid(pid, libc::WNOHANG).is_err());
+    }
 }

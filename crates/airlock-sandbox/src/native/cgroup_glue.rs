@@ -51,12 +51,11 @@ pub struct Prepared {
     cgroup: Option<Cgroup>,
 }
 
-/// Detects the layout, removes crashed runs' groups and creates this run's
-/// group, off the critical path. `None` when there is no usable layout: the
-/// run then detects it again and reports why.
+/// Detects the layout and creates this run's group, off the critical path.
+/// `None` when there is no usable layout: the run then detects it again and
+/// reports why.
 pub fn prepare_early() -> Option<Prepared> {
     let host = CgroupHost::detect().ok()?;
-    let _ = host.clean_stale(PREFIX);
     let cgroup = host.create_empty(&run_name("forked")).ok();
     Some(Prepared { host, cgroup })
 }
@@ -111,8 +110,8 @@ pub struct RunCgroup {
 }
 
 impl RunCgroup {
-    /// Detects the host's layout, removes crashed runs' cgroups and creates
-    /// this run's with the limits in force.
+    /// Detects the host's layout and creates this run's cgroup with the
+    /// limits in force.
     pub fn create(request_id: &str, limits: &Limits) -> Result<RunCgroup, SandboxError> {
         Self::create_on(&CgroupHost::detect()?, request_id, limits)
     }
@@ -123,7 +122,6 @@ impl RunCgroup {
         request_id: &str,
         limits: &Limits,
     ) -> Result<RunCgroup, SandboxError> {
-        let _ = host.clean_stale(PREFIX);
         let cgroup = host.create(&run_name(request_id), &CgroupLimits::from_limits(limits))?;
         Ok(RunCgroup {
             cgroup: RefCell::new(Some(cgroup)),
@@ -259,10 +257,17 @@ impl RunCgroup {
         }
     }
 
-    /// Kills what is left and removes the cgroup; errors go to the caller's notes.
+    /// Kills what is left and removes the cgroup; errors go to the caller's
+    /// notes. Then removes the groups runs that crashed left behind (their
+    /// helper is gone): here, once this run is over, rather than on the way
+    /// to its command.
     pub fn destroy(&self) -> Result<(), SandboxError> {
         match &mut *self.cgroup.borrow_mut() {
-            Some(c) => c.destroy(),
+            Some(c) => {
+                let destroyed = c.destroy();
+                let _ = c.host().clean_stale(PREFIX);
+                destroyed
+            }
             None => Ok(()),
         }
     }

@@ -47,9 +47,9 @@ pub struct InitPlan<'a> {
     pub view: &'a [ViewOp],
     pub run_dir: &'a Path,
     pub sandbox_userns: &'a OwnedFd,
-    /// A network namespace made in advance, `lo` up ([`namespaces::net_ns`]):
-    /// joined instead of one made by init's clone (flags without
-    /// `CLONE_NEWNET`). `None`: the clone made one, or the network is open.
+    /// A network namespace made in advance ([`namespaces::net_ns`]): joined
+    /// instead of one made by init's clone (flags without `CLONE_NEWNET`).
+    /// `None`: the clone made one, or the network is open.
     pub net_ns: Option<&'a OwnedFd>,
     /// Idmapping user namespaces by host owner uid.
     pub idmaps: &'a [(u32, OwnedFd)],
@@ -156,11 +156,12 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxEr
     }
     namespaces::set_hostname("airlock")?;
     let isolated = !matches!(spec.network, NetworkSpec::Open);
-    match plan.net_ns {
-        Some(ns) => sys::setns(ns.as_raw_fd(), libc::CLONE_NEWNET)
-            .map_err(|e| layer(Layer::Network, "setns(net)", e))?,
-        None if isolated => namespaces::loopback_up()?,
-        None => {}
+    if let Some(ns) = plan.net_ns {
+        sys::setns(ns.as_raw_fd(), libc::CLONE_NEWNET)
+            .map_err(|e| layer(Layer::Network, "setns(net)", e))?;
+    }
+    if isolated {
+        namespaces::loopback_up()?;
     }
     let idmaps = |p: &Path| -> Option<RawFd> {
         let (uid, _) = crate::sys::owner(p)?;

@@ -33,7 +33,7 @@ fn layer(what: &str, e: impl std::fmt::Display) -> SandboxError {
 
 /// Flags for the clone that creates the sandbox's init. The user namespace is
 /// joined later (see the module docs); the cgroup namespace is unshared by init
-/// once it is in its cgroup (born there on v2, moved there by the helper on v1).
+/// once it is in its cgroup (born there on v2, joined by itself on v1).
 pub fn init_clone_flags(isolate_network: bool) -> libc::c_int {
     let mut f = libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if isolate_network {
@@ -62,16 +62,9 @@ pub fn user_ns_to(
     outside_uid: u32,
     outside_gid: u32,
 ) -> Result<OwnedFd, SandboxError> {
-    let (hold_r, hold_w) = sys::pipe().map_err(|e| layer("pipe", e))?;
-    let pid =
-        sys::clone_process(libc::CLONE_NEWUSER).map_err(|e| layer("clone(CLONE_NEWUSER)", e))?;
-    if pid == 0 {
-        drop(hold_w);
-        let mut b = [0u8; 1];
-        let _ = sys::read(hold_r.as_raw_fd(), &mut b);
-        sys::exit_now(0);
-    }
-    drop(hold_r);
+    let child =
+        sys::HeldChild::clone(libc::CLONE_NEWUSER).map_err(|e| layer("clone(CLONE_NEWUSER)", e))?;
+    let pid = child.pid();
     let result = (|| {
         let proc = Path::new("/proc").join(pid.to_string());
         // SAFETY: geteuid has no preconditions.
@@ -93,48 +86,29 @@ pub fn user_ns_to(
         .map_err(|e| layer("write gid_map", e))?;
         sys::open(&proc.join("ns/user"), libc::O_RDONLY, 0).map_err(|e| layer("open ns/user", e))
     })();
-    drop(hold_w);
-    let _ = sys::waitpid(pid, 0);
+    child.release();
     result
 }
 
-/// A new network namespace with `lo` up, held by fd, for init to join with
-/// `setns` instead of making one in its clone: a network namespace costs about
-/// 0.35 ms to create here, and a helper forked in advance makes it while the
-/// caller judges the command. Made by a short-lived child, as [`user_ns_to`]
-/// makes user namespaces; owned by the helper's user namespace, as one made
-/// by init's clone would be.
+/// A new network namespace, held by fd, for init to join with `setns` (and
+/// bring `lo` up in) instead of making one in its clone: a network namespace
+/// costs about 0.35 ms to create here, and a helper forked in advance makes it
+/// while the caller judges the command. Made as [`user_ns_to`] makes user
+/// namespaces; owned by the helper's user namespace, as one made by init's
+/// clone would be.
 pub fn net_ns() -> Result<OwnedFd, SandboxError> {
-    let (hold_r, hold_w) = sys::pipe().map_err(|e| layer("pipe", e))?;
-    let pid =
-        sys::clone_process(libc::CLONE_NEWNET).map_err(|e| layer("clone(CLONE_NEWNET)", e))?;
-    if pid == 0 {
-        drop(hold_w);
-        let up = loopback_up().is_ok();
-        // Held until the helper has its fd: the namespace ends with the
-        // last process in it unless something refers to it.
-        let mut b = [0u8; 1];
-        let _ = sys::read(hold_r.as_raw_fd(), &mut b);
-        sys::exit_now(if up { 0 } else { 1 });
-    }
-    drop(hold_r);
+    let child =
+        sys::HeldChild::clone(libc::CLONE_NEWNET).map_err(|e| layer("clone(CLONE_NEWNET)", e))?;
     let ns = sys::open(
-        &Path::new("/proc").join(pid.to_string()).join("ns/net"),
+        &Path::new("/proc")
+            .join(child.pid().to_string())
+            .join("ns/net"),
         libc::O_RDONLY,
         0,
     )
     .map_err(|e| layer("open ns/net", e));
-    drop(hold_w);
-    // A plain exit(0) is the child's word that lo is up.
-    let exited_ok = matches!(sys::waitpid(pid, 0), Ok((_, 0)));
-    match ns {
-        Ok(fd) if exited_ok => Ok(fd),
-        Ok(_) => Err(SandboxError::Layer {
-            layer: Layer::Network,
-            detail: "bringing lo up in the sandbox's network namespace failed".into(),
-        }),
-        Err(e) => Err(e),
-    }
+    child.release();
+    ns
 }
 
 /// Joins the sandbox user namespace and becomes its root (host uid

@@ -90,7 +90,15 @@ impl Drop for Slot {
         if let Some(unused) = self.take() {
             unused.let_go();
         }
+        let t = std::time::Instant::now();
         self.teardowns.wait();
+        if std::env::var_os("AIRLOCK_PROFILE").is_some() {
+            let line = format!(
+                "airlock profile: caller waited {:.2} ms for the helper's teardown\n",
+                t.elapsed().as_secs_f64() * 1000.0
+            );
+            eprint!("{line}"); // one write: stderr is unbuffered
+        }
     }
 }
 

@@ -31,6 +31,7 @@ pub use v2::V2;
 
 use crate::Layer;
 use crate::SandboxError;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 const LAYER: Layer = Layer::Cgroup;
@@ -295,6 +296,13 @@ impl CgroupHost {
         let mut names = Vec::new();
         for root in self.roots() {
             let parent = root.join(PARENT);
+            // A directory's link count is 2 plus its subdirectories (cgroupfs,
+            // as most filesystems): with none there is nothing to list, and a
+            // listing costs about ten times a stat. After every run, this is
+            // the common case.
+            if std::fs::metadata(&parent).is_ok_and(|m| m.nlink() == 2) {
+                continue;
+            }
             let entries = match std::fs::read_dir(&parent) {
                 Ok(e) => e,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -353,6 +361,13 @@ impl Cgroup {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The layout this group lives in.
+    pub fn host(&self) -> CgroupHost {
+        CgroupHost {
+            layout: self.layout.clone(),
+        }
     }
 
     /// Every directory of this cgroup (one per hierarchy).
