@@ -1171,3 +1171,74 @@ fn the_command_starts_only_after_the_gate_and_never_when_it_refuses() {
         "the command ran {waited:?} after the gate was entered, before it opened"
     );
 }
+
+/// A warm sandbox gets its command before the gate has passed (it prepares
+/// it meanwhile), but execs it only after the gate said yes, and never when
+/// the gate says no: the same guarantee as a cold gated run.
+#[test]
+fn a_warm_sandbox_starts_its_command_only_after_the_gate() {
+    use airlock_sandbox::native::pool::RunPath;
+    let f = fixture();
+    let backend = NativeBackend::new(PathBuf::from(HELPER), f.runs.clone());
+    let pool = airlock_sandbox::native::WarmPool::new(backend, 1);
+    let spec_for = |f: &Fixture| {
+        let mut s = spec(f, "echo ran > marker");
+        s.workspace.mode = WorkspaceMode::Rw;
+        s
+    };
+    let wait_ready = |pool: &airlock_sandbox::native::WarmPool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while pool.stats().ready == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the pool never filled"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    pool.prime(&spec_for(&f));
+    wait_ready(&pool);
+
+    let mut refuse = || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Err(airlock_sandbox::SandboxError::Layer {
+            layer: airlock_sandbox::Layer::Audit,
+            detail: "test refusal".into(),
+        })
+    };
+    let (path, result) = pool.run_reporting(
+        &spec_for(&f),
+        &mut airlock_sandbox::backend::Discard,
+        &mut refuse,
+    );
+    assert!(matches!(path, RunPath::Warm { .. }), "{path:?}");
+    let err = result.expect_err("a refused gate must fail the run");
+    assert!(err.to_string().contains("test refusal"), "{err}");
+    assert!(!f.ws.join("marker").exists(), "the command ran");
+
+    wait_ready(&pool);
+    let mut entered = None;
+    let mut open = || {
+        entered = Some(std::time::SystemTime::now());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Ok(())
+    };
+    let (path, result) = pool.run_reporting(
+        &spec_for(&f),
+        &mut airlock_sandbox::backend::Discard,
+        &mut open,
+    );
+    assert!(matches!(path, RunPath::Warm { .. }), "{path:?}");
+    let o = result.expect("warm gated run");
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+    let written = std::fs::metadata(f.ws.join("marker"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    // As in the cold test: the file's time is a tick behind at most.
+    let waited = written.duration_since(entered.unwrap()).unwrap_or_default();
+    assert!(
+        waited >= std::time::Duration::from_millis(250),
+        "the command ran {waited:?} after the gate was entered, before it opened"
+    );
+}

@@ -450,7 +450,17 @@ fn run_in(
     let spec_launched;
     let spec = match &launched {
         Some(l) => {
+            // The launch comes before the gate has passed: init prepares the
+            // command meanwhile, and its exec waits for the go relayed here.
             let _ = sys::write_all(go_w.as_raw_fd(), &l.frame(protocol::CONTROL_LAUNCH));
+            if let Err(e) = wait_for_go(&control) {
+                sys::kill(init_pid, libc::SIGKILL);
+                let _ = sys::waitpid(init_pid, 0);
+                let _ = cgroup.destroy();
+                return Err(e);
+            }
+            mark(report, "pooled: go received");
+            let _ = sys::write_all(go_w.as_raw_fd(), b"g");
             let mut s = spec.clone();
             l.apply_to(&mut s);
             spec_launched = s;

@@ -134,7 +134,9 @@ pub fn run(plan: &InitPlan) -> ! {
     if let Some(l) = &launch {
         l.apply_to(&mut spec);
     }
-    supervise(plan, &spec, marks)
+    // A pooled sandbox gets its command before the gate has passed: the
+    // command's side is prepared meanwhile and execs only on the go byte.
+    supervise(plan, &spec, launch.is_some(), marks)
 }
 
 fn layer(layer: Layer, what: &str, e: impl std::fmt::Display) -> SandboxError {
@@ -201,11 +203,14 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxEr
     // Credentials changed: the kernel cleared the parent-death signal.
     sys::set_pdeathsig(libc::SIGKILL)
         .map_err(|e| layer(Layer::Namespaces, "PR_SET_PDEATHSIG", e))?;
-    if let Ok(r) = sys::poll(&[plan.go], 0) {
-        if r[0] & (libc::POLLHUP | libc::POLLIN) != 0
-            && sys::read(plan.go, &mut b).unwrap_or(0) == 0
-        {
-            sys::exit_now(1);
+    // (A pooled sandbox's next byte is its go, read by the command's side.)
+    if launch.is_none() {
+        if let Ok(r) = sys::poll(&[plan.go], 0) {
+            if r[0] & (libc::POLLHUP | libc::POLLIN) != 0
+                && sys::read(plan.go, &mut b).unwrap_or(0) == 0
+            {
+                sys::exit_now(1);
+            }
         }
     }
     caps::set_no_new_privs()?;
@@ -225,8 +230,19 @@ fn report_exec_failure(err_w: RawFd, e: SandboxError) -> ! {
     sys::exit_now(126)
 }
 
-/// The command's side of the fork: privileges, limits, walls, exec.
-fn exec_command(plan: &InitPlan, spec: &SandboxSpec, err_w: RawFd, sigmask: &libc::sigset_t) -> ! {
+/// Where the command's side keeps the go pipe while it waits for its go.
+const GO_FD: RawFd = 4;
+
+/// The command's side of the fork: privileges, limits, walls, exec. With
+/// `wait_go`, the exec waits for the helper's go byte on [`InitPlan::go`]
+/// (EOF: not allowed to start), once everything else is in place.
+fn exec_command(
+    plan: &InitPlan,
+    spec: &SandboxSpec,
+    err_w: RawFd,
+    sigmask: &libc::sigset_t,
+    wait_go: bool,
+) -> ! {
     let report = |e: SandboxError| -> ! { report_exec_failure(err_w, e) };
     // SAFETY: restoring the mask and default dispositions before exec; the
     // pointers are to a live sigset_t.
@@ -273,7 +289,19 @@ fn exec_command(plan: &InitPlan, spec: &SandboxSpec, err_w: RawFd, sigmask: &lib
             std::io::Error::last_os_error(),
         ));
     }
-    sys::close_from(4);
+    // SAFETY: dup3 takes integers only.
+    if wait_go && unsafe { libc::dup3(plan.go, GO_FD, libc::O_CLOEXEC) } < 0 {
+        report(layer(
+            Layer::Helper,
+            "dup3 go pipe",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    sys::close_from(if wait_go {
+        GO_FD as u32 + 1
+    } else {
+        GO_FD as u32
+    });
     reopen_dev_null_stdio();
     let err_w = 3;
     let report = |e: SandboxError| -> ! { report_exec_failure(err_w, e) };
@@ -308,6 +336,17 @@ fn exec_command(plan: &InitPlan, spec: &SandboxSpec, err_w: RawFd, sigmask: &lib
     argv_p.push(std::ptr::null());
     let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
     envp_p.push(std::ptr::null());
+    if wait_go {
+        let mut b = [0u8; 1];
+        if !matches!(sys::read(GO_FD, &mut b), Ok(1)) || b[0] != b'g' {
+            report(SandboxError::Layer {
+                layer: Layer::Helper,
+                detail: "the command was not started: its decision record was not made durable, or the caller went away".into(),
+            });
+        }
+        // SAFETY: closing the go pipe's copy made above; nothing else uses it.
+        unsafe { libc::close(GO_FD) };
+    }
     let mut last_err = libc::ENOENT;
     for prog in &candidates {
         // SAFETY: prog, argv_p and envp_p are NULL-terminated arrays of live C strings.
@@ -366,7 +405,7 @@ fn program_candidates(prog: &str, env: &[(String, String)]) -> Vec<CString> {
         .collect()
 }
 
-fn supervise(plan: &InitPlan, spec: &SandboxSpec, mut marks: Marks) -> ! {
+fn supervise(plan: &InitPlan, spec: &SandboxSpec, wait_go: bool, mut marks: Marks) -> ! {
     // Block the signals we handle; they are read from a signalfd.
     // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -436,7 +475,7 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, mut marks: Marks) -> ! {
         // SAFETY: closes this child's copy of the pipe's read end (its fd
         // table is its own: no CLONE_FILES).
         unsafe { libc::close(err_r_fd) };
-        exec_command(plan, spec, err_w_fd, &old)
+        exec_command(plan, spec, err_w_fd, &old, wait_go)
     };
     let child = match sys::spawn_sharing_memory(&mut command) {
         Ok(pid) => pid,

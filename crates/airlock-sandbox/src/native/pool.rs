@@ -310,7 +310,7 @@ impl WarmPool {
         taken
     }
 
-    /// Runs `spec` in `warm`: the gate, then the launch, then the same
+    /// Runs `spec` in `warm`: the launch, the gate, the go, then the same
     /// streaming and report as a cold run.
     fn run_warm(
         &self,
@@ -326,14 +326,9 @@ impl WarmPool {
             warm.id,
             warm.built.elapsed().as_secs_f64() * 1000.0
         ));
-        if let Err(e) = gate() {
-            warm.helper.abandon();
-            return Err(e);
-        }
-        profile(format_args!(
-            "{:>8.2} ms  pool: gate passed",
-            t.elapsed().as_secs_f64() * 1000.0
-        ));
+        // The launch goes first: the sandbox prepares the command while the
+        // gate works, and execs it only on the go that follows the gate's yes
+        // (on a no, the helper sees EOF and nothing runs).
         let frame = Launch::of(spec).frame(protocol::CONTROL_LAUNCH);
         if let Err(e) = sys::write_all(warm.helper.ctl_w.as_raw_fd(), &frame) {
             warm.helper.abandon();
@@ -344,6 +339,15 @@ impl WarmPool {
         }
         profile(format_args!(
             "{:>8.2} ms  pool: launch sent",
+            t.elapsed().as_secs_f64() * 1000.0
+        ));
+        if let Err(e) = gate() {
+            warm.helper.abandon();
+            return Err(e);
+        }
+        let _ = sys::write_all(warm.helper.ctl_w.as_raw_fd(), &[protocol::CONTROL_GO]);
+        profile(format_args!(
+            "{:>8.2} ms  pool: gate passed, go sent",
             t.elapsed().as_secs_f64() * 1000.0
         ));
         let outcome = self.shared.backend.drive(

@@ -52,7 +52,9 @@ pub struct HelperRequest {
     pub gated: bool,
     /// A warm sandbox of `airlock serve`'s pool: built for a template spec
     /// (no argv, cwd, env or kept-set place yet), then waiting, blocked in a
-    /// read, for one [`CONTROL_LAUNCH`] frame that brings them. Implies `gated`.
+    /// read, for one [`CONTROL_LAUNCH`] frame that brings them, then for
+    /// [`CONTROL_GO`]: the command is prepared between the two and execs only
+    /// after the go. Implies `gated`.
     #[serde(default)]
     pub pooled: bool,
     /// The caller's CLOCK_MONOTONIC ([`crate::sys::monotonic_ns`]) just before
