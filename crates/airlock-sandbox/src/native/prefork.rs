@@ -182,6 +182,9 @@ pub(crate) fn prefork() -> Option<Preforked> {
         become_helper(&passed, strings, scrub, &keep_env);
     }
     drop((stdin_r, stdout_w, stderr_w, req_r, rep_w, ctl_r));
+    // Its preparation runs beside this process's judgment of the command,
+    // not after it (it restores the mask once prepared).
+    sys::run_beside_me(pid);
     Some(Preforked {
         process: HelperProcess::forked(pid, Some(File::from(stdin_w)), stdout_r, stderr_r),
         request: req_w,
