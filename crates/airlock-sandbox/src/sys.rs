@@ -302,7 +302,7 @@ pub struct HeldChild {
 const HELD_STACK: usize = 64 * 1024;
 
 impl HeldChild {
-    pub fn clone(flags: libc::c_int) -> io::Result<HeldChild> {
+    pub fn start(flags: libc::c_int) -> io::Result<HeldChild> {
         extern "C" fn wait_for_eof(arg: *mut libc::c_void) -> libc::c_int {
             let fds = arg as usize;
             let (read_end, write_end) = ((fds & 0xffff_ffff) as RawFd, (fds >> 32) as RawFd);
@@ -796,7 +796,7 @@ mod tests {
     #[test]
     fn a_held_child_holds_its_namespace_until_released() {
         for (flag, ns) in [(libc::CLONE_NEWUSER, "user"), (libc::CLONE_NEWNET, "net")] {
-            let child = HeldChild::clone(flag).unwrap();
+            let child = HeldChild::start(flag).unwrap();
             let pid = child.pid();
             assert_ne!(ns_link(&pid.to_string(), ns), ns_link("self", ns));
             child.release();
@@ -807,7 +807,7 @@ mod tests {
     /// Dropped without a release (an error path), it is let go and reaped.
     #[test]
     fn a_dropped_held_child_is_reaped() {
-        let child = HeldChild::clone(libc::CLONE_NEWUSER).unwrap();
+        let child = HeldChild::start(libc::CLONE_NEWUSER).unwrap();
         let pid = child.pid();
         drop(child);
         assert!(waitpid(pid, libc::WNOHANG).is_err());

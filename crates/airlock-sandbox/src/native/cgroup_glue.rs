@@ -21,9 +21,9 @@ pub struct RunStats {
 
 /// Debug builds only: with this variable set to `1` (passed from the caller to
 /// the helper), init does not join its cgroup itself; the helper lets init go
-/// on before moving it into its cgroup and moves it 300 ms later, so that init forks the command outside the
-/// run's cgroup (v1; on v2 init is born in it): the ordering as it would be
-/// without the wait, so that the escape corpus can show
+/// on before moving it into its cgroup and moves it 300 ms later, so that init
+/// forks the command outside the run's cgroup (v1; on v2 init is born in it):
+/// the ordering as it would be without the wait, so that the escape corpus can show
 /// `res_memory_first_instruction` failing (`run.py --cgroup-attach-late`).
 /// Release builds have no such switch.
 #[cfg(debug_assertions)]

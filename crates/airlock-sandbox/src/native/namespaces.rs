@@ -63,7 +63,7 @@ pub fn user_ns_to(
     outside_gid: u32,
 ) -> Result<OwnedFd, SandboxError> {
     let child =
-        sys::HeldChild::clone(libc::CLONE_NEWUSER).map_err(|e| layer("clone(CLONE_NEWUSER)", e))?;
+        sys::HeldChild::start(libc::CLONE_NEWUSER).map_err(|e| layer("clone(CLONE_NEWUSER)", e))?;
     let pid = child.pid();
     let result = (|| {
         let proc = Path::new("/proc").join(pid.to_string());
@@ -98,7 +98,7 @@ pub fn user_ns_to(
 /// clone would be.
 pub fn net_ns() -> Result<OwnedFd, SandboxError> {
     let child =
-        sys::HeldChild::clone(libc::CLONE_NEWNET).map_err(|e| layer("clone(CLONE_NEWNET)", e))?;
+        sys::HeldChild::start(libc::CLONE_NEWNET).map_err(|e| layer("clone(CLONE_NEWNET)", e))?;
     let ns = sys::open(
         &Path::new("/proc")
             .join(child.pid().to_string())
