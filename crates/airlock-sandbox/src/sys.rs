@@ -332,9 +332,8 @@ impl HeldChild {
         }
         let fds = hold_r.as_raw_fd() as u32 as usize | ((hold_w.as_raw_fd() as u32 as usize) << 32);
         let top = (stack as usize + HELD_STACK) & !15;
-        // SAFETY: `wait_for_eof` runs on the stack mapped above (16-aligned
-        // top), which stays mapped until the child is reaped (release/drop);
-        // its argument is a number, not a pointer.
+        // The stack stays mapped until the child is reaped (release/drop).
+        // SAFETY: `wait_for_eof` runs on the stack mapped above (16-aligned top); its argument is a number, not a pointer.
         let pid = unsafe {
             libc::clone(
                 wait_for_eof,

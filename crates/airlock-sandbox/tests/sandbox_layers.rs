@@ -1158,14 +1158,19 @@ fn the_command_starts_only_after_the_gate_and_never_when_it_refuses() {
         .expect("gated run");
     assert_eq!(o.exit_code, Some(0), "{o:?}");
     assert_no_trace(&f, &s.request_id);
+    assert_marker_written_after_the_gate(&f, entered.unwrap());
+}
+
+/// The command of a gated run wrote `marker` only after a gate entered at
+/// `entered` and open 300 ms later had opened. File times come from the
+/// kernel's coarse clock (a tick behind at most): a command started before
+/// the gate returned would have written within the first tens of ms.
+fn assert_marker_written_after_the_gate(f: &Fixture, entered: std::time::SystemTime) {
     let written = std::fs::metadata(f.ws.join("marker"))
         .unwrap()
         .modified()
         .unwrap();
-    // File times come from the kernel's coarse clock (a tick behind at most):
-    // a command started before the gate returned would have written within
-    // the first tens of ms of its 300 ms.
-    let waited = written.duration_since(entered.unwrap()).unwrap_or_default();
+    let waited = written.duration_since(entered).unwrap_or_default();
     assert!(
         waited >= std::time::Duration::from_millis(250),
         "the command ran {waited:?} after the gate was entered, before it opened"
@@ -1231,14 +1236,5 @@ fn a_warm_sandbox_starts_its_command_only_after_the_gate() {
     assert!(matches!(path, RunPath::Warm { .. }), "{path:?}");
     let o = result.expect("warm gated run");
     assert_eq!(o.exit_code, Some(0), "{o:?}");
-    let written = std::fs::metadata(f.ws.join("marker"))
-        .unwrap()
-        .modified()
-        .unwrap();
-    // As in the cold test: the file's time is a tick behind at most.
-    let waited = written.duration_since(entered.unwrap()).unwrap_or_default();
-    assert!(
-        waited >= std::time::Duration::from_millis(250),
-        "the command ran {waited:?} after the gate was entered, before it opened"
-    );
+    assert_marker_written_after_the_gate(&f, entered.unwrap());
 }

@@ -412,16 +412,20 @@ fn run_in(
     drop(msg_w);
     // The helper keeps no end of the command's stdio.
     sys::stdio_to_devnull();
+    // Before the command started: init and its cgroup go, and so does the run.
+    let abandon_init = |e: SandboxError| -> SandboxError {
+        sys::kill(init_pid, libc::SIGKILL);
+        let _ = sys::waitpid(init_pid, 0);
+        let _ = cgroup.destroy();
+        e
+    };
     // Debug builds only: the escape corpus' proof that the order matters.
     let late = super::cgroup_glue::attach_late();
     let attach = |report: &mut HelperReport| -> Result<(), SandboxError> {
         if placement == Placement::Attach {
             mark(report, "init cloned");
             if let Err(e) = cgroup.add(init_pid) {
-                sys::kill(init_pid, libc::SIGKILL);
-                let _ = sys::waitpid(init_pid, 0);
-                let _ = cgroup.destroy();
-                return Err(e);
+                return Err(abandon_init(e));
             }
         }
         Ok(())
@@ -436,19 +440,13 @@ fn run_in(
         match wait_for_launch(&control) {
             Ok(l) => launched = Some(l),
             Err(e) => {
-                sys::kill(init_pid, libc::SIGKILL);
-                let _ = sys::waitpid(init_pid, 0);
-                let _ = cgroup.destroy();
-                return Err(e);
+                return Err(abandon_init(e));
             }
         }
         mark(report, "pooled: launch received");
     } else if request.gated {
         if let Err(e) = wait_for_go(&control) {
-            sys::kill(init_pid, libc::SIGKILL);
-            let _ = sys::waitpid(init_pid, 0);
-            let _ = cgroup.destroy();
-            return Err(e);
+            return Err(abandon_init(e));
         }
         mark(report, "caller's go received");
     }
@@ -459,10 +457,7 @@ fn run_in(
             // command meanwhile, and its exec waits for the go relayed here.
             let _ = sys::write_all(go_w.as_raw_fd(), &l.frame(protocol::CONTROL_LAUNCH));
             if let Err(e) = wait_for_go(&control) {
-                sys::kill(init_pid, libc::SIGKILL);
-                let _ = sys::waitpid(init_pid, 0);
-                let _ = cgroup.destroy();
-                return Err(e);
+                return Err(abandon_init(e));
             }
             mark(report, "pooled: go received");
             let _ = sys::write_all(go_w.as_raw_fd(), b"g");
