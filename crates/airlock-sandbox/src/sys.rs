@@ -232,8 +232,6 @@ pub fn clone_into_cgroup(
 pub fn spawn_sharing_memory(
     child: &mut dyn FnMut() -> std::convert::Infallible,
 ) -> io::Result<libc::pid_t> {
-    const STACK: usize = 1 << 20;
-    const GUARD: usize = 4096;
     // `child` never returns (it yields Infallible): clone's callback type
     // still needs an int.
     #[allow(unreachable_code)]
@@ -243,42 +241,68 @@ pub fn spawn_sharing_memory(
         let child = unsafe { &mut *(arg as *mut &mut dyn FnMut() -> std::convert::Infallible) };
         match child() {}
     }
-    // SAFETY: a fresh anonymous mapping; nothing else refers to it.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            STACK + GUARD,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the lowest page of the mapping just made becomes the guard.
-    unsafe { libc::mprotect(base, GUARD, libc::PROT_NONE) };
-    let top = (base as usize + GUARD + STACK) & !15;
+    let stack = ChildStack::map(1 << 20)?;
     let mut arg: &mut dyn FnMut() -> std::convert::Infallible = child;
     // CLONE_VFORK returns only once the child has exec'd or exited, so it no
-    // longer uses the stack that is unmapped next.
+    // longer uses the stack, unmapped when this function returns.
     // SAFETY: `run` gets a stack of its own (16-aligned top) and a pointer to `arg`, alive until clone returns.
     let pid = unsafe {
         libc::clone(
             run,
-            top as *mut libc::c_void,
+            stack.top(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             &mut arg as *mut &mut dyn FnMut() -> std::convert::Infallible as *mut libc::c_void,
         )
     };
-    let err = io::Error::last_os_error();
-    // SAFETY: the mapping made above; the child is done with it.
-    unsafe { libc::munmap(base, STACK + GUARD) };
     if pid < 0 {
-        Err(err)
+        Err(io::Error::last_os_error())
     } else {
         Ok(pid)
+    }
+}
+
+/// A stack for a child cloned with `CLONE_VM`: an anonymous mapping whose
+/// lowest page is a guard, unmapped when dropped (only once no child runs on
+/// it).
+struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl ChildStack {
+    const GUARD: usize = 4096;
+
+    fn map(size: usize) -> io::Result<ChildStack> {
+        let len = size + Self::GUARD;
+        // SAFETY: a fresh anonymous mapping; nothing else refers to it.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the lowest page of the mapping just made becomes the guard.
+        unsafe { libc::mprotect(base, Self::GUARD, libc::PROT_NONE) };
+        Ok(ChildStack { base, len })
+    }
+
+    /// The 16-aligned top, where a downward-growing stack starts.
+    fn top(&self) -> *mut libc::c_void {
+        ((self.base as usize + self.len) & !15) as *mut libc::c_void
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping `map` made; its owner ensures no child uses it.
+        unsafe { libc::munmap(self.base, self.len) };
     }
 }
 
@@ -296,10 +320,9 @@ pub fn spawn_sharing_memory(
 pub struct HeldChild {
     pid: libc::pid_t,
     hold: Option<OwnedFd>,
-    stack: *mut libc::c_void,
+    /// Unmapped after the child is reaped (fields drop after `Drop::drop`).
+    _stack: ChildStack,
 }
-
-const HELD_STACK: usize = 64 * 1024;
 
 impl HeldChild {
     pub fn start(flags: libc::c_int) -> io::Result<HeldChild> {
@@ -316,42 +339,25 @@ impl HeldChild {
             }
         }
         let (hold_r, hold_w) = pipe()?;
-        // SAFETY: a fresh anonymous mapping; nothing else refers to it.
-        let stack = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                HELD_STACK,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if stack == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let stack = ChildStack::map(64 * 1024)?;
         let fds = hold_r.as_raw_fd() as u32 as usize | ((hold_w.as_raw_fd() as u32 as usize) << 32);
-        let top = (stack as usize + HELD_STACK) & !15;
         // The stack stays mapped until the child is reaped (release/drop).
-        // SAFETY: `wait_for_eof` runs on the stack mapped above (16-aligned top); its argument is a number, not a pointer.
+        // SAFETY: `wait_for_eof` runs on the stack mapped above; its argument is a number, not a pointer.
         let pid = unsafe {
             libc::clone(
                 wait_for_eof,
-                top as *mut libc::c_void,
+                stack.top(),
                 libc::CLONE_VM | flags | libc::SIGCHLD,
                 fds as *mut libc::c_void,
             )
         };
         if pid < 0 {
-            let e = io::Error::last_os_error();
-            // SAFETY: the mapping made above; no child uses it.
-            unsafe { libc::munmap(stack, HELD_STACK) };
-            return Err(e);
+            return Err(io::Error::last_os_error());
         }
         Ok(HeldChild {
             pid,
             hold: Some(hold_w),
-            stack,
+            _stack: stack,
         })
     }
 
@@ -367,8 +373,6 @@ impl HeldChild {
     fn reap(&mut self) {
         if self.hold.take().is_some() {
             let _ = waitpid(self.pid, 0);
-            // SAFETY: the child's stack; the child is gone.
-            unsafe { libc::munmap(self.stack, HELD_STACK) };
         }
     }
 }
