@@ -65,6 +65,7 @@ export CARGO_INSTALL_ROOT=$work/prefix
 bash -c "$install" >"$work/install.log" 2>&1 || tail -20 "$work/install.log"
 export PATH="$CARGO_INSTALL_ROOT/bin:$PATH"
 check "airlock is on PATH from the install root" test "$(command -v airlock)" = "$CARGO_INSTALL_ROOT/bin/airlock"
+check "the wasm helper airlock-wasm is installed beside it" test -x "$CARGO_INSTALL_ROOT/bin/airlock-wasm"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 check "airlock --version from PATH says $version" test "$(cd / && airlock --version)" = "airlock $version"
 ws=$(mktemp -d -p "$work")

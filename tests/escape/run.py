@@ -483,6 +483,10 @@ class Session:
             # under a run, and the hash check below then means "changed by an attack"
             self.airlock = self.root / "airlock-under-test"
             shutil.copy2(Path(args.airlock).resolve(), self.airlock)
+            # the wasm backend's helper is looked for next to the binary
+            wasm_helper = Path(args.airlock).resolve().with_name("airlock-wasm")
+            if wasm_helper.exists():
+                shutil.copy2(wasm_helper, self.root / "airlock-wasm")
         self._plant_canaries()
         self.listeners = Listeners(self.marker, Path(f"/tmp/airlock-escape-sock.{self.marker}"))
         self.env = self._caller_env()

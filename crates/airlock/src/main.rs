@@ -52,9 +52,10 @@ enum Cmd {
 }
 
 fn main() {
-    // The sandbox helper is this binary re-executed; it must run before anything else.
+    // The sandbox helper is this binary re-executed; it must run before anything
+    // else. The wasm helper is airlock-wasm (src/bin/airlock-wasm.rs): wasmtime
+    // is not linked here.
     airlock_sandbox::native::maybe_run_helper();
-    airlock_sandbox::wasm::maybe_run_helper();
     airlock_sandbox::oci::maybe_run_helper();
     airlock_sandbox::docker::maybe_run_helper();
     airlock_sandbox::microvm::maybe_run_helper();

@@ -439,3 +439,39 @@ fn running_from_the_root_directory_is_refused_with_a_hint() {
         "{err}"
     );
 }
+
+/// The wasm backend runs in `airlock-wasm`, looked for next to `airlock`: an
+/// `airlock` copied alone refuses a wasm run with a message naming the missing
+/// file and how to install it, and runs nothing; its native runs still work.
+#[test]
+fn a_wasm_run_without_airlock_wasm_beside_it_is_refused_with_a_hint() {
+    let e = Env::new();
+    let alone = e.dir.path().join("bin");
+    std::fs::create_dir(&alone).unwrap();
+    std::fs::copy(AIRLOCK, alone.join("airlock")).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(alone.join("airlock"))
+            .args(args)
+            .current_dir(e.ws())
+            .env("AIRLOCK_STATE_DIR", e.dir.path().join("state"))
+            .env_remove("AIRLOCK_POLICY")
+            .output()
+            .unwrap()
+    };
+    let o = run(&[
+        "run",
+        "--backend",
+        "wasm",
+        "--",
+        "python3",
+        "-c",
+        "open('ran', 'w')",
+    ]);
+    let err = text(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("airlock-wasm, which is not next to"), "{err}");
+    assert!(err.contains("Hint: install both binaries"), "{err}");
+    assert!(!e.ws().join("ran").exists());
+    let o = run(&["run", "--", "/bin/echo", "native"]);
+    assert_eq!(text(&o.stdout), "native\n", "{}", text(&o.stderr));
+}

@@ -1,8 +1,8 @@
-//! The caller's side of the wasm backend: pick the module, make sure it is
-//! precompiled, start the helper, stream and cap its output, and turn its
-//! report into an [`Outcome`].
+//! The caller's side of the wasm backend (no wasmtime here): pick the module,
+//! make sure it is precompiled, start the helper (`airlock-wasm`), stream and
+//! cap its output, and turn its report into an [`Outcome`].
 
-use super::helper::{FD_REPORT, HELPER_ARG};
+use super::helper::{FD_REPORT, HELPER_ARG, PRECOMPILE_ARG};
 use super::program::{classify, Program};
 use super::{cache, runtime, HelperReport, Request};
 use crate::factory::OpenOptions;
@@ -14,7 +14,7 @@ use crate::{Backend, BackendKind, Outcome, OutputSink, SandboxError, SandboxSpec
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -29,19 +29,18 @@ pub struct WasmBackend {
 }
 
 impl WasmBackend {
-    /// The running executable as helper; runs under the state directory, the
-    /// cache where `opts` says.
+    /// `airlock-wasm` beside the running executable as helper; runs under the
+    /// state directory, the cache where `opts` says.
     pub fn open(opts: &OpenOptions) -> Result<WasmBackend, SandboxError> {
-        let exe = std::fs::read_link("/proc/self/exe").map_err(|e| SandboxError::Io {
-            context: "resolving /proc/self/exe".into(),
-            source: e,
-        })?;
         let cache_dir = opts
             .wasm_cache
             .clone()
             .unwrap_or_else(|| opts.state_dir.join("wasm-cache"));
         Ok(WasmBackend {
-            helper_exe: exe,
+            helper_exe: helper_binary().map_err(|detail| SandboxError::Layer {
+                layer: Layer::Wasm,
+                detail,
+            })?,
             runs_dir: opts.runs_dir(),
             cache_dir,
         })
@@ -60,10 +59,13 @@ impl WasmBackend {
                     .into(),
             );
         }
+        if let Err(why) = helper_binary() {
+            return Probe::unavailable(kind, why);
+        }
         match runtime::locate_python() {
             Ok(python) => {
                 let detail = format!(
-                    "wasmtime {} embedded; CPython WASI runtime at {}",
+                    "wasmtime {} (in airlock-wasm); CPython WASI runtime at {}",
                     cache::WASMTIME_VERSION,
                     python.display()
                 );
@@ -81,6 +83,36 @@ impl WasmBackend {
         }
     }
 
+    /// The cached `.cwasm` of `module`, compiled by the helper binary first
+    /// when the cache has none (once per module and wasmtime version).
+    fn precompiled(&self, module: &Path, pinned: Option<&str>) -> Result<PathBuf, SandboxError> {
+        let (cwasm, present) = cache::locate(&self.cache_dir, module, pinned)?;
+        if present {
+            return Ok(cwasm);
+        }
+        let out = Command::new(&self.helper_exe)
+            .arg(PRECOMPILE_ARG)
+            .arg(module)
+            .arg(&cwasm)
+            .env_clear()
+            .stdin(Stdio::null())
+            .output()
+            .map_err(io_err("starting airlock-wasm to precompile the module"))?;
+        if !out.status.success() {
+            let why = String::from_utf8_lossy(&out.stderr);
+            return Err(SandboxError::Layer {
+                layer: Layer::Wasm,
+                detail: format!(
+                    "precompiling {} failed ({}): {}",
+                    module.display(),
+                    out.status,
+                    why.trim()
+                ),
+            });
+        }
+        Ok(cwasm)
+    }
+
     /// The module and the guest's argv for `spec.argv`.
     fn program(&self, spec: &SandboxSpec) -> Result<(PathBuf, Vec<String>), SandboxError> {
         match classify(&spec.argv).map_err(SandboxError::Spec)? {
@@ -89,7 +121,7 @@ impl WasmBackend {
                     layer: Layer::Wasm,
                     detail: e,
                 })?;
-                let cwasm = cache::ensure(&self.cache_dir, &python, Some(runtime::PYTHON_SHA256))?;
+                let cwasm = self.precompiled(&python, Some(runtime::PYTHON_SHA256))?;
                 let mut argv = vec!["python3".to_string()];
                 argv.extend(args);
                 Ok((cwasm, argv))
@@ -107,7 +139,7 @@ impl WasmBackend {
                         root.display()
                     )));
                 }
-                let cwasm = cache::ensure(&self.cache_dir, &real, None)?;
+                let cwasm = self.precompiled(&real, None)?;
                 let mut argv = vec![real.display().to_string()];
                 argv.extend(args);
                 Ok((cwasm, argv))
@@ -115,6 +147,26 @@ impl WasmBackend {
         }
     }
 }
+
+/// The binary that embeds wasmtime: `airlock-wasm` next to the running
+/// executable (`cargo install --path crates/airlock` installs both).
+fn helper_binary() -> Result<PathBuf, String> {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map_err(|e| format!("locating the wasm helper: resolving /proc/self/exe: {e}"))?;
+    let helper = exe.with_file_name(HELPER_BINARY);
+    if !helper.is_file() {
+        return Err(format!(
+            "the wasm backend runs in {HELPER_BINARY}, which is not next to {}; \
+             Hint: install both binaries with `cargo install --locked --path crates/airlock`, \
+             or copy {HELPER_BINARY} from the same build beside airlock",
+            exe.display()
+        ));
+    }
+    Ok(helper)
+}
+
+/// The name of the binary that embeds wasmtime.
+pub const HELPER_BINARY: &str = "airlock-wasm";
 
 fn io_err(context: &str) -> impl Fn(std::io::Error) -> SandboxError + '_ {
     move |source| SandboxError::Io {

@@ -6,7 +6,6 @@
 //! under a temporary name and renamed into place, and a directory or file that
 //! someone else could have written is refused rather than used.
 
-use super::engine;
 use crate::Layer;
 use crate::SandboxError;
 use sha2::{Digest, Sha256};
@@ -53,13 +52,15 @@ fn private_dir(dir: &Path) -> Result<(), SandboxError> {
     Ok(())
 }
 
-/// The `.cwasm` for `module`, compiled now if the cache has none. `pinned` is
-/// the SHA-256 the module must have (the CPython runtime), if any.
-pub fn ensure(
+/// Where the `.cwasm` of `module` is kept, and whether a trusted one is
+/// there already. `pinned` is the SHA-256 the module must have (the CPython
+/// runtime), if any. Needs no wasmtime: the caller runs this, and has
+/// [`compile`] run in the `airlock-wasm` binary only when the entry is missing.
+pub fn locate(
     cache_dir: &Path,
     module: &Path,
     pinned: Option<&str>,
-) -> Result<PathBuf, SandboxError> {
+) -> Result<(PathBuf, bool), SandboxError> {
     private_dir(cache_dir)?;
     let hash = match pinned {
         // The pinned runtime is large: its hash is checked when it is compiled,
@@ -67,7 +68,7 @@ pub fn ensure(
         Some(pin) => {
             let cwasm = cache_dir.join(format!("{pin}-wasmtime-{WASMTIME_VERSION}.cwasm"));
             if trusted_file(&cwasm) {
-                return Ok(cwasm);
+                return Ok((cwasm, true));
             }
             let got = sha256_file(module)?;
             if got != pin {
@@ -82,28 +83,33 @@ pub fn ensure(
         None => sha256_file(module)?,
     };
     let cwasm = cache_dir.join(format!("{hash}-wasmtime-{WASMTIME_VERSION}.cwasm"));
-    if trusted_file(&cwasm) {
-        return Ok(cwasm);
-    }
+    let present = trusted_file(&cwasm);
+    Ok((cwasm, present))
+}
+
+/// Compiles `module` into `cwasm` (a temporary name, synced, renamed into
+/// place), in the cache directory [`locate`] checked.
+pub fn compile(module: &Path, cwasm: &Path) -> Result<(), SandboxError> {
     let bytes =
         std::fs::read(module).map_err(|e| layer(format!("reading {}: {e}", module.display())))?;
-    let engine = engine::new()?;
+    let engine = super::engine::new()?;
     let compiled = engine
         .precompile_module(&bytes)
         .map_err(|e| layer(format!("compiling {}: {e:#}", module.display())))?;
-    let tmp = cache_dir.join(format!(".{hash}.{}.tmp", std::process::id()));
+    let name = cwasm.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = cwasm.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(&tmp)
         .and_then(|mut f| f.write_all(&compiled).and_then(|_| f.sync_all()))
-        .and_then(|_| std::fs::rename(&tmp, &cwasm));
+        .and_then(|_| std::fs::rename(&tmp, cwasm));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(layer(format!("writing {}: {e}", cwasm.display())));
     }
-    Ok(cwasm)
+    Ok(())
 }
 
 /// A regular file owned by us and writable by nobody else.

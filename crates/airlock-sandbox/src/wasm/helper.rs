@@ -1,5 +1,5 @@
-//! The helper: the airlock binary re-executed with [`HELPER_ARG`], as for the
-//! native backend. It reads the request on stdin, makes private mount,
+//! The helper: the `airlock-wasm` binary (the one that embeds wasmtime) run
+//! with [`HELPER_ARG`]. It reads the request on stdin, makes private mount,
 //! network, IPC and UTS namespaces, builds the view, forks the guest's process
 //! and waits for it (killing it at the timeout if a host call holds it), then
 //! reads the change report from the overlay's upper layer, applies it when
@@ -12,8 +12,11 @@ use crate::{KillReason, SandboxError, WorkspaceMode};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-/// First argument that makes the airlock binary the wasm helper.
+/// First argument that makes `airlock-wasm` the wasm helper.
 pub const HELPER_ARG: &str = "__airlock-wasm-helper";
+/// First argument that makes `airlock-wasm` compile one module into the
+/// cache: `__airlock-wasm-precompile MODULE CWASM`.
+pub const PRECOMPILE_ARG: &str = "__airlock-wasm-precompile";
 /// The fd the report is written to.
 pub const FD_REPORT: i32 = 3;
 /// How long past the timeout a guest stuck in a host call is given before SIGKILL.
@@ -30,6 +33,23 @@ pub fn helper_main() -> ! {
     let bytes = serde_json::to_vec(&report).unwrap_or_default();
     let _ = sys::write_all(FD_REPORT, &bytes);
     sys::exit_now(0)
+}
+
+/// Compiles the module named by the arguments after [`PRECOMPILE_ARG`] into
+/// the cache; the error, if any, on stderr and exit status 1.
+pub fn precompile_main() -> ! {
+    let args: Vec<std::path::PathBuf> = std::env::args_os().skip(2).map(Into::into).collect();
+    let [module, cwasm] = args.as_slice() else {
+        eprintln!("usage: airlock-wasm {PRECOMPILE_ARG} MODULE CWASM");
+        sys::exit_now(2);
+    };
+    match super::cache::compile(module, cwasm) {
+        Ok(()) => sys::exit_now(0),
+        Err(e) => {
+            eprintln!("{e}");
+            sys::exit_now(1)
+        }
+    }
 }
 
 fn run(req: &Request) -> HelperReport {

@@ -2,8 +2,11 @@
 //! preview-1 modules run in wasmtime, embedded.
 //!
 //! Process model, as for the native backend: the caller never runs the guest
-//! itself. It makes sure the module is precompiled ([`cache`]), then starts a
-//! helper (this binary re-executed, [`helper`]) that builds the view in private
+//! itself, and does not even link wasmtime (its code and relocations slowed
+//! every `airlock` start, whatever the backend). wasmtime lives in
+//! `airlock-wasm`, installed beside `airlock`. The caller makes sure the module
+//! is precompiled ([`cache`]; `airlock-wasm` compiles a missing one), then
+//! starts a helper (`airlock-wasm`, [`helper`]) that builds the view in private
 //! namespaces ([`scratch`]) and forks the guest's process ([`guest`]), which
 //! walls itself in (rlimits, landlock, no capabilities, seccomp) and runs the
 //! module under wasmtime's limits. The helper reads the change report from the
@@ -41,15 +44,16 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "wasm")]
 use std::path::PathBuf;
 
-/// Runs the wasm helper and never returns if this process was started as one;
-/// otherwise returns at once. Binaries that embed the backend call this first.
+/// Runs the wasm helper (or its precompile step) and never returns if this
+/// process was started as one; otherwise returns at once. Only the binaries
+/// that embed wasmtime call this (`airlock-wasm`, the crate's test helper):
+/// `airlock` itself does not link it, and starts faster for it.
 pub fn maybe_run_helper() {
     #[cfg(feature = "wasm")]
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == helper::HELPER_ARG)
-    {
-        helper::helper_main();
+    match std::env::args_os().nth(1) {
+        Some(a) if a == helper::HELPER_ARG => helper::helper_main(),
+        Some(a) if a == helper::PRECOMPILE_ARG => helper::precompile_main(),
+        _ => {}
     }
 }
 
