@@ -11,7 +11,8 @@
 #   RUNS=50 WARM=5 RUNS_LONG=10 AIRLOCK=target/release/airlock bench/run.sh
 #   bench/run.sh tiers [--smoke]  # every airlock backend's cold start beside the peers (bench/tiers.sh)
 #
-# Results: bench/results/<time>/ (hyperfine JSON per workload, inproc.txt, interleaved.md, summary.md,
+# Results: bench/results/<time>/ (hyperfine JSON per workload, inproc.txt, interleaved*.md (the
+# round-robin runs: /bin/true, python start-up, both workloads end to end), summary.md,
 # chart.png) and bench/results/latest -> it. The summary gives medians, ratios against
 # bare and against bwrap, and whether the targets are met.
 #
@@ -118,6 +119,15 @@ done
 # The same start-up comparison round-robin (fair to every tool on a busy machine).
 python3 bench/interleaved.py "$([ $SMOKE = 1 ] && echo 5 || echo 40)" bare=/bin/true "airlock=$AL /bin/true" \
   "bwrap=$BW /bin/true" "crun=$(CR true)" "firejail=$FJ /bin/true" > "$OUT/interleaved.md"
+# Python start-up and the two workloads end to end, round-robin against bare and
+# bwrap: back to back (hyperfine), each run also pays for the kernel's deferred
+# cleanup of the one before it (network namespaces, cgroups), and five runs of a
+# 300 ms workload on a shared 2-core machine swing by 30 %.
+for w in pypass pycpu pysys; do
+  case $w in pypass) C="$PY -c pass" ;; pycpu) C="$PY -c \"$CPU_CODE\"" ;; pysys) C="$PY -c \"$SYS_CODE\"" ;; esac
+  n=$([ $SMOKE = 1 ] && echo 2 || { [ $w = pypass ] && echo 40 || echo 10; })
+  python3 bench/interleaved.py "$n" "bare=$C" "airlock=$AL $C" "bwrap=$BW $C" > "$OUT/interleaved_$w.md"
+done
 
 # The workload timing itself, without start-up: CPU loop and 200k stat() calls,
 # round-robin over the tools (one run of each per round) so that load is shared.
