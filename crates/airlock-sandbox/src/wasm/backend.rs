@@ -86,14 +86,15 @@ impl WasmBackend {
     /// The cached `.cwasm` of `module`, compiled by the helper binary first
     /// when the cache has none (once per module and wasmtime version).
     fn precompiled(&self, module: &Path, pinned: Option<&str>) -> Result<PathBuf, SandboxError> {
-        let (cwasm, present) = cache::locate(&self.cache_dir, module, pinned)?;
-        if present {
-            return Ok(cwasm);
+        let entry = cache::locate(&self.cache_dir, module, pinned)?;
+        if entry.present {
+            return Ok(entry.cwasm);
         }
         let out = Command::new(&self.helper_exe)
             .arg(PRECOMPILE_ARG)
             .arg(module)
-            .arg(&cwasm)
+            .arg(&entry.cwasm)
+            .arg(&entry.sha256)
             .env_clear()
             .stdin(Stdio::null())
             .output()
@@ -110,7 +111,7 @@ impl WasmBackend {
                 ),
             });
         }
-        Ok(cwasm)
+        Ok(entry.cwasm)
     }
 
     /// The module and the guest's argv for `spec.argv`.

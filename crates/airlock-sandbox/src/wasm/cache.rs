@@ -52,6 +52,18 @@ fn private_dir(dir: &Path) -> Result<(), SandboxError> {
     Ok(())
 }
 
+/// A module's place in the cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The `.cwasm`, named by the module's SHA-256 and the wasmtime version.
+    pub cwasm: PathBuf,
+    /// The module's SHA-256 (hex): what [`compile`] must find in the bytes it
+    /// compiles.
+    pub sha256: String,
+    /// A trusted `.cwasm` is there already.
+    pub present: bool,
+}
+
 /// Where the `.cwasm` of `module` is kept, and whether a trusted one is
 /// there already. `pinned` is the SHA-256 the module must have (the CPython
 /// runtime), if any. Needs no wasmtime: the caller runs this, and has
@@ -60,15 +72,24 @@ pub fn locate(
     cache_dir: &Path,
     module: &Path,
     pinned: Option<&str>,
-) -> Result<(PathBuf, bool), SandboxError> {
+) -> Result<Entry, SandboxError> {
     private_dir(cache_dir)?;
+    let entry = |sha256: String| {
+        let cwasm = cache_dir.join(format!("{sha256}-wasmtime-{WASMTIME_VERSION}.cwasm"));
+        let present = trusted_file(&cwasm);
+        Entry {
+            cwasm,
+            sha256,
+            present,
+        }
+    };
     let hash = match pinned {
         // The pinned runtime is large: its hash is checked when it is compiled,
         // and the cache entry carries the pinned hash in its name.
         Some(pin) => {
-            let cwasm = cache_dir.join(format!("{pin}-wasmtime-{WASMTIME_VERSION}.cwasm"));
-            if trusted_file(&cwasm) {
-                return Ok((cwasm, true));
+            let known = entry(pin.to_string());
+            if known.present {
+                return Ok(known);
             }
             let got = sha256_file(module)?;
             if got != pin {
@@ -82,16 +103,24 @@ pub fn locate(
         }
         None => sha256_file(module)?,
     };
-    let cwasm = cache_dir.join(format!("{hash}-wasmtime-{WASMTIME_VERSION}.cwasm"));
-    let present = trusted_file(&cwasm);
-    Ok((cwasm, present))
+    Ok(entry(hash))
 }
 
 /// Compiles `module` into `cwasm` (a temporary name, synced, renamed into
-/// place), in the cache directory [`locate`] checked.
-pub fn compile(module: &Path, cwasm: &Path) -> Result<(), SandboxError> {
+/// place), in the cache directory [`locate`] checked. The bytes compiled are
+/// the bytes hashed here: a module changed since [`locate`] hashed it is
+/// refused, so an entry never holds code other than its name says.
+pub fn compile(module: &Path, cwasm: &Path, sha256: &str) -> Result<(), SandboxError> {
     let bytes =
         std::fs::read(module).map_err(|e| layer(format!("reading {}: {e}", module.display())))?;
+    let got = hex::encode(Sha256::digest(&bytes));
+    if got != sha256 {
+        return Err(layer(format!(
+            "{} changed while it was being compiled (SHA-256 {got}, expected {sha256}); \
+             nothing was cached. Hint: run the command again once the file stays put",
+            module.display()
+        )));
+    }
     let engine = super::engine::new()?;
     let compiled = engine
         .precompile_module(&bytes)
@@ -119,4 +148,42 @@ fn trusted_file(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| {
         m.is_file() && m.uid() == me && m.permissions().mode() & 0o022 == 0 && m.len() > 0
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_named_by_the_modules_hash_and_compiles_only_those_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let module = dir.path().join("m.wat");
+        std::fs::write(&module, "(module)").unwrap();
+        let e = locate(&cache, &module, None).unwrap();
+        assert!(!e.present);
+        assert_eq!(e.sha256, hex::encode(Sha256::digest(b"(module)")));
+        assert!(e.cwasm.starts_with(&cache));
+        // Changed between the hash and the compile: refused, nothing cached.
+        std::fs::write(&module, "(module (func))").unwrap();
+        let err = compile(&module, &e.cwasm, &e.sha256)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("changed while it was being compiled"), "{err}");
+        assert!(!e.cwasm.exists());
+        let e = locate(&cache, &module, None).unwrap();
+        compile(&module, &e.cwasm, &e.sha256).unwrap();
+        assert!(locate(&cache, &module, None).unwrap().present);
+    }
+
+    #[test]
+    fn a_pinned_module_with_another_hash_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = dir.path().join("python.wasm");
+        std::fs::write(&module, "not the runtime").unwrap();
+        let err = locate(&dir.path().join("cache"), &module, Some(&"0".repeat(64)))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not the pinned"), "{err}");
+    }
 }

@@ -91,7 +91,7 @@ pub fn run(req: &Request, view: &View) -> Result<GuestResult, SandboxError> {
     // Step 1: load the module (before landlock: the cache is outside the view).
     let engine = engine::new()?;
     // The .cwasm comes from our own cache (a 0700 directory owned by this user,
-    // files checked by cache::ensure), written by this wasmtime version.
+    // files checked by cache::locate), written by this wasmtime version.
     // SAFETY: deserializing trusts the bytes; these are our own, named by the module's hash.
     let module = unsafe { Module::deserialize_file(&engine, &req.cwasm) }
         .map_err(|e| layer("loading the precompiled module", format!("{e:#}")))?;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// First argument that makes `airlock-wasm` the wasm helper.
 pub const HELPER_ARG: &str = "__airlock-wasm-helper";
 /// First argument that makes `airlock-wasm` compile one module into the
-/// cache: `__airlock-wasm-precompile MODULE CWASM`.
+/// cache: `__airlock-wasm-precompile MODULE CWASM SHA256`.
 pub const PRECOMPILE_ARG: &str = "__airlock-wasm-precompile";
 /// The fd the report is written to.
 pub const FD_REPORT: i32 = 3;
@@ -39,11 +39,11 @@ pub fn helper_main() -> ! {
 /// the cache; the error, if any, on stderr and exit status 1.
 pub fn precompile_main() -> ! {
     let args: Vec<std::path::PathBuf> = std::env::args_os().skip(2).map(Into::into).collect();
-    let [module, cwasm] = args.as_slice() else {
-        eprintln!("usage: airlock-wasm {PRECOMPILE_ARG} MODULE CWASM");
+    let [module, cwasm, sha256] = args.as_slice() else {
+        eprintln!("usage: airlock-wasm {PRECOMPILE_ARG} MODULE CWASM SHA256");
         sys::exit_now(2);
     };
-    match super::cache::compile(module, cwasm) {
+    match super::cache::compile(module, cwasm, &sha256.to_string_lossy()) {
         Ok(()) => sys::exit_now(0),
         Err(e) => {
             eprintln!("{e}");
