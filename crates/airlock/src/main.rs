@@ -23,7 +23,7 @@ struct Cli {
 enum Cmd {
     /// Judge a command against the policy without running it.
     Check(cli::check::Args),
-    /// Judge a command, and run it in a disposable sandbox if allowed.
+    #[command(about = cli::run::ABOUT)]
     Run(cli::run::Args),
     /// Show, create and validate policy files.
     #[command(subcommand)]
@@ -51,6 +51,40 @@ enum Cmd {
     Apply(cli::changes::ApplyArgs),
 }
 
+/// The command line, parsed. `airlock run` is on the path of every command an
+/// agent runs, so for it clap builds only `run`'s own arguments: building the
+/// whole tree first (every subcommand's arguments) costs about 0.4 ms of a cold
+/// start. The command built here renders help and errors exactly as the full
+/// tree's `run` does (tests below).
+fn parse() -> Cmd {
+    let mut argv = std::env::args_os();
+    let program = argv.next();
+    if argv.next().is_some_and(|a| a == "run") {
+        // Named as clap names a subcommand: after the file name this binary was started by.
+        let name = program
+            .as_deref()
+            .map(std::path::Path::new)
+            .and_then(|p| p.file_name())
+            .map_or("airlock".into(), |n| n.to_string_lossy());
+        let bin_name = format!("{name} run");
+        // Its argv[0] is `run`, which clap skips as the program's name.
+        let matches = run_command(&bin_name).get_matches_from(std::env::args_os().skip(1));
+        return match <cli::run::Args as clap::FromArgMatches>::from_arg_matches(&matches) {
+            Ok(args) => Cmd::Run(args),
+            Err(e) => e.format(&mut run_command(&bin_name)).exit(),
+        };
+    }
+    Cli::parse().command
+}
+
+/// `airlock run` alone, as the full tree builds it.
+fn run_command(bin_name: &str) -> clap::Command {
+    let run = clap::Command::new("run")
+        .bin_name(bin_name)
+        .about(cli::run::ABOUT);
+    <cli::run::Args as clap::Args>::augment_args(run)
+}
+
 fn main() {
     // The sandbox helper is this binary re-executed; it must run before anything
     // else. The wasm helper is airlock-wasm (src/bin/airlock-wasm.rs): wasmtime
@@ -59,11 +93,11 @@ fn main() {
     airlock_sandbox::oci::maybe_run_helper();
     airlock_sandbox::docker::maybe_run_helper();
     airlock_sandbox::microvm::maybe_run_helper();
-    let cli = Cli::parse();
-    if matches!(cli.command, Cmd::Doctor(_) | Cmd::Policy(_) | Cmd::Audit(_)) {
+    let command = parse();
+    if matches!(command, Cmd::Doctor(_) | Cmd::Policy(_) | Cmd::Audit(_)) {
         airlock_sandbox::process::default_sigpipe();
     }
-    let status = match cli.command {
+    let status = match command {
         Cmd::Check(args) => cli::check::run(args),
         Cmd::Run(args) => cli::run::run(args),
         Cmd::Policy(cmd) => cli::policy::run(cmd),
@@ -87,6 +121,61 @@ fn main() {
                 airlock_core::terminal::escape_text(&text)
             );
             std::process::exit(2);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// The full tree's `run`, built as `airlock run …` would build it.
+    fn full_run() -> clap::Command {
+        let mut full = Cli::command();
+        full.build();
+        full.find_subcommand("run").expect("run").clone()
+    }
+
+    #[test]
+    fn run_fast_path_renders_help_as_the_full_tree_does() {
+        let (mut full, mut fast) = (full_run(), run_command("airlock run"));
+        fast.build();
+        assert_eq!(
+            full.render_long_help().to_string(),
+            fast.render_long_help().to_string()
+        );
+        assert_eq!(
+            full.render_help().to_string(),
+            fast.render_help().to_string()
+        );
+        assert_eq!(
+            full.render_usage().to_string(),
+            fast.render_usage().to_string()
+        );
+    }
+
+    #[test]
+    fn run_fast_path_refuses_as_the_full_tree_does() {
+        for bad in [
+            &["run", "--bogus", "--", "true"][..],
+            &["run", "--json"],
+            &["run", "-c", "true", "--", "true"],
+            &["run", "--network", "everywhere", "--", "true"],
+            &["run", "--wait-approval", "5m", "--", "true"],
+        ] {
+            let full = Cli::try_parse_from(std::iter::once("airlock").chain(bad.iter().copied()));
+            let fast = run_command("airlock run")
+                .try_get_matches_from(bad.iter().copied())
+                .and_then(|m| <cli::run::Args as clap::FromArgMatches>::from_arg_matches(&m));
+            match (full, fast) {
+                (Err(a), Err(b)) => {
+                    assert_eq!(a.kind(), b.kind(), "{bad:?}");
+                    assert_eq!(a.render().to_string(), b.render().to_string(), "{bad:?}");
+                }
+                (Ok(_), Ok(_)) => {}
+                (a, b) => panic!("{bad:?}: full {:?} vs fast {:?}", a.is_ok(), b.is_ok()),
+            }
         }
     }
 }

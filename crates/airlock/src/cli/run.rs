@@ -28,6 +28,9 @@ pub mod exit {
     pub const SANDBOX_ERROR: i32 = 125;
 }
 
+/// What `airlock --help` and `airlock run --help` say `run` does.
+pub const ABOUT: &str = "Judge a command, and run it in a disposable sandbox if allowed";
+
 const AFTER_HELP: &str = "\
 Exit status:
   the command's own exit status when it exits by itself;
