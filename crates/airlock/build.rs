@@ -10,7 +10,8 @@
 //! A native library named by a build script comes before the standard
 //! library's own `-lgcc_s` on the link line, so the unwinder's symbols resolve
 //! here and `--as-needed` drops `libgcc_s.so.1`. Only on linux-gnu, only when
-//! the C compiler can name `libgcc_eh.a`; otherwise the build links as usual.
+//! not cross-compiling and the C compiler can name `libgcc_eh.a`; otherwise
+//! the build links as usual.
 
 use std::path::Path;
 use std::process::Command;
@@ -24,7 +25,9 @@ fn main() {
     let crt_static = var("CARGO_CFG_TARGET_FEATURE")
         .split(',')
         .any(|f| f == "crt-static");
-    if !gnu_linux || crt_static {
+    // Cross-compiling, `cc` would name the host's libgcc_eh.a, not the target's.
+    let cross = var("TARGET") != var("HOST");
+    if !gnu_linux || crt_static || cross {
         return;
     }
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
