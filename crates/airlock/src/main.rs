@@ -59,22 +59,22 @@ enum Cmd {
 fn parse() -> Cmd {
     let mut argv = std::env::args_os();
     let program = argv.next();
-    if argv.next().is_some_and(|a| a == "run") {
-        // Named as clap names a subcommand: after the file name this binary was started by.
-        let name = program
-            .as_deref()
-            .map(std::path::Path::new)
-            .and_then(|p| p.file_name())
-            .map_or("airlock".into(), |n| n.to_string_lossy());
-        let bin_name = format!("{name} run");
-        // Its argv[0] is `run`, which clap skips as the program's name.
-        let matches = run_command(&bin_name).get_matches_from(std::env::args_os().skip(1));
-        return match <cli::run::Args as clap::FromArgMatches>::from_arg_matches(&matches) {
-            Ok(args) => Cmd::Run(args),
-            Err(e) => e.format(&mut run_command(&bin_name)).exit(),
-        };
+    let Some(run) = argv.next().filter(|a| a == "run") else {
+        return Cli::parse().command;
+    };
+    // Named as clap names a subcommand: after the file name this binary was started by.
+    let name = program
+        .as_deref()
+        .map(std::path::Path::new)
+        .and_then(|p| p.file_name())
+        .map_or("airlock".into(), |n| n.to_string_lossy());
+    let bin_name = format!("{name} run");
+    // Led by `run`, which clap skips as the program's name.
+    let matches = run_command(&bin_name).get_matches_from(std::iter::once(run).chain(argv));
+    match <cli::run::Args as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(args) => Cmd::Run(args),
+        Err(e) => e.format(&mut run_command(&bin_name)).exit(),
     }
-    Cli::parse().command
 }
 
 /// `airlock run` alone, as the full tree builds it.
