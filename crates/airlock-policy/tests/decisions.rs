@@ -645,6 +645,22 @@ fn bad_input_gets_a_decision_with_a_reason() {
         assert_eq!(d.decision, D, "{text}");
     }
 
+    // Found by fuzzing (CI's fixed seed): a `name[` word whose subscript holds
+    // `${…[` and `$[` among quotes, 149 bytes that brush-parser took 104 s over
+    // (release build) before its work was bounded. The guards do not know this
+    // shape; the parse bound ends it.
+    let text = "a[gizx_ah[\"]\"${Toh[\"]$[+!(\")[=$\"${Tox_ah[\"]\"${Toh[\"]\"%%$%}>%%wai%%%$ %%$%}>oh[\"]\"${Tox_ah[\"]\"${Toh[\"]\"%%$%}>%%wai%%%$ %%$%}>%%$%ucrbun%%$%ucrbunla} >";
+    let d = judge(&f, text, ".", "default");
+    assert_eq!(d.decision, D, "{}", d.reason);
+    assert!(d.reason.contains("too intricate"), "{}", d.reason);
+    // The same fuzzing run, once the bound was in: a parse that fails, then runs
+    // out of steps while peg parses it again to place the error, must fail
+    // again, not panic (every entry rule of the grammars ends with a check).
+    let text = "a[gizx_ac[ $x ~<=://echo $'\\x63'.3} ~/x \"3h[\"]\"${Toh[\"]\"${Tox_ah[\"]\"${Toh[\"]\"%%$%}>%%wai%%%$ %%$cd src && ca%}>%%t ..n $%ucrhbunla}$HOMEagt $a i y ]] &../READ< =.mp/nla &>px&6>&\"/x 2>1&1";
+    let d = judge(&f, text, ".", "default");
+    assert_eq!(d.decision, D, "{}", d.reason);
+    assert!(!d.reason.contains("parser failed"), "{}", d.reason);
+
     // A function body is judged at every call and brace expansion multiplies
     // segments: past the word and segment budgets the answer is `on_unknown`.
     let words = format!(

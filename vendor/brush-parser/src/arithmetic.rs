@@ -9,21 +9,20 @@ use crate::error;
 ///
 /// * `input` - The arithmetic expression to parse, in string form.
 pub fn parse(input: &str) -> Result<ast::ArithmeticExpr, error::WordParseError> {
-    cacheable_parse(input.to_owned())
-}
-
-#[cached::proc_macro::cached(size = 64, result = true)]
-fn cacheable_parse(input: String) -> Result<ast::ArithmeticExpr, error::WordParseError> {
+    // Not cached (as upstream is): a result cut short by the parse budget
+    // (crate::budget) must not be served later as the grammar's answer.
     tracing::debug!(target: "arithmetic", "parsing arithmetic expression: '{input}'");
-    arithmetic::full_expression(input.as_str())
+    arithmetic::full_expression(input)
         .map_err(|e| error::WordParseError::ArithmeticExpression(e.into()))
 }
 
 peg::parser! {
     grammar arithmetic() for str {
         pub(crate) rule full_expression() -> ast::ArithmeticExpr =
+            v:(
             ![_] { ast::ArithmeticExpr::Literal(0) } /
             _ e:expression() _ { e }
+            ) not_spent() { v }
 
         pub(crate) rule expression() -> ast::ArithmeticExpr = precedence!{
             x:(@) _ "," _ y:@ { ast::ArithmeticExpr::BinaryOp(ast::BinaryOperator::Comma, Box::new(x), Box::new(y)) }
@@ -90,8 +89,17 @@ peg::parser! {
             "(" _ expr:expression() _ ")" { expr }
         }
 
+        // Every recursion of this grammar passes an atom: lvalue, number or `(`.
+        rule tick() = {? crate::budget::step() }
+
+        // Ends every entry rule: a parse that spent the budget fails as a whole.
+        // Without it, a rule failing for want of steps could make a `!rule()`
+        // succeed, and peg, which parses a failed input again to locate the
+        // error, would panic on a second pass that succeeds.
+        rule not_spent() = {? crate::budget::not_spent() }
+
         rule lvalue() -> ast::ArithmeticTarget =
-            name:variable_name() "[" index:expression() "]" {
+            tick() name:variable_name() "[" index:expression() "]" {
                 ast::ArithmeticTarget::ArrayElement(name.to_owned(), Box::new(index))
             } /
             name:variable_name() {
@@ -104,6 +112,7 @@ peg::parser! {
         rule _() -> () = quiet!{[' ' | '\t' | '\n' | '\r']*} {}
 
         rule literal_number() -> i64 =
+            tick() v:(
             // Literal with explicit radix (format: <base>#<literal>)
             radix:decimal_literal() "#" s:$(['0'..='9' | 'a'..='z' | 'A'..='Z' | '@' | '_']+) {?
                 parse_shell_literal_number(s, radix.cast_unsigned())
@@ -118,6 +127,7 @@ peg::parser! {
             } /
             // Decimal literal
             decimal_literal()
+            ) { v }
 
         rule decimal_literal() -> i64 =
             s:$(['1'..='9'] ['0'..='9']*) {?

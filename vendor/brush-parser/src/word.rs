@@ -528,18 +528,12 @@ pub fn parse(
     word: &str,
     options: &ParserOptions,
 ) -> Result<Vec<WordPieceWithSource>, error::WordParseError> {
-    cacheable_parse(word.to_owned(), options.to_owned())
-}
-
-#[cached::proc_macro::cached(size = 64, result = true)]
-fn cacheable_parse(
-    word: String,
-    options: ParserOptions,
-) -> Result<Vec<WordPieceWithSource>, error::WordParseError> {
+    // Not cached (as upstream is): a result cut short by the parse budget
+    // (crate::budget) must not be served later as the grammar's answer.
     tracing::debug!(target: "expansion", "Parsing word '{}'", word);
 
-    let pieces = expansion_parser::unexpanded_word(word.as_str(), &options)
-        .map_err(|err| error::WordParseError::Word(word.clone(), err.into()))?;
+    let pieces = expansion_parser::unexpanded_word(word, options)
+        .map_err(|err| error::WordParseError::Word(word.to_owned(), err.into()))?;
 
     tracing::debug!(target: "expansion", "Parsed word '{}' => {{{:?}}}", word, pieces);
 
@@ -627,6 +621,16 @@ pub(crate) fn parse_array_assignment(
 
 peg::parser! {
     grammar expansion_parser(parser_options: &ParserOptions) for str {
+        // Every recursive path of this grammar passes one of the rules that
+        // begin with this step, so crate::budget bounds the whole parse.
+        rule tick() = {? crate::budget::step() }
+
+        // Ends every entry rule: a parse that spent the budget fails as a whole.
+        // Without it, a rule failing for want of steps could make a `!rule()`
+        // succeed, and peg, which parses a failed input again to locate the
+        // error, would panic on a second pass that succeeds.
+        rule not_spent() = {? crate::budget::not_spent() }
+
         // Helper rule that enables pegviz to be used to visualize debug peg traces.
         rule traced<T>(e: rule<T>) -> T =
             &(input:$([_]*) {
@@ -639,7 +643,7 @@ peg::parser! {
                 e.ok_or("")
             }
 
-        pub(crate) rule unexpanded_word() -> Vec<WordPieceWithSource> = traced(<word(<![_]>)>)
+        pub(crate) rule unexpanded_word() -> Vec<WordPieceWithSource> = v:(traced(<word(<![_]>)>)) not_spent() { v }
 
         rule word<T>(stop_condition: rule<T>) -> Vec<WordPieceWithSource> =
             tilde:tilde_expr_prefix_with_source()? pieces:word_piece_with_source(<stop_condition()>, false /*in_command*/)* {
@@ -653,16 +657,20 @@ peg::parser! {
 
         // Takes a word as input.
         pub(crate) rule brace_expansions() -> Option<Vec<BraceExpressionOrText>> =
+            v:(
             pieces:(brace_expansion_piece(<![_]>)+) { Some(pieces) } /
             [_]* { None }
+            ) not_spent() { v }
 
         // Returns either a complete brace expression (without any prefix or suffix), or a
         // non-brace-expression string.
         rule brace_expansion_piece<T>(stop_condition: rule<T>) -> BraceExpressionOrText =
+            tick() v:(
             expr:brace_expr() {
                 BraceExpressionOrText::Expr(expr)
             } /
             text:$(non_brace_expr_text(<stop_condition()>)+) { BraceExpressionOrText::Text(text.to_owned()) }
+            ) { v }
 
         // Parses text that is not considered to contain a brace expression.
         rule non_brace_expr_text<T>(stop_condition: rule<T>) -> () =
@@ -671,7 +679,9 @@ peg::parser! {
 
         // Parses a complete brace expression, with no prefix or suffix.
         pub(crate) rule brace_expr() -> BraceExpression =
+            tick() v:(
             "{" inner:brace_expr_inner() "}" { inner }
+            ) { v }
 
         // Parses the text inside a complete brace expression; basically the complete brace
         // expression without the opening and closing brace characters.
@@ -735,6 +745,7 @@ peg::parser! {
             // delegate the rest to a helper rule. We don't worry about the stop condition passed
             // into us, because if we see an opening parenthesis then we *must* find its closing
             // partner.
+            tick() v:(
             "(" arithmetic_word_plus_right_paren() {} /
             // This branch handles the case where we have an array element name with square brackets,
             // which may (legitimately) contain the stop condition.
@@ -743,6 +754,7 @@ peg::parser! {
             // either the overall stop condition *OR* an opening parenthesis. We add this latter
             // condition to ensure that *we* handle matching parentheses.
             !"(" word_piece(<param_rule_or_open_paren(<stop_condition()>)>, false /*in_command*/) {}
+            ) { v }
 
         // This is a helper rule that matches either the provided stop condition or an opening parenthesis.
         rule param_rule_or_open_paren<T>(stop_condition: rule<T>) -> () =
@@ -760,6 +772,7 @@ peg::parser! {
 
         rule word_piece<T>(stop_condition: rule<T>, in_command: bool) -> WordPiece =
             // Rules that match quoted text.
+            tick() v:(
             s:double_quoted_sequence() { WordPiece::DoubleQuotedSequence(s) } /
             s:single_quoted_literal_text() { WordPiece::SingleQuotedText(s.to_owned()) } /
             s:ansi_c_quoted_text() { WordPiece::AnsiCQuotedText(s.to_owned()) } /
@@ -772,20 +785,25 @@ peg::parser! {
             enabled_tilde_expr_after_colon() /
             // Finally, match unquoted literal text.
             unquoted_literal_text(<stop_condition()>, in_command)
+            ) { v }
 
         rule dollar_sign_word_piece() -> WordPiece =
+            tick() v:(
             arithmetic_expansion() /
             legacy_arithmetic_expansion() /
             command_substitution() /
             parameter_expansion()
+            ) { v }
 
         rule double_quoted_word_piece() -> WordPiece =
+            tick() v:(
             arithmetic_expansion() /
             legacy_arithmetic_expansion() /
             command_substitution() /
             parameter_expansion() /
             double_quoted_escape_sequence() /
             double_quoted_text()
+            ) { v }
 
         rule double_quoted_sequence() -> Vec<WordPieceWithSource> =
             "\"" i:double_quoted_sequence_inner()* "\"" { i }
@@ -813,9 +831,11 @@ peg::parser! {
 
         // TODO(parser): Find a way to remove the special-case logic for extglob + subshell commands
         rule unquoted_literal_text_piece<T>(stop_condition: rule<T>, in_command: bool) =
+            tick() v:(
             is_true(in_command) extglob_pattern() /
             is_true(in_command) subshell_command() /
             !stop_condition() !normal_escape_sequence() !enabled_tilde_expr_after_colon() [^'\'' | '\"' | '$' | '`'] {}
+            ) { v }
 
         rule enabled_tilde_expr_after_colon() -> WordPiece =
             tilde_exprs_after_colon_enabled() last_char_is_colon() piece:tilde_expression_piece() { piece }
@@ -840,7 +860,9 @@ peg::parser! {
             ("@" / "!" / "?" / "+" / "*") "(" extglob_body_piece()* ")" {}
 
         rule extglob_body_piece() =
+            tick() v:(
             word_piece(<[')']>, true /*in_command*/) {}
+            ) { v }
 
         rule subshell_command() =
             "(" command() ")" {}
@@ -853,7 +875,9 @@ peg::parser! {
 
         // Heredoc body parsing: like double-quoted content, but " and ' are literal characters.
         pub(crate) rule unexpanded_heredoc_word() -> Vec<WordPieceWithSource> =
+            v:(
             traced(<heredoc_word(<![_]>)>)
+            ) not_spent() { v }
 
         rule heredoc_word<T>(stop_condition: rule<T>) -> Vec<WordPieceWithSource> =
             pieces:heredoc_word_piece_with_source(<stop_condition()>)* { pieces }
@@ -864,12 +888,14 @@ peg::parser! {
             }
 
         rule heredoc_word_piece() -> WordPiece =
+            tick() v:(
             arithmetic_expansion() /
             legacy_arithmetic_expansion() /
             command_substitution() /
             parameter_expansion() /
             heredoc_escape_sequence() /
             heredoc_literal_text()
+            ) { v }
 
         rule heredoc_escape_sequence() -> WordPiece =
             s:$("\\" ['$' | '`' | '\\']) { WordPiece::EscapeSequence(s.to_owned()) }
@@ -918,6 +944,7 @@ peg::parser! {
         // TODO(parser): Deal with fact that there may be a quoted word or escaped closing brace chars.
         // TODO(parser): Improve on how we handle a '$' not followed by a valid variable name or parameter.
         rule parameter_expansion() -> WordPiece =
+            tick() v:(
             "${" e:parameter_expression() "}" {
                 WordPiece::ParameterExpansion(e)
             } /
@@ -927,6 +954,7 @@ peg::parser! {
             "$" !['\''] {
                 WordPiece::Text("$".to_owned())
             }
+            ) { v }
 
         rule parameter_expression() -> ParameterExpr =
             indirect:parameter_indirection() parameter:parameter() test_type:parameter_test_type() "-" default_value:parameter_expression_word()? {
@@ -1039,6 +1067,8 @@ peg::parser! {
 
         // N.B. The indexing syntax is not a standard sh-ism.
         pub(crate) rule parameter() -> Parameter =
+            v:(
+            tick() v:(
             p:positional_parameter() { Parameter::Positional(p) } /
             p:special_parameter() { Parameter::Special(p) } /
             non_posix_extensions_enabled() p:variable_name() "[@]" { Parameter::NamedWithAllIndices { name: p.to_owned(), concatenate: false } } /
@@ -1047,6 +1077,8 @@ peg::parser! {
                 Ok(Parameter::NamedWithIndex { name: p.to_owned(), index: index.to_owned() })
             } /
             p:variable_name() { Parameter::Named(p.to_owned()) }
+            ) { v }
+            ) not_spent() { v }
 
         rule positional_parameter() -> u32 =
             n:$(['1'..='9'](['0'..='9']*)) {? n.parse().or(Err("u32")) }
@@ -1074,17 +1106,21 @@ peg::parser! {
             $(command_piece()*)
 
         pub(crate) rule command_piece() -> () =
+            tick() v:(
             word_piece(<[')']>, true /*in_command*/) {} /
             ([' ' | '\t'])+ {} /
             ['\'' | '`'] {}
+            ) { v }
 
         rule backquoted_command() -> String =
             chars:(backquoted_char()*) { chars.into_iter().collect() }
 
         rule backquoted_char() -> &'input str =
+            tick() v:(
             "\\`" { "`" } /
             "\\\\" { "\\\\" } /
             s:$([^'`']) { s }
+            ) { v }
 
         rule arithmetic_expansion() -> WordPiece =
             "$((" e:$(arithmetic_word(<"))">)) "))" { WordPiece::ArithmeticExpression(ast::UnexpandedArithmeticExpr { value: e.to_owned() } ) }
@@ -1122,23 +1158,29 @@ peg::parser! {
         // Assignment rules.
 
         pub(crate) rule name_equals_scalar_value() -> ast::Assignment =
+            v:(
             nae:name_equals() value:assigned_scalar_value() {
                 let (name, append) = nae;
                 ast::Assignment { name, value, append, loc: SourceSpan::default() }
             }
+            ) not_spent() { v }
 
         pub(crate) rule name_equals() -> (ast::AssignmentName, bool) =
+            v:(
             name:assignment_name() append:("+"?) "=" {
                 (name, append.is_some())
             }
+            ) not_spent() { v }
 
         pub(crate) rule literal_array_element() -> (Option<String>, String) =
+            v:(
             "[" inner:$((!"]" [_])*) "]=" value:$([_]*) {
                 (Some(inner.to_owned()), value.to_owned())
             } /
             value:$([_]+) {
                 (None, value.to_owned())
             }
+            ) not_spent() { v }
 
         rule assignment_name() -> ast::AssignmentName =
             aen:array_element_name() {

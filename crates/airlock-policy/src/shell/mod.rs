@@ -32,6 +32,17 @@ pub const MAX_SEGMENTS: usize = 4096;
 /// make the gate judge millions (found by fuzzing: 700 bytes took 0.4 s).
 pub const MAX_WORDS: usize = 16384;
 
+/// The parser's work bound for one request: a base plus this much per byte.
+/// brush-parser backtracks without memoization, so a few hundred hostile bytes
+/// could take minutes (found by fuzzing, again and again, in new shapes); with
+/// the bound the parser gives up, and the request is unknown, within a few
+/// milliseconds for a line and 0.14 s for 64 KiB of the worst shape known
+/// (release build). Everyday text takes 2–7 steps a byte (a
+/// 64 KiB script of `if`/`case`/`[[`/subshells: 6.3), so the bound is an order
+/// of magnitude above anything an agent sends.
+pub const PARSE_STEPS_BASE: u64 = 50_000;
+pub const PARSE_STEPS_PER_BYTE: u64 = 64;
+
 /// At most this many commands run by one program's options (`tar -I a -I b …`)
 /// are judged; more is unknown (each is a segment of its own).
 pub const MAX_INNER_RUNS: usize = 16;
@@ -169,16 +180,28 @@ impl Context {
 
 /// Analyse a bash string.
 pub fn analyze(text: &str, ctx: &Context) -> Analysis {
-    guarded(|| analyze_inner(text, ctx))
+    guarded(text.len(), || analyze_inner(text, ctx))
 }
 
-/// The parser is a dependency: should it ever panic on some input, that input
-/// is unknown (→ `on_unknown`), never a crash and never an allow.
-fn guarded(f: impl FnOnce() -> Analysis) -> Analysis {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| Analysis {
-        segments: Vec::new(),
-        unknown: Some("the shell parser failed on this text".into()),
-    })
+/// The parser is a dependency: should it ever panic on some input, or take
+/// more than its work bound ([`PARSE_STEPS_PER_BYTE`]) on it, that input is
+/// unknown (→ `on_unknown`), never a crash, a hang or an allow.
+fn guarded(bytes: usize, f: impl FnOnce() -> Analysis) -> Analysis {
+    let steps = PARSE_STEPS_BASE.saturating_add(PARSE_STEPS_PER_BYTE.saturating_mul(bytes as u64));
+    let run = std::panic::AssertUnwindSafe(|| brush_parser::budget::with_budget(steps, f));
+    match std::panic::catch_unwind(run) {
+        Ok(Ok(analysis)) => analysis,
+        Ok(Err(brush_parser::budget::Exhausted)) => Analysis {
+            segments: Vec::new(),
+            unknown: Some(format!(
+                "the shell text is too intricate to analyse: parsing it took more than {steps} steps; send simpler commands, one at a time"
+            )),
+        },
+        Err(_) => Analysis {
+            segments: Vec::new(),
+            unknown: Some("the shell parser failed on this text".into()),
+        },
+    }
 }
 
 fn analyze_inner(text: &str, ctx: &Context) -> Analysis {
@@ -220,12 +243,14 @@ pub fn reads_plain(text: &str) -> bool {
 /// holds the plain reader equal to the parser.
 #[doc(hidden)]
 pub fn analyze_with_parser_only(text: &str, ctx: &Context) -> Analysis {
-    guarded(|| analyze_with(text, ctx, false))
+    guarded(text.len(), || analyze_with(text, ctx, false))
 }
 
 /// Analyse an argv run without a shell: no expansion, but wrappers unwrap.
 pub fn analyze_argv(argv: &[String], ctx: &Context) -> Analysis {
-    guarded(|| analyze_argv_inner(argv, ctx))
+    guarded(argv.iter().map(|a| a.len() + 1).sum(), || {
+        analyze_argv_inner(argv, ctx)
+    })
 }
 
 fn analyze_argv_inner(argv: &[String], ctx: &Context) -> Analysis {
@@ -1734,5 +1759,41 @@ mod tests {
             let words: Vec<String> = text.split(' ').map(String::from).collect();
             assert_eq!(argvs, vec![words], "{text}");
         }
+    }
+
+    /// The parse bound alone, pre-parse guards aside, ends every shape on which
+    /// brush-parser was found to backtrack exponentially (each took seconds to
+    /// minutes unbounded; without the bound this test does not finish).
+    #[test]
+    fn the_parse_bound_ends_every_backtracking_shape_the_guards_aside() {
+        let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/shell_decide");
+        let mut tried = 0;
+        for entry in std::fs::read_dir(&seeds).expect("fuzz seeds") {
+            let path = entry.expect("seed").path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            // The here-document shapes grow brush's tokenizer, which has no
+            // grammar steps: only the guards stop those.
+            if !name.starts_with("regress-") || name.contains("heredoc") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("seed text");
+            let steps = PARSE_STEPS_BASE + PARSE_STEPS_PER_BYTE * text.len() as u64;
+            let _ = brush_parser::budget::with_budget(steps, || {
+                brush_parser::Parser::new(text.as_bytes(), &words::options()).parse_program()
+            });
+            tried += 1;
+        }
+        assert!(tried >= 10, "{tried} seeds");
+    }
+
+    /// Everyday scripts stay well inside the bound: 64 KiB of conditionals,
+    /// `[[`, `case`, subshells and quoting (6.3 steps a byte).
+    #[test]
+    fn a_long_everyday_script_is_within_the_parse_bound() {
+        let unit = "if [ -f \"a.txt\" ]; then sed -e \"s/foo/bar/g\" -i a.txt; elif [[ -d b && \"$x\" == y* ]]; then (cd b && make -j2 all); fi; case \"$1\" in a|b) echo ab;; *) echo other;; esac\n";
+        let text = unit.repeat(64 * 1024 / unit.len());
+        let a = analyze(&text, &Context::new("/w".into(), "/w".into()));
+        assert_eq!(a.unknown, None);
+        assert!(a.segments.len() > 1000);
     }
 }

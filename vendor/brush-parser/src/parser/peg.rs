@@ -9,9 +9,22 @@ use super::{ParserOptions, Tokens};
 
 peg::parser! {
     pub grammar token_parser<'a>(parser_options: &ParserOptions) for Tokens<'a> {
+        // Every recursive path of this grammar matches operators or words
+        // through the rules below that take this step first, so crate::budget
+        // bounds the whole parse (the word grammar takes its own steps).
+        rule tick() = {? crate::budget::step() }
+
+        // Ends every entry rule: a parse that spent the budget fails as a whole.
+        // Without it, a rule failing for want of steps could make a `!rule()`
+        // succeed, and peg, which parses a failed input again to locate the
+        // error, would panic on a second pass that succeeds.
+        rule not_spent() = {? crate::budget::not_spent() }
+
         pub(crate) rule program() -> ast::Program =
+            v:(
             linebreak() c:complete_commands() linebreak() { ast::Program { complete_commands: c } } /
             linebreak() { ast::Program { complete_commands: vec![] } }
+            ) not_spent() { v }
 
         rule complete_commands() -> Vec<ast::CompleteCommand> =
             c:complete_command() ++ newline_list()
@@ -89,12 +102,12 @@ peg::parser! {
 
         // N.B. We needed to move the function definition branch up to avoid conflicts with array assignment syntax.
         rule command() -> ast::Command =
-            f:function_definition() { ast::Command::Function(f) } /
+            tick() v:(f:function_definition() { ast::Command::Function(f) } /
             c:simple_command() { ast::Command::Simple(c) } /
             c:compound_command() r:redirect_list()? { ast::Command::Compound(c, r) } /
             // N.B. Extended test commands are bash extensions.
             non_posix_extensions_enabled() c:extended_test_command() r:redirect_list()? { ast::Command::ExtendedTest(c, r) } /
-            expected!("command")
+            expected!("command")) { v }
 
         // N.B. The arithmetic command is a non-sh extension.
         // N.B. The arithmetic for clause command is a non-sh extension.
@@ -281,7 +294,7 @@ peg::parser! {
             }
 
         rule regex_word_piece() =
-            word() {} /
+            tick() word() {} /
             specific_operator("|") {} /
             specific_operator("(") parenthesized_regex_word()* specific_operator(")") {}
 
@@ -444,7 +457,9 @@ peg::parser! {
             expected!("function definition")
 
         pub(crate) rule function_parens_and_body() -> ast::FunctionBody =
+            v:(
             specific_operator("(") specific_operator(")") linebreak() body:function_body() { body }
+            ) not_spent() { v }
 
         rule function_body() -> ast::FunctionBody =
             c:compound_command() r:redirect_list()? { ast::FunctionBody(c, r) }
@@ -615,6 +630,9 @@ peg::parser! {
             !reserved_word() w:word() { w }
 
         rule word() -> &'input Token =
+            tick() t:word_token() { t }
+
+        rule word_token() -> &'input Token =
             [Token::Word(_, _)]
 
         rule reserved_word() -> &'input Token =
@@ -699,10 +717,10 @@ peg::parser! {
         // Helpers
         //
         rule specific_operator(expected: &str) -> &'input Token =
-            [Token::Operator(w, _) if w.as_str() == expected]
+            tick() t:[Token::Operator(w, _) if w.as_str() == expected] { t }
 
         rule specific_word(expected: &str) -> &'input Token =
-            [Token::Word(w, _) if w.as_str() == expected]
+            tick() t:[Token::Word(w, _) if w.as_str() == expected] { t }
 
         rule non_posix_extensions_enabled() -> () =
             &[_] {? if !parser_options.sh_mode { Ok(()) } else { Err("posix") } }
