@@ -660,6 +660,13 @@ fn bad_input_gets_a_decision_with_a_reason() {
     let d = judge(&f, text, ".", "default");
     assert_eq!(d.decision, D, "{}", d.reason);
     assert!(!d.reason.contains("parser failed"), "{}", d.reason);
+    // And a here-document `<<$[` behind an unclosed `"` (so the quote-aware
+    // here-document guard passes it by): brush's tokenizer grew past 4 GB on it
+    // before the tokenizer took steps too.
+    let text = "cq=lph rtcqtcq=lpph rtcq=[\\+(k timeout 5 curl x\"dreadonlyc) ld;locaopy-id {df [( <<$[ && -(]ssh-copy-idl aP=\\\\\\\\\\\\\\\\\\\\\\\\\\\\A4[Token::Operrt chq=lcq=lpph rtcq=lphph  rtcq==l=l=l=l$lph rtcq=lphpht rc q=lpph rphph  rtcq=lphph ";
+    let d = judge(&f, text, ".", "default");
+    assert_eq!(d.decision, D, "{}", d.reason);
+    assert!(d.reason.contains("too intricate"), "{}", d.reason);
 
     // A function body is judged at every call and brace expansion multiplies
     // segments: past the word and segment budgets the answer is `on_unknown`.

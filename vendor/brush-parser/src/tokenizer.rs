@@ -140,6 +140,10 @@ pub enum TokenizerError {
     /// An I/O error occurred while reading from the input stream.
     #[error("failed to read input")]
     ReadError(#[from] std::io::Error),
+
+    /// The work bound set with `crate::budget::with_budget` was reached.
+    #[error("the parse budget was spent")]
+    BudgetSpent,
 }
 
 impl TokenizerError {
@@ -692,6 +696,12 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
         let mut result: Option<TokenizeResult> = None;
 
         while result.is_none() {
+            // One step of crate::budget per turn: here-documents inside nested
+            // substitutions can make this loop grow its state without bound.
+            if !crate::budget::tick() {
+                return Err(TokenizerError::BudgetSpent);
+            }
+
             // First satisfy token results from our queue. Once we exhaust the queue then
             // we'll look at the input stream.
             if !self.cross_state.queued_tokens.is_empty() {
