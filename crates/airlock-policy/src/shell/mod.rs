@@ -43,6 +43,11 @@ pub const MAX_WORDS: usize = 16384;
 pub const PARSE_STEPS_BASE: u64 = 50_000;
 pub const PARSE_STEPS_PER_BYTE: u64 = 64;
 
+/// The parser's steps for a request of `bytes` bytes.
+pub fn parse_steps(bytes: usize) -> u64 {
+    PARSE_STEPS_BASE.saturating_add(PARSE_STEPS_PER_BYTE.saturating_mul(bytes as u64))
+}
+
 /// At most this many commands run by one program's options (`tar -I a -I b …`)
 /// are judged; more is unknown (each is a segment of its own).
 pub const MAX_INNER_RUNS: usize = 16;
@@ -187,7 +192,7 @@ pub fn analyze(text: &str, ctx: &Context) -> Analysis {
 /// more than its work bound ([`PARSE_STEPS_PER_BYTE`]) on it, that input is
 /// unknown (→ `on_unknown`), never a crash, a hang or an allow.
 fn guarded(bytes: usize, f: impl FnOnce() -> Analysis) -> Analysis {
-    let steps = PARSE_STEPS_BASE.saturating_add(PARSE_STEPS_PER_BYTE.saturating_mul(bytes as u64));
+    let steps = parse_steps(bytes);
     let run = std::panic::AssertUnwindSafe(|| brush_parser::budget::with_budget(steps, f));
     match std::panic::catch_unwind(run) {
         Ok(Ok(analysis)) => analysis,
@@ -1776,8 +1781,7 @@ mod tests {
                 continue;
             }
             let text = std::fs::read_to_string(&path).expect("seed text");
-            let steps = PARSE_STEPS_BASE + PARSE_STEPS_PER_BYTE * text.len() as u64;
-            let _ = brush_parser::budget::with_budget(steps, || {
+            let _ = brush_parser::budget::with_budget(parse_steps(text.len()), || {
                 brush_parser::Parser::new(text.as_bytes(), &words::options()).parse_program()
             });
             tried += 1;
