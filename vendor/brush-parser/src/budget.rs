@@ -52,12 +52,6 @@ pub(crate) fn not_spent() -> Result<(), &'static str> {
     }
 }
 
-/// Steps left in the current budget (`u64::MAX` outside one): for measuring
-/// what a parse costs.
-pub fn remaining() -> u64 {
-    LEFT.with(Cell::get)
-}
-
 /// Runs `f` with at most `steps` grammar steps (fewer if an enclosing call has
 /// fewer left); `Err(Exhausted)` if they ran out, whatever `f` returned. The
 /// steps used are also taken from an enclosing budget.
