@@ -38,7 +38,7 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, extra=(), policy=POLICY):
+    def __init__(self, extra=(), policy=POLICY, binary=None):
         self.dir = pathlib.Path(tempfile.mkdtemp(prefix="airlock-bench-", dir=os.environ.get("BENCH_DIR")))
         (self.dir / "ws").mkdir()
         (self.dir / "policy.toml").write_text(policy)
@@ -52,7 +52,7 @@ class Server:
         env.pop("AIRLOCK_POLICY", None)
         self.log = open(self.dir / "serve.log", "w")
         self.proc = subprocess.Popen(
-            [airlock_bin(), "serve", "--tokens", str(tokens), "--listen", f"127.0.0.1:{self.port}", *extra],
+            [binary or airlock_bin(), "serve", "--tokens", str(tokens), "--listen", f"127.0.0.1:{self.port}", *extra],
             cwd=self.dir, env=env, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.time() + 20
         while not os.path.exists(self.socket):
