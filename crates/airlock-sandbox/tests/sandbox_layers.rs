@@ -1185,7 +1185,10 @@ fn a_warm_sandbox_starts_its_command_only_after_the_gate() {
     use airlock_sandbox::native::pool::RunPath;
     let f = fixture();
     let backend = NativeBackend::new(PathBuf::from(HELPER), f.runs.clone());
-    let pool = airlock_sandbox::native::WarmPool::new(backend, 1);
+    let pool = airlock_sandbox::native::WarmPool::new(
+        backend,
+        airlock_sandbox::native::PoolLimits::size(1),
+    );
     let spec_for = |f: &Fixture| {
         let mut s = spec(f, "echo ran > marker");
         s.workspace.mode = WorkspaceMode::Rw;

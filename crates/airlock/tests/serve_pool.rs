@@ -299,3 +299,86 @@ except OSError as e:
     // The mask reads as an empty file.
     assert!(said.contains("READ") || said.contains("BLOCKED"), "{said}");
 }
+
+/// Waits until the ready sandboxes have been measured, and returns what they
+/// hold.
+async fn measured(server: &Server) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let held = metric(server, "airlock_pool_memory_bytes").await;
+        if held > 0 {
+            return held;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the pool was never measured: {}",
+            server.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn a_memory_bound_below_one_sandbox_leaves_the_pool_empty() {
+    let mut server = start("3", &["--pool-memory", "1"]);
+    rt().block_on(async {
+        probe(&server, RUN).await;
+        // The first sandbox is built and measured (after 300 ms), found over
+        // the bound and let go; no other is built.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while metric(&server, "airlock_pool_discarded").await == 0 {
+            assert!(Instant::now() < deadline, "{}", server.stderr());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert_eq!(metric(&server, "airlock_pool_built").await, 1);
+        assert_eq!(metric(&server, "airlock_pool_ready").await, 0);
+        assert_eq!(metric(&server, "airlock_pool_memory_bytes").await, 0);
+        probe(&server, RUN).await;
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 0);
+        assert_eq!(metric(&server, "airlock_pool_cold_runs").await, 2);
+    });
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stderr.contains("more than --pool-memory"),
+        "the empty pool is not explained: {stderr}"
+    );
+}
+
+#[test]
+fn a_memory_bound_caps_how_many_sandboxes_wait() {
+    // What one warm sandbox holds here, measured by a pool of one.
+    let mut server = start("1", &["--pool-memory", "1TiB"]);
+    let one = rt().block_on(async {
+        probe(&server, RUN).await;
+        ready(&server, 1).await;
+        measured(&server).await
+    });
+    server.stop();
+    assert!(
+        (256 << 10..256 << 20).contains(&one),
+        "a warm sandbox measured {one} bytes"
+    );
+
+    // Room for one and a half: a pool of three keeps one.
+    let bound = (one * 3 / 2).to_string();
+    let mut server = start("3", &["--pool-memory", &bound]);
+    rt().block_on(async {
+        probe(&server, RUN).await;
+        ready(&server, 1).await;
+        let held = measured(&server).await;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert_eq!(metric(&server, "airlock_pool_ready").await, 1);
+        assert_eq!(metric(&server, "airlock_pool_built").await, 1);
+        assert!(held <= one * 3 / 2, "{held} held, bound {bound}");
+        // It still serves warm, and is refilled within the bound.
+        probe(&server, RUN).await;
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 1);
+        ready(&server, 1).await;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert_eq!(metric(&server, "airlock_pool_ready").await, 1);
+    });
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+}

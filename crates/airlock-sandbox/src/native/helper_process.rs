@@ -73,6 +73,12 @@ impl HelperProcess {
         }
     }
 
+    /// Its pid while it is not reaped (after that, the pid may be another
+    /// process's).
+    pub(crate) fn pid(&self) -> Option<libc::pid_t> {
+        self.status.is_none().then_some(self.pid)
+    }
+
     /// SIGKILL, unless already reaped (its pid may be reused by then).
     pub(crate) fn kill(&mut self) {
         if self.status.is_none() {

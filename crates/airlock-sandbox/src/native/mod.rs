@@ -25,6 +25,7 @@ pub mod mounts;
 pub mod namespaces;
 pub mod netwatch;
 pub mod pool;
+mod pool_memory;
 pub mod prefork;
 pub mod prepared_etc;
 pub mod probe;
@@ -36,7 +37,7 @@ pub mod seccomp;
 
 pub use caller::NativeBackend;
 pub use helper::helper_main;
-pub use pool::WarmPool;
+pub use pool::{PoolLimits, WarmPool};
 pub use probe::probe;
 
 /// Runs the helper and never returns if this process was started as one

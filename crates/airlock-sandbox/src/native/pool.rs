@@ -21,6 +21,12 @@
 //! An idle pool costs no CPU: the helpers and their inits block in reads, the
 //! refill thread waits on a condition variable.
 //!
+//! Its memory can be bounded ([`PoolLimits::memory`]): each warm sandbox's
+//! helper and init are measured ([`super::pool_memory`]) on the refill thread
+//! once it has had [`MEASURE_SETTLE`] to finish building; no sandbox is built
+//! while the ready ones and one more of the largest size measured would pass
+//! the bound, and the newest are let go while the ready ones pass it.
+//!
 //! [`HelperRequest::pooled`]: super::protocol::HelperRequest::pooled
 
 use super::caller::{Helper, NativeBackend, Reap, Teardowns};
@@ -87,6 +93,26 @@ pub struct PoolStats {
     pub discarded: u64,
     /// Warm sandboxes ready now.
     pub ready: u64,
+    /// What the ready sandboxes hold, as last measured (bytes of Pss; 0
+    /// unless the pool's memory is bounded).
+    pub memory_bytes: u64,
+}
+
+/// How many warm sandboxes a pool keeps, and how much memory they may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolLimits {
+    /// Warm sandboxes at most (0: every run is cold).
+    pub size: usize,
+    /// Bytes the waiting sandboxes may hold together (Pss of their
+    /// processes), if bounded.
+    pub memory: Option<u64>,
+}
+
+impl PoolLimits {
+    /// `size` sandboxes, memory unbounded.
+    pub fn size(size: usize) -> PoolLimits {
+        PoolLimits { size, memory: None }
+    }
 }
 
 /// What the view of a template depends on besides the template itself: the
@@ -130,6 +156,10 @@ struct Warm {
     id: String,
     stamp: ViewStamp,
     built: Instant,
+    /// Bytes it held when last measured (bounded pools only).
+    held: u64,
+    /// Whether that measure was taken after [`MEASURE_SETTLE`].
+    settled: bool,
 }
 
 impl Warm {
@@ -154,10 +184,20 @@ struct State {
     running: usize,
     /// When the last run got its outcome.
     last_end: Option<Instant>,
+    /// The most a warm sandbox has measured (bounded pools only): what the
+    /// next one is expected to hold.
+    largest: u64,
+}
+
+impl State {
+    fn held(&self) -> u64 {
+        self.ready.iter().map(|w| w.held).sum()
+    }
 }
 
 struct Shared {
     size: usize,
+    memory: Option<u64>,
     backend: NativeBackend,
     state: Mutex<State>,
     wake: Condvar,
@@ -177,6 +217,11 @@ const REFILL_SETTLE: Duration = Duration::from_millis(2);
 /// refill waits at most this long. An empty pool refills at once (the next
 /// run would be cold anyway).
 const REFILL_MAX_DEFER: Duration = Duration::from_millis(100);
+
+/// How long a warm sandbox has to finish building before its measure counts
+/// (a build takes 5-20 ms here; one measured mid-build holds less than it
+/// will). Until then the refill thread wakes once more to measure it.
+const MEASURE_SETTLE: Duration = Duration::from_millis(300);
 
 /// The native backend with a pool of warm sandboxes in front of it. Runs
 /// whose spec matches the pool's template take a warm sandbox; every other
@@ -203,12 +248,14 @@ fn profile(line: std::fmt::Arguments<'_>) {
 }
 
 impl WarmPool {
-    /// A pool of `size` warm sandboxes (0: every run is cold) in front of
+    /// A pool within `limits` (size 0: every run is cold) in front of
     /// `backend`. The refill thread starts now and builds nothing until a
     /// request shows which spec to build for.
-    pub fn new(backend: NativeBackend, size: usize) -> WarmPool {
+    pub fn new(backend: NativeBackend, limits: PoolLimits) -> WarmPool {
+        let size = limits.size;
         let shared = Arc::new(Shared {
             size,
+            memory: limits.memory,
             backend,
             state: Mutex::new(State {
                 template: None,
@@ -217,6 +264,7 @@ impl WarmPool {
                 stats: PoolStats::default(),
                 running: 0,
                 last_end: None,
+                largest: 0,
             }),
             wake: Condvar::new(),
             teardowns: Teardowns::default(),
@@ -420,6 +468,11 @@ impl PoolHandle {
         self.0.size
     }
 
+    /// The bound on the ready sandboxes' memory, if any.
+    pub fn memory_limit(&self) -> Option<u64> {
+        self.0.memory
+    }
+
     /// Builds no more, and tears down every ready sandbox, waiting for each
     /// helper to have removed its cgroup and run directory.
     pub fn stop(&self) {
@@ -445,6 +498,7 @@ impl PoolHandle {
         };
         PoolStats {
             ready: state.ready.len() as u64,
+            memory_bytes: state.held(),
             ..state.stats
         }
     }
@@ -508,11 +562,19 @@ fn refill_delay(state: &State, wanted_since: Instant) -> Option<Duration> {
     }
 }
 
-/// Keeps `size` sandboxes ready for the current template; blocks (no CPU)
-/// while the pool is full or has no template.
+/// What the refill thread does next.
+enum Next {
+    Build(Box<SandboxSpec>),
+    /// Some warm sandbox has had [`MEASURE_SETTLE`]: measure it.
+    Measure,
+}
+
+/// Keeps `size` sandboxes ready for the current template (within the memory
+/// bound); blocks (no CPU) while the pool is full or has no template.
 fn refill_loop(shared: &Shared) {
     loop {
-        let template = {
+        measure_ready(shared);
+        let next = {
             let Ok(mut state) = shared.state.lock() else {
                 return;
             };
@@ -522,11 +584,15 @@ fn refill_loop(shared: &Shared) {
                 if state.stopping {
                     return;
                 }
+                let settle = until_settled(&state, shared.memory);
+                if settle == Some(Duration::ZERO) {
+                    break Next::Measure;
+                }
                 let wait = match &state.template {
-                    Some(t) if state.ready.len() < shared.size => {
+                    Some(t) if state.ready.len() < shared.size && fits(&state, shared.memory) => {
                         let since = *wanted_since.get_or_insert_with(Instant::now);
                         match refill_delay(&state, since) {
-                            None => break t.clone(),
+                            None => break Next::Build(Box::new(t.clone())),
                             Some(d) => Some(d),
                         }
                     }
@@ -534,6 +600,10 @@ fn refill_loop(shared: &Shared) {
                         wanted_since = None;
                         None
                     }
+                };
+                let wait = match (wait, settle) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
                 };
                 state = match wait {
                     None => match shared.wake.wait(state) {
@@ -546,6 +616,10 @@ fn refill_loop(shared: &Shared) {
                     },
                 };
             }
+        };
+        let template = match next {
+            Next::Measure => continue,
+            Next::Build(t) => *t,
         };
         let mut spec = template.clone();
         spec.request_id = pool_id();
@@ -562,6 +636,8 @@ fn refill_loop(shared: &Shared) {
                     id: spec.request_id,
                     stamp,
                     built: Instant::now(),
+                    held: 0,
+                    settled: shared.memory.is_none(),
                 };
                 if !state.stopping
                     && state.template.as_ref() == Some(&template)
@@ -580,5 +656,128 @@ fn refill_loop(shared: &Shared) {
                 state.template = None;
             }
         }
+    }
+}
+
+/// Whether one more warm sandbox fits `memory`.
+fn fits(state: &State, memory: Option<u64>) -> bool {
+    let Some(limit) = memory else {
+        return true;
+    };
+    let ready = state.ready.iter().map(|w| (w.held, w.settled));
+    one_more_fits(ready, state.largest, limit)
+}
+
+/// Whether one more sandbox of the `largest` size measured fits `limit`
+/// beside the `ready` ones (bytes held, measure settled). Nothing measured
+/// yet: one is built and measured before a second; one not measured yet is
+/// expected to hold what the largest did.
+fn one_more_fits(ready: impl Iterator<Item = (u64, bool)>, largest: u64, limit: u64) -> bool {
+    let mut held = 0u64;
+    let mut any = false;
+    for (bytes, settled) in ready {
+        any = true;
+        held = held.saturating_add(if settled { bytes } else { bytes.max(largest) });
+    }
+    if largest == 0 {
+        return !any;
+    }
+    held.saturating_add(largest) <= limit
+}
+
+/// How long until the next warm sandbox not yet measured has had
+/// [`MEASURE_SETTLE`] (zero: now); `None` when there is none or no bound.
+fn until_settled(state: &State, memory: Option<u64>) -> Option<Duration> {
+    memory?;
+    state
+        .ready
+        .iter()
+        .filter(|w| !w.settled)
+        .map(|w| MEASURE_SETTLE.saturating_sub(w.built.elapsed()))
+        .min()
+}
+
+/// Measures the warm sandboxes that have had [`MEASURE_SETTLE`] (off the
+/// lock: a request may take one meanwhile), then lets the newest go while the
+/// ready ones hold more than the bound.
+fn measure_ready(shared: &Shared) {
+    let Some(limit) = shared.memory else {
+        return;
+    };
+    let due: Vec<(String, Option<libc::pid_t>)> = match shared.state.lock() {
+        Ok(state) => state
+            .ready
+            .iter()
+            .filter(|w| !w.settled && w.built.elapsed() >= MEASURE_SETTLE)
+            .map(|w| (w.id.clone(), w.helper.child.pid()))
+            .collect(),
+        Err(_) => return,
+    };
+    if due.is_empty() {
+        return;
+    }
+    let measured: Vec<(String, Option<u64>)> = due
+        .into_iter()
+        .map(|(id, pid)| (id, pid.and_then(super::pool_memory::tree_pss)))
+        .collect();
+    let Ok(mut state) = shared.state.lock() else {
+        return;
+    };
+    for (id, bytes) in measured {
+        // Taken by a request meanwhile: its measure is of another moment.
+        let Some(w) = state.ready.iter_mut().find(|w| w.id == id) else {
+            continue;
+        };
+        // A helper gone (its build failed) holds nothing; take() finds it dead.
+        w.held = bytes.unwrap_or(0);
+        w.settled = true;
+        state.largest = state.largest.max(bytes.unwrap_or(0));
+    }
+    let mut trimmed = false;
+    while state.held() > limit {
+        let Some(w) = state.ready.pop_back() else {
+            break;
+        };
+        state.stats.discarded += 1;
+        w.release();
+        trimmed = true;
+    }
+    if trimmed && state.ready.is_empty() && state.largest > limit {
+        eprintln!(
+            "airlock: warm sandbox pool: one warm sandbox holds {} KiB, more than --pool-memory \
+             ({} KiB); every run is built on demand",
+            state.largest / 1024,
+            limit / 1024
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_more_fits;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn the_first_sandbox_is_measured_before_a_second_is_built() {
+        assert!(one_more_fits([].into_iter(), 0, MIB));
+        assert!(one_more_fits([].into_iter(), 0, 1));
+        assert!(!one_more_fits([(0, false)].into_iter(), 0, 100 * MIB));
+    }
+
+    #[test]
+    fn a_sandbox_is_built_only_while_one_more_of_the_largest_fits() {
+        let three = 3 * MIB;
+        // Two measured at 3 MiB: a third fits 9 MiB, not 8.
+        let ready = || [(three, true), (three, true)].into_iter();
+        assert!(one_more_fits(ready(), three, 9 * MIB));
+        assert!(!one_more_fits(ready(), three, 9 * MIB - 1));
+        // One not measured yet counts as the largest.
+        let ready = || [(three, true), (0, false)].into_iter();
+        assert!(!one_more_fits(ready(), three, 8 * MIB));
+        assert!(one_more_fits(ready(), three, 9 * MIB));
+        // A bound below one sandbox: none.
+        assert!(!one_more_fits([].into_iter(), three, MIB));
+        assert!(!one_more_fits([].into_iter(), u64::MAX, u64::MAX - 1));
     }
 }

@@ -55,6 +55,11 @@ pub struct Args {
     /// and then destroyed (0: build every sandbox when its request comes).
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub pool: usize,
+    /// Memory the waiting warm sandboxes may hold together (e.g. 64MiB; each
+    /// holds about 3 MiB here, measured as its processes' Pss): no sandbox is
+    /// built past it. Default: no bound besides --pool.
+    #[arg(long, value_name = "SIZE", value_parser = parse_pool_memory)]
+    pub pool_memory: Option<u64>,
     /// Checks (`/v1/check`, MCP `check_command`) judged at once (default: twice
     /// the CPUs, at least 4): each costs shell analysis and an fsynced record.
     #[arg(long)]
@@ -103,6 +108,10 @@ pub struct Args {
     /// Requests with any other Origin header are refused; requests without one pass.
     #[arg(long = "mcp-allow-origin", value_name = "ORIGIN")]
     pub mcp_allow_origins: Vec<String>,
+}
+
+fn parse_pool_memory(text: &str) -> Result<u64, String> {
+    airlock_policy::load::parse_size(text)
 }
 
 /// The largest `--pool`.
@@ -187,7 +196,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             args.pool
         );
     }
-    let (engine, pool) = crate::serve::backend::open_engine_pooled(&owned, args.pool)?;
+    let limits = airlock_sandbox::native::PoolLimits {
+        size: args.pool,
+        memory: args.pool_memory,
+    };
+    let (engine, pool) = crate::serve::backend::open_engine_pooled(&owned, limits)?;
     let options = Options {
         pool: Some(pool),
         ..options

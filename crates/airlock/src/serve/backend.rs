@@ -2,7 +2,7 @@
 //! run on the backend its policy's `[sandbox] backend` names, opened by the
 //! sandbox crate's factory as `airlock run` opens it.
 
-use airlock_sandbox::native::pool::PoolHandle;
+use airlock_sandbox::native::pool::{PoolHandle, PoolLimits};
 use airlock_sandbox::native::WarmPool;
 use anyhow::Context;
 
@@ -22,12 +22,13 @@ pub fn open_engine_owning(owned: &[std::path::PathBuf]) -> anyhow::Result<airloc
         .with_context(|| format!("cannot open the state directory {}", state_dir.display()))
 }
 
-/// [`open_engine_owning`] with `pool` warm sandboxes in front of the native
-/// backend (`airlock serve --pool N`; 0: every run is cold). Runs whose policy
-/// names another backend still open it through the factory.
+/// [`open_engine_owning`] with a pool of warm sandboxes in front of the
+/// native backend (`airlock serve --pool N --pool-memory SIZE`; size 0: every
+/// run is cold). Runs whose policy names another backend still open it
+/// through the factory.
 pub fn open_engine_pooled(
     owned: &[std::path::PathBuf],
-    pool: usize,
+    pool: PoolLimits,
 ) -> anyhow::Result<(airlock_core::Engine, PoolHandle)> {
     let state_dir = airlock_core::resolve_state_dir()?;
     airlock_core::state::ensure_private_dir(&state_dir)?;

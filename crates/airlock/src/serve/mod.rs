@@ -188,10 +188,14 @@ async fn serve(
         )));
     }
     eprintln!(
-        "airlock serve: {} run slot(s), queue {}, {} warm sandbox(es); {} check slot(s), queue {}; at most {} connections ({} per peer), header/body/idle timeouts {:?}/{:?}/{:?}; tenants: {}",
+        "airlock serve: {} run slot(s), queue {}, {} warm sandbox(es){}; {} check slot(s), queue {}; at most {} connections ({} per peer), header/body/idle timeouts {:?}/{:?}/{:?}; tenants: {}",
         service.admission.concurrency(),
         service.admission.max_queue(),
         options.pool.as_ref().map_or(0, |p| p.size()),
+        match options.pool.as_ref().and_then(|p| p.memory_limit()) {
+            Some(bytes) => format!(" holding at most {} KiB", bytes / 1024),
+            None => String::new(),
+        },
         service.check_admission.concurrency(),
         service.check_admission.max_queue(),
         options.conn.max_connections,

@@ -395,6 +395,11 @@ async fn metrics(State(state): State<AppState>) -> Response {
             pool.discarded as f64,
         ),
         (
+            "airlock_pool_memory_bytes",
+            "Memory the ready warm sandboxes hold (Pss of their processes, as last measured; 0 without --pool-memory).",
+            pool.memory_bytes as f64,
+        ),
+        (
             "airlock_queue_depth",
             "Run requests waiting for a slot.",
             adm.queue_depth() as f64,
