@@ -16,7 +16,7 @@ use crate::sys;
 use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -169,6 +169,7 @@ impl NativeBackend {
                     return Ok(Helper {
                         child,
                         ctl_w,
+                        go_w: None,
                         rep_r,
                         started,
                         forked_in_advance: true,
@@ -182,11 +183,19 @@ impl NativeBackend {
         let (req_r, req_w) = sys::pipe().map_err(io_err("pipe"))?;
         let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
         let (ctl_r, ctl_w) = sys::pipe().map_err(io_err("pipe"))?;
-        let passed: [(RawFd, RawFd); 3] = [
+        let go = if pooled {
+            Some(sys::pipe().map_err(io_err("pipe"))?)
+        } else {
+            None
+        };
+        let mut passed = vec![
             (req_r.as_raw_fd(), protocol::FD_REQUEST),
             (rep_w.as_raw_fd(), protocol::FD_REPORT),
             (ctl_r.as_raw_fd(), protocol::FD_CONTROL),
         ];
+        if let Some((go_r, _)) = &go {
+            passed.push((go_r.as_raw_fd(), protocol::FD_GO));
+        }
         let mut cmd = Command::new(&self.helper_exe);
         cmd.arg(protocol::HELPER_ARG)
             .env_clear()
@@ -204,7 +213,8 @@ impl NativeBackend {
             }
         }
         // SAFETY: the closure runs between fork and exec and only calls fcntl and
-        // dup2 (sys::place_fds), which are async-signal-safe; it allocates nothing.
+        // dup2 (sys::place_fds), which are async-signal-safe; it allocates nothing
+        // (`passed` was built before the fork).
         unsafe {
             cmd.pre_exec(move || sys::place_fds(&passed));
         }
@@ -213,6 +223,7 @@ impl NativeBackend {
         drop(req_r);
         drop(rep_w);
         drop(ctl_r);
+        let go_w = go.map(|(_, w)| w);
         // The helper reads the whole request before anything else.
         let wrote = sys::write_all(req_w.as_raw_fd(), &bytes(&request)?);
         drop(req_w);
@@ -224,6 +235,7 @@ impl NativeBackend {
         Ok(Helper {
             child,
             ctl_w,
+            go_w,
             rep_r,
             started,
             forked_in_advance: false,
@@ -437,6 +449,9 @@ impl Teardowns {
 pub(crate) struct Helper {
     pub(crate) child: HelperProcess,
     pub(crate) ctl_w: OwnedFd,
+    /// A pooled helper's: the write end of its init's go pipe
+    /// ([`protocol::FD_GO`]).
+    pub(crate) go_w: Option<OwnedFd>,
     pub(crate) rep_r: OwnedFd,
     pub(crate) started: Instant,
     /// Forked by a one-shot caller ([`super::prefork`]), not spawned.
@@ -448,8 +463,12 @@ impl Helper {
     /// makes it tear the sandbox down and exit; this waits for that.
     pub(crate) fn abandon(self) {
         let Helper {
-            mut child, ctl_w, ..
+            mut child,
+            ctl_w,
+            go_w,
+            ..
         } = self;
+        drop(go_w);
         drop(ctl_w);
         drop(child.stdin.take());
         let _ = child.wait();

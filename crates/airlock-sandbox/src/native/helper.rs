@@ -371,7 +371,14 @@ fn run_in(
         RunCgroup::create(&spec.request_id, &spec.limits)?
     };
     mark(report, "cgroup created");
-    let (go_r, go_w) = sys::pipe().map_err(|e| io_layer(Layer::Helper, "pipe", e))?;
+    // A pooled sandbox's init is sent its launch and go by the pool itself
+    // (protocol::FD_GO); any other's by this helper.
+    let (go_r, go_w) = if request.pooled {
+        (pool_go_pipe()?, None)
+    } else {
+        let (r, w) = sys::pipe().map_err(|e| io_layer(Layer::Helper, "pipe", e))?;
+        (r, Some(w))
+    };
     let (msg_r, msg_w) = sys::pipe().map_err(|e| io_layer(Layer::Helper, "pipe", e))?;
     let isolate_network = !matches!(spec.network, NetworkSpec::Open);
     let net_ns = early.net_ns.filter(|_| isolate_network);
@@ -454,20 +461,21 @@ fn run_in(
     let spec = match &launched {
         Some(l) => {
             // The launch comes before the gate has passed: init prepares the
-            // command meanwhile, and its exec waits for the go relayed here.
-            let _ = sys::write_all(go_w.as_raw_fd(), &l.frame(protocol::CONTROL_LAUNCH));
+            // command meanwhile, and its exec waits for the go, which the pool
+            // sends init directly.
             if let Err(e) = wait_for_go(&control) {
                 return Err(abandon_init(e));
             }
             mark(report, "pooled: go received");
-            let _ = sys::write_all(go_w.as_raw_fd(), b"g");
             let mut s = spec.clone();
             l.apply_to(&mut s);
             spec_launched = s;
             &spec_launched
         }
         None => {
-            let _ = sys::write_all(go_w.as_raw_fd(), b"g");
+            if let Some(w) = &go_w {
+                let _ = sys::write_all(w.as_raw_fd(), b"g");
+            }
             spec
         }
     };
@@ -654,6 +662,26 @@ fn wait_for_go(control: &OwnedFd) -> Result<(), SandboxError> {
             }
         }
     }
+}
+
+/// The read end of a pooled sandbox's go pipe, passed at [`protocol::FD_GO`].
+fn pool_go_pipe() -> Result<OwnedFd, SandboxError> {
+    // SAFETY: fstat writes into a zeroed stat of the right size.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; FD_GO is only read, never closed, here.
+    let ok = unsafe { libc::fstat(protocol::FD_GO, &mut st) } == 0;
+    if !ok || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return Err(SandboxError::Layer {
+            layer: Layer::Helper,
+            detail: "a pooled helper was started without its go pipe".into(),
+        });
+    }
+    // SAFETY: the pool passed this pipe's read end to us alone; nothing else
+    // in this process owns the fd.
+    let fd = unsafe { OwnedFd::from_raw_fd(protocol::FD_GO) };
+    // SAFETY: F_SETFD on an fd we own.
+    unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    Ok(fd)
 }
 
 /// Blocks until a request takes this pooled sandbox: [`protocol::CONTROL_LAUNCH`]

@@ -376,9 +376,16 @@ impl WarmPool {
         ));
         // The launch goes first: the sandbox prepares the command while the
         // gate works, and execs it only on the go that follows the gate's yes
-        // (on a no, the helper sees EOF and nothing runs).
+        // (on a no, init and the helper see EOF and nothing runs). Init gets
+        // both on its own pipe, the helper on its control pipe.
         let frame = Launch::of(spec).frame(protocol::CONTROL_LAUNCH);
-        if let Err(e) = sys::write_all(warm.helper.ctl_w.as_raw_fd(), &frame) {
+        let to_init = |bytes: &[u8]| match &warm.helper.go_w {
+            Some(w) => sys::write_all(w.as_raw_fd(), bytes),
+            None => Ok(()),
+        };
+        let sent =
+            to_init(&frame).and_then(|()| sys::write_all(warm.helper.ctl_w.as_raw_fd(), &frame));
+        if let Err(e) = sent {
             warm.helper.abandon();
             return Err(SandboxError::Helper(format!(
                 "the warm sandbox {} went away before its launch: {e}",
@@ -393,6 +400,7 @@ impl WarmPool {
             warm.helper.abandon();
             return Err(e);
         }
+        let _ = to_init(b"g");
         let _ = sys::write_all(warm.helper.ctl_w.as_raw_fd(), &[protocol::CONTROL_GO]);
         profile(format_args!(
             "{:>8.2} ms  pool: gate passed, go sent",

@@ -26,6 +26,11 @@ pub const HELPER_ENV: &[&str] = &[];
 pub const FD_REQUEST: i32 = 3;
 pub const FD_REPORT: i32 = 4;
 pub const FD_CONTROL: i32 = 5;
+/// Pooled helpers only: the read end of the sandbox init's go pipe, whose
+/// write end the pool keeps. The pool sends the launch and the go to init
+/// itself, so that no wake-up of the helper lies between the gate's yes and
+/// the command's exec; the helper gets the same bytes on its control pipe.
+pub const FD_GO: i32 = 6;
 
 /// Control byte: the output cap was exceeded; kill with reason `output`.
 pub const CONTROL_KILL_OUTPUT: u8 = b'o';
