@@ -212,9 +212,9 @@ impl NativeBackend {
                 cmd.env(name, v);
             }
         }
+        // `passed` is built before the fork: the closure below only reads it.
         // SAFETY: the closure runs between fork and exec and only calls fcntl and
-        // dup2 (sys::place_fds), which are async-signal-safe; it allocates nothing
-        // (`passed` was built before the fork).
+        // dup2 (sys::place_fds), which are async-signal-safe; it allocates nothing.
         unsafe {
             cmd.pre_exec(move || sys::place_fds(&passed));
         }
