@@ -725,6 +725,14 @@ pub fn place_fds(pairs: &[(RawFd, RawFd)]) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether `fd` is open and a pipe (or FIFO).
+pub fn is_fifo(fd: RawFd) -> bool {
+    // SAFETY: st is plain data that fstat fills before it is read.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat takes an fd number and a live out pointer.
+    unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO }
+}
+
 /// Moves `fd` to exactly `target` (clearing close-on-exec there).
 pub fn dup_to(fd: RawFd, target: RawFd) -> io::Result<()> {
     if fd == target {

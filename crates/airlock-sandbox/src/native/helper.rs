@@ -666,11 +666,7 @@ fn wait_for_go(control: &OwnedFd) -> Result<(), SandboxError> {
 
 /// The read end of a pooled sandbox's go pipe, passed at [`protocol::FD_GO`].
 fn pool_go_pipe() -> Result<OwnedFd, SandboxError> {
-    // SAFETY: fstat writes into a zeroed stat of the right size.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; FD_GO is only read, never closed, here.
-    let ok = unsafe { libc::fstat(protocol::FD_GO, &mut st) } == 0;
-    if !ok || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+    if !sys::is_fifo(protocol::FD_GO) {
         return Err(SandboxError::Layer {
             layer: Layer::Helper,
             detail: "a pooled helper was started without its go pipe".into(),
@@ -791,10 +787,7 @@ fn upper_layer_fs(limits: &crate::Limits, rootless: bool) -> Result<OwnedFd, San
 /// /dev/null and terminals are left alone.
 fn give_stdio_pipes_to_sandbox_root() {
     for fd in 0..3 {
-        // SAFETY: st is plain data that fstat fills before it is read.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fstat on fds 0-2 with a live out pointer.
-        if unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO {
+        if sys::is_fifo(fd) {
             // SAFETY: fchown on one of our own pipe fds.
             unsafe {
                 libc::fchown(
