@@ -156,10 +156,9 @@ struct Warm {
     id: String,
     stamp: ViewStamp,
     built: Instant,
-    /// Bytes it held when last measured (bounded pools only).
-    held: u64,
-    /// Whether that measure was taken after [`MEASURE_SETTLE`].
-    settled: bool,
+    /// Bytes it held, measured once it had [`MEASURE_SETTLE`] (bounded
+    /// pools only; `None` until then).
+    held: Option<u64>,
 }
 
 impl Warm {
@@ -191,7 +190,7 @@ struct State {
 
 impl State {
     fn held(&self) -> u64 {
-        self.ready.iter().map(|w| w.held).sum()
+        self.ready.iter().filter_map(|w| w.held).sum()
     }
 }
 
@@ -644,8 +643,7 @@ fn refill_loop(shared: &Shared) {
                     id: spec.request_id,
                     stamp,
                     built: Instant::now(),
-                    held: 0,
-                    settled: shared.memory.is_none(),
+                    held: None,
                 };
                 if !state.stopping
                     && state.template.as_ref() == Some(&template)
@@ -672,20 +670,20 @@ fn fits(state: &State, memory: Option<u64>) -> bool {
     let Some(limit) = memory else {
         return true;
     };
-    let ready = state.ready.iter().map(|w| (w.held, w.settled));
+    let ready = state.ready.iter().map(|w| w.held);
     one_more_fits(ready, state.largest, limit)
 }
 
 /// Whether one more sandbox of the `largest` size measured fits `limit`
-/// beside the `ready` ones (bytes held, measure settled). Nothing measured
+/// beside the `ready` ones (bytes held, if measured yet). Nothing measured
 /// yet: one is built and measured before a second; one not measured yet is
 /// expected to hold what the largest did.
-fn one_more_fits(ready: impl Iterator<Item = (u64, bool)>, largest: u64, limit: u64) -> bool {
+fn one_more_fits(ready: impl Iterator<Item = Option<u64>>, largest: u64, limit: u64) -> bool {
     let mut held = 0u64;
     let mut any = false;
-    for (bytes, settled) in ready {
+    for bytes in ready {
         any = true;
-        held = held.saturating_add(if settled { bytes } else { bytes.max(largest) });
+        held = held.saturating_add(bytes.unwrap_or(largest));
     }
     if largest == 0 {
         return !any;
@@ -700,7 +698,7 @@ fn until_settled(state: &State, memory: Option<u64>) -> Option<Duration> {
     state
         .ready
         .iter()
-        .filter(|w| !w.settled)
+        .filter(|w| w.held.is_none())
         .map(|w| MEASURE_SETTLE.saturating_sub(w.built.elapsed()))
         .min()
 }
@@ -716,7 +714,7 @@ fn measure_ready(shared: &Shared) {
         Ok(state) => state
             .ready
             .iter()
-            .filter(|w| !w.settled && w.built.elapsed() >= MEASURE_SETTLE)
+            .filter(|w| w.held.is_none() && w.built.elapsed() >= MEASURE_SETTLE)
             .map(|w| (w.id.clone(), w.helper.child.pid()))
             .collect(),
         Err(_) => return,
@@ -737,8 +735,7 @@ fn measure_ready(shared: &Shared) {
             continue;
         };
         // A helper gone (its build failed) holds nothing; take() finds it dead.
-        w.held = bytes.unwrap_or(0);
-        w.settled = true;
+        w.held = Some(bytes.unwrap_or(0));
         state.largest = state.largest.max(bytes.unwrap_or(0));
     }
     let mut trimmed = false;
@@ -770,18 +767,18 @@ mod tests {
     fn the_first_sandbox_is_measured_before_a_second_is_built() {
         assert!(one_more_fits([].into_iter(), 0, MIB));
         assert!(one_more_fits([].into_iter(), 0, 1));
-        assert!(!one_more_fits([(0, false)].into_iter(), 0, 100 * MIB));
+        assert!(!one_more_fits([None].into_iter(), 0, 100 * MIB));
     }
 
     #[test]
     fn a_sandbox_is_built_only_while_one_more_of_the_largest_fits() {
         let three = 3 * MIB;
         // Two measured at 3 MiB: a third fits 9 MiB, not 8.
-        let ready = || [(three, true), (three, true)].into_iter();
+        let ready = || [Some(three), Some(three)].into_iter();
         assert!(one_more_fits(ready(), three, 9 * MIB));
         assert!(!one_more_fits(ready(), three, 9 * MIB - 1));
         // One not measured yet counts as the largest.
-        let ready = || [(three, true), (0, false)].into_iter();
+        let ready = || [Some(three), None].into_iter();
         assert!(!one_more_fits(ready(), three, 8 * MIB));
         assert!(one_more_fits(ready(), three, 9 * MIB));
         // A bound below one sandbox: none.
