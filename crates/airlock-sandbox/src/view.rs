@@ -203,6 +203,44 @@ impl HostFs for RealHost {
     }
 }
 
+/// A host that looks at each path once: [`plan`] and then [`split_etc`] ask
+/// about the same `/etc` entries, and on a cold start each `lstat` is on the
+/// critical path. Both also then see the same answer for a path.
+pub struct CachedHost<'a> {
+    host: &'a dyn HostFs,
+    entries: std::cell::RefCell<std::collections::HashMap<PathBuf, HostEntry>>,
+}
+
+impl<'a> CachedHost<'a> {
+    pub fn new(host: &'a dyn HostFs) -> CachedHost<'a> {
+        CachedHost {
+            host,
+            entries: Default::default(),
+        }
+    }
+}
+
+impl HostFs for CachedHost<'_> {
+    fn entry(&self, path: &Path) -> HostEntry {
+        if let Some(known) = self.entries.borrow().get(path) {
+            return known.clone();
+        }
+        let seen = self.host.entry(path);
+        self.entries
+            .borrow_mut()
+            .insert(path.to_path_buf(), seen.clone());
+        seen
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.host.exists(path)
+    }
+
+    fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        self.host.canonical(path)
+    }
+}
+
 /// What the view needs besides the spec.
 #[derive(Debug, Clone)]
 pub struct ViewInput<'a> {
@@ -600,6 +638,46 @@ mod tests {
             m.insert("/srv/out".into(), HostEntry::Dir);
             FakeHost(m)
         }
+    }
+
+    /// Counts the lookups that reach the host under it.
+    struct Counting<'a>(&'a FakeHost, std::cell::Cell<usize>);
+
+    impl HostFs for Counting<'_> {
+        fn entry(&self, path: &Path) -> HostEntry {
+            self.1.set(self.1.get() + 1);
+            self.0.entry(path)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.0.exists(path)
+        }
+        fn canonical(&self, path: &Path) -> Option<PathBuf> {
+            self.0.canonical(path)
+        }
+    }
+
+    #[test]
+    fn a_cached_host_looks_at_each_path_once_and_changes_no_answer() {
+        let host = FakeHost::new();
+        let input = ViewInput {
+            spec: &spec(),
+            run_dir: Path::new("/var/lib/airlock/runs/t"),
+            passwd: PASSWD,
+            group: GROUP,
+        };
+        let direct = Counting(&host, Default::default());
+        let ops = plan(&input, &direct);
+        let split = split_etc(ops.clone(), &direct).expect("an /etc part");
+        let counting = Counting(&host, Default::default());
+        let cached = CachedHost::new(&counting);
+        let cached_ops = plan(&input, &cached);
+        let cached_split = split_etc(cached_ops.clone(), &cached).expect("an /etc part");
+        assert_eq!(cached_ops, ops);
+        assert_eq!(cached_split.entries, split.entries);
+        assert_eq!(cached_split.join("/p".into()), split.join("/p".into()));
+        let distinct = cached.entries.borrow().len();
+        assert_eq!(counting.1.get(), distinct, "one lookup per path");
+        assert!(direct.1.get() > distinct, "plan and split share paths");
     }
 
     impl HostFs for FakeHost {

@@ -620,6 +620,7 @@ fn filesystem_view(
     rootless: bool,
     report: &mut HelperReport,
 ) -> (Vec<ViewOp>, Option<prepared_etc::PreparedEtc>) {
+    let host = view::CachedHost::new(&view::RealHost);
     let ops = view::plan(
         &view::ViewInput {
             spec: &request.spec,
@@ -627,12 +628,12 @@ fn filesystem_view(
             passwd: view::PASSWD,
             group: view::GROUP,
         },
-        &view::RealHost,
+        &host,
     );
     let Some(state) = request.runs_dir.parent().filter(|_| !rootless) else {
         return (ops, None);
     };
-    let Some(split) = view::split_etc(ops.clone(), &view::RealHost) else {
+    let Some(split) = view::split_etc(ops.clone(), &host) else {
         return (ops, None);
     };
     match prepared_etc::prepare(&state.join("cache").join("etc"), &split.entries) {
