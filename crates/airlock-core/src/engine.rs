@@ -502,8 +502,8 @@ impl Engine {
                 approver: a.decided_by.as_ref().map(|c| c.to_string()),
                 note: a.note.clone(),
             });
-            // Written now, synced while the sandbox is built: the command
-            // starts only once the record is durable (the backend's gate).
+            // Written now, synced in the backend's gate while the sandbox is
+            // built: the command starts only once the record is durable.
             let event = self.decision_event(
                 caller,
                 policy,
@@ -539,63 +539,58 @@ impl Engine {
         // Network allowlist mode: this execution's own egress-proxy context; its
         // connection log joins the outcome (netproxy helper, issue 6).
         let audit = self.ledger.audit();
-        let (egress, mut result, durable) = std::thread::scope(|scope| {
-            let mut syncing = pending.map(|p| scope.spawn(move || audit.make_durable(p)));
-            let mut wait_durable = || -> Result<(), crate::audit::AuditError> {
-                match syncing.take().map(|h| h.join()) {
-                    None => Ok(()),
-                    Some(Ok(r)) => r,
-                    Some(Err(panic)) => std::panic::resume_unwind(panic),
-                }
-            };
-            let mut first_error = None;
-            let mut gate = || {
-                let durable = wait_durable();
-                prof.mark("gate: decision record durable");
-                durable.map_err(|e| {
-                    let layer = SandboxError::Layer {
-                        layer: airlock_sandbox::Layer::Audit,
-                        detail: format!(
-                            "the decision record could not be made durable, so the command was not started: {e}"
-                        ),
-                    };
-                    first_error = Some(e);
-                    layer
-                })
-            };
-            let (egress, result) = match crate::egress::open(
-                policy,
-                &judged.request.loosening,
-                &mut spec,
-                self.ledger.state_dir(),
-            ) {
-                Ok(egress) => (
-                    egress,
-                    self.backends.for_policy(policy).and_then(|backend| {
-                        crate::backends::check_then_run(
-                            policy,
-                            backend.as_ref(),
-                            &spec,
-                            &mut hashing,
-                            &mut gate,
-                        )
-                    }),
-                ),
-                Err(e) => (
-                    None,
-                    Err(SandboxError::Layer {
-                        layer: airlock_sandbox::Layer::Network,
-                        detail: e.to_string(),
-                    }),
-                ),
-            };
-            // Not yet joined when the run failed before its gate.
-            let durable = match wait_durable() {
-                Ok(()) => first_error.map_or(Ok(()), Err),
-                Err(e) => Err(e),
-            };
-            (egress, result, durable)
-        });
+        // The sync runs in the gate, on this thread: every backend calls its
+        // gate once its sandbox is being built elsewhere (a native helper or
+        // a warm sandbox waits for the go), so the sync overlaps the build
+        // without a thread of its own to start and join, which a warm run
+        // would pay on its critical path.
+        let mut pending = pending;
+        let mut first_error = None;
+        let mut gate = || {
+            let durable = pending.take().map_or(Ok(()), |p| audit.make_durable(p));
+            prof.mark("gate: decision record durable");
+            durable.map_err(|e| {
+                let layer = SandboxError::Layer {
+                    layer: airlock_sandbox::Layer::Audit,
+                    detail: format!(
+                        "the decision record could not be made durable, so the command was not started: {e}"
+                    ),
+                };
+                first_error = Some(e);
+                layer
+            })
+        };
+        let (egress, mut result) = match crate::egress::open(
+            policy,
+            &judged.request.loosening,
+            &mut spec,
+            self.ledger.state_dir(),
+        ) {
+            Ok(egress) => (
+                egress,
+                self.backends.for_policy(policy).and_then(|backend| {
+                    crate::backends::check_then_run(
+                        policy,
+                        backend.as_ref(),
+                        &spec,
+                        &mut hashing,
+                        &mut gate,
+                    )
+                }),
+            ),
+            Err(e) => (
+                None,
+                Err(SandboxError::Layer {
+                    layer: airlock_sandbox::Layer::Network,
+                    detail: e.to_string(),
+                }),
+            ),
+        };
+        // Still pending when the run failed before its gate.
+        let durable = match pending.take().map_or(Ok(()), |p| audit.make_durable(p)) {
+            Ok(()) => first_error.map_or(Ok(()), Err),
+            Err(e) => Err(e),
+        };
         prof.mark("backend returned the outcome");
         crate::egress::finish(egress, result.as_mut().ok());
         if let Ok(o) = result.as_mut() {
