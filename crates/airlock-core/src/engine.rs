@@ -539,12 +539,11 @@ impl Engine {
         // Network allowlist mode: this execution's own egress-proxy context; its
         // connection log joins the outcome (netproxy helper, issue 6).
         let audit = self.ledger.audit();
-        // The sync runs in the gate, on this thread: every backend calls its
-        // gate once its sandbox is being built elsewhere (a native helper or
-        // a warm sandbox waits for the go), so the sync overlaps the build
-        // without a thread of its own to start and join, which a warm run
-        // would pay on its critical path.
-        let mut pending = pending;
+        // The sync runs in the gate, on this thread: the native backend calls
+        // its gate while its helper builds the sandbox, and a warm sandbox is
+        // built already, so a thread of the sync's own would only add a start
+        // and a join to a warm run's critical path. (Backends without a gate
+        // of their own call it before they build, as they joined it before.)
         let mut first_error = None;
         let mut gate = || {
             let durable = pending.take().map_or(Ok(()), |p| audit.make_durable(p));
