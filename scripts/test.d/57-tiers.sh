@@ -304,7 +304,7 @@ e2e=(--skip native)
 [ "${TIERS_RUNC:-1}" = 1 ] || e2e+=(--skip oci_runc)
 e2e_on=oci
 if [ "${TIERS_GVISOR:-1}" = 1 ]; then e2e_on+=", gvisor"; else e2e+=(--skip gvisor); fi
-if CARGO_INCREMENTAL=0 cargo test -q --locked -p airlock-netproxy --test sandbox_e2e -- "${e2e[@]}"; then
+if CARGO_INCREMENTAL=0 cargo test -q --locked --workspace --test sandbox_e2e -- "${e2e[@]}"; then
   pass=$((pass + 1)); echo "ok   allowlist end to end through the relay and the proxy ($e2e_on)"
 else
   fail=$((fail + 1)); echo "FAIL allowlist end to end through the relay and the proxy ($e2e_on)"

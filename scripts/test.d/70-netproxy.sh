@@ -27,4 +27,4 @@ python3 tests/escape/run.py --airlock target/debug/airlock --category network --
 # benchmark runs (curl in a real sandbox through the proxy, nginx on loopback,
 # every byte and every log entry accounted for). Its figures are not judged here;
 # run `cargo bench -p airlock-netproxy --bench sandbox_download` for those.
-ROUNDS=1 cargo test --locked -q -p airlock-netproxy --bench sandbox_download
+ROUNDS=1 cargo test --locked -q --workspace --bench sandbox_download
