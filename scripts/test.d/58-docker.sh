@@ -26,7 +26,7 @@ docker=$DOCKER_CLI
 image=airlock-sandbox:test
 cache=$PWD/target/docker-image
 
-d=$(mktemp -d /tmp/airlock-dockerd.XXXXXX)
+d=$(mktemp -d /tmp/airlock-test-dockerd.XXXXXX)
 state=$(mktemp -d)
 ws=$(mktemp -d)
 cleanup() {

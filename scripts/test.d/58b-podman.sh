@@ -41,7 +41,7 @@ relay=$(scripts/build-relay) || exit 1
 image=airlock-sandbox:test
 cache=$PWD/target/docker-image
 
-d=$(mktemp -d /tmp/airlock-podman.XXXXXX)
+d=$(mktemp -d /tmp/airlock-test-podman.XXXXXX)
 state=$(mktemp -d)
 ws=$(mktemp -d)
 # Private storage, run and temporary roots: nothing of the host's podman is
