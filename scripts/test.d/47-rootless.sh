@@ -23,9 +23,9 @@ for u in airlock-u1 airlock-u2; do
 done
 # The binary and the corpus where both users can read and execute them (the
 # checkout may sit under /root, which is 0700).
-share=$(mktemp -d /var/tmp/airlock-rootless.XXXXXX)
+share=$(mktemp -d /var/tmp/airlock-test-rootless.XXXXXX)
 chmod 0755 "$share"
-rt1=$(mktemp -d /tmp/airlock-rootless-rt1.XXXXXX)
+rt1=$(mktemp -d /tmp/airlock-test-rootless-rt1.XXXXXX)
 chown airlock-u1: "$rt1" && chmod 0700 "$rt1"
 bg_pids=()
 cleanup() {
