@@ -23,7 +23,7 @@ use crate::{NetworkSpec, SandboxError, SandboxSpec, WorkspaceMode};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Signals PID 1 passes on to the command.
 pub const FORWARDED: &[libc::c_int] = &[
@@ -232,6 +232,16 @@ fn report_exec_failure(err_w: RawFd, e: SandboxError) -> ! {
 
 /// Where the command's side keeps the go pipe while it waits for its go.
 const GO_FD: RawFd = 4;
+
+/// How long the init of a pooled (warm) sandbox stays after its last report
+/// before it exits. Its exit starts the sandbox's teardown (its mount and
+/// network namespaces, then the helper's cgroup and run directory), and that
+/// kernel work, while the server still writes the run's execution record and
+/// answers, made the warm path's median 0.5-0.8 ms slower here
+/// (bench/results/warm-teardown-2026-12-05.txt). Nothing of the command is
+/// left by then: init has killed and reaped every other process. A cold run's
+/// caller waits for the teardown, so there the delay would only add time.
+const POOLED_TEARDOWN_DELAY: Duration = Duration::from_millis(3);
 
 /// The command's side of the fork: privileges, limits, walls, exec. With
 /// `wait_go`, the exec waits for the helper's go byte on [`InitPlan::go`]
@@ -574,6 +584,9 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, wait_go: bool, mut marks: Mark
                         violations,
                     },
                 );
+                if wait_go {
+                    std::thread::sleep(POOLED_TEARDOWN_DELAY);
+                }
                 sys::exit_now(0);
             }
         }
