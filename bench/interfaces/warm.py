@@ -9,7 +9,11 @@ Three series from one server binary:
   caller whose requests are not back to back sees); target median < 2 ms;
 * back to back: `--pool 2`, the next request as soon as the last answered
   (the refill races the caller; some runs take a sandbox still being built);
-* cold: `--pool 0`, every sandbox built on demand (the comparison).
+* cold: `--pool 0`, every sandbox built on demand (the comparison);
+* check: POST /v1/check of the same command on the same kind of server: the
+  HTTP exchange, the gate and one durable audit record, with no sandbox. A run
+  cannot answer faster than this plus its program: it is the floor under the
+  warm series on this machine.
 
 The pool's own counters (/metrics) are printed with each series: a warm series
 whose runs were not all warm is reported as such.
@@ -70,17 +74,38 @@ def series(pool: int, wait: bool) -> dict:
     return {"pool": pool, "wait_for_refill": wait, **percentiles(samples), **counts}
 
 
+def check_series() -> dict:
+    srv = Server()
+    try:
+        conn = srv.conn()
+        for _ in range(10):
+            post(conn, "/v1/check", BODY)
+        samples = []
+        for _ in range(N):
+            t = time.perf_counter()
+            status, _, body = post(conn, "/v1/check", BODY)
+            samples.append(time.perf_counter() - t)
+            assert status == 200 and json.loads(body)["decision"] == "allow", body
+    finally:
+        assert srv.stop() == 0
+    import shutil
+    shutil.rmtree(srv.dir, ignore_errors=True)
+    return percentiles(samples)
+
+
 def main() -> int:
     warm = series(2, True)
     back_to_back = series(2, False)
     cold = series(0, False)
-    print(json.dumps({"warm": warm, "back_to_back": back_to_back, "cold": cold}, indent=2))
+    check = check_series()
+    print(json.dumps({"warm": warm, "back_to_back": back_to_back, "cold": cold, "check": check}, indent=2))
     ok = warm["median_ms"] < 2.0 and warm["warm_runs"] == N
     print(f"POST /v1/run /bin/true: warm median {warm['median_ms']:.2f} ms "
           f"({warm['warm_runs']}/{N} warm; target < 2 ms: {'MET' if ok else 'MISSED'}), "
           f"back to back {back_to_back['median_ms']:.2f} ms "
           f"({back_to_back['warm_runs']}/{N} warm), cold {cold['median_ms']:.2f} ms; "
-          f"warm/cold median ratio {warm['median_ms'] / cold['median_ms']:.2f}")
+          f"warm/cold median ratio {warm['median_ms'] / cold['median_ms']:.2f}; "
+          f"POST /v1/check (HTTP, gate, one durable record, no sandbox) {check['median_ms']:.2f} ms")
     return 0
 
 
