@@ -40,6 +40,22 @@ const API: ClientVersion = ClientVersion {
 const TICK: Duration = Duration::from_millis(20);
 /// Each call to the daemon outside the run itself is bounded by this.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the output of a container killed at a limit is read after the
+/// kill, for what it wrote before.
+const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
+
+/// Passes one chunk of the container's output on to the caller.
+fn relay(chunk: LogOutput) {
+    match chunk {
+        LogOutput::StdOut { message } => {
+            let _ = sys::write_all(1, &message);
+        }
+        LogOutput::StdErr { message } => {
+            let _ = sys::write_all(2, &message);
+        }
+        _ => {}
+    }
+}
 
 fn layer(layer: Layer, detail: impl Into<String>) -> SandboxError {
     SandboxError::Layer {
@@ -493,13 +509,7 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
             break;
         }
         match tokio::time::timeout(TICK, output.next()).await {
-            Ok(Some(Ok(LogOutput::StdOut { message }))) => {
-                let _ = sys::write_all(1, &message);
-            }
-            Ok(Some(Ok(LogOutput::StdErr { message }))) => {
-                let _ = sys::write_all(2, &message);
-            }
-            Ok(Some(Ok(_))) => {}
+            Ok(Some(Ok(chunk))) => relay(chunk),
             Ok(Some(Err(_))) | Ok(None) => break,
             Err(_) => {}
         }
@@ -509,20 +519,41 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
     if cgroup.sample() && killed_by.is_none() {
         killed_by = Some(KillReason::Pids);
     }
-    // The daemon finishes a container only once its output is delivered:
-    // the attach stream is closed before the kill, so that nothing unread
-    // holds the end back.
-    drop(output);
-    // A stream closed by the command's end: its cgroup (an OOM kill's
-    // counter) stays until the daemon reaps the container.
-    if cgroup.sample() && killed_by.is_none() && !caller_gone {
-        killed_by = Some(KillReason::Pids);
-    }
-    if killed_by.is_some() || caller_gone {
+    let kill = || async {
         let opts = KillContainerOptions {
             signal: "KILL".into(),
         };
         let _ = tokio::time::timeout(CALL_TIMEOUT, docker.kill_container(id, Some(opts))).await;
+    };
+    match killed_by {
+        // Killed at a limit: what the command wrote before still reaches the
+        // caller. The daemon ends the stream once the dead container's output
+        // is delivered; a daemon that does not is waited for only so long.
+        Some(reason) if reason != KillReason::Output && !caller_gone => {
+            kill().await;
+            let _ = tokio::time::timeout(DRAIN_AFTER_KILL, async {
+                while let Some(Ok(chunk)) = output.next().await {
+                    relay(chunk);
+                }
+            })
+            .await;
+            drop(output);
+        }
+        _ => {
+            // The daemon finishes a container only once its output is
+            // delivered: past the output cap, or with the caller gone, the
+            // stream is closed before the kill, so that nothing unread holds
+            // the end back.
+            drop(output);
+            // A stream closed by the command's end: its cgroup (an OOM kill's
+            // counter) stays until the daemon reaps the container.
+            if cgroup.sample() && killed_by.is_none() && !caller_gone {
+                killed_by = Some(KillReason::Pids);
+            }
+            if killed_by.is_some() || caller_gone {
+                kill().await;
+            }
+        }
     }
     let code = wait(docker, id).await?;
     let duration_ms = started.elapsed().as_millis() as u64;
