@@ -3,8 +3,26 @@
 //! under the native backend), peak memory and CPU time. The daemon removes
 //! the cgroup when the container stops, so the helper samples it on every
 //! tick and keeps the last values.
+//!
+//! A refused fork often ends the command at once (a shell exits 2 on "Cannot
+//! fork"), and the daemon may remove the cgroup before the next tick: a
+//! thread of its own ([`PidsWatch`]) reads `pids.events` through one open
+//! file every [`PIDS_POLL`], so that the hit is seen before the removal. No
+//! notification can replace it on cgroup v1: a poll for POLLPRI on
+//! `pids.events` does not wake on a refused fork there (it wakes only when
+//! the cgroup is removed).
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How often [`PidsWatch`] reads `pids.events`: one read of a small kernfs
+/// file (a few microseconds) 500 times a second while a container runs.
+const PIDS_POLL: Duration = Duration::from_millis(2);
 
 /// Where the daemon may have put container `id`'s cgroup, per controller
 /// file: cgroup v1 with the `cgroupfs` driver, v2 with `cgroupfs`, v2 with
@@ -28,9 +46,74 @@ fn read(paths: &[PathBuf]) -> Option<String> {
     paths.iter().find_map(|p| std::fs::read_to_string(p).ok())
 }
 
+/// Whether a fork was refused at the pids limit, from a thread that reads
+/// the first of the candidate `pids.events` files that opens, until it is
+/// stopped or the cgroup is removed.
+struct PidsWatch {
+    hit: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl PidsWatch {
+    fn start(paths: Vec<PathBuf>) -> PidsWatch {
+        let hit = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (h, st) = (hit.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("airlock-pids".into())
+            .spawn(move || {
+                let mut file: Option<File> = None;
+                let mut buf = [0u8; 128];
+                while !st.load(Ordering::Relaxed) {
+                    if file.is_none() {
+                        file = paths.iter().find_map(|p| File::open(p).ok());
+                    }
+                    if let Some(f) = &file {
+                        match f.read_at(&mut buf, 0) {
+                            Ok(n) => {
+                                if max_events(&String::from_utf8_lossy(&buf[..n])) {
+                                    h.store(true, Ordering::Relaxed);
+                                    return;
+                                }
+                            }
+                            // ENODEV: the cgroup is gone; nothing more to see.
+                            Err(_) => return,
+                        }
+                    }
+                    std::thread::sleep(PIDS_POLL);
+                }
+            })
+            .ok();
+        // Without the thread, the tick's samples still look (as before it).
+        PidsWatch { hit, stop, thread }
+    }
+
+    fn hit(&self) -> bool {
+        self.hit.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for PidsWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Whether a flat-keyed `pids.events` says a fork was refused (`max N`, N > 0).
+fn max_events(text: &str) -> bool {
+    text.lines()
+        .find_map(|l| l.strip_prefix("max ").map(|n| n.trim().parse::<u64>()))
+        .is_some_and(|n| n.is_ok_and(|n| n > 0))
+}
+
 /// One container's cgroup files, sampled.
 pub struct Watch {
     pids_events: Vec<PathBuf>,
+    pids: PidsWatch,
     memory_peak: Vec<PathBuf>,
     cpu: Vec<PathBuf>,
     oom: Vec<PathBuf>,
@@ -44,8 +127,10 @@ pub struct Watch {
 
 impl Watch {
     pub fn new(id: &str) -> Watch {
+        let pids_events = candidates(id, "pids", "pids.events", "pids.events");
         Watch {
-            pids_events: candidates(id, "pids", "pids.events", "pids.events"),
+            pids: PidsWatch::start(pids_events.clone()),
+            pids_events,
             memory_peak: candidates(id, "memory", "memory.max_usage_in_bytes", "memory.peak"),
             cpu: candidates(id, "cpuacct", "cpuacct.usage", "cpu.stat"),
             oom: candidates(id, "memory", "memory.oom_control", "memory.events"),
@@ -80,11 +165,41 @@ impl Watch {
         }) {
             self.oom_kills = self.oom_kills.max(n);
         }
-        read(&self.pids_events)
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("max ").map(|n| n.trim().parse::<u64>()))
-            })
-            .is_some_and(|n| n.is_ok_and(|n| n > 0))
+        self.pids.hit() || read(&self.pids_events).is_some_and(|s| max_events(&s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_fork_is_a_positive_max_count() {
+        assert!(max_events("max 3\n"));
+        assert!(!max_events("max 0\n"));
+        assert!(!max_events(""));
+        assert!(!max_events("max x\n"));
+    }
+
+    #[test]
+    fn the_pids_thread_reads_the_first_file_that_opens_and_stops_when_dropped() {
+        let dir =
+            std::env::temp_dir().join(format!("airlock-test-pidswatch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let events = dir.join("pids.events");
+        std::fs::write(&events, "max 0\n").unwrap();
+        let w = PidsWatch::start(vec![dir.join("absent"), events.clone()]);
+        std::thread::sleep(PIDS_POLL * 5);
+        assert!(!w.hit());
+        std::fs::write(&events, "max 1\n").unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !w.hit() && std::time::Instant::now() < deadline {
+            std::thread::sleep(PIDS_POLL);
+        }
+        assert!(w.hit());
+        drop(w);
+        let quiet = PidsWatch::start(vec![dir.join("absent")]);
+        drop(quiet); // returns: the thread sees its stop flag
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
