@@ -290,20 +290,24 @@ def airlock_mounts(marker: str) -> set[str]:
     return out
 
 
-# /run/<base>/<request id> of the backends that stage a run's files on the host.
-STAGE_BASES = ("airlock-oci", "airlock-docker", "airlock-microvm")
+# /run/<base>/<request id>: where the tiers that stage a run's files on the host
+# put them.
+STAGE_BASES = {"oci": "airlock-oci", "gvisor": "airlock-oci", "docker": "airlock-docker",
+               "podman": "airlock-docker", "microvm": "airlock-microvm"}
 
 
-def others_mount(line: str, rid: str) -> bool:
+def others_mount(line: str, own_base: str | None) -> bool:
     """Whether a mount (a mountinfo line without its two ids) was made by something
-    running beside this corpus (scripts/test's lanes): another run's stage (a stage
-    base, another request id) or a test's private tree (dockerd's and podman's
-    roots live in directories named airlock-test-*)."""
+    running beside this corpus (scripts/test's lanes): a stage under another tier's
+    base (no two lanes run tiers of one base at once, so every stage under this
+    tier's own base counts, a peer case's too) or a test's private tree (dockerd's
+    and podman's roots live in directories named airlock-test-*)."""
     point = line.split(" ")[2]
     if "/airlock-test-" in point:
         return True
     parts = point.split("/")
-    return len(parts) > 3 and parts[1] == "run" and parts[2] in STAGE_BASES and parts[3] != rid
+    return (len(parts) > 3 and parts[1] == "run" and parts[2] in STAGE_BASES.values()
+            and parts[2] != own_base)
 
 
 def airlock_cgroups() -> set[str]:
@@ -713,7 +717,7 @@ class Session:
                     # the OCI, Docker-API and microVM backends' stage bases stay
                     # once made, and the parts that run those backends beside this
                     # corpus (scripts/test's lanes) check that they are left empty
-                    if d == "/run" and name in STAGE_BASES:
+                    if d == "/run" and name in STAGE_BASES.values():
                         continue
                     if "airlock" in name and "airlock-escape" not in name and not re.search(r"test|bench", name):
                         out.add(os.path.join(d, name))
@@ -1108,12 +1112,13 @@ class Session:
             if left_vmm:
                 f.append(f"{len(left_vmm)} VM process(es) ({vmm}) left after the run: "
                          + "; ".join(f"{p}: {c}" for p, c in list(left_vmm.items())[:2]))
-        rid = str((res.outcome or {}).get("request_id") or "")
+        own_base = STAGE_BASES.get(getattr(self.args, "backend_tier", "native"))
         new_mounts = {m for m in airlock_mounts(self.marker) - before["mounts"]
-                      if self.marker in m or not others_mount(m, rid)}
+                      if self.marker in m or not others_mount(m, own_base)}
         if new_mounts:
             f.append(f"mounts left in the host's mountinfo: {sorted(new_mounts)[:3]}")
         new_cg = airlock_cgroups() - before["cgroups"]
+        rid = str((res.outcome or {}).get("request_id") or "")
         if rid:
             # other people's airlock runs on this machine make cgroups too: with a
             # request id, only this run's count
