@@ -19,8 +19,10 @@ The pool's own counters (/metrics) are printed with each series: a warm series
 whose runs were not all warm is reported as such.
 """
 
+import contextlib
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -49,10 +51,20 @@ def wait_ready(conn, n: int) -> None:
         time.sleep(0.002)
 
 
-def series(pool: int, wait: bool) -> dict:
-    srv = Server(extra=("--pool", str(pool)))
+@contextlib.contextmanager
+def serving(*extra: str):
+    """A connection to a fresh `airlock serve`, stopped and removed afterwards."""
+    srv = Server(extra=extra)
     try:
-        conn = srv.conn()
+        yield srv.conn()
+    finally:
+        code = srv.stop()
+        shutil.rmtree(srv.dir, ignore_errors=True)
+        assert code == 0
+
+
+def series(pool: int, wait: bool) -> dict:
+    with serving("--pool", str(pool)) as conn:
         for _ in range(10):  # teaches the pool the spec; warms caches
             post(conn, "/v1/run", BODY)
         before = metrics(conn)
@@ -66,18 +78,12 @@ def series(pool: int, wait: bool) -> dict:
             out = json.loads(body)
             assert status == 200 and out["outcome"]["exit_code"] == 0, body
         after = metrics(conn)
-    finally:
-        assert srv.stop() == 0
-    import shutil
-    shutil.rmtree(srv.dir, ignore_errors=True)
     counts = {k: after.get(k, 0) - before.get(k, 0) for k in ("warm_runs", "cold_runs")}
     return {"pool": pool, "wait_for_refill": wait, **percentiles(samples), **counts}
 
 
 def check_series() -> dict:
-    srv = Server()
-    try:
-        conn = srv.conn()
+    with serving() as conn:
         for _ in range(10):
             post(conn, "/v1/check", BODY)
         samples = []
@@ -86,10 +92,6 @@ def check_series() -> dict:
             status, _, body = post(conn, "/v1/check", BODY)
             samples.append(time.perf_counter() - t)
             assert status == 200 and json.loads(body)["decision"] == "allow", body
-    finally:
-        assert srv.stop() == 0
-    import shutil
-    shutil.rmtree(srv.dir, ignore_errors=True)
     return percentiles(samples)
 
 
