@@ -85,7 +85,7 @@ impl PidsWatch {
                 }
             })
             .ok();
-        // Without the thread, the tick's samples still look (as before it).
+        // If no thread could start, the tick's own reads are the only look.
         PidsWatch { hit, stop, thread }
     }
 

@@ -237,7 +237,7 @@ const GO_FD: RawFd = 4;
 /// before it exits. Its exit starts the sandbox's teardown (its mount and
 /// network namespaces, then the helper's cgroup and run directory), and that
 /// kernel work, while the server still writes the run's execution record and
-/// answers, made the warm path's median 0.5-0.8 ms slower here
+/// answers, made the warm path's median 0.2-0.7 ms slower here
 /// (bench/results/warm-teardown-2026-12-05.txt). Nothing of the command is
 /// left by then: init has killed and reaped every other process. A cold run's
 /// caller waits for the teardown, so there the delay would only add time.
