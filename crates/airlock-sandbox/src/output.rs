@@ -4,6 +4,7 @@
 
 use crate::sys;
 use crate::{OutputSink, SandboxError};
+use serde::de::DeserializeOwned;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
@@ -54,7 +55,7 @@ pub struct Relayed {
 }
 
 /// How a relay ended.
-pub enum Relay {
+enum Relay {
     /// Every pipe closed.
     Finished(Relayed),
     /// The backstop passed with a pipe still open: the helper stopped working
@@ -72,7 +73,7 @@ pub struct Pipes<'a> {
 /// Relays until every pipe closes or `backstop` passes. `over` is called once,
 /// the first time a stream passes `cap` (the native and OCI helpers are then
 /// told to kill the run; the wasm guest traps on its own).
-pub fn relay(
+fn relay(
     pipes: Pipes<'_>,
     cap: u64,
     backstop: Instant,
@@ -151,9 +152,56 @@ pub fn relay(
     }))
 }
 
+/// A helper's stdout or stderr, taken from its child handle (`name` for the
+/// error when the pipe was not made).
+pub fn take_pipe<T: Into<OwnedFd>>(pipe: Option<T>, name: &str) -> Result<OwnedFd, SandboxError> {
+    pipe.map(Into::into)
+        .ok_or_else(|| SandboxError::Helper(format!("no {name} pipe")))
+}
+
+/// [`relay`] for a helper process: one that still holds a pipe open at
+/// `backstop` has stopped working (every helper enforces the run's timeout
+/// itself), so `kill` ends it and the run fails naming the `what` helper.
+pub fn relay_helper(
+    pipes: Pipes<'_>,
+    cap: u64,
+    backstop: Instant,
+    sink: &mut dyn OutputSink,
+    over: &mut dyn FnMut(),
+    what: &str,
+    kill: &mut dyn FnMut(),
+) -> Result<Relayed, SandboxError> {
+    match relay(pipes, cap, backstop, sink, over)? {
+        Relay::Finished(r) => Ok(r),
+        Relay::Stalled => {
+            kill();
+            Err(SandboxError::Helper(format!(
+                "the {what} helper stopped responding; killed"
+            )))
+        }
+    }
+}
+
+/// A helper's report, parsed. `ended` says how the helper ended ("exited
+/// (exit status: 1)"), for the error when it sent no report at all.
+pub fn parse_report<T: DeserializeOwned>(
+    bytes: &[u8],
+    what: &str,
+    ended: &str,
+) -> Result<T, SandboxError> {
+    if bytes.is_empty() {
+        return Err(SandboxError::Helper(format!(
+            "the {what} helper {ended} without a report"
+        )));
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| SandboxError::Helper(format!("unreadable {what} helper report: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Capture;
+    use super::*;
+    use crate::backend::Discard;
 
     #[test]
     fn capture_cuts_at_the_cap_and_marks_it() {
@@ -163,5 +211,54 @@ mod tests {
         assert_eq!(c.push(b"x"), (&b""[..], true));
         assert!(c.truncated);
         assert!(c.text().starts_with("abcde\n[airlock: output truncated"));
+    }
+
+    #[test]
+    fn a_missing_or_garbled_report_names_the_helper_and_how_it_ended() {
+        let e = parse_report::<serde_json::Value>(b"", "wasm", "exited (signal: 9)").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the wasm helper exited (signal: 9) without a report"),
+            "{e}"
+        );
+        let e = parse_report::<serde_json::Value>(b"{", "sandbox", "exited").unwrap_err();
+        assert!(
+            e.to_string().contains("unreadable sandbox helper report"),
+            "{e}"
+        );
+        let v: serde_json::Value =
+            parse_report(br#"{"exit_code":0}"#, "sandbox", "exited").unwrap();
+        assert_eq!(v["exit_code"], 0);
+    }
+
+    #[test]
+    fn a_helper_that_holds_its_pipes_past_the_backstop_is_killed() {
+        // Write ends kept open: the relay would wait for ever without the backstop.
+        let (out_r, _out_w) = sys::pipe().unwrap();
+        let (err_r, _err_w) = sys::pipe().unwrap();
+        let (rep_r, _rep_w) = sys::pipe().unwrap();
+        let pipes = Pipes {
+            stdout: &out_r,
+            stderr: &err_r,
+            report: &rep_r,
+        };
+        let mut killed = false;
+        let backstop = Instant::now() + std::time::Duration::from_millis(20);
+        let e = relay_helper(
+            pipes,
+            1024,
+            backstop,
+            &mut Discard,
+            &mut || {},
+            "OCI",
+            &mut || killed = true,
+        )
+        .err()
+        .expect("a stalled helper is an error");
+        assert!(killed);
+        assert!(
+            e.to_string().contains("the OCI helper stopped responding"),
+            "{e}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 use super::guest;
 use super::helper::HELPER_ARG;
 use super::{HelperReport, Request};
+use crate::output;
 use crate::Layer;
 use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::{Read, Write};
@@ -123,13 +124,8 @@ impl Backend for MicrovmBackend {
         let status = child
             .wait()
             .map_err(io_err("waiting for the microVM helper"))?;
-        if report_bytes.is_empty() {
-            return Err(SandboxError::Helper(format!(
-                "the microVM helper exited ({status}) without a report"
-            )));
-        }
-        let report: HelperReport = serde_json::from_slice(&report_bytes)
-            .map_err(|e| SandboxError::Helper(format!("unreadable microVM helper report: {e}")))?;
+        let report: HelperReport =
+            output::parse_report(&report_bytes, "microVM", &format!("exited ({status})"))?;
         if report.failure.is_some() {
             return Err(report.into_error());
         }

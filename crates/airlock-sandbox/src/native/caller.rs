@@ -11,7 +11,7 @@
 use super::helper_process::HelperProcess;
 use super::prefork::{self, Preforked};
 use super::protocol::{self, HelperReport, HelperRequest};
-use crate::output::{self, Relay};
+use crate::output;
 use crate::sys;
 use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::fs::File;
@@ -283,14 +283,8 @@ impl NativeBackend {
             }
             _ => None,
         };
-        let stdout: OwnedFd = child
-            .stdout
-            .take()
-            .ok_or_else(|| SandboxError::Helper("no stdout pipe".into()))?;
-        let stderr: OwnedFd = child
-            .stderr
-            .take()
-            .ok_or_else(|| SandboxError::Helper("no stderr pipe".into()))?;
+        let stdout = output::take_pipe(child.stdout.take(), "stdout")?;
+        let stderr = output::take_pipe(child.stderr.take(), "stderr")?;
 
         // A backstop if the helper itself wedges: it enforces the timeout, this
         // only catches a helper that stopped working.
@@ -304,23 +298,19 @@ impl NativeBackend {
         let mut kill_for_output = || {
             let _ = sys::write_all(ctl_w.as_raw_fd(), &[protocol::CONTROL_KILL_OUTPUT]);
         };
-        let relayed = match output::relay(
+        let relayed = output::relay_helper(
             pipes,
             spec.limits.output_bytes,
             backstop,
             sink,
             &mut kill_for_output,
-        )? {
-            Relay::Finished(r) => r,
-            Relay::Stalled => {
+            "sandbox",
+            &mut || {
                 child.kill();
                 let _ = child.wait();
-                return Err(SandboxError::Helper(
-                    "the sandbox helper stopped responding; killed".into(),
-                ));
-            }
-        };
-        let (out, err, report_bytes) = (relayed.stdout, relayed.stderr, relayed.report);
+            },
+        )?;
+        let (out, err) = (relayed.stdout, relayed.stderr);
         let ended = match reap {
             Reap::Here => {
                 let status = child
@@ -337,13 +327,7 @@ impl NativeBackend {
         if let Some(t) = stdin_thread {
             let _ = t.join();
         }
-        if report_bytes.is_empty() {
-            return Err(SandboxError::Helper(format!(
-                "the sandbox helper {ended} without a report"
-            )));
-        }
-        let report: HelperReport = serde_json::from_slice(&report_bytes)
-            .map_err(|e| SandboxError::Helper(format!("unreadable helper report: {e}")))?;
+        let report: HelperReport = output::parse_report(&relayed.report, "sandbox", &ended)?;
         if std::env::var_os("AIRLOCK_PROFILE").is_some() {
             // Timed before printing, and printed in one write: stderr is
             // unbuffered, and a write per fragment cost milliseconds that the

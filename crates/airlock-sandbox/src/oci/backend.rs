@@ -7,13 +7,13 @@ use super::runtime::{self, Runtime};
 use super::{HelperReport, Privilege, Request};
 use crate::factory::OpenOptions;
 use crate::native::protocol;
-use crate::output::{self, Capture, Relay};
+use crate::output::{self, Capture};
 use crate::probe::{Probe, RuntimeFound};
 use crate::sys;
 use crate::Layer;
 use crate::{Backend, BackendKind, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -291,16 +291,8 @@ pub(crate) fn drive(
             return Err(SandboxError::Helper(format!("sending the spec: {e}")));
         }
     }
-    let stdout: OwnedFd = child
-        .stdout
-        .take()
-        .map(OwnedFd::from)
-        .ok_or_else(|| SandboxError::Helper("no stdout pipe".into()))?;
-    let stderr: OwnedFd = child
-        .stderr
-        .take()
-        .map(OwnedFd::from)
-        .ok_or_else(|| SandboxError::Helper("no stderr pipe".into()))?;
+    let stdout = output::take_pipe(child.stdout.take(), "stdout")?;
+    let stderr = output::take_pipe(child.stderr.take(), "stderr")?;
 
     // Relay output as it comes, capped; collect the report.
     let backstop =
@@ -313,35 +305,23 @@ pub(crate) fn drive(
     let mut kill_for_output = || {
         let _ = sys::write_all(ctl_w.as_raw_fd(), &[protocol::CONTROL_KILL_OUTPUT]);
     };
-    let relayed = match output::relay(
+    let relayed = output::relay_helper(
         pipes,
         spec.limits.output_bytes,
         backstop,
         sink,
         &mut kill_for_output,
-    )? {
-        Relay::Finished(r) => r,
-        Relay::Stalled => {
+        helper.what,
+        &mut || {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(SandboxError::Helper(format!(
-                "the {} helper stopped responding; killed",
-                helper.what
-            )));
-        }
-    };
-    let (out, err, report_bytes) = (relayed.stdout, relayed.stderr, relayed.report);
+        },
+    )?;
+    let (out, err) = (relayed.stdout, relayed.stderr);
     let status = child.wait().map_err(io_err("waiting for the helper"))?;
     drop(ctl_w);
-    if report_bytes.is_empty() {
-        return Err(SandboxError::Helper(format!(
-            "the {} helper exited ({status}) without a report",
-            helper.what
-        )));
-    }
-    let report: HelperReport = serde_json::from_slice(&report_bytes).map_err(|e| {
-        SandboxError::Helper(format!("unreadable {} helper report: {e}", helper.what))
-    })?;
+    let report: HelperReport =
+        output::parse_report(&relayed.report, helper.what, &format!("exited ({status})"))?;
     if report.failure.is_some() {
         return Err(crate::failure::error(report.failure, helper.backend));
     }

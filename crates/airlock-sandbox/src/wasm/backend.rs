@@ -6,13 +6,13 @@ use super::helper::{FD_REPORT, HELPER_ARG, PRECOMPILE_ARG};
 use super::program::{classify, Program};
 use super::{cache, runtime, HelperReport, Request};
 use crate::factory::OpenOptions;
-use crate::output::{self, Relay};
+use crate::output;
 use crate::probe::{Probe, RuntimeFound};
 use crate::sys;
 use crate::Layer;
 use crate::{Backend, BackendKind, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -225,16 +225,8 @@ impl Backend for WasmBackend {
                 return Err(SandboxError::Helper(format!("sending the spec: {e}")));
             }
         }
-        let stdout: OwnedFd = child
-            .stdout
-            .take()
-            .map(OwnedFd::from)
-            .ok_or_else(|| SandboxError::Helper("no stdout pipe".into()))?;
-        let stderr: OwnedFd = child
-            .stderr
-            .take()
-            .map(OwnedFd::from)
-            .ok_or_else(|| SandboxError::Helper("no stderr pipe".into()))?;
+        let stdout = output::take_pipe(child.stdout.take(), "stdout")?;
+        let stderr = output::take_pipe(child.stderr.take(), "stderr")?;
 
         // Step 3: relay output as it comes, capped; collect the report.
         let backstop =
@@ -245,28 +237,24 @@ impl Backend for WasmBackend {
             report: &rep_r,
         };
         // The guest traps itself at the cap (see `output`): nothing to tell the helper.
-        let relayed =
-            match output::relay(pipes, spec.limits.output_bytes, backstop, sink, &mut || {})? {
-                Relay::Finished(r) => r,
-                Relay::Stalled => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(SandboxError::Helper(
-                        "the wasm helper stopped responding; killed".into(),
-                    ));
-                }
-            };
-        let (mut out, err, report_bytes) = (relayed.stdout, relayed.stderr, relayed.report);
+        let relayed = output::relay_helper(
+            pipes,
+            spec.limits.output_bytes,
+            backstop,
+            sink,
+            &mut || {},
+            "wasm",
+            &mut || {
+                let _ = child.kill();
+                let _ = child.wait();
+            },
+        )?;
+        let (mut out, err) = (relayed.stdout, relayed.stderr);
         let status = child
             .wait()
             .map_err(io_err("waiting for the wasm helper"))?;
-        if report_bytes.is_empty() {
-            return Err(SandboxError::Helper(format!(
-                "the wasm helper exited ({status}) without a report"
-            )));
-        }
-        let report: HelperReport = serde_json::from_slice(&report_bytes)
-            .map_err(|e| SandboxError::Helper(format!("unreadable wasm helper report: {e}")))?;
+        let report: HelperReport =
+            output::parse_report(&relayed.report, "wasm", &format!("exited ({status})"))?;
         if report.failure.is_some() {
             return Err(report.into_error());
         }
