@@ -66,10 +66,16 @@ bash -c "$install" >"$work/install.log" 2>&1 || tail -20 "$work/install.log"
 export PATH="$CARGO_INSTALL_ROOT/bin:$PATH"
 check "airlock is on PATH from the install root" test "$(command -v airlock)" = "$CARGO_INSTALL_ROOT/bin/airlock"
 check "the wasm helper airlock-wasm is installed beside it" test -x "$CARGO_INSTALL_ROOT/bin/airlock-wasm"
+check "the server airlock-serve is installed beside it" test -x "$CARGO_INSTALL_ROOT/bin/airlock-serve"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 check "airlock --version from PATH says $version" test "$(cd / && airlock --version)" = "airlock $version"
 ws=$(mktemp -d -p "$work")
 out=$(cd "$ws" && AIRLOCK_STATE_DIR="$work/state" airlock run -- python3 -c 'print("installed")') || true
 check "the installed binary runs a sandbox (its helper re-executed from PATH)" test "$out" = installed
+# `airlock mcp` from PATH becomes the installed airlock-serve: one MCP
+# initialize request over stdio gets its answer.
+init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"readme","version":"0"}}}'
+out=$(cd "$ws" && printf '%s\n' "$init" | AIRLOCK_STATE_DIR="$work/state" timeout 20 airlock mcp 2>"$work/mcp.err" | head -1) || true
+check "airlock mcp from PATH answers as the installed airlock-serve" grep -q '"serverInfo"' <<<"$out" || tail -5 "$work/mcp.err"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

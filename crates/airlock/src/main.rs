@@ -1,11 +1,7 @@
 //! `airlock`: the command-line front end. Each subcommand lives in its own module
 //! under `cli/` and returns the process exit status.
 
-mod cli;
-mod kube;
-mod mcp;
-mod serve;
-
+use airlock::cli;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -88,11 +84,9 @@ fn run_command(bin_name: &str) -> clap::Command {
 fn main() {
     // The sandbox helper is this binary re-executed; it must run before anything
     // else. The wasm helper is airlock-wasm (src/bin/airlock-wasm.rs): wasmtime
-    // is not linked here.
-    airlock_sandbox::native::maybe_run_helper();
-    airlock_sandbox::oci::maybe_run_helper();
-    airlock_sandbox::docker::maybe_run_helper();
-    airlock_sandbox::microvm::maybe_run_helper();
+    // is not linked here; nor are the server's runtime, HTTP and MCP stacks
+    // (airlock-serve, src/bin/airlock-serve.rs).
+    airlock::run_helpers_first();
     let command = parse();
     if matches!(command, Cmd::Doctor(_) | Cmd::Policy(_) | Cmd::Audit(_)) {
         airlock_sandbox::process::default_sigpipe();
@@ -102,8 +96,8 @@ fn main() {
         Cmd::Run(args) => cli::run::run(args),
         Cmd::Policy(cmd) => cli::policy::run(cmd),
         Cmd::Doctor(args) => cli::doctor::run(args),
-        Cmd::Serve(args) => cli::serve::run(args),
-        Cmd::Mcp(args) => cli::mcp::run(args),
+        // Parsed here only so that `airlock --help` and usage errors cover them.
+        Cmd::Serve(_) | Cmd::Mcp(_) => airlock::server_binary::exec(),
         Cmd::Audit(cmd) => cli::audit::run(cmd),
         Cmd::Approvals(cmd) => cli::approvals::run(cmd),
         Cmd::Grant(args) => cli::grants::grant(args),
@@ -111,18 +105,7 @@ fn main() {
         Cmd::Changes(args) => cli::changes::changes(args),
         Cmd::Apply(args) => cli::changes::apply(args),
     };
-    match status {
-        Ok(code) => std::process::exit(code),
-        Err(err) => {
-            // An error may quote agent text (an id, a command, a path).
-            let text = format!("{err:#}");
-            eprintln!(
-                "airlock: error: {}",
-                airlock_core::terminal::escape_text(&text)
-            );
-            std::process::exit(2);
-        }
-    }
+    airlock::exit_with(status)
 }
 
 #[cfg(test)]

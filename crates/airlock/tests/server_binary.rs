@@ -1,0 +1,123 @@
+//! `airlock serve` and `airlock mcp` run in `airlock-serve`, next to `airlock`
+//! (src/server_binary.rs): the hand-over keeps the process, a missing server
+//! binary is a refusal that says how to get it, and `airlock` itself carries
+//! none of the server's protocol stacks (what keeps `airlock run`'s start small).
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn front() -> &'static str {
+    env!("CARGO_BIN_EXE_airlock")
+}
+
+fn server() -> &'static str {
+    env!("CARGO_BIN_EXE_airlock-serve")
+}
+
+fn wait_for(path: &Path, child: &mut std::process::Child) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the server exited before listening: {status}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn serve_becomes_airlock_serve_in_the_same_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("s.sock");
+    // The workspace (the current directory) must not hold the state directory.
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let mut child = Command::new(front())
+        .args(["serve", "--socket"])
+        .arg(&socket)
+        .env("AIRLOCK_STATE_DIR", dir.path().join("state"))
+        .current_dir(&ws)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&socket, &mut child);
+    let exe = std::fs::read_link(format!("/proc/{}/exe", child.id())).unwrap();
+    assert_eq!(
+        exe.file_name().and_then(|n| n.to_str()),
+        Some("airlock-serve"),
+        "the pid `airlock serve` returned is the server: {}",
+        exe.display()
+    );
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "SIGTERM to the pid `airlock serve` returned stops the server cleanly: {status:?} (signal {:?})",
+        status.signal()
+    );
+}
+
+#[test]
+fn without_airlock_serve_beside_it_serve_is_refused_with_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("airlock");
+    std::fs::copy(front(), &alone).unwrap();
+    for sub in ["serve", "mcp"] {
+        let out = Command::new(&alone)
+            .arg(sub)
+            .env("AIRLOCK_STATE_DIR", dir.path().join("state"))
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sub}: {err}");
+        assert!(
+            err.contains("run in airlock-serve, which is not next to")
+                && err.contains("Hint:")
+                && err.contains("cargo install --locked --path crates/airlock"),
+            "{sub}: {err}"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "{sub}: nothing on stdout (MCP's channel)"
+        );
+    }
+    assert!(
+        !dir.path().join("state/airlock.sock").exists(),
+        "nothing listens"
+    );
+    // Its own help still works: the subcommands are parsed by airlock.
+    let out = Command::new(&alone)
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--socket"));
+}
+
+#[test]
+fn airlock_does_not_carry_the_mcp_server() {
+    // A string of the MCP protocol (rmcp's), present wherever the server is
+    // linked in, debug or release.
+    let needle = b"notifications/initialized";
+    let has = |bin: &str| {
+        let bytes = std::fs::read(bin).unwrap();
+        bytes.windows(needle.len()).any(|w| w == needle)
+    };
+    assert!(has(server()), "the probe string names the MCP server");
+    assert!(
+        !has(front()),
+        "airlock links the MCP server again: every `airlock run` would pay to load it \
+         (src/server_binary.rs)"
+    );
+}
