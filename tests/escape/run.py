@@ -498,15 +498,19 @@ class Session:
         self.canary_tokens: list[str] = []
         self.hostname = socket.gethostname()
         self.airlock = None
+        self.companions: list[Path] = []
         if args.airlock:
             # a private copy: other people rebuilding target/ must not swap the binary
             # under a run, and the hash check below then means "changed by an attack"
             self.airlock = self.root / "airlock-under-test"
             shutil.copy2(Path(args.airlock).resolve(), self.airlock)
-            # the wasm backend's helper is looked for next to the binary
-            wasm_helper = Path(args.airlock).resolve().with_name("airlock-wasm")
-            if wasm_helper.exists():
-                shutil.copy2(wasm_helper, self.root / "airlock-wasm")
+            # the wasm backend's helper and the server (`airlock mcp`, `airlock
+            # serve`: airlock-serve) are looked for next to the binary
+            for name in ("airlock-wasm", "airlock-serve"):
+                built = Path(args.airlock).resolve().with_name(name)
+                if built.exists():
+                    shutil.copy2(built, self.root / name)
+                    self.companions.append(self.root / name)
         self._plant_canaries()
         self.listeners = Listeners(self.marker, Path(f"/tmp/airlock-escape-sock.{self.marker}"))
         self.env = self._caller_env()
@@ -639,8 +643,11 @@ class Session:
     def _binary_sig(self, with_hash: bool) -> tuple:
         if not self.airlock or not self.airlock.exists():
             return ()
-        st = self.airlock.stat()
-        return (st.st_size, st.st_mtime_ns, sha256_file(self.airlock) if with_hash else "")
+        sig = []
+        for binary in [self.airlock, *self.companions]:
+            st = binary.stat()
+            sig.append((binary.name, st.st_size, st.st_mtime_ns, sha256_file(binary) if with_hash else ""))
+        return tuple(sig)
 
     def targets(self, ws: Path) -> str:
         t = {
@@ -1085,7 +1092,7 @@ class Session:
         if lo_marked():
             f.append(f"address {LO_MARK_ADDR} was added to the host's loopback")
         if self._binary_sig(with_hash=False) != before["airlock"]:
-            f.append("the airlock binary on the host was modified")
+            f.append("an airlock binary on the host (airlock, airlock-serve, airlock-wasm) was modified")
         if res.tty_echo and b"INJECTED-" + self.marker.encode() in res.tty_echo.replace(b"\r", b""):
             f.append(f"input was injected into the caller's terminal: {res.tty_echo[:80]!r}")
 
