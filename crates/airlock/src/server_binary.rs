@@ -1,8 +1,8 @@
 //! `airlock serve` and `airlock mcp` run in `airlock-serve`, a binary of their
 //! own next to `airlock`: the server's async runtime and its HTTP and MCP
 //! stacks are most of airlock's code, and every `airlock run` would otherwise
-//! map, relocate and unmap them at each start (about 0.6 ms of a 7 ms cold run
-//! here, `bench/results/`). `airlock` parses the subcommand's arguments (so
+//! map, relocate and unmap them at each start (5 % of a cold `airlock run` here:
+//! `bench/results/server-split-2026-12-05.txt`). `airlock` parses the subcommand's arguments (so
 //! help and usage errors stay its own) and then becomes `airlock-serve` with
 //! the same arguments, in the same process.
 
