@@ -36,7 +36,8 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$share/bin" "$share/tests"
-cp target/debug/airlock "$share/bin/airlock"
+# airlock-serve beside it: `airlock mcp` (the escape corpus's MCP cases) execs it.
+cp target/debug/airlock target/debug/airlock-serve "$share/bin/"
 cp -r tests/escape "$share/tests/escape"
 chmod -R a+rX "$share"
 bin=$share/bin/airlock
