@@ -3,10 +3,12 @@ dir and talk to it over keep-alive HTTP (loopback TCP) or its unix socket."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -68,6 +70,19 @@ class Server:
         rc = self.proc.wait(timeout=60)
         self.log.close()
         return rc
+
+
+@contextlib.contextmanager
+def serving(*extra: str, binary=None):
+    """A fresh `airlock serve`, stopped (it must exit 0) and its directory
+    removed afterwards."""
+    srv = Server(extra=extra, binary=binary)
+    try:
+        yield srv
+    finally:
+        code = srv.stop()
+        shutil.rmtree(srv.dir, ignore_errors=True)
+        assert code == 0, f"airlock serve exited {code}"
 
 
 def post(conn: http.client.HTTPConnection, path: str, body: dict):

@@ -19,14 +19,12 @@ The pool's own counters (/metrics) are printed with each series: a warm series
 whose runs were not all warm is reported as such.
 """
 
-import contextlib
 import json
 import os
-import shutil
 import sys
 import time
 
-from common import TOKEN, Server, percentiles, post
+from common import TOKEN, percentiles, post, serving
 
 N = int(os.environ.get("N_RUN", "200"))
 BODY = {"argv": ["/bin/true"]}
@@ -51,20 +49,9 @@ def wait_ready(conn, n: int) -> None:
         time.sleep(0.002)
 
 
-@contextlib.contextmanager
-def serving(*extra: str):
-    """A connection to a fresh `airlock serve`, stopped and removed afterwards."""
-    srv = Server(extra=extra)
-    try:
-        yield srv.conn()
-    finally:
-        code = srv.stop()
-        shutil.rmtree(srv.dir, ignore_errors=True)
-        assert code == 0
-
-
 def series(pool: int, wait: bool) -> dict:
-    with serving("--pool", str(pool)) as conn:
+    with serving("--pool", str(pool)) as srv:
+        conn = srv.conn()
         for _ in range(10):  # teaches the pool the spec; warms caches
             post(conn, "/v1/run", BODY)
         before = metrics(conn)
@@ -83,7 +70,8 @@ def series(pool: int, wait: bool) -> dict:
 
 
 def check_series() -> dict:
-    with serving() as conn:
+    with serving() as srv:
+        conn = srv.conn()
         for _ in range(10):
             post(conn, "/v1/check", BODY)
         samples = []

@@ -7,12 +7,13 @@ again (as warm.py's warm series), so that a noisy moment falls on both.
 usage: N_RUN=100 python3 bench/interfaces/warm_ab.py A_BINARY B_BINARY
 """
 
+import contextlib
 import os
 import statistics as st
 import sys
 import time
 
-from common import Server, post
+from common import post, serving
 from warm import BODY, metrics, wait_ready
 
 N = int(os.environ.get("N_RUN", "100"))
@@ -21,10 +22,10 @@ N = int(os.environ.get("N_RUN", "100"))
 def main() -> int:
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
-    servers = {name: Server(extra=("--pool", "2"), binary=os.path.abspath(b))
-               for name, b in zip("AB", sys.argv[1:])}
-    samples = {name: [] for name in servers}
-    try:
+    samples = {name: [] for name in "AB"}
+    with contextlib.ExitStack() as stack:
+        servers = {name: stack.enter_context(serving("--pool", "2", binary=os.path.abspath(b)))
+                   for name, b in zip("AB", sys.argv[1:])}
         conns = {name: srv.conn() for name, srv in servers.items()}
         for name, conn in conns.items():
             for _ in range(10):  # teaches the pool the spec; warms caches
@@ -38,9 +39,6 @@ def main() -> int:
                 samples[name].append((time.perf_counter() - t) * 1e3)
                 assert status == 200
         warm = {name: metrics(conn).get("warm_runs", 0) for name, conn in conns.items()}
-    finally:
-        for srv in servers.values():
-            srv.stop()
     for name, b in zip("AB", sys.argv[1:]):
         xs = sorted(samples[name])
         print(f"{name} {b}: median {st.median(xs):.2f} ms, p25 {xs[len(xs) // 4]:.2f}, "

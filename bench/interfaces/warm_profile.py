@@ -13,13 +13,12 @@ import time
 
 os.environ["AIRLOCK_PROFILE"] = "1"  # inherited by the server
 
-from common import Server, post  # noqa: E402
+from common import post, serving  # noqa: E402
 from warm import BODY, wait_ready  # noqa: E402
 
 
 def main() -> int:
-    srv = Server(extra=("--pool", "2"))
-    try:
+    with serving("--pool", "2") as srv:
         conn = srv.conn()
         for _ in range(10):
             post(conn, "/v1/run", BODY)
@@ -34,8 +33,6 @@ def main() -> int:
             time.sleep(0.1)  # the server's last lines are written
             print(f"--- run {i}: HTTP {status}, client saw {dt:.2f} ms")
             print(log.read_text()[start:])
-    finally:
-        srv.stop()
     return 0
 
 
