@@ -1241,3 +1241,49 @@ fn a_warm_sandbox_starts_its_command_only_after_the_gate() {
     assert_eq!(o.exit_code, Some(0), "{o:?}");
     assert_marker_written_after_the_gate(&f, entered.unwrap());
 }
+
+/// A pool stopped while its refill thread is building a warm sandbox leaves
+/// nothing behind once the stop returns: no helper still running, no run
+/// directory, no cgroup. `airlock serve` exits right after the stop, and a
+/// sandbox still being built then outlived it. The stop comes at several
+/// moments of the first builds. The helper runs from a private copy, so that
+/// its processes are told apart from other tests' by their executable.
+#[test]
+fn a_pool_stopped_mid_build_leaves_nothing() {
+    let f = fixture();
+    let helper = f.runs.with_file_name("helper-copy");
+    std::fs::copy(HELPER, &helper).unwrap();
+    let mut template = spec(&f, "true");
+    template.request_id = "pool-stop".into();
+    let ours = format!("warm-{:05x}-", std::process::id());
+    for delay_us in [0u64, 200, 500, 1000, 2000, 3000, 5000, 8000, 12000, 20000] {
+        let backend = NativeBackend::new(helper.clone(), f.runs.clone());
+        let pool = airlock_sandbox::native::WarmPool::new(
+            backend,
+            airlock_sandbox::native::PoolLimits::size(2),
+        );
+        pool.prime(&template);
+        std::thread::sleep(std::time::Duration::from_micros(delay_us));
+        drop(pool);
+        let when = format!("stopped {delay_us} us after the prime");
+        for p in std::fs::read_dir("/proc").unwrap().flatten() {
+            if std::fs::read_link(p.path().join("exe")).ok().as_ref() == Some(&helper) {
+                panic!("{when}: helper {:?} still running", p.file_name());
+            }
+        }
+        let left: Vec<_> = std::fs::read_dir(&f.runs)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{when}: run directories left: {left:?}");
+        for ctrl in ["memory", "pids", "cpu", "cpuacct", "unified"] {
+            let parent = Path::new("/sys/fs/cgroup").join(ctrl).join("airlock");
+            for e in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                assert!(
+                    !name.contains(&ours),
+                    "{when}: cgroup {ctrl}/airlock/{name} left"
+                );
+            }
+        }
+    }
+}

@@ -384,15 +384,28 @@ pub(crate) struct Teardowns(Arc<(Mutex<usize>, Condvar)>);
 
 impl Teardowns {
     fn reap(&self, mut child: HelperProcess, ctl_w: OwnedFd) {
+        self.spawn(move || {
+            let _ = child.wait();
+            // Held until the helper is gone: its EOF would mean "caller gone".
+            drop(ctl_w);
+        });
+    }
+
+    /// [`Helper::abandon`] on a thread of its own, counted like a reap: the
+    /// caller does not wait for the teardown, a pool's stop does.
+    pub(crate) fn abandon(&self, helper: Helper) {
+        self.spawn(move || helper.abandon());
+    }
+
+    /// Runs `wait_for_exit` on a thread, counted until it returns.
+    fn spawn(&self, wait_for_exit: impl FnOnce() + Send + 'static) {
         let (count, done) = &*self.0;
         if let Ok(mut n) = count.lock() {
             *n += 1;
         }
         let me = self.clone();
         let reaper = move || {
-            let _ = child.wait();
-            // Held until the helper is gone: its EOF would mean "caller gone".
-            drop(ctl_w);
+            wait_for_exit();
             let (count, done) = &*me.0;
             if let Ok(mut n) = count.lock() {
                 *n = n.saturating_sub(1);
@@ -413,7 +426,8 @@ impl Teardowns {
         }
     }
 
-    /// Blocks until every helper handed to [`Teardowns::reap`] has exited.
+    /// Blocks until every helper handed to [`Teardowns::reap`] or
+    /// [`Teardowns::abandon`] has exited.
     pub(crate) fn wait(&self) {
         let (count, done) = &*self.0;
         let Ok(mut n) = count.lock() else {

@@ -167,9 +167,10 @@ impl Warm {
         matches!(self.helper.child.try_wait(), Ok(None))
     }
 
-    /// Tears it down off the caller's thread (the helper cleans up and exits).
-    fn release(self) {
-        std::thread::spawn(move || self.helper.abandon());
+    /// Tears it down off the caller's thread (the helper cleans up and
+    /// exits), counted in `teardowns` so that the pool's stop waits for it.
+    fn release(self, teardowns: &Teardowns) {
+        teardowns.abandon(self.helper);
     }
 }
 
@@ -201,8 +202,12 @@ struct Shared {
     state: Mutex<State>,
     wake: Condvar,
     /// Helpers of finished warm runs still removing their cgroup and run
-    /// directory (the outcome did not wait for that).
+    /// directory (the outcome did not wait for that), and of warm sandboxes
+    /// let go.
     teardowns: Teardowns,
+    /// The refill thread: a stop joins it, so that a sandbox it was building
+    /// meanwhile is torn down before the stop returns.
+    refill: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 /// Building a sandbox costs a few ms of CPU on a host that may have two cores,
@@ -267,13 +272,24 @@ impl WarmPool {
             }),
             wake: Condvar::new(),
             teardowns: Teardowns::default(),
+            refill: Mutex::new(None),
         });
         if size > 0 {
             let refill = shared.clone();
-            std::thread::Builder::new()
+            let thread = std::thread::Builder::new()
                 .name("airlock-pool".into())
-                .spawn(move || refill_loop(&refill))
-                .ok();
+                .spawn(move || refill_loop(&refill));
+            match thread {
+                Ok(t) => {
+                    if let Ok(mut slot) = shared.refill.lock() {
+                        *slot = Some(t);
+                    }
+                }
+                Err(e) => eprintln!(
+                    "airlock: warm sandbox pool: cannot start its refill thread ({e}); \
+                     every run is built on demand"
+                ),
+            }
         }
         WarmPool { shared }
     }
@@ -297,7 +313,11 @@ impl WarmPool {
             return;
         }
         if let Ok(mut state) = self.shared.state.lock() {
-            retarget(&mut state, Launch::template_of(spec));
+            retarget(
+                &mut state,
+                Launch::template_of(spec),
+                &self.shared.teardowns,
+            );
             self.shared.wake.notify_all();
         }
     }
@@ -317,7 +337,7 @@ impl WarmPool {
         let template = Launch::template_of(spec);
         let taken = if state.template.as_ref() != Some(&template) {
             let had = state.template.is_some();
-            retarget(&mut state, template);
+            retarget(&mut state, template, &self.shared.teardowns);
             Err(if had {
                 ColdReason::OtherSpec
             } else {
@@ -335,15 +355,15 @@ impl WarmPool {
                     // request asks again (no rebuild loop on a broken host).
                     state.stats.discarded += 1;
                     state.template = None;
-                    warm.release();
-                    drain(&mut state);
+                    warm.release(&self.shared.teardowns);
+                    drain(&mut state, &self.shared.teardowns);
                     Err(ColdReason::Empty)
                 }
                 Some((warm, _)) if warm.stamp != ViewStamp::of(spec) => {
                     state.stats.discarded += 1;
-                    warm.release();
+                    warm.release(&self.shared.teardowns);
                     // The others were built on the same stale view.
-                    drain(&mut state);
+                    drain(&mut state, &self.shared.teardowns);
                     Err(ColdReason::ViewChanged)
                 }
                 Some((warm, _)) => Ok(warm),
@@ -481,7 +501,8 @@ impl PoolHandle {
     }
 
     /// Builds no more, and tears down every ready sandbox, waiting for each
-    /// helper to have removed its cgroup and run directory.
+    /// helper to have removed its cgroup and run directory, including one
+    /// the refill thread was building when the stop came.
     pub fn stop(&self) {
         let ready: Vec<Warm> = match self.0.state.lock() {
             Ok(mut state) => {
@@ -495,7 +516,14 @@ impl PoolHandle {
         for w in ready {
             w.helper.abandon();
         }
-        // Finished runs whose helpers are still removing what they built.
+        // A build under way ends in an abandon on the refill thread (it sees
+        // `stopping`), and the thread returns.
+        let refill = self.0.refill.lock().ok().and_then(|mut slot| slot.take());
+        if let Some(t) = refill {
+            let _ = t.join();
+        }
+        // Finished runs, and sandboxes let go, whose helpers are still
+        // removing what they built.
         self.0.teardowns.wait();
     }
 
@@ -537,16 +565,16 @@ impl Backend for WarmPool {
 }
 
 /// Lets every ready sandbox go.
-fn drain(state: &mut State) {
+fn drain(state: &mut State, teardowns: &Teardowns) {
     while let Some(w) = state.ready.pop_front() {
         state.stats.discarded += 1;
-        w.release();
+        w.release(teardowns);
     }
 }
 
 /// Builds for `template` from now on; what was built for another is let go.
-fn retarget(state: &mut State, template: SandboxSpec) {
-    drain(state);
+fn retarget(state: &mut State, template: SandboxSpec, teardowns: &Teardowns) {
+    drain(state, teardowns);
     state.template = Some(template);
 }
 
@@ -744,7 +772,7 @@ fn measure_ready(shared: &Shared) {
             break;
         };
         state.stats.discarded += 1;
-        w.release();
+        w.release(&shared.teardowns);
         trimmed = true;
     }
     if trimmed && state.ready.is_empty() && state.largest > limit {
