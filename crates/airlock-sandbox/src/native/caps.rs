@@ -109,25 +109,38 @@ pub fn last_capability() -> Result<u32, SandboxError> {
     })
 }
 
-/// Empties the bounding set. A capability already absent is not dropped again,
-/// so an already-empty set needs no `CAP_SETPCAP`.
+/// Empties the bounding set, in one pass that ends where the kernel answers
+/// `EINVAL` (past its last capability). A capability already absent is not
+/// dropped again, so an already-empty set needs no `CAP_SETPCAP`: without it
+/// the kernel refuses every drop with `EPERM`, and a read tells an absent
+/// capability (fine) from a present one (an error) and from the end.
 pub fn drop_bounding_set() -> Result<(), SandboxError> {
-    let last = last_capability()?;
-    for cap in 0..=last {
-        // SAFETY: PR_CAPBSET_READ takes an integer and touches no memory.
-        let present = unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap as libc::c_ulong, 0, 0, 0) };
-        if present == 0 {
-            continue;
-        }
+    // Capability numbers are small (40 on 6.18); see `last_capability`.
+    for cap in 0..64u32 {
         // SAFETY: PR_CAPBSET_DROP takes an integer and touches no memory.
         let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) };
-        if rc != 0 {
-            return Err(layer_error(
-                LAYER_CAPS,
-                &format!("prctl(PR_CAPBSET_DROP, {cap})"),
-                errno(),
-            ));
+        if rc == 0 {
+            continue;
         }
+        let dropped = errno();
+        if dropped == libc::EINVAL && cap > 0 {
+            return Ok(());
+        }
+        if dropped == libc::EPERM {
+            // SAFETY: PR_CAPBSET_READ takes an integer and touches no memory.
+            let present =
+                unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap as libc::c_ulong, 0, 0, 0) };
+            match present {
+                0 => continue,
+                p if p < 0 && errno() == libc::EINVAL && cap > 0 => return Ok(()),
+                _ => {}
+            }
+        }
+        return Err(layer_error(
+            LAYER_CAPS,
+            &format!("prctl(PR_CAPBSET_DROP, {cap})"),
+            dropped,
+        ));
     }
     Ok(())
 }
@@ -291,6 +304,36 @@ pub(crate) mod tests {
             assert_eq!(status_field(&text, key), "0000000000000000", "{key}");
         }
         assert_eq!(status_field(&text, "NoNewPrivs:"), "1");
+    }
+
+    /// Without `CAP_SETPCAP` every drop is refused: an empty bounding set is
+    /// accepted as it is, a full one is an error, never a silent success.
+    #[test]
+    fn dropping_without_setpcap_is_fine_only_when_the_set_is_empty() {
+        let (status, _) = run_in_child(|_| {
+            if drop_all_capabilities().is_err() {
+                return 10;
+            }
+            // No capability left, the bounding set empty: nothing to do.
+            match drop_bounding_set() {
+                Ok(()) => 0,
+                Err(_) => 11,
+            }
+        });
+        assert!(libc::WIFEXITED(status), "child status {status:#x}");
+        assert_eq!(libc::WEXITSTATUS(status), 0);
+        let (status, _) = run_in_child(|_| {
+            // No effective capability, the bounding set still full.
+            if clear_process_sets().is_err() {
+                return 10;
+            }
+            match drop_bounding_set() {
+                Ok(()) => 11,
+                Err(_) => 0,
+            }
+        });
+        assert!(libc::WIFEXITED(status), "child status {status:#x}");
+        assert_eq!(libc::WEXITSTATUS(status), 0);
     }
 
     #[test]
