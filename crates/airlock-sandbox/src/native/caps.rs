@@ -82,40 +82,17 @@ pub fn set_no_new_privs() -> Result<(), SandboxError> {
     Ok(())
 }
 
-/// The highest capability number the running kernel knows.
-///
-/// Found by probing `PR_CAPBSET_READ`, which answers `EINVAL` past the last valid
-/// capability. This is the value `/proc/sys/kernel/cap_last_cap` shows, but it
-/// needs no `/proc` (the sandbox may not have mounted one yet) and no allocation.
-pub fn last_capability() -> Result<u32, SandboxError> {
-    // Capability numbers are small (40 on 6.18); 64 leaves room for the kernel to
-    // grow while keeping the two-word capset layout valid.
-    let mut last = None;
-    for cap in 0..64u32 {
-        // SAFETY: PR_CAPBSET_READ takes an integer and touches no memory.
-        let rc = unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap as libc::c_ulong, 0, 0, 0) };
-        if rc < 0 {
-            let e = errno();
-            if e == libc::EINVAL {
-                break;
-            }
-            return Err(layer_error(LAYER_CAPS, "prctl(PR_CAPBSET_READ)", e));
-        }
-        last = Some(cap);
-    }
-    last.ok_or_else(|| SandboxError::Layer {
-        layer: LAYER_CAPS,
-        detail: "the kernel reports no valid capability".into(),
-    })
-}
-
 /// Empties the bounding set, in one pass that ends where the kernel answers
 /// `EINVAL` (past its last capability). A capability already absent is not
 /// dropped again, so an already-empty set needs no `CAP_SETPCAP`: without it
 /// the kernel refuses every drop with `EPERM`, and a read tells an absent
 /// capability (fine) from a present one (an error) and from the end.
 pub fn drop_bounding_set() -> Result<(), SandboxError> {
-    // Capability numbers are small (40 on 6.18); see `last_capability`.
+    // The end is found by the kernel's EINVAL, the value
+    // /proc/sys/kernel/cap_last_cap shows, without needing /proc (the sandbox
+    // may not have mounted one yet). Capability numbers are small (40 on
+    // 6.18); 64 leaves room for the kernel to grow while keeping the two-word
+    // capset layout valid.
     for cap in 0..64u32 {
         // SAFETY: PR_CAPBSET_DROP takes an integer and touches no memory.
         let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) };
@@ -265,14 +242,42 @@ pub(crate) mod tests {
             .unwrap_or_else(|| panic!("{key} missing from status:\n{status}"))
     }
 
+    /// The one pass stops where the kernel's capabilities end: every number up
+    /// to `/proc/sys/kernel/cap_last_cap` is dropped, the next one is invalid.
     #[test]
-    fn last_capability_matches_proc() {
+    fn the_bounding_drop_ends_at_the_last_capability_proc_shows() {
         let proc_value: u32 = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
             .unwrap()
             .trim()
             .parse()
             .unwrap();
-        assert_eq!(last_capability().unwrap(), proc_value);
+        let read = |cap: u32| {
+            // SAFETY: PR_CAPBSET_READ takes an integer and touches no memory.
+            let rc = unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap as libc::c_ulong, 0, 0, 0) };
+            if rc < 0 {
+                -errno()
+            } else {
+                rc
+            }
+        };
+        let (status, out) = run_in_child(|fd| {
+            if drop_bounding_set().is_err() {
+                return 10;
+            }
+            for cap in 0..=proc_value + 1 {
+                write_all(fd, &read(cap).to_ne_bytes());
+            }
+            0
+        });
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        let answers: Vec<i32> = out
+            .chunks_exact(4)
+            .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(answers.len() as u32, proc_value + 2);
+        let (last, kept) = answers.split_last().unwrap();
+        assert!(kept.iter().all(|&a| a == 0), "still in the set: {kept:?}");
+        assert_eq!(*last, -libc::EINVAL, "cap_last_cap + 1 is not the end");
     }
 
     #[test]

@@ -513,8 +513,9 @@ impl PoolHandle {
             Err(_) => Vec::new(),
         };
         self.0.wake.notify_all();
+        // Torn down side by side; the wait below covers them.
         for w in ready {
-            w.helper.abandon();
+            w.release(&self.0.teardowns);
         }
         // A build under way ends in an abandon on the refill thread (it sees
         // `stopping`), and the thread returns.
