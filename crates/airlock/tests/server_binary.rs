@@ -121,3 +121,82 @@ fn airlock_does_not_carry_the_mcp_server() {
          (src/server_binary.rs)"
     );
 }
+
+/// A supervisor may stop the server the moment its socket appears: SIGTERM is
+/// caught from before the socket exists, so the server drains, exits 0 and
+/// removes its socket instead of dying of the signal's default action.
+#[test]
+fn sigterm_as_soon_as_the_socket_exists_is_a_clean_stop() {
+    for round in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("s.sock");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let mut child = Command::new(server())
+            .args(["serve", "--socket"])
+            .arg(&socket)
+            .env("AIRLOCK_STATE_DIR", dir.path().join("state"))
+            .current_dir(&ws)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !socket.exists() {
+            assert!(Instant::now() < deadline, "the socket never appeared");
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("the server exited before listening: {status}");
+            }
+            std::thread::yield_now();
+        }
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let status = child.wait().unwrap();
+        assert!(
+            status.success(),
+            "round {round}: SIGTERM right after the socket appeared: {status:?} (signal {:?})",
+            status.signal()
+        );
+        assert!(
+            !socket.exists(),
+            "round {round}: the socket was left behind"
+        );
+    }
+}
+
+/// A second server on a socket another one listens on is refused, and leaves
+/// that socket in place: the file is removed only by the server that bound it.
+#[test]
+fn a_refused_second_server_leaves_the_first_ones_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("s.sock");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let serve = || {
+        let mut c = Command::new(server());
+        c.args(["serve", "--socket"])
+            .arg(&socket)
+            .env("AIRLOCK_STATE_DIR", dir.path().join("state"))
+            .current_dir(&ws)
+            .stdin(Stdio::null());
+        c
+    };
+    let mut first = serve()
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&socket, &mut first);
+    let second = serve().output().unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{err}");
+    assert!(err.contains("another server is already listening"), "{err}");
+    assert!(
+        std::os::unix::net::UnixStream::connect(&socket).is_ok(),
+        "the first server's socket was removed by the refused one"
+    );
+    let pid = rustix::process::Pid::from_raw(first.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert!(first.wait().unwrap().success());
+}

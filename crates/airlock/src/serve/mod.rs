@@ -52,8 +52,8 @@ pub struct Options {
     pub pool: Option<airlock_sandbox::native::pool::PoolHandle>,
 }
 
-/// Bind the listeners (before any thread exists), then run the server until
-/// SIGTERM/SIGINT and a complete drain.
+/// Catch SIGTERM/SIGINT, bind the listeners, then run the server until one
+/// of those signals and a complete drain.
 pub fn run(options: Options, engine: airlock_core::Engine) -> anyhow::Result<()> {
     let tenants = match &options.tokens {
         Some(path) => tenants::Tenants::load(path, &|p| match p {
@@ -93,26 +93,38 @@ pub fn run(options: Options, engine: airlock_core::Engine) -> anyhow::Result<()>
             None => listen::default_socket_path()?,
         })
     };
-    let unix = socket_path.as_deref().map(listen::bind_unix).transpose()?;
-    let tcp = options
-        .listen
-        .map(|a| listen::bind_tcp(a, options.allow_remote))
-        .transpose()?;
-
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("airlock-serve")
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(serve(
-        options,
-        engine,
-        tenants,
-        unix,
-        tcp,
-        socket_path.clone(),
-    ));
-    if let Some(path) = &socket_path {
+    // Set once this server has bound its socket: only then is the file its own
+    // to remove (a refused bind may have found another server's).
+    let mut bound_socket = None;
+    let result = runtime.block_on(async {
+        // Signals first: from the moment the socket exists, SIGTERM drains.
+        let signals = shutdown::Signals::install();
+        // Bound before any task runs: bind_unix sets the process-wide umask,
+        // and no thread creates files meanwhile (the runtime's workers and the
+        // warm pool's refill thread are idle until the first request).
+        let unix = socket_path.as_deref().map(listen::bind_unix).transpose()?;
+        bound_socket = unix.as_ref().and(socket_path.clone());
+        let tcp = options
+            .listen
+            .map(|a| listen::bind_tcp(a, options.allow_remote))
+            .transpose()?;
+        serve(
+            options,
+            engine,
+            tenants,
+            unix,
+            tcp,
+            socket_path.clone(),
+            signals,
+        )
+        .await
+    });
+    if let Some(path) = &bound_socket {
         let _ = std::fs::remove_file(path);
     }
     // Anything still on the blocking pool has finished its sandbox by now
@@ -128,6 +140,7 @@ async fn serve(
     unix: Option<std::os::unix::net::UnixListener>,
     tcp: Option<std::net::TcpListener>,
     socket_path: Option<PathBuf>,
+    signals: shutdown::Signals,
 ) -> anyhow::Result<()> {
     let admission = admission::Admission::new(options.concurrency, options.queue);
     let mut service = service::Service::new(
@@ -243,7 +256,7 @@ async fn serve(
             })
         });
 
-    let why = shutdown::signalled().await;
+    let why = signals.recv().await;
     eprintln!("airlock serve: {why}: no longer accepting; draining");
     service.begin_shutdown();
     stop.cancel();

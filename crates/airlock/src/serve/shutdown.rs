@@ -5,20 +5,35 @@
 use crate::serve::service::Service;
 use std::time::{Duration, Instant};
 
-/// Resolves on the first SIGTERM or SIGINT.
-pub async fn signalled() -> &'static str {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    let mut int = match signal(SignalKind::interrupt()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
+/// SIGTERM and SIGINT, caught from [`Signals::install`] on: installed before
+/// the server's socket exists, so that a supervisor that sees the socket and
+/// stops the server gets a drain, not the default action's sudden death (which
+/// would leave the socket file and any running sandbox's state behind).
+pub struct Signals {
+    term: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Catches both from now on (inside the runtime). A signal that cannot be
+    /// caught keeps its default action and is never reported.
+    pub fn install() -> Signals {
+        use tokio::signal::unix::{signal, SignalKind};
+        Signals {
+            term: signal(SignalKind::terminate()).ok(),
+            int: signal(SignalKind::interrupt()).ok(),
+        }
+    }
+
+    /// Resolves on the first SIGTERM or SIGINT.
+    pub async fn recv(mut self) -> &'static str {
+        let (Some(term), Some(int)) = (self.term.as_mut(), self.int.as_mut()) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        }
     }
 }
 
