@@ -117,7 +117,7 @@ for w in pycpu pysys; do
 done
 
 # The same start-up comparison round-robin (fair to every tool on a busy machine).
-python3 bench/interleaved.py "$([ $SMOKE = 1 ] && echo 5 || echo 40)" bare=/bin/true "airlock=$AL /bin/true" \
+python3 bench/interleaved.py --vs bwrap "$([ $SMOKE = 1 ] && echo 5 || echo 40)" bare=/bin/true "airlock=$AL /bin/true" \
   "bwrap=$BW /bin/true" "crun=$(CR true)" "firejail=$FJ /bin/true" > "$OUT/interleaved.md"
 # Python start-up and the two workloads end to end, round-robin against bare and
 # bwrap: back to back (hyperfine), each run also pays for the kernel's deferred
@@ -126,7 +126,7 @@ python3 bench/interleaved.py "$([ $SMOKE = 1 ] && echo 5 || echo 40)" bare=/bin/
 for w in pypass pycpu pysys; do
   case $w in pypass) C="$PY -c pass" ;; pycpu) C="$PY -c \"$CPU_CODE\"" ;; pysys) C="$PY -c \"$SYS_CODE\"" ;; esac
   n=$([ $SMOKE = 1 ] && echo 2 || { [ $w = pypass ] && echo 40 || echo 10; })
-  python3 bench/interleaved.py "$n" "bare=$C" "airlock=$AL $C" "bwrap=$BW $C" > "$OUT/interleaved_$w.md"
+  python3 bench/interleaved.py --vs bwrap "$n" "bare=$C" "airlock=$AL $C" "bwrap=$BW $C" > "$OUT/interleaved_$w.md"
 done
 
 # The workload timing itself, without start-up: CPU loop and 200k stat() calls,

@@ -96,11 +96,13 @@ def main():
                          f"| {name} | {c:.1f} | - | {s:.1f} | - | {len(rows)} |")
         lines.append("")
 
+    rr = {}
     p = os.path.join(out, "interleaved.md")
     if os.path.exists(p):
+        text = open(p).read().rstrip()
         lines += ["### /bin/true start-up, round-robin (noise shared by every tool)", ""]
-        lines += open(p).read().rstrip().splitlines() + [""]
-    rr = {}
+        lines += text.splitlines() + [""]
+        rr["true"] = round_robin_medians(text)
     for w, title in (("pypass", "python3 -c pass"), ("pycpu", "CPU-bound Python, end to end"),
                      ("pysys", "syscall-heavy Python, end to end")):
         p = os.path.join(out, f"interleaved_{w}.md")
@@ -117,8 +119,12 @@ def main():
 
     a, b = med("startup_true", "airlock"), med("startup_true", "bwrap")
     if a and b:
-        lines.append(f"| `airlock run -- /bin/true` median <= bwrap's | {ms(a):.2f} ms vs {ms(b):.2f} ms | "
+        lines.append(f"| `airlock run -- /bin/true` median <= bwrap's | {ms(a):.2f} ms vs {ms(b):.2f} ms ({a / b:.2f}x) | "
                      f"{'yes' if a <= b else 'NO'} |")
+    a, b = rr.get("true", {}).get("airlock"), rr.get("true", {}).get("bwrap")
+    if a and b:
+        lines.append(f"| `airlock run -- /bin/true` median <= bwrap's (round-robin) | {a:.2f} ms vs {b:.2f} ms "
+                     f"({a / b:.2f}x) | {'yes' if a <= b else 'NO'} |")
     a, b = med("startup_pypass", "airlock"), med("startup_pypass", "bare")
     if a and b:
         lines.append(f"| `python3 -c pass` within 3 ms of bare | +{ms(a - b):.2f} ms ({ms(a):.2f} vs {ms(b):.2f}) | "
