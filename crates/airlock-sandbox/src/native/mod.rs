@@ -34,6 +34,7 @@ pub mod rlimits;
 pub mod rootless;
 pub mod rundir;
 pub mod seccomp;
+mod teardowns;
 
 pub use caller::NativeBackend;
 pub use helper::helper_main;

@@ -29,8 +29,9 @@
 //!
 //! [`HelperRequest::pooled`]: super::protocol::HelperRequest::pooled
 
-use super::caller::{Helper, NativeBackend, Reap, Teardowns};
+use super::caller::{Helper, NativeBackend, Reap};
 use super::protocol::{self, Launch};
+use super::teardowns::Teardowns;
 use crate::sys;
 use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::collections::VecDeque;

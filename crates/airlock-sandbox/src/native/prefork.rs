@@ -24,9 +24,9 @@
 //! caller with more than one thread gets no prefork: the helper is then
 //! spawned as usual.
 
-use super::caller::Teardowns;
 use super::helper_process::HelperProcess;
 use super::protocol;
+use super::teardowns::Teardowns;
 use crate::sys;
 use std::ffi::CString;
 use std::fs::File;
