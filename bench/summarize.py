@@ -136,8 +136,10 @@ def main():
                          f"({ms(a):.0f} vs {ms(b):.0f} ms) | {'yes' if a <= 1.05 * b else 'NO'} |")
     a, b = rr.get("pypass", {}).get("airlock"), rr.get("pypass", {}).get("bare")
     if a and b:
+        w = rr.get("pypass", {}).get("bwrap")
+        peer = f"; bwrap +{w - b:.2f} ms" if w else ""
         lines.append(f"| `python3 -c pass` within 3 ms of bare (round-robin) | +{a - b:.2f} ms "
-                     f"({a:.2f} vs {b:.2f}) | {'yes' if a - b <= 3 else 'NO'} |")
+                     f"({a:.2f} vs {b:.2f}{peer}) | {'yes' if a - b <= 3 else 'NO'} |")
     for w, label in (("pycpu", "CPU-bound"), ("pysys", "syscall-heavy")):
         a, b = rr.get(w, {}).get("airlock"), rr.get(w, {}).get("bare")
         if a and b:
