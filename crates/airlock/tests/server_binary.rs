@@ -4,8 +4,8 @@
 //! none of the server's protocol stacks (what keeps `airlock run`'s start small).
 
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn front() -> &'static str {
@@ -31,24 +31,54 @@ fn wait_for(path: &Path, child: &mut std::process::Child) {
     }
 }
 
+/// A temporary directory with a workspace (the server's current directory,
+/// which must not hold the state directory), a state directory and a socket.
+struct Site {
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+    ws: PathBuf,
+}
+
+impl Site {
+    fn new() -> Site {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("s.sock");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        Site { dir, socket, ws }
+    }
+
+    /// `exe serve --socket` on this site, stdin closed.
+    fn serve(&self, exe: &str) -> Command {
+        let mut c = Command::new(exe);
+        c.args(["serve", "--socket"])
+            .arg(&self.socket)
+            .env("AIRLOCK_STATE_DIR", self.dir.path().join("state"))
+            .current_dir(&self.ws)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// [`Site::serve`] started with its output discarded.
+    fn spawn(&self, exe: &str) -> Child {
+        self.serve(exe)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}
+
+fn sigterm(child: &Child) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+}
+
 #[test]
 fn serve_becomes_airlock_serve_in_the_same_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("s.sock");
-    // The workspace (the current directory) must not hold the state directory.
-    let ws = dir.path().join("ws");
-    std::fs::create_dir(&ws).unwrap();
-    let mut child = Command::new(front())
-        .args(["serve", "--socket"])
-        .arg(&socket)
-        .env("AIRLOCK_STATE_DIR", dir.path().join("state"))
-        .current_dir(&ws)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(&socket, &mut child);
+    let site = Site::new();
+    let mut child = site.spawn(front());
+    wait_for(&site.socket, &mut child);
     let exe = std::fs::read_link(format!("/proc/{}/exe", child.id())).unwrap();
     assert_eq!(
         exe.file_name().and_then(|n| n.to_str()),
@@ -56,8 +86,7 @@ fn serve_becomes_airlock_serve_in_the_same_process() {
         "the pid `airlock serve` returned is the server: {}",
         exe.display()
     );
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    sigterm(&child);
     let status = child.wait().unwrap();
     assert!(
         status.success(),
@@ -128,30 +157,17 @@ fn airlock_does_not_carry_the_mcp_server() {
 #[test]
 fn sigterm_as_soon_as_the_socket_exists_is_a_clean_stop() {
     for round in 0..5 {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("s.sock");
-        let ws = dir.path().join("ws");
-        std::fs::create_dir(&ws).unwrap();
-        let mut child = Command::new(server())
-            .args(["serve", "--socket"])
-            .arg(&socket)
-            .env("AIRLOCK_STATE_DIR", dir.path().join("state"))
-            .current_dir(&ws)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let site = Site::new();
+        let mut child = site.spawn(server());
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !socket.exists() {
+        while !site.socket.exists() {
             assert!(Instant::now() < deadline, "the socket never appeared");
             if let Ok(Some(status)) = child.try_wait() {
                 panic!("the server exited before listening: {status}");
             }
             std::thread::yield_now();
         }
-        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        sigterm(&child);
         let status = child.wait().unwrap();
         assert!(
             status.success(),
@@ -159,7 +175,7 @@ fn sigterm_as_soon_as_the_socket_exists_is_a_clean_stop() {
             status.signal()
         );
         assert!(
-            !socket.exists(),
+            !site.socket.exists(),
             "round {round}: the socket was left behind"
         );
     }
@@ -169,34 +185,17 @@ fn sigterm_as_soon_as_the_socket_exists_is_a_clean_stop() {
 /// that socket in place: the file is removed only by the server that bound it.
 #[test]
 fn a_refused_second_server_leaves_the_first_ones_socket() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("s.sock");
-    let ws = dir.path().join("ws");
-    std::fs::create_dir(&ws).unwrap();
-    let serve = || {
-        let mut c = Command::new(server());
-        c.args(["serve", "--socket"])
-            .arg(&socket)
-            .env("AIRLOCK_STATE_DIR", dir.path().join("state"))
-            .current_dir(&ws)
-            .stdin(Stdio::null());
-        c
-    };
-    let mut first = serve()
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(&socket, &mut first);
-    let second = serve().output().unwrap();
+    let site = Site::new();
+    let mut first = site.spawn(server());
+    wait_for(&site.socket, &mut first);
+    let second = site.serve(server()).output().unwrap();
     let err = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(2), "{err}");
     assert!(err.contains("another server is already listening"), "{err}");
     assert!(
-        std::os::unix::net::UnixStream::connect(&socket).is_ok(),
+        std::os::unix::net::UnixStream::connect(&site.socket).is_ok(),
         "the first server's socket was removed by the refused one"
     );
-    let pid = rustix::process::Pid::from_raw(first.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    sigterm(&first);
     assert!(first.wait().unwrap().success());
 }
