@@ -331,12 +331,11 @@ impl HeldChild {
         extern "C" fn wait_for_eof(arg: *mut libc::c_void) -> libc::c_int {
             let read_end = arg as usize as libc::c_uint;
             let mut b = 0u8;
-            // SAFETY: the child's own fd table (a copy): it closes every fd but
-            // the read end of its own hold pipe, whose write end stays with the
-            // caller alone. Otherwise its copies, taken at the clone, would keep
-            // other pipes open: another held child's, which would then never
-            // see EOF. close_range over these bounds cannot fail, so no errno
-            // is written. Then one byte into a local.
+            // Every fd but the read end of its own hold pipe is closed: the
+            // copies its clone took would keep other pipes open, another held
+            // child's among them, which would then never see EOF. The write end
+            // stays with the caller alone.
+            // SAFETY: its own fd table (a copy); close_range over these bounds cannot fail, so no errno is written; then one byte into a local.
             unsafe {
                 if read_end > 0 {
                     libc::syscall(libc::SYS_close_range, 0u32, read_end - 1, 0u32);

@@ -69,9 +69,17 @@ impl Site {
     }
 }
 
-fn sigterm(child: &Child) {
+/// SIGTERM, then the server must exit 0 (it drained and stopped), not die of
+/// the signal; `what` says which stop failed.
+fn stop_cleanly(mut child: Child, what: &str) {
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "{what}: {status:?} (signal {:?})",
+        status.signal()
+    );
 }
 
 #[test]
@@ -86,12 +94,9 @@ fn serve_becomes_airlock_serve_in_the_same_process() {
         "the pid `airlock serve` returned is the server: {}",
         exe.display()
     );
-    sigterm(&child);
-    let status = child.wait().unwrap();
-    assert!(
-        status.success(),
-        "SIGTERM to the pid `airlock serve` returned stops the server cleanly: {status:?} (signal {:?})",
-        status.signal()
+    stop_cleanly(
+        child,
+        "SIGTERM to the pid `airlock serve` returned stops the server cleanly",
     );
 }
 
@@ -167,12 +172,9 @@ fn sigterm_as_soon_as_the_socket_exists_is_a_clean_stop() {
             }
             std::thread::yield_now();
         }
-        sigterm(&child);
-        let status = child.wait().unwrap();
-        assert!(
-            status.success(),
-            "round {round}: SIGTERM right after the socket appeared: {status:?} (signal {:?})",
-            status.signal()
+        stop_cleanly(
+            child,
+            &format!("round {round}: SIGTERM right after the socket appeared"),
         );
         assert!(
             !site.socket.exists(),
@@ -196,6 +198,5 @@ fn a_refused_second_server_leaves_the_first_ones_socket() {
         std::os::unix::net::UnixStream::connect(&site.socket).is_ok(),
         "the first server's socket was removed by the refused one"
     );
-    sigterm(&first);
-    assert!(first.wait().unwrap().success());
+    stop_cleanly(first, "the first server, after the refusal");
 }
