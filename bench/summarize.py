@@ -161,6 +161,11 @@ def main():
                      f"({w.get('warm_runs', 0)}/{n} warm; pool 0: {c['median_ms']:.2f} ms, "
                      f"ratio {w['median_ms'] / c['median_ms']:.2f}) | "
                      f"{'yes' if w['median_ms'] < 2.0 and w.get('cold_runs', 1) == 0 else 'NO'} |")
+        cu = warm.get("warm_curl")
+        if cu:
+            lines.append(f"| the same, curl over the unix socket (curl's own timing) | {cu['median_ms']:.2f} ms "
+                         f"({cu.get('warm_runs', 0)}/{cu['n']} warm) | "
+                         f"{'yes' if cu['median_ms'] < 2.0 and cu.get('cold_runs', 1) == 0 else 'NO'} |")
     lines.append("")
     text = "\n".join(lines)
     with open(os.path.join(out, "summary.md"), "w") as f:

@@ -13,7 +13,13 @@ Three series from one server binary:
 * check: POST /v1/check of the same command on the same kind of server: the
   HTTP exchange, the gate and one durable audit record, with no sandbox. A run
   cannot answer faster than this plus its program: it is the floor under the
-  warm series on this machine.
+  warm series on this machine;
+* warm, curl: the warm series' server and protocol, each request sent by curl
+  over the unix socket, timed by curl itself (`time_total`: connect, request,
+  response). The Python client's own share (building the request, parsing
+  the response, a keep-alive TCP connection) is in the other series and not
+  in this one; curl's start (about 3 ms) passes between the pool being full
+  and the request.
 
 The pool's own counters (/metrics) are printed with each series: a warm series
 whose runs were not all warm is reported as such.
@@ -21,6 +27,8 @@ whose runs were not all warm is reported as such.
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 import time
 
@@ -69,6 +77,30 @@ def series(pool: int, wait: bool) -> dict:
     return {"pool": pool, "wait_for_refill": wait, **percentiles(samples), **counts}
 
 
+def curl_series() -> dict | None:
+    if not shutil.which("curl"):
+        return None
+    with serving("--pool", "2") as srv:
+        conn = srv.conn()
+        for _ in range(10):
+            post(conn, "/v1/run", BODY)
+        before = metrics(conn)
+        samples = []
+        for _ in range(N):
+            wait_ready(conn, 2)
+            out = subprocess.run(
+                ["curl", "-sS", "-o", "/dev/null", "-w", "%{time_total} %{http_code}",
+                 "--unix-socket", srv.socket, "-H", f"Authorization: Bearer {TOKEN}",
+                 "-H", "Content-Type: application/json", "-d", json.dumps(BODY),
+                 "http://airlock/v1/run"],
+                capture_output=True, text=True, check=True).stdout.split()
+            assert out[1] == "200", out
+            samples.append(float(out[0]))
+        after = metrics(conn)
+    counts = {k: after.get(k, 0) - before.get(k, 0) for k in ("warm_runs", "cold_runs")}
+    return {"client": "curl, unix socket", **percentiles(samples), **counts}
+
+
 def check_series() -> dict:
     with serving() as srv:
         conn = srv.conn()
@@ -88,14 +120,18 @@ def main() -> int:
     back_to_back = series(2, False)
     cold = series(0, False)
     check = check_series()
-    print(json.dumps({"warm": warm, "back_to_back": back_to_back, "cold": cold, "check": check}, indent=2))
+    curl = curl_series()
+    print(json.dumps({"warm": warm, "back_to_back": back_to_back, "cold": cold, "check": check,
+                      "warm_curl": curl}, indent=2))
     ok = warm["median_ms"] < 2.0 and warm["warm_runs"] == N
     print(f"POST /v1/run /bin/true: warm median {warm['median_ms']:.2f} ms "
           f"({warm['warm_runs']}/{N} warm; target < 2 ms: {'MET' if ok else 'MISSED'}), "
           f"back to back {back_to_back['median_ms']:.2f} ms "
           f"({back_to_back['warm_runs']}/{N} warm), cold {cold['median_ms']:.2f} ms; "
           f"warm/cold median ratio {warm['median_ms'] / cold['median_ms']:.2f}; "
-          f"POST /v1/check (HTTP, gate, one durable record, no sandbox) {check['median_ms']:.2f} ms")
+          f"POST /v1/check (HTTP, gate, one durable record, no sandbox) {check['median_ms']:.2f} ms"
+          + (f"; warm through curl over the unix socket {curl['median_ms']:.2f} ms "
+             f"({curl['warm_runs']}/{N} warm)" if curl else "; no curl here"))
     return 0
 
 
