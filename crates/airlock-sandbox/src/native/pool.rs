@@ -92,7 +92,8 @@ pub struct PoolStats {
     /// Warm sandboxes let go without running anything (spec or view changed,
     /// helper found dead, shutdown).
     pub discarded: u64,
-    /// Warm sandboxes ready now.
+    /// Warm sandboxes waiting for a command now: counted from their helper's
+    /// start, so the newest may still be building its view.
     pub ready: u64,
     /// What the ready sandboxes hold, as last measured (bytes of Pss; 0
     /// unless the pool's memory is bounded).

@@ -371,7 +371,7 @@ async fn metrics(State(state): State<AppState>) -> Response {
     let text = state.service.metrics.render(&[
         (
             "airlock_pool_ready",
-            "Warm sandboxes built and waiting for a command.",
+            "Warm sandboxes started and waiting for a command (the newest may still be building its view; a run that takes it waits for the rest).",
             pool.ready as f64,
         ),
         (
