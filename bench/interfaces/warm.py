@@ -57,7 +57,29 @@ def wait_ready(conn, n: int) -> None:
         time.sleep(0.002)
 
 
-def series(pool: int, wait: bool) -> dict:
+def by_python(srv, conn) -> float:
+    """One POST on the keep-alive connection; seconds, timed here."""
+    t = time.perf_counter()
+    status, _, body = post(conn, "/v1/run", BODY)
+    elapsed = time.perf_counter() - t
+    assert status == 200 and json.loads(body)["outcome"]["exit_code"] == 0, body
+    return elapsed
+
+
+def by_curl(srv, conn) -> float:
+    """One POST by curl over the unix socket; seconds, as curl timed it."""
+    out = subprocess.run(
+        ["curl", "-sS", "-w", "\n%{http_code} %{time_total}", "--unix-socket", srv.socket,
+         "-H", f"Authorization: Bearer {TOKEN}", "-H", "Content-Type: application/json",
+         "-d", json.dumps(BODY), "http://airlock/v1/run"],
+        capture_output=True, text=True, check=True).stdout
+    body, _, tail = out.rpartition("\n")
+    status, seconds = tail.split()
+    assert status == "200" and json.loads(body)["outcome"]["exit_code"] == 0, out
+    return float(seconds)
+
+
+def series(pool: int, wait: bool, send=by_python) -> dict:
     with serving("--pool", str(pool)) as srv:
         conn = srv.conn()
         for _ in range(10):  # teaches the pool the spec; warms caches
@@ -67,38 +89,10 @@ def series(pool: int, wait: bool) -> dict:
         for _ in range(N):
             if wait and pool:
                 wait_ready(conn, pool)
-            t = time.perf_counter()
-            status, _, body = post(conn, "/v1/run", BODY)
-            samples.append(time.perf_counter() - t)
-            out = json.loads(body)
-            assert status == 200 and out["outcome"]["exit_code"] == 0, body
+            samples.append(send(srv, conn))
         after = metrics(conn)
     counts = {k: after.get(k, 0) - before.get(k, 0) for k in ("warm_runs", "cold_runs")}
     return {"pool": pool, "wait_for_refill": wait, **percentiles(samples), **counts}
-
-
-def curl_series() -> dict | None:
-    if not shutil.which("curl"):
-        return None
-    with serving("--pool", "2") as srv:
-        conn = srv.conn()
-        for _ in range(10):
-            post(conn, "/v1/run", BODY)
-        before = metrics(conn)
-        samples = []
-        for _ in range(N):
-            wait_ready(conn, 2)
-            out = subprocess.run(
-                ["curl", "-sS", "-o", "/dev/null", "-w", "%{time_total} %{http_code}",
-                 "--unix-socket", srv.socket, "-H", f"Authorization: Bearer {TOKEN}",
-                 "-H", "Content-Type: application/json", "-d", json.dumps(BODY),
-                 "http://airlock/v1/run"],
-                capture_output=True, text=True, check=True).stdout.split()
-            assert out[1] == "200", out
-            samples.append(float(out[0]))
-        after = metrics(conn)
-    counts = {k: after.get(k, 0) - before.get(k, 0) for k in ("warm_runs", "cold_runs")}
-    return {"client": "curl, unix socket", **percentiles(samples), **counts}
 
 
 def check_series() -> dict:
@@ -120,7 +114,7 @@ def main() -> int:
     back_to_back = series(2, False)
     cold = series(0, False)
     check = check_series()
-    curl = curl_series()
+    curl = series(2, True, by_curl) if shutil.which("curl") else None
     print(json.dumps({"warm": warm, "back_to_back": back_to_back, "cold": cold, "check": check,
                       "warm_curl": curl}, indent=2))
     ok = warm["median_ms"] < 2.0 and warm["warm_runs"] == N
