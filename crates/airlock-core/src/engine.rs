@@ -4,8 +4,13 @@
 //! gate (with grants) → approval handling → decision record → spec → backend →
 //! execution record → response.
 //!
-//! Every record is fsynced before the call returns. If a record cannot be
-//! written (a full disk), the call fails and nothing runs.
+//! Every record is fsynced before the call returns, with one exception a
+//! server asks for ([`RunOptions::defer_execution_sync`]): the execution record
+//! is written before the call returns and synced right after the answer is
+//! out ([`Engine::sync_deferred`]). The decision record, which must be durable
+//! before a command starts, is never deferred. If a record cannot be written
+//! (a full disk), the call fails and nothing runs; if a deferred sync fails,
+//! every later run is refused.
 
 use crate::approvals::{Approval, ApprovalStatus, RefusalCode};
 use crate::audit::record::{
@@ -26,6 +31,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use crate::state::new_request_id as request_id;
+
+/// A mutex's guard, even when a thread panicked holding it (the data is a
+/// list or a message, whole either way).
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// `AIRLOCK_PROFILE=1`: the engine's steps of one run, printed in one write
 /// when the run returns (stderr is unbuffered).
@@ -122,6 +133,11 @@ pub struct RunOptions<'a> {
     pub apply: Option<bool>,
     /// Bytes for the command's stdin.
     pub stdin: Option<Vec<u8>>,
+    /// Write the execution record but leave its `fdatasync` to
+    /// [`Engine::sync_deferred`], which the caller runs once the answer is out:
+    /// one durable write (the decision record's) on a run's critical path.
+    /// For a server, whose process outlives the run; a CLI exits right after.
+    pub defer_execution_sync: bool,
 }
 
 /// What happened to a run request.
@@ -235,6 +251,14 @@ pub struct Engine {
     backends: Backends,
     ledger: Ledger,
     owned: Vec<PathBuf>,
+    /// Execution records written but not yet synced (see
+    /// [`RunOptions::defer_execution_sync`]).
+    deferred: std::sync::Mutex<Vec<crate::audit::PendingSync>>,
+    /// Held by [`Engine::sync_deferred`] while it syncs, so that a call finds
+    /// its records durable even when another call took them off the list.
+    syncing: std::sync::Mutex<()>,
+    /// The first deferred sync that failed: every later run is refused.
+    deferred_failed: std::sync::Mutex<Option<String>>,
 }
 
 /// What the gate said, with the grants that loosened it.
@@ -261,7 +285,40 @@ impl Engine {
             backends: config.backends,
             ledger,
             owned,
+            deferred: Default::default(),
+            syncing: Default::default(),
+            deferred_failed: Default::default(),
         })
+    }
+
+    /// Make every execution record written by a run with
+    /// [`RunOptions::defer_execution_sync`] durable (one `fdatasync` covers
+    /// them all). A failure is kept: every later run is refused with it, since
+    /// the trail may have lost a record.
+    pub fn sync_deferred(&self) -> Result<(), AuditError> {
+        let _one_at_a_time = lock(&self.syncing);
+        let pending = std::mem::take(&mut *lock(&self.deferred));
+        for p in pending {
+            if let Err(e) = self.ledger.audit().make_durable(p) {
+                lock(&self.deferred_failed).get_or_insert_with(|| e.to_string());
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuse to run while a deferred execution record is unaccounted for.
+    fn refuse_after_lost_record(&self) -> Result<(), AuditError> {
+        match &*lock(&self.deferred_failed) {
+            None => Ok(()),
+            Some(what) => Err(AuditError::write(
+                self.ledger.audit().dir(),
+                std::io::Error::other(format!(
+                    "an earlier run's execution record could not be made durable ({what}), so \
+                     no command runs until the audit log's disk is fixed and the server restarted"
+                )),
+            )),
+        }
     }
 
     pub fn ledger(&self) -> &Ledger {
@@ -339,6 +396,7 @@ impl Engine {
         sink: &mut dyn OutputSink,
     ) -> Result<RunResponse, EngineError> {
         let mut prof = Profile::start();
+        self.refuse_after_lost_record()?;
         let request_id = new_request_id();
         let judged = self.judge(&caller.tenant(), policy, request)?;
         prof.mark("judged");
@@ -607,12 +665,18 @@ impl Engine {
             stdout,
             stderr,
         );
-        let record = self
-            .ledger
-            .audit()
-            .append(Event::Execution(Box::new(execution)))?;
+        let event = Event::Execution(Box::new(execution));
+        let record = if options.defer_execution_sync {
+            let (record, pending) = self.ledger.audit().append_deferred(event)?;
+            lock(&self.deferred).push(pending);
+            prof.mark("execution record written (synced after the answer)");
+            record
+        } else {
+            let record = self.ledger.audit().append(event)?;
+            prof.mark("execution record durable");
+            record
+        };
         audit_ids.push(record.id);
-        prof.mark("execution record durable");
         // The decision record's own sync failed: its loss may not show in the
         // execution record's sync (an error is reported once per open file).
         durable?;

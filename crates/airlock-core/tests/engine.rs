@@ -886,3 +886,42 @@ fn a_grant_loosens_only_its_tenant_under_its_policy() {
     assert_eq!(local.decision.loosened_by, vec![mine.id]);
     let _ = id;
 }
+
+/// A server's run leaves its execution record's sync for after the answer:
+/// the record is in the chain at once, the head anchor (which only ever names
+/// a durable record) reaches it once `sync_deferred` ran, and the decision
+/// record was durable before the command started either way.
+#[test]
+fn deferred_execution_record_is_written_at_once_and_anchored_after_its_sync() {
+    let f = fixture();
+    let audit = f.state.join("audit");
+    let seq_of = |r: &Record| r.seq;
+    let r = f.run(
+        "echo hi",
+        RunOptions {
+            defer_execution_sync: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(r.status, RunStatus::Ran);
+    let records = f.records();
+    let last = records.last().unwrap();
+    assert!(matches!(last.event, Event::Execution(_)));
+    assert_eq!(r.audit_ids.last(), Some(&last.id));
+    let anchor = |dir: &Path| {
+        airlock_core::audit::log::read_anchor(dir)
+            .unwrap()
+            .unwrap()
+            .seq
+    };
+    assert_eq!(
+        anchor(&audit),
+        seq_of(last) - 1,
+        "the decision record is anchored"
+    );
+    f.engine.sync_deferred().unwrap();
+    assert_eq!(anchor(&audit), seq_of(last), "the execution record now too");
+    verify(&audit).unwrap();
+    // Nothing left to sync: a second call is a no-op.
+    f.engine.sync_deferred().unwrap();
+}

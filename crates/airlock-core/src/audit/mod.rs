@@ -8,7 +8,7 @@ pub mod query;
 pub mod record;
 pub mod verify;
 
-pub use log::AuditLog;
+pub use log::{AuditLog, PendingSync};
 pub use query::{find, read_all, Filter};
 pub use record::{Event, Record, SCHEMA_VERSION};
 pub use verify::{verify, VerifyFailure, VerifyReport};

@@ -261,6 +261,11 @@ async fn serve(
     service.begin_shutdown();
     stop.cancel();
     let killed = shutdown::drain(&service, options.shutdown_grace).await;
+    // Execution records still waiting for their sync.
+    let engine = service.engine.clone();
+    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || engine.sync_deferred()).await {
+        eprintln!("airlock serve: {e}");
+    }
     // Warm sandboxes never ran anything: tear them down and wait for it.
     if let Some(pool) = options.pool.clone() {
         let _ = tokio::task::spawn_blocking(move || pool.stop()).await;

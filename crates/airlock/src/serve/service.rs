@@ -514,6 +514,7 @@ impl Service {
             let ran = Instant::now();
             let options = RunOptions {
                 approval_id,
+                defer_execution_sync: true,
                 ..Default::default()
             };
             let result = service
@@ -531,6 +532,13 @@ impl Service {
                 returned.elapsed().as_secs_f64() * 1000.0
             ));
         }
+        // The execution record is written; its sync runs beside the answer.
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = engine.sync_deferred() {
+                eprintln!("airlock serve: refusing every further run: {e}");
+            }
+        });
         let response = result.map_err(engine_error)?;
         self.metrics.inc(
             "airlock_decisions_total",
