@@ -215,6 +215,24 @@ async fn run(
     Ok(Json(result).into_response())
 }
 
+/// How `/v1/run/stream` carries output: `?output=text` (the default) as UTF-8
+/// in `data`, invalid bytes replaced; `?output=base64`, every byte kept, in
+/// `data_base64` (what `airlock run --server` asks for).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum OutputEncoding {
+    #[default]
+    Text,
+    Base64,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamQuery {
+    #[serde(default)]
+    output: OutputEncoding,
+}
+
 /// Streaming run: NDJSON, one event per line. `stdout`/`stderr` events carry
 /// output as it happens; the last line is `result` (the same object `/v1/run`
 /// returns) or `error`. Refusals before the run (bad input, queue full) are
@@ -222,10 +240,12 @@ async fn run(
 async fn run_stream(
     State(state): State<AppState>,
     tenant: Option<axum::Extension<Arc<Tenant>>>,
+    query: Result<ApiQuery<StreamQuery>, ApiError>,
     body: Result<ApiJson<RunInput>, ApiError>,
 ) -> Result<Response, ApiError> {
     let service = state.service.clone();
     let tenant = tenant_of(tenant)?;
+    let ApiQuery(StreamQuery { output }) = query.map_err(|e| counted(&service, e))?;
     let ApiJson(input) = body.map_err(|e| counted(&service, e))?;
     let admitted = service
         .admit_run(tenant, input)
@@ -248,9 +268,19 @@ async fn run_stream(
         // The channel closes when the sandbox has finished and dropped its sink,
         // so every chunk is sent before the result line.
         while let Some(chunk) = chunk_rx.recv().await {
-            let event = match chunk {
-                Chunk::Stdout(b) => serde_json::json!({"type": "stdout", "data": out.push(&b)}),
-                Chunk::Stderr(b) => serde_json::json!({"type": "stderr", "data": err.push(&b)}),
+            let (kind, bytes, carry) = match chunk {
+                Chunk::Stdout(b) => ("stdout", b, &mut out),
+                Chunk::Stderr(b) => ("stderr", b, &mut err),
+            };
+            let event = match output {
+                OutputEncoding::Text => {
+                    serde_json::json!({"type": kind, "data": carry.push(&bytes)})
+                }
+                OutputEncoding::Base64 => {
+                    use base64::Engine as _;
+                    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                    serde_json::json!({"type": kind, "data_base64": data})
+                }
             };
             let _ = line_tx.send(Ok(ndjson_line(&event)));
         }
