@@ -10,4 +10,6 @@ pub mod mcp;
 pub mod policy;
 pub mod run;
 pub mod run_limits;
+pub mod run_server;
 pub mod serve;
+mod unix_http;

@@ -57,69 +57,75 @@ refused, naming the policy key that would allow it.";
 pub struct Args {
     /// Policy file (default: $AIRLOCK_POLICY, ./airlock.toml, or the built-in default).
     #[arg(long, value_name = "FILE")]
-    policy: Option<PathBuf>,
+    pub(super) policy: Option<PathBuf>,
     /// Working directory of the command (default: the current directory).
     #[arg(long, value_name = "DIR")]
-    cwd: Option<PathBuf>,
+    pub(super) cwd: Option<PathBuf>,
     /// Print one JSON object with the decision and the outcome instead of streaming.
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
     /// Copy the overlay workspace's changes back after the run.
     #[arg(long)]
-    apply: bool,
+    pub(super) apply: bool,
     /// Run on this backend instead of the policy's `[sandbox] backend`: native,
     /// oci, gvisor, wasm, microvm (docker is not built in this version). Never a
     /// weaker tier than the policy's; refused when it cannot enforce the policy.
     #[arg(long, value_name = "NAME")]
-    backend: Option<String>,
+    pub(super) backend: Option<String>,
     /// Use this approved approval.
     #[arg(long, value_name = "ID")]
-    approval: Option<String>,
+    pub(super) approval: Option<String>,
     /// If the command needs approval, wait up to TIMEOUT (default 15m) for a
     /// person to answer (`airlock approvals approve ID`), then run it.
     #[arg(long, value_name = "TIMEOUT", num_args = 0..=1, default_missing_value = "15m", require_equals = true)]
-    wait_approval: Option<String>,
+    pub(super) wait_approval: Option<String>,
     /// If the command needs approval and stdin is a terminal, ask here.
     #[arg(long)]
-    ask: bool,
+    pub(super) ask: bool,
     /// Feed FILE to the command's stdin (default: airlock's own stdin when it is
     /// not a terminal, else nothing).
     #[arg(long, value_name = "FILE")]
-    stdin: Option<PathBuf>,
+    pub(super) stdin: Option<PathBuf>,
     /// Wall-clock limit for this run (`90s`, `5m`); at most the policy's limits.timeout.
     #[arg(long, value_name = "DURATION")]
-    timeout: Option<String>,
+    pub(super) timeout: Option<String>,
     /// Memory limit for this run (`256MiB`); at most the policy's limits.memory.
     #[arg(long, value_name = "SIZE")]
-    memory: Option<String>,
+    pub(super) memory: Option<String>,
     /// Network for this run; never more open than the policy's network.mode.
     #[arg(long, value_enum, value_name = "MODE")]
-    network: Option<super::run_limits::NetworkFlag>,
+    pub(super) network: Option<super::run_limits::NetworkFlag>,
     /// Write the command's output to a terminal byte for byte. By default, when
     /// stdout or stderr is a terminal, only text and SGR colours reach it; other
     /// escape sequences (clipboard writes, screen clears, title changes) and
     /// control characters are shown escaped. Pipes and files always get the bytes.
     #[arg(long)]
-    raw_output: bool,
+    pub(super) raw_output: bool,
+    /// Hand the run to a running `airlock serve` on SOCKET (default: its socket
+    /// in the state directory), whose warm pool has the sandbox built already.
+    /// It runs under the server's policy and workspace; never falls back to a
+    /// local sandbox when the server cannot be reached.
+    #[arg(long, value_name = "SOCKET", num_args = 0..=1, default_missing_value = "", require_equals = true, env = "AIRLOCK_SERVER")]
+    pub(super) server: Option<String>,
     /// A shell command line (run with bash -c, judged segment by segment).
     #[arg(short = 'c', value_name = "SHELL", conflicts_with = "argv")]
-    command: Option<String>,
+    pub(super) command: Option<String>,
     /// The program and its arguments (after `--`).
     #[arg(last = true, value_name = "PROG ARG")]
-    argv: Vec<String>,
+    pub(super) argv: Vec<String>,
 }
 
 /// Streams the command's output to this process's stdout and stderr as it
 /// comes. A stream that goes to a terminal passes through a [`StreamFilter`]
 /// (unless `--raw-output`): a sandboxed program must not drive the person's
 /// terminal (OSC 52 clipboard writes, cursor movement over earlier output).
-struct Live {
+pub(super) struct Live {
     stdout: Option<StreamFilter>,
     stderr: Option<StreamFilter>,
 }
 
 impl Live {
-    fn new(raw: bool) -> Live {
+    pub(super) fn new(raw: bool) -> Live {
         let filter = |tty: bool| (tty && !raw).then(StreamFilter::new);
         Live {
             stdout: filter(std::io::stdout().is_terminal()),
@@ -144,7 +150,7 @@ impl Live {
     }
 
     /// Show what a filter still holds (an escape sequence cut off by the end).
-    fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         Live::write(
             &mut std::io::stdout().lock(),
             self.stdout.as_mut(),
@@ -180,6 +186,10 @@ impl OutputSink for Live {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if let Some(server) = &args.server {
+        let socket = super::run_server::socket_of(server)?;
+        return super::run_server::run(args, &socket);
+    }
     // The sandbox's helper, forked while this process is small and has one
     // thread (the native backend takes it; another backend lets it go).
     airlock_sandbox::native::prefork::fork_early();
@@ -316,11 +326,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "{}",
             json_safe(&serde_json::to_string_pretty(&json_view(
                 &response,
-                kind.as_str()
+                Some(kind.as_str())
             ))?)
         );
     } else {
-        report_to_terminal(&response, &policy);
+        report_to_terminal(&response, Some(&policy));
         let not_found = response.outcome.as_ref().and_then(|o| o.exit_code) == Some(127);
         if let (true, Some(program)) = (not_found, first_program(&request.command)) {
             if let Some(hint) = super::run_limits::not_found_hint(program, &policy) {
@@ -416,12 +426,14 @@ fn sandbox_mode(backend: &str) -> serde_json::Value {
     serde_json::json!({ "mode": mode, "limits": limits })
 }
 
-fn json_view(r: &RunResponse, backend: &str) -> serde_json::Value {
+/// `--json`'s object. `backend` is `None` for a run through the server, which
+/// does not say which backend ran it.
+pub(super) fn json_view(r: &RunResponse, backend: Option<&str>) -> serde_json::Value {
     let o = r.outcome.as_ref();
     serde_json::json!({
         "request_id": r.request_id,
         "backend": backend,
-        "sandbox_mode": sandbox_mode(backend),
+        "sandbox_mode": backend.map_or(serde_json::Value::Null, sandbox_mode),
         "status": r.status.as_str(),
         "decision": r.decision.decision.as_str(),
         "reason": r.decision.reason,
@@ -448,7 +460,9 @@ fn json_view(r: &RunResponse, backend: &str) -> serde_json::Value {
     })
 }
 
-fn report_to_terminal(r: &RunResponse, policy: &airlock_policy::Policy) {
+/// What a run did, for a person. `policy` names the limits a kill hit; it is
+/// `None` for a run through the server, whose policy this process has not read.
+pub(super) fn report_to_terminal(r: &RunResponse, policy: Option<&airlock_policy::Policy>) {
     match r.status {
         RunStatus::Ran => {}
         RunStatus::Denied => {
@@ -469,7 +483,10 @@ fn report_to_terminal(r: &RunResponse, policy: &airlock_policy::Policy) {
         eprintln!("airlock: output truncated at the limit");
     }
     if let Some(k) = o.killed_by {
-        eprintln!("{}", super::run_limits::kill_message(k, o, policy));
+        match policy {
+            Some(policy) => eprintln!("{}", super::run_limits::kill_message(k, o, policy)),
+            None => eprintln!("{}", super::run_limits::kill_message_of_server(k, o)),
+        }
     }
     if !o.changes.is_empty() {
         let held = o.change_summary.as_ref().is_some_and(|s| s.held > 0);

@@ -181,6 +181,24 @@ pub fn kill_message(reason: KillReason, outcome: &Outcome, policy: &Policy) -> S
     )
 }
 
+/// [`kill_message`] for a run through `airlock serve`: the limit is the
+/// server's policy's, which this process has not read.
+pub fn kill_message_of_server(reason: KillReason, outcome: &Outcome) -> String {
+    let (what, key) = match reason {
+        KillReason::Timeout => ("the wall-clock timeout", "timeout"),
+        KillReason::Memory => ("the memory limit (out of memory)", "memory"),
+        KillReason::Pids => ("the process limit (too many processes or threads)", "pids"),
+        KillReason::CpuTime => ("the CPU-time limit", "cpu_time"),
+        KillReason::Output => ("the output cap", "output"),
+    };
+    format!(
+        "airlock: killed by {what} (the server's limits.{key}) after {} ms\n\
+         Hint: if the command needs more, raise [limits] {key} in the policy `airlock serve` \
+         runs under and restart it, or run without --server under a policy that allows more.",
+        outcome.duration_ms
+    )
+}
+
 /// After exit 127 (command not found): the preset that would bring the program in.
 pub fn not_found_hint(program: &str, policy: &Policy) -> Option<String> {
     use airlock_policy::Toolchain;

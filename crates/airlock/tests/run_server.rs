@@ -1,0 +1,255 @@
+//! `airlock run --server`: the CLI handing its run to a running `airlock serve`
+//! (real binaries, real sandboxes from the server's warm pool). What it must
+//! keep from a cold run: the bytes of the output, the exit status, the
+//! refusals; what it must never do: fall back to a sandbox of its own, pass on
+//! a stdin it cannot carry, or trust a socket another user serves.
+
+mod serve_support;
+
+use serve_support::*;
+use std::process::{Command, Output, Stdio};
+
+/// A server on policy-a (local tenant: the unix socket only) with one warm sandbox.
+fn start() -> Server {
+    Server::start(&["--policy", "policy-a.toml", "--pool", "1"])
+}
+
+fn client(server: &Server) -> Command {
+    let mut c = Command::new(bin());
+    c.current_dir(server.ws())
+        .env("AIRLOCK_STATE_DIR", server.state())
+        .env_remove("AIRLOCK_SERVER")
+        .env_remove("AIRLOCK_POLICY")
+        .stdin(Stdio::null());
+    c
+}
+
+fn run(server: &Server, args: &[&str]) -> Output {
+    let flag = format!("--server={}", server.socket.display());
+    client(server)
+        .arg("run")
+        .arg(flag)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn executions(server: &Server) -> usize {
+    audit_records(&server.state())
+        .iter()
+        .filter(|r| r["kind"] == "execution")
+        .count()
+}
+
+#[test]
+fn output_bytes_and_exit_status_are_a_cold_runs() {
+    let server = start();
+    let code = "import sys; sys.stdout.buffer.write(bytes(range(256))); \
+                sys.stderr.write('to stderr\\n'); sys.exit(3)";
+    let out = run(&server, &["--", "python3", "-c", code]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    // Every byte, invalid UTF-8 and NUL included: a pipe gets what the command wrote.
+    assert_eq!(out.stdout, (0u8..=255).collect::<Vec<u8>>());
+    assert!(text(&out.stderr).contains("to stderr"));
+
+    let out = run(&server, &["--json", "--", "echo", "hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "ran");
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["stdout"], "hi\n");
+    assert_eq!(v["audit_ids"].as_array().unwrap().len(), 2, "{v}");
+
+    let out = run(&server, &["-c", "echo a && echo b"]);
+    assert_eq!(text(&out.stdout), "a\nb\n", "{}", text(&out.stderr));
+}
+
+#[test]
+fn denial_and_kills_keep_their_exit_statuses() {
+    let server = start();
+    let out = run(&server, &["--", "curl", "http://127.0.0.1:9/"]);
+    assert_eq!(out.status.code(), Some(77), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("denied"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = run(&server, &["--timeout", "1s", "--", "sleep", "30"]);
+    assert_eq!(out.status.code(), Some(124), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("wall-clock timeout") && err.contains("server"),
+        "{err}"
+    );
+}
+
+#[test]
+fn flags_the_server_cannot_honour_are_refused_before_anything_is_sent() {
+    let server = start();
+    let before = audit_records(&server.state()).len();
+    for flag in [
+        &["--memory", "64MiB"][..],
+        &["--network", "none"],
+        &["--policy", "x.toml"],
+        &["--backend", "native"],
+        &["--apply"],
+        &["--wait-approval=1m"],
+        &["--ask"],
+        &["--stdin", "data.csv"],
+    ] {
+        let mut args = flag.to_vec();
+        args.extend(["--", "true"]);
+        let out = run(&server, &args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {err}");
+        let name = flag[0].split('=').next().unwrap();
+        assert!(
+            err.contains(name) && err.contains("Hint:"),
+            "{flag:?}: {err}"
+        );
+    }
+    assert_eq!(audit_records(&server.state()).len(), before);
+}
+
+#[test]
+fn a_stdin_it_cannot_carry_is_refused_not_dropped() {
+    let server = start();
+    let flag = format!("--server={}", server.socket.display());
+    let mut child = client(&server)
+        .args(["run", &flag, "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let _ = child.stdin.take().unwrap().write_all(b"data for cat\n");
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("stdin"), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    assert_eq!(executions(&server), 0, "nothing ran");
+}
+
+#[test]
+fn without_a_server_it_fails_and_never_builds_a_sandbox_itself() {
+    let server = start();
+    let elsewhere = server.dir.path().join("elsewhere-state");
+    let missing = server.dir.path().join("no-such.sock");
+    let out = client(&server)
+        .env("AIRLOCK_STATE_DIR", &elsewhere)
+        .env("AIRLOCK_SERVER", &missing)
+        .args(["run", "--", "touch", "made-here"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot reach an airlock server") && err.contains("Hint:"),
+        "{err}"
+    );
+    // No local run: no state directory, no audit record, no file.
+    assert!(!elsewhere.exists());
+    assert!(!server.ws().join("made-here").exists());
+    assert_eq!(executions(&server), 0);
+}
+
+#[test]
+fn airlock_server_in_the_environment_selects_the_server() {
+    let server = start();
+    let out = client(&server)
+        .env("AIRLOCK_SERVER", &server.socket)
+        .args(["run", "--", "echo", "via env"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "via env\n", "{}", text(&out.stderr));
+    assert_eq!(executions(&server), 1);
+}
+
+#[test]
+fn every_execution_record_is_in_a_verified_trail_after_shutdown() {
+    let mut server = start();
+    for i in 0..5 {
+        let out = run(&server, &["--", "echo", &i.to_string()]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let (status, err) = server.stop();
+    assert!(status.success(), "{err}");
+    assert_eq!(executions(&server), 5);
+    let out = Command::new(bin())
+        .args(["audit", "verify"])
+        .env("AIRLOCK_STATE_DIR", server.state())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// Root only: it needs a second user to serve the socket.
+#[test]
+fn a_socket_another_user_serves_is_not_trusted() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root to serve a socket as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let socket = dir.path().join("fake.sock");
+    // A stand-in server as nobody: it answers every request with a run that
+    // "printed" FAKE-OUTPUT and exited 0.
+    let fake = r#"
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept(); c.recv(65536)
+    body = b'{"type":"stdout","data_base64":"RkFLRS1PVVRQVVQK"}\n'
+    c.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body); c.close()
+"#;
+    let mut server = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+            fake,
+        ])
+        .arg(&socket)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let out = Command::new(bin())
+        .args([
+            "run",
+            &format!("--server={}", socket.display()),
+            "--",
+            "true",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("uid 65534"), "{err}");
+    assert!(!text(&out.stdout).contains("FAKE-OUTPUT"));
+}
