@@ -96,7 +96,7 @@ def main():
     env.pop("AIRLOCK_POLICY", None)
     os.environ.update(env)
     passed = failed = skipped = 0
-    server = None
+    server = server_ws = None
     try:
         template = project(tmp)
         for i, (doc, n, line) in enumerate(examples()):
@@ -113,6 +113,7 @@ def main():
             if line.startswith("airlock serve"):
                 # Started as the doc says, kept for the curl lines that follow it.
                 if server is None:
+                    server_ws = ws
                     server = subprocess.Popen(["bash", "-c", line.rstrip("& ").split("#")[0]], cwd=ws, env=env,
                                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                               stderr=subprocess.DEVNULL, start_new_session=True)
@@ -126,6 +127,9 @@ def main():
             if line.startswith("curl"):
                 # The doc names root's default state directory; this run's is private.
                 line = line.replace("/var/lib/airlock/", f"{state}/")
+            if " --server" in line and server_ws is not None:
+                # A run through the server is judged in the server's workspace.
+                ws = server_ws
             want = int(m.group(1)) if (m := EXIT_COMMENT.search(line)) else 0
             try:
                 run = subprocess.run(["bash", "-c", line], cwd=ws, env=env, stdin=subprocess.DEVNULL,
