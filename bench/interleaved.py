@@ -6,6 +6,7 @@ Prints median, 25th percentile and minimum per command, and ratios of medians.
 usage: interleaved.py [--vs NAME]... ROUNDS NAME=COMMAND [NAME=COMMAND ...]
    e.g. interleaved.py --vs bwrap 40 bare=/bin/true "airlock=target/release/airlock run -- /bin/true" "bwrap=..."
 Ratios are to the first command's median, and with --vs NAME to NAME's too.
+Every command's stdin is /dev/null (airlock run would stream anything else).
 """
 import shlex
 import statistics as st
@@ -32,11 +33,11 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"--vs {unknown[0]}: no command is named so (names: {', '.join(times)})")
     for name, argv in cmds:  # warm-up
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     for _ in range(rounds):
         for name, argv in cmds:
             t = time.perf_counter()
-            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
             times[name].append((time.perf_counter() - t) * 1e3)
     refs = [cmds[0][0]] + [n for n in also if n != cmds[0][0]]
     medians = {name: st.median(xs) for name, xs in times.items()}

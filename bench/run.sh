@@ -63,7 +63,9 @@ echo "workspace file" > "$WS/README"
 export AIRLOCK_STATE_DIR=$WORK/state   # keep the bench's audit log out of the real one
 
 IDS=(true pypass pycpu pysys inproc)
+SERVE_PID=
 cleanup() {
+  if [ -n "$SERVE_PID" ]; then kill -TERM "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null || true; fi
   for id in "${IDS[@]}"; do crun delete -f "c-$id-$$" >/dev/null 2>&1 || true; done
   rmdir /sys/fs/cgroup/*/airlock-bench/* /sys/fs/cgroup/*/airlock-bench 2>/dev/null || true
   hugetlb_v1_release
@@ -83,14 +85,23 @@ python3 bench/mk_oci_bundle.py "$B/inproc" -- $PY -c "$INPROC"
 
 # ------------------------------------------------------------------ invocations
 AL="$AIRLOCK run --cwd $WS --"
+# airlock run --server: the same command handed to a running `airlock serve`
+# (the built-in default policy, workspace $WS, pool 2), which takes a sandbox
+# built ahead of demand. Back to back (hyperfine), each run also waits for the
+# pool's refill of the run before; round-robin, the refill overlaps the others.
+(cd "$WS" && AIRLOCK_STATE_DIR=$WORK/serve-state exec "$AIRLOCK" serve --socket "$WORK/serve.sock" --pool 2 \
+  >"$OUT/serve.log" 2>&1) &
+SERVE_PID=$!
+for _ in $(seq 200); do [ -S "$WORK/serve.sock" ] && break; sleep 0.05; done
+ALS="$AIRLOCK run --server=$WORK/serve.sock --cwd $WS --"
 FJ="firejail --noprofile --quiet --deterministic-exit-code --net=none --ipc-namespace --private \
  --private-tmp --private-dev --caps.drop=all --seccomp --nonewprivs --nogroups \
  --read-only=/usr --read-only=/etc --rlimit-nproc=256 --rlimit-as=536870912"
 CR() { echo "crun run --bundle $B/$1 c-$1-$$"; }
 
 # every tool must run the workload at all, or its figure means nothing
-for t in "$AL /bin/true" "$BW /bin/true" "$FJ /bin/true" "$(CR true)"; do
-  $t >/dev/null 2>&1 || { echo "cannot run: $t" >&2; exit 1; }
+for t in "$AL /bin/true" "$ALS /bin/true" "$BW /bin/true" "$FJ /bin/true" "$(CR true)"; do
+  $t </dev/null >/dev/null 2>&1 || { echo "cannot run: $t" >&2; exit 1; }
 done
 if [ $RUNSC = 1 ] && ! timeout 60 $GV /bin/true >/dev/null 2>&1; then
   echo "runsc does not run here; leaving it out"; RUNSC=0
@@ -103,7 +114,7 @@ hf() { local name=$1; shift
 
 for w in true pypass; do
   if [ $w = true ]; then C="/bin/true"; else C="$PY -c pass"; fi
-  args=(-n bare "$C" -n airlock "$AL $C" -n bwrap "$BW $C" -n crun "$(CR $w)" -n firejail "$FJ $C")
+  args=(-n bare "$C" -n airlock "$AL $C" -n airlock-server "$ALS $C" -n bwrap "$BW $C" -n crun "$(CR $w)" -n firejail "$FJ $C")
   [ $RUNSC = 1 ] && args+=(-n runsc "$GV $C")
   hf "startup_$w" --warmup "$WARM" -r "$RUNS" "${args[@]}"
 done
@@ -118,7 +129,7 @@ done
 
 # The same start-up comparison round-robin (fair to every tool on a busy machine).
 python3 bench/interleaved.py --vs bwrap "$([ $SMOKE = 1 ] && echo 5 || echo 40)" bare=/bin/true "airlock=$AL /bin/true" \
-  "bwrap=$BW /bin/true" "crun=$(CR true)" "firejail=$FJ /bin/true" > "$OUT/interleaved.md"
+  "airlock-server=$ALS /bin/true" "bwrap=$BW /bin/true" "crun=$(CR true)" "firejail=$FJ /bin/true" > "$OUT/interleaved.md"
 # Python start-up and the two workloads end to end, round-robin against bare and
 # bwrap: back to back (hyperfine), each run also pays for the kernel's deferred
 # cleanup of the one before it (network namespaces, cgroups), and five runs of a
@@ -126,7 +137,8 @@ python3 bench/interleaved.py --vs bwrap "$([ $SMOKE = 1 ] && echo 5 || echo 40)"
 for w in pypass pycpu pysys; do
   case $w in pypass) C="$PY -c pass" ;; pycpu) C="$PY -c \"$CPU_CODE\"" ;; pysys) C="$PY -c \"$SYS_CODE\"" ;; esac
   n=$([ $SMOKE = 1 ] && echo 2 || { [ $w = pypass ] && echo 40 || echo 10; })
-  python3 bench/interleaved.py --vs bwrap "$n" "bare=$C" "airlock=$AL $C" "bwrap=$BW $C" > "$OUT/interleaved_$w.md"
+  server=(); [ $w = pypass ] && server=("airlock-server=$ALS $C")
+  python3 bench/interleaved.py --vs bwrap "$n" "bare=$C" "airlock=$AL $C" "${server[@]}" "bwrap=$BW $C" > "$OUT/interleaved_$w.md"
 done
 
 # The workload timing itself, without start-up: CPU loop and 200k stat() calls,

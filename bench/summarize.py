@@ -12,7 +12,10 @@ import statistics as st
 import subprocess
 import sys
 
-ORDER = ["bare", "airlock", "bwrap", "crun", "firejail", "runsc"]
+ORDER = ["bare", "airlock", "airlock-server", "bwrap", "crun", "firejail", "runsc"]
+# airlock's two ways to run a command: a sandbox built per run, and one taken
+# from a running `airlock serve`'s warm pool (`airlock run --server`).
+AIRLOCKS = (("airlock", "airlock run"), ("airlock-server", "airlock run --server"))
 WORKLOADS = [
     ("startup_true", "/bin/true"),
     ("startup_pypass", "python3 -c pass"),
@@ -117,29 +120,31 @@ def main():
     def med(key, name):
         return data.get(key, {}).get(name, {}).get("median")
 
-    a, b = med("startup_true", "airlock"), med("startup_true", "bwrap")
-    if a and b:
-        lines.append(f"| `airlock run -- /bin/true` median <= bwrap's | {ms(a):.2f} ms vs {ms(b):.2f} ms ({a / b:.2f}x) | "
-                     f"{'yes' if a <= b else 'NO'} |")
-    a, b = rr.get("true", {}).get("airlock"), rr.get("true", {}).get("bwrap")
-    if a and b:
-        lines.append(f"| `airlock run -- /bin/true` median <= bwrap's (round-robin) | {a:.2f} ms vs {b:.2f} ms "
-                     f"({a / b:.2f}x) | {'yes' if a <= b else 'NO'} |")
-    a, b = med("startup_pypass", "airlock"), med("startup_pypass", "bare")
-    if a and b:
-        lines.append(f"| `python3 -c pass` within 3 ms of bare | +{ms(a - b):.2f} ms ({ms(a):.2f} vs {ms(b):.2f}) | "
-                     f"{'yes' if a - b <= 0.003 else 'NO'} |")
+    for name, cli in AIRLOCKS:
+        a, b = med("startup_true", name), med("startup_true", "bwrap")
+        if a and b:
+            lines.append(f"| `{cli} -- /bin/true` median <= bwrap's | {ms(a):.2f} ms vs {ms(b):.2f} ms "
+                         f"({a / b:.2f}x) | {'yes' if a <= b else 'NO'} |")
+        a, b = rr.get("true", {}).get(name), rr.get("true", {}).get("bwrap")
+        if a and b:
+            lines.append(f"| `{cli} -- /bin/true` median <= bwrap's (round-robin) | {a:.2f} ms vs {b:.2f} ms "
+                         f"({a / b:.2f}x) | {'yes' if a <= b else 'NO'} |")
+        a, b = med("startup_pypass", name), med("startup_pypass", "bare")
+        if a and b:
+            lines.append(f"| `{cli} -- python3 -c pass` within 3 ms of bare | +{ms(a - b):.2f} ms "
+                         f"({ms(a):.2f} vs {ms(b):.2f}) | {'yes' if a - b <= 0.003 else 'NO'} |")
     for key, label in (("runtime_pycpu", "CPU-bound"), ("runtime_pysys", "syscall-heavy")):
         a, b = med(key, "airlock"), med(key, "bare")
         if a and b:
             lines.append(f"| {label} within 5% of bare (end to end) | {100 * (a / b - 1):+.1f}% "
                          f"({ms(a):.0f} vs {ms(b):.0f} ms) | {'yes' if a <= 1.05 * b else 'NO'} |")
-    a, b = rr.get("pypass", {}).get("airlock"), rr.get("pypass", {}).get("bare")
-    if a and b:
-        w = rr.get("pypass", {}).get("bwrap")
-        peer = f"; bwrap +{w - b:.2f} ms" if w else ""
-        lines.append(f"| `python3 -c pass` within 3 ms of bare (round-robin) | +{a - b:.2f} ms "
-                     f"({a:.2f} vs {b:.2f}{peer}) | {'yes' if a - b <= 3 else 'NO'} |")
+    for name, cli in AIRLOCKS:
+        a, b = rr.get("pypass", {}).get(name), rr.get("pypass", {}).get("bare")
+        if a and b:
+            w = rr.get("pypass", {}).get("bwrap")
+            peer = f"; bwrap +{w - b:.2f} ms" if w else ""
+            lines.append(f"| `{cli} -- python3 -c pass` within 3 ms of bare (round-robin) | +{a - b:.2f} ms "
+                         f"({a:.2f} vs {b:.2f}{peer}) | {'yes' if a - b <= 3 else 'NO'} |")
     for w, label in (("pycpu", "CPU-bound"), ("pysys", "syscall-heavy")):
         a, b = rr.get(w, {}).get("airlock"), rr.get(w, {}).get("bare")
         if a and b:
@@ -193,7 +198,7 @@ if len(series) == 1:
 for ax, (key, label) in zip(axes, [(k, l) for k, l in labels if k in series]):
     names = [n for n in order if n in series[key]]
     vals = [series[key][n] for n in names]
-    colors = ["#888888" if n == "bare" else "#d62728" if n == "airlock" else "#1f77b4" for n in names]
+    colors = ["#888888" if n == "bare" else "#d62728" if n.startswith("airlock") else "#1f77b4" for n in names]
     ax.bar(names, vals, color=colors)
     ax.set_yscale("log")
     ax.set_title(label, fontsize=9)
