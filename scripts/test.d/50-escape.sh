@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The escape corpus (tests/escape): ~95 attack and control programs run through
 # `airlock run`, judged by observed host state; prints `N passed, N failed` last.
-# Then a smoke run of the benchmarks (bench/run.sh --smoke --no-runsc: a few runs of
+# Then the same corpus through `airlock run --server` (a fresh `airlock serve
+# --pool 1` per case: every command in a sandbox built ahead of demand, and the
+# runner checks that it was). Then a smoke run of the benchmarks (bench/run.sh --smoke --no-runsc: a few runs of
 # each tool, to prove the bench still works; its figures are not judged here), and
 # of `bench/run.sh tiers --smoke` on the quick backends (native, oci).
 # Needs root (cgroups, host listeners) and gcc (C attacks are compiled here).
@@ -17,6 +19,10 @@ mkdir -p target/escape
 status=0
 # shellcheck disable=SC2086
 python3 tests/escape/run.py --airlock target/debug/airlock --report target/escape/report.json ${ESCAPE_ARGS:-} || status=1
+echo "--- the corpus again, through airlock run --server (warm pooled sandboxes)"
+# shellcheck disable=SC2086
+python3 tests/escape/run.py --airlock target/debug/airlock --via-server \
+  --report target/escape/report-via-server.json ${ESCAPE_ARGS:-} || status=1
 if [ "${BENCH_SMOKE:-1}" = 1 ]; then
   AIRLOCK=target/debug/airlock bench/run.sh --smoke --no-runsc > target/escape/bench-smoke.txt 2>&1 \
     && echo "bench smoke: ok (target/escape/bench-smoke.txt)" \

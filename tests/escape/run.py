@@ -43,6 +43,14 @@ or pids kill reported as such): for each, the runner first checks that
 `limits.enforcement`), then runs it with best effort and judges containment
 without the cgroup-only expectations (killed_by, peak memory).
 
+`--via-server` sends every case through `airlock run --server` instead: per
+case, a fresh `airlock serve --pool 1` on the case's policy and state
+directory, one run that teaches the pool its spec, then the case, which must
+take the warm sandbox (`airlock_pool_warm_runs`); the server is stopped before
+the host is judged. Cases that cannot go this way are listed as not
+applicable with the reason (host-side drivers, a killed client, a state
+directory inside the workspace, a file on stdin).
+
 `--backend none` runs the programs directly on the host (with only a safety
 net of a pids/memory cgroup and a deadline, so that bombs cannot hurt the
 machine): it exists to prove that the checks can fail. Most attacks must then
@@ -454,6 +462,39 @@ class RunResult:
     running_at_kill: int = 0
     peer_outcome: dict | None = None
     notes: list[str] = field(default_factory=list)
+    # --via-server: the run did not take the server's warm sandbox
+    via_server_cold: bool = False
+
+
+class CaseServer:
+    """One case's `airlock serve` (--via-server), asked over its unix socket."""
+
+    def __init__(self, proc: subprocess.Popen, socket_path: Path, log_path: Path):
+        self.proc, self.socket, self.log_path = proc, socket_path, log_path
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def metric(self, name: str) -> int:
+        """A /metrics value, or -1 when the server does not answer."""
+        import socket as sk
+        try:
+            with sk.socket(sk.AF_UNIX, sk.SOCK_STREAM) as c:
+                c.settimeout(5)
+                c.connect(str(self.socket))
+                c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                data = b""
+                while chunk := c.recv(65536):
+                    data += chunk
+        except OSError:
+            return -1
+        for line in data.decode("utf-8", "replace").splitlines():
+            if line.startswith(name + " "):
+                return int(float(line.split()[1]))
+        return -1
 
 
 @dataclass
@@ -477,6 +518,7 @@ class Session:
     def __init__(self, args):
         self.args = args
         self.backend = args.backend
+        self.case_server: CaseServer | None = None
         self.marker = secrets.token_hex(5)
         self.root = Path(f"/var/tmp/airlock-escape.{self.marker}")
         self.root.mkdir(mode=0o755)
@@ -859,6 +901,49 @@ class Session:
             return [case.spec.get("shell", "sh"), str(ws / Path(case.file).name)]
         return [str(ws / Path(case.file).stem)]
 
+    def _start_server(self, case: Case, ws: Path, policy: Path, env: dict) -> "CaseServer":
+        """`airlock serve --pool 1` on the case's policy, its one warm sandbox
+        built before the case's run is sent (--via-server)."""
+        sock = self.root / f"serve-{case.name}.sock"
+        log = open(self.root / f"serve-{case.name}.log", "wb")
+        proc = subprocess.Popen([str(self.airlock), "serve", "--socket", str(sock), "--policy", str(policy),
+                                 "--pool", "1"], cwd=ws, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        log.close()
+        server = CaseServer(proc, sock, self.root / f"serve-{case.name}.log")
+        self.case_server = server
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None and not sock.exists():
+            time.sleep(0.02)
+        # The pool learns its spec from a first run (built cold): one that does nothing.
+        subprocess.run([str(self.airlock), "run", f"--server={sock}", "--cwd", str(ws), "--", "python3", "-c", "pass"],
+                       cwd=ws, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        while time.monotonic() < deadline and proc.poll() is None:
+            if server.metric("airlock_pool_ready") >= 1:
+                return server
+            time.sleep(0.02)
+        raise RuntimeError(f"airlock serve for {case.name} never had a warm sandbox ready: {server.log()}")
+
+    def _stop_server(self, res: "RunResult") -> None:
+        """Stop the case's server before the host is judged; its run must have
+        taken the warm sandbox."""
+        server, self.case_server = self.case_server, None
+        if server is None:
+            return
+        warm = server.metric("airlock_pool_warm_runs")
+        if warm != 1 and res.runner_killed is None:
+            res.notes.append(f"VIA-SERVER: the run took {warm} warm sandbox(es), not 1: {server.log()[-400:]}")
+            res.via_server_cold = True
+        server.proc.send_signal(signal.SIGTERM)
+        try:
+            server.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.proc.pid, signal.SIGKILL)
+            server.proc.wait()
+            res.notes.append("VIA-SERVER: airlock serve did not stop within 30 s of SIGTERM; killed")
+        if server.proc.returncode not in (0, None):
+            res.notes.append(f"VIA-SERVER: airlock serve exited {server.proc.returncode}: {server.log()[-400:]}")
+
     def execute(self, case: Case, ws: Path, defaults: dict, before: dict) -> RunResult:
         res = RunResult()
         argv = self.argv(case, ws)
@@ -913,6 +998,11 @@ class Session:
             audit.mkdir(parents=True)
             (audit / "log.jsonl").write_text('{"record": "stand-in for an audit record"}\n')
             before["ws"] = tree_listing(ws)
+        if self.args.via_server and self.backend == "airlock" and not driver:
+            # the same command, handed to a server on the case's policy (and state directory)
+            server = self._start_server(case, ws, Path(cmd[cmd.index("--policy") + 1]), env)
+            at = cmd.index(str(self.airlock))
+            cmd[at + 1:at + 6] = ["run", f"--server={server.socket}", "--cwd", str(ws)]
         stdin = subprocess.DEVNULL if tty_master is None else None
         if case.spec.get("stdin_canary"):
             # airlock's stdin is a host file (a canary, world-writable on purpose)
@@ -1005,6 +1095,7 @@ class Session:
             os.close(tty_master)
             os.close(tty_slave)
         res.raw_stdout, res.raw_stderr = bytes(bufs["out"]), bytes(bufs["err"])
+        self._stop_server(res)
         if peer is not None:
             pproc, pws = peer
             try:
@@ -1057,6 +1148,8 @@ class Session:
         raw = res.raw_stdout + res.raw_stderr
         every_output = raw.decode("utf-8", "replace") + stdout + stderr
 
+        if res.via_server_cold:
+            f.append("--via-server: the run did not take the server's warm sandbox")
         # --- containment, always
         if self.secret in every_output:
             f.append("the caller's secret environment value appeared in the output")
@@ -1692,6 +1785,9 @@ def main() -> int:
                     help="with a debug build of airlock only: let init fork the command before it "
                          "is in its cgroup (AIRLOCK_TEST_CGROUP_ATTACH_LATE=1; cgroup v1) to prove "
                          "that res_memory_first_instruction can fail")
+    ap.add_argument("--via-server", action="store_true",
+                    help="send each case through `airlock run --server` to a fresh `airlock serve --pool 1` "
+                         "on the case's policy: the command runs in a sandbox built ahead of demand")
     ap.add_argument("--watchdog", type=float, default=None, metavar="SECONDS",
                     help="kill airlock's process group after this many seconds of one case and fail the case "
                          "(default: the case's deadline, 60 s unless the manifest says otherwise, plus the "
@@ -1741,6 +1837,19 @@ def main() -> int:
             print(f"0 passed, {len(cases)} failed")
             return 1
     not_applicable = load_tier(args.backend_tier, cases, all_cases) if args.backend == "airlock" else {}
+    if args.via_server and args.backend == "airlock":
+        for c in cases:
+            if c.spec.get("driver"):
+                not_applicable[c.name] = "--via-server: a host-side driver starts airlock itself"
+            elif c.spec.get("kill_airlock_after"):
+                not_applicable[c.name] = ("--via-server: killing the client does not stop the server's run yet "
+                                          "(it ends at its timeout); docs/interfaces.md says so")
+            elif c.spec.get("state_in_workspace"):
+                not_applicable[c.name] = ("--via-server: airlock serve refuses to start with its state directory "
+                                          "inside a workspace it serves (crates/airlock/tests/serve_http.rs)")
+            elif c.spec.get("stdin_canary"):
+                not_applicable[c.name] = ("--via-server: the client refuses a file on stdin before sending anything "
+                                          "(crates/airlock/tests/run_server.rs)")
     tier_targets = {}
     if args.backend == "airlock":
         cases, tier_targets = load_tier_overrides(args.backend_tier, cases, all_cases)
