@@ -462,8 +462,9 @@ class RunResult:
     running_at_kill: int = 0
     peer_outcome: dict | None = None
     notes: list[str] = field(default_factory=list)
-    # --via-server: the run did not take the server's warm sandbox
-    via_server_cold: bool = False
+    # --via-server: the run did not take the server's warm sandbox, or went on
+    # after its client was killed (the notes say which)
+    via_server_failed: bool = False
 
 
 class CaseServer:
@@ -924,16 +925,37 @@ class Session:
             time.sleep(0.02)
         raise RuntimeError(f"airlock serve for {case.name} never had a warm sandbox ready: {server.log()}")
 
+    def _program_processes(self, procs: dict[int, str]) -> dict[int, str]:
+        """Leave out the case's server and its warm sandboxes' helpers, whose
+        command lines name the session's copy of airlock."""
+        ours = str(Path(self.airlock).parent)
+        return {p: c for p, c in procs.items() if not c.startswith(ours + "/airlock")}
+
     def _stop_server(self, res: "RunResult") -> None:
         """Stop the case's server before the host is judged; its run must have
         taken the warm sandbox."""
         server, self.case_server = self.case_server, None
         if server is None:
             return
+        if res.running_at_kill:
+            # The client was killed mid-run: the server must kill the run too,
+            # while it goes on serving (stopping it would kill it anyway).
+            deadline = time.monotonic() + 3
+            left = {}
+            while time.monotonic() < deadline:
+                left = self._program_processes(
+                    marker_processes(self.marker, {os.getpid(), self.sentinel.pid, server.proc.pid}))
+                if not left:
+                    break
+                time.sleep(0.05)
+            if left:
+                res.notes.append(f"VIA-SERVER: 3 s after its client was killed, the run still had "
+                                 f"{len(left)} process(es): {sorted(left.values())[:3]}")
+                res.via_server_failed = True
         warm = server.metric("airlock_pool_warm_runs")
         if warm != 1 and res.runner_killed is None:
             res.notes.append(f"VIA-SERVER: the run took {warm} warm sandbox(es), not 1: {server.log()[-400:]}")
-            res.via_server_cold = True
+            res.via_server_failed = True
         server.proc.send_signal(signal.SIGTERM)
         try:
             server.proc.wait(timeout=30)
@@ -1053,6 +1075,8 @@ class Session:
             elapsed = time.monotonic() - t0
             if kill_after and not killed_midrun and elapsed >= parse_duration(kill_after):
                 running = marker_processes(self.marker, {os.getpid(), self.sentinel.pid, proc.pid})
+                if self.case_server:
+                    running = self._program_processes(running)
                 # under a VMM the program runs in the guest: its VM is what runs
                 running.update({p: c for p, c in vmm_processes(self.tier_runner.get("vmm", "")).items()
                                 if p not in before["vmm"]})
@@ -1148,8 +1172,8 @@ class Session:
         raw = res.raw_stdout + res.raw_stderr
         every_output = raw.decode("utf-8", "replace") + stdout + stderr
 
-        if res.via_server_cold:
-            f.append("--via-server: the run did not take the server's warm sandbox")
+        if res.via_server_failed:
+            f.append("--via-server: " + "; ".join(n for n in res.notes if n.startswith("VIA-SERVER")))
         # --- containment, always
         if self.secret in every_output:
             f.append("the caller's secret environment value appeared in the output")
@@ -1841,9 +1865,6 @@ def main() -> int:
         for c in cases:
             if c.spec.get("driver"):
                 not_applicable[c.name] = "--via-server: a host-side driver starts airlock itself"
-            elif c.spec.get("kill_airlock_after"):
-                not_applicable[c.name] = ("--via-server: killing the client does not stop the server's run yet "
-                                          "(it ends at its timeout); docs/interfaces.md says so")
             elif c.spec.get("state_in_workspace"):
                 not_applicable[c.name] = ("--via-server: airlock serve refuses to start with its state directory "
                                           "inside a workspace it serves (crates/airlock/tests/serve_http.rs)")

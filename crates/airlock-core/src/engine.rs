@@ -1187,6 +1187,10 @@ impl OutputSink for HashingSink<'_> {
         self.stderr.feed(chunk, self.keep);
         self.inner.stderr(chunk);
     }
+
+    fn cancelled(&self) -> bool {
+        self.inner.cancelled()
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,11 @@ use crate::{Outcome, SandboxSpec};
 pub trait OutputSink {
     fn stdout(&mut self, chunk: &[u8]);
     fn stderr(&mut self, chunk: &[u8]);
+    /// Whoever waits for the output stopped waiting (a server's client went
+    /// away): the backend kills the run, reason `cancelled`. Asked at least
+    /// every 100 ms while the run lasts. No default: a sink that wraps another
+    /// must pass the question on.
+    fn cancelled(&self) -> bool;
 }
 
 /// A sink that only collects (the outcome carries the capped output anyway).
@@ -16,6 +21,9 @@ pub struct Discard;
 impl OutputSink for Discard {
     fn stdout(&mut self, _: &[u8]) {}
     fn stderr(&mut self, _: &[u8]) {}
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// Turns a spec into an outcome. Implementations must destroy everything they

@@ -67,6 +67,8 @@ pub enum KillReason {
     Pids,
     Output,
     CpuTime,
+    /// Its caller stopped waiting for it (a server's client went away).
+    Cancelled,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 //! `limits.output`, and its report (fd 3) collected, until all three close.
 
 use crate::sys;
-use crate::{OutputSink, SandboxError};
+use crate::{KillReason, OutputSink, SandboxError};
 use serde::de::DeserializeOwned;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Instant;
@@ -70,21 +70,28 @@ pub struct Pipes<'a> {
     pub report: &'a OwnedFd,
 }
 
-/// Relays until every pipe closes or `backstop` passes. `over` is called once,
-/// the first time a stream passes `cap` (the native and OCI helpers are then
-/// told to kill the run; the wasm guest traps on its own).
+/// How often a run whose output is quiet asks its sink whether it was
+/// cancelled.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Relays until every pipe closes or `backstop` passes. `kill` is called once
+/// with [`KillReason::Output`] the first time a stream passes `cap` (the
+/// native and OCI helpers are then told to kill the run; the wasm guest traps
+/// on its own), and once with [`KillReason::Cancelled`] when the sink says its
+/// reader stopped waiting.
 fn relay(
     pipes: Pipes<'_>,
     cap: u64,
     backstop: Instant,
     sink: &mut dyn OutputSink,
-    over: &mut dyn FnMut(),
+    kill: &mut dyn FnMut(KillReason),
 ) -> Result<Relay, SandboxError> {
     let mut out = Capture::new(cap);
     let mut err = Capture::new(cap);
     let mut report = Vec::new();
     let mut open = [true, true, true];
     let mut over_told = false;
+    let mut cancel_told = false;
     let fds = [
         pipes.stdout.as_raw_fd(),
         pipes.stderr.as_raw_fd(),
@@ -102,12 +109,16 @@ fn relay(
         if wait.is_zero() {
             return Ok(Relay::Stalled);
         }
-        let revents = sys::poll(&live, wait.as_millis().min(1000) as i32).map_err(|source| {
-            SandboxError::Io {
+        if !cancel_told && sink.cancelled() {
+            cancel_told = true;
+            kill(KillReason::Cancelled);
+        }
+        let wait = wait.min(CANCEL_POLL);
+        let revents =
+            sys::poll(&live, wait.as_millis() as i32).map_err(|source| SandboxError::Io {
                 context: "poll".into(),
                 source,
-            }
-        })?;
+            })?;
         for (fd, rev) in live.iter().zip(revents) {
             if rev == 0 {
                 continue;
@@ -141,7 +152,7 @@ fn relay(
             };
             if passed && !over_told {
                 over_told = true;
-                over();
+                kill(KillReason::Output);
             }
         }
     }
@@ -159,22 +170,23 @@ pub fn take_pipe<T: Into<OwnedFd>>(pipe: Option<T>, name: &str) -> Result<OwnedF
         .ok_or_else(|| SandboxError::Helper(format!("no {name} pipe")))
 }
 
-/// [`relay`] for a helper process: one that still holds a pipe open at
-/// `backstop` has stopped working (every helper enforces the run's timeout
-/// itself), so `kill` ends it and the run fails naming the `what` helper.
+/// [`relay`] for a helper process: `tell` asks the helper to kill the run for
+/// a reason (see [`relay`]). One that still holds a pipe open at `backstop`
+/// has stopped working (every helper enforces the run's timeout itself), so
+/// `kill_helper` ends it and the run fails naming the `what` helper.
 pub fn relay_helper(
     pipes: Pipes<'_>,
     cap: u64,
     backstop: Instant,
     sink: &mut dyn OutputSink,
-    over: &mut dyn FnMut(),
+    tell: &mut dyn FnMut(KillReason),
     what: &str,
-    kill: &mut dyn FnMut(),
+    kill_helper: &mut dyn FnMut(),
 ) -> Result<Relayed, SandboxError> {
-    match relay(pipes, cap, backstop, sink, over)? {
+    match relay(pipes, cap, backstop, sink, tell)? {
         Relay::Finished(r) => Ok(r),
         Relay::Stalled => {
-            kill();
+            kill_helper();
             Err(SandboxError::Helper(format!(
                 "the {what} helper stopped responding; killed"
             )))
@@ -231,6 +243,47 @@ mod tests {
         assert_eq!(v["exit_code"], 0);
     }
 
+    /// A sink whose reader stopped waiting.
+    struct Gone;
+    impl OutputSink for Gone {
+        fn stdout(&mut self, _: &[u8]) {}
+        fn stderr(&mut self, _: &[u8]) {}
+        fn cancelled(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_cancelled_sink_has_the_run_killed_once_while_its_output_is_quiet() {
+        let (out_r, out_w) = sys::pipe().unwrap();
+        let (err_r, err_w) = sys::pipe().unwrap();
+        let (rep_r, rep_w) = sys::pipe().unwrap();
+        let pipes = Pipes {
+            stdout: &out_r,
+            stderr: &err_r,
+            report: &rep_r,
+        };
+        // The "helper": its pipes close once it is told to kill the run.
+        let mut ends = Some((out_w, err_w, rep_w));
+        let mut told = Vec::new();
+        let started = Instant::now();
+        let r = relay_helper(
+            pipes,
+            1024,
+            Instant::now() + std::time::Duration::from_secs(30),
+            &mut Gone,
+            &mut |reason| {
+                told.push(reason);
+                ends = None;
+            },
+            "test",
+            &mut || panic!("not stalled"),
+        );
+        assert!(r.is_ok());
+        assert_eq!(told, vec![KillReason::Cancelled]);
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
     #[test]
     fn a_helper_that_holds_its_pipes_past_the_backstop_is_killed() {
         // Write ends kept open: the relay would wait for ever without the backstop.
@@ -249,7 +302,7 @@ mod tests {
             1024,
             backstop,
             &mut Discard,
-            &mut || {},
+            &mut |_| {},
             "OCI",
             &mut || killed = true,
         )

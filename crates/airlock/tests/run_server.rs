@@ -253,3 +253,83 @@ while True:
     assert!(err.contains("uid 65534"), "{err}");
     assert!(!text(&out.stdout).contains("FAKE-OUTPUT"));
 }
+
+/// The execution record of the run whose command line is `argv`, waited for.
+fn execution_of(server: &Server, argv: &[&str]) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let found = audit_records(&server.state()).into_iter().find(|r| {
+            r["kind"] == "execution" && r["request"]["command"]["argv"] == serde_json::json!(argv)
+        });
+        if let Some(r) = found {
+            return r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no execution record for {argv:?}: {}",
+            server.stderr()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Whether a process runs this exact command line.
+fn running(cmdline: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| {
+                c.split(|b| *b == 0)
+                    .filter(|a| !a.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(&b' ')
+                    == cmdline.as_bytes()
+            })
+            .unwrap_or(false)
+    })
+}
+
+#[test]
+fn an_interrupted_client_stops_the_run_in_the_server() {
+    let server = start();
+    let flag = format!("--server={}", server.socket.display());
+    let mut child = client(&server)
+        .args(["run", &flag, "--", "sleep", "41"])
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !running("sleep 41") {
+        assert!(t0.elapsed().as_secs() < 10, "the command never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let _ = child.wait();
+    let record = execution_of(&server, &["sleep", "41"]);
+    assert_eq!(record["outcome"]["killed_by"], "cancelled", "{record}");
+    assert!(!running("sleep 41"), "the sandbox still runs");
+    assert!(t0.elapsed().as_secs() < 10);
+}
+
+#[test]
+fn a_plain_run_request_whose_client_leaves_is_cancelled_too() {
+    use std::io::Write;
+    let server = start();
+    let body = r#"{"argv":["sleep","42"]}"#;
+    let mut s = std::os::unix::net::UnixStream::connect(&server.socket).unwrap();
+    write!(
+        s,
+        "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let t0 = std::time::Instant::now();
+    while !running("sleep 42") {
+        assert!(t0.elapsed().as_secs() < 10, "the command never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(s);
+    let record = execution_of(&server, &["sleep", "42"]);
+    assert_eq!(record["outcome"]["killed_by"], "cancelled", "{record}");
+    assert!(!running("sleep 42"));
+}

@@ -76,7 +76,7 @@ class RunResult:
     rule: Optional[str] = None
     exit_code: Optional[int] = None
     signal: Optional[int] = None
-    killed_by: Optional[str] = None  # timeout | memory | pids | output | cpu_time
+    killed_by: Optional[str] = None  # timeout | memory | pids | output | cpu_time | cancelled
     stdout: str = ""
     stderr: str = ""
     truncated: bool = False

@@ -18,6 +18,9 @@ impl OutputSink for Live {
     fn stderr(&mut self, chunk: &[u8]) {
         let _ = std::io::stderr().write_all(chunk);
     }
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 fn main() {

@@ -421,6 +421,8 @@ enum Control {
     Quiet,
     /// The output passed its cap.
     OutputCap,
+    /// The caller stopped waiting for the run.
+    Cancelled,
     /// The caller is gone.
     Gone,
 }
@@ -431,6 +433,7 @@ fn control() -> Control {
             let mut b = [0u8; 1];
             match sys::read(FD_CONTROL, &mut b) {
                 Ok(1) if b[0] == protocol::CONTROL_KILL_OUTPUT => Control::OutputCap,
+                Ok(1) if b[0] == protocol::CONTROL_KILL_CANCELLED => Control::Cancelled,
                 Ok(1) => Control::Quiet,
                 _ => Control::Gone,
             }
@@ -494,6 +497,7 @@ async fn drive(req: &Request, docker: &Docker, id: &str) -> Result<HelperReport,
         match control() {
             Control::Quiet => {}
             Control::OutputCap => killed_by = Some(KillReason::Output),
+            Control::Cancelled => killed_by = Some(KillReason::Cancelled),
             Control::Gone => caller_gone = true,
         }
         if last_sample.elapsed() >= TICK {

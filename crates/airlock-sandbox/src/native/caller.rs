@@ -296,15 +296,19 @@ impl NativeBackend {
             stderr: &stderr,
             report: &rep_r,
         };
-        let mut kill_for_output = || {
-            let _ = sys::write_all(ctl_w.as_raw_fd(), &[protocol::CONTROL_KILL_OUTPUT]);
+        let mut tell = |reason: crate::KillReason| {
+            let byte = match reason {
+                crate::KillReason::Cancelled => protocol::CONTROL_KILL_CANCELLED,
+                _ => protocol::CONTROL_KILL_OUTPUT,
+            };
+            let _ = sys::write_all(ctl_w.as_raw_fd(), &[byte]);
         };
         let relayed = output::relay_helper(
             pipes,
             spec.limits.output_bytes,
             backstop,
             sink,
-            &mut kill_for_output,
+            &mut tell,
             "sandbox",
             &mut || {
                 child.kill();

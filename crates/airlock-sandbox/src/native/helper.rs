@@ -868,6 +868,9 @@ fn watch_run(
                     if b[..n].contains(&protocol::CONTROL_KILL_OUTPUT) {
                         kill_all(w, Some(KillReason::Output));
                     }
+                    if b[..n].contains(&protocol::CONTROL_KILL_CANCELLED) {
+                        kill_all(w, Some(KillReason::Cancelled));
+                    }
                 }
             }
         }

@@ -34,6 +34,9 @@ pub const FD_GO: i32 = 6;
 
 /// Control byte: the output cap was exceeded; kill with reason `output`.
 pub const CONTROL_KILL_OUTPUT: u8 = b'o';
+/// Control byte: the caller stopped waiting (a server's client went away);
+/// kill with reason `cancelled`.
+pub const CONTROL_KILL_CANCELLED: u8 = b'c';
 /// Control byte: the command may start (only with [`HelperRequest::gated`]).
 pub const CONTROL_GO: u8 = b'g';
 /// Control byte: a [`Launch`] frame follows and the command may start with it

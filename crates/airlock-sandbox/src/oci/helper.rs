@@ -1222,6 +1222,9 @@ fn watch(
                         if b[..n].contains(&protocol::CONTROL_KILL_OUTPUT) {
                             kill(report, Some(KillReason::Output), &mut killed);
                         }
+                        if b[..n].contains(&protocol::CONTROL_KILL_CANCELLED) {
+                            kill(report, Some(KillReason::Cancelled), &mut killed);
+                        }
                     }
                 }
             }

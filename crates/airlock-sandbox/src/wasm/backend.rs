@@ -236,13 +236,15 @@ impl Backend for WasmBackend {
             stderr: &stderr,
             report: &rep_r,
         };
-        // The guest traps itself at the cap (see `output`): nothing to tell the helper.
+        // The guest traps itself at the cap (see `output`): nothing to tell the
+        // helper. A cancelled run goes on to its timeout: the wasm helper has
+        // no control pipe.
         let relayed = output::relay_helper(
             pipes,
             spec.limits.output_bytes,
             backstop,
             sink,
-            &mut || {},
+            &mut |_| {},
             "wasm",
             &mut || {
                 let _ = child.kill();

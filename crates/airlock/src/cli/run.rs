@@ -24,6 +24,9 @@ pub mod exit {
     pub const MEMORY: i32 = 123;
     /// Killed at the wall-clock timeout.
     pub const TIMEOUT: i32 = 124;
+    /// Killed because its caller stopped waiting (a run through a server whose
+    /// client went away): 128 + SIGINT, as a shell reports an interrupted command.
+    pub const CANCELLED: i32 = 130;
     /// The sandbox could not be built (a layer could not be applied); nothing ran.
     pub const SANDBOX_ERROR: i32 = 125;
 }
@@ -42,6 +45,7 @@ Exit status:
   122    killed at the pids limit (limits.pids);
   121    killed at the CPU-time limit (limits.cpu_time);
   120    killed at the output cap (limits.output);
+  130    cancelled: its caller stopped waiting (a run through a server);
   125    the sandbox could not be built: a layer could not be applied (nothing ran);
   2      airlock's own usage or setup error.
 A command may itself exit with one of these numbers: --json tells them apart.
@@ -182,6 +186,11 @@ impl OutputSink for Live {
             chunk,
             false,
         );
+    }
+    // Interrupting `airlock run` ends this process, and with it the helper's
+    // control pipe: the helper kills the run itself.
+    fn cancelled(&self) -> bool {
+        false
     }
 }
 
@@ -401,6 +410,7 @@ pub fn status_of(r: &RunResponse) -> i32 {
                 Some(KillReason::Pids) => exit::PIDS,
                 Some(KillReason::CpuTime) => exit::CPU_TIME,
                 Some(KillReason::Output) => exit::OUTPUT,
+                Some(KillReason::Cancelled) => exit::CANCELLED,
                 None => match (o.exit_code, o.signal) {
                     (Some(c), _) => c,
                     (None, Some(s)) => 128 + s,

@@ -138,6 +138,7 @@ pub fn tighten(policy: &mut Policy, flags: &Tighten<'_>) -> anyhow::Result<()> {
 pub fn kill_message(reason: KillReason, outcome: &Outcome, policy: &Policy) -> String {
     let l = &policy.limits;
     let (what, key, value, flag) = match reason {
+        KillReason::Cancelled => return cancelled_message(outcome),
         KillReason::Timeout => (
             "the wall-clock timeout",
             "timeout",
@@ -185,6 +186,7 @@ pub fn kill_message(reason: KillReason, outcome: &Outcome, policy: &Policy) -> S
 /// server's policy's, which this process has not read.
 pub fn kill_message_of_server(reason: KillReason, outcome: &Outcome) -> String {
     let (what, key) = match reason {
+        KillReason::Cancelled => return cancelled_message(outcome),
         KillReason::Timeout => ("the wall-clock timeout", "timeout"),
         KillReason::Memory => ("the memory limit (out of memory)", "memory"),
         KillReason::Pids => ("the process limit (too many processes or threads)", "pids"),
@@ -195,6 +197,15 @@ pub fn kill_message_of_server(reason: KillReason, outcome: &Outcome) -> String {
         "airlock: killed by {what} (the server's limits.{key}) after {} ms\n\
          Hint: if the command needs more, raise [limits] {key} in the policy `airlock serve` \
          runs under and restart it, or run without --server under a policy that allows more.",
+        outcome.duration_ms
+    )
+}
+
+/// A run stopped because its caller stopped waiting: no limit to raise.
+fn cancelled_message(outcome: &Outcome) -> String {
+    format!(
+        "airlock: cancelled after {} ms: the caller stopped waiting for the run (its connection \
+         to the server closed), so the sandbox was killed",
         outcome.duration_ms
     )
 }

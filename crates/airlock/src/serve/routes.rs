@@ -251,6 +251,7 @@ async fn run_stream(
         .admit_run(tenant, input)
         .await
         .map_err(|e| counted(&service, e))?;
+    let cancel = admitted.cancel_handle();
     let (chunk_tx, mut chunk_rx) = tokio::sync::mpsc::unbounded_channel::<Chunk>();
     let (line_tx, line_rx) =
         tokio::sync::mpsc::unbounded_channel::<Result<bytes::Bytes, std::convert::Infallible>>();
@@ -266,8 +267,18 @@ async fn run_stream(
         let mut out = Utf8Carry::default();
         let mut err = Utf8Carry::default();
         // The channel closes when the sandbox has finished and dropped its sink,
-        // so every chunk is sent before the result line.
-        while let Some(chunk) = chunk_rx.recv().await {
+        // so every chunk is sent before the result line. A client that goes
+        // away (its connection closed) cancels the run: the sandbox is killed,
+        // and the outcome is still recorded.
+        loop {
+            let chunk = tokio::select! {
+                chunk = chunk_rx.recv() => chunk,
+                () = line_tx.closed() => {
+                    cancel.cancel();
+                    break;
+                }
+            };
+            let Some(chunk) = chunk else { break };
             let (kind, bytes, carry) = match chunk {
                 Chunk::Stdout(b) => ("stdout", b, &mut out),
                 Chunk::Stderr(b) => ("stderr", b, &mut err),

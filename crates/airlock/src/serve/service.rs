@@ -151,16 +151,59 @@ pub enum Chunk {
     Stderr(Vec<u8>),
 }
 
-struct ChannelSink(tokio::sync::mpsc::UnboundedSender<Chunk>);
+/// Set when whoever waits for a run stops waiting (its client's connection
+/// closed): the backend then kills the sandbox, reason `cancelled`, and the run
+/// still gets its outcome and its audit record.
+#[derive(Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Cancels its run when dropped before [`CancelOnDrop::disarm`]: the server
+/// drops the future of a request whose client went away.
+struct CancelOnDrop(Option<Cancel>);
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = &self.0 {
+            c.cancel();
+        }
+    }
+}
+
+/// Where a run's output goes: to a streaming client, or nowhere (the outcome
+/// carries it); either way, whether the run was cancelled.
+struct ChannelSink {
+    live: Option<tokio::sync::mpsc::UnboundedSender<Chunk>>,
+    cancel: Cancel,
+}
 
 impl OutputSink for ChannelSink {
-    // A client that went away only stops receiving; the run goes on to its
-    // outcome and its audit record.
     fn stdout(&mut self, chunk: &[u8]) {
-        let _ = self.0.send(Chunk::Stdout(chunk.to_vec()));
+        if let Some(tx) = &self.live {
+            let _ = tx.send(Chunk::Stdout(chunk.to_vec()));
+        }
     }
     fn stderr(&mut self, chunk: &[u8]) {
-        let _ = self.0.send(Chunk::Stderr(chunk.to_vec()));
+        if let Some(tx) = &self.live {
+            let _ = tx.send(Chunk::Stderr(chunk.to_vec()));
+        }
+    }
+    fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
     }
 }
 
@@ -172,6 +215,14 @@ pub struct Admitted {
     approval_id: Option<String>,
     slot: crate::serve::admission::Slot,
     started: Instant,
+    cancel: Cancel,
+}
+
+impl Admitted {
+    /// Cancels the run when the caller stops waiting for it.
+    pub fn cancel_handle(&self) -> Cancel {
+        self.cancel.clone()
+    }
 }
 
 pub struct Service {
@@ -467,6 +518,7 @@ impl Service {
             approval_id,
             slot,
             started,
+            cancel: Cancel::default(),
         })
     }
 
@@ -486,7 +538,11 @@ impl Service {
             approval_id,
             slot,
             started,
+            cancel,
         } = admitted;
+        // Dropped with this future (a client that went away) before the
+        // engine returned: the sandbox is killed.
+        let on_drop = CancelOnDrop(Some(cancel.clone()));
         self.metrics.observe(
             "airlock_queue_wait_seconds",
             "endpoint",
@@ -505,12 +561,7 @@ impl Service {
                 ));
             }
             let _slot = slot;
-            let mut sink = live.map(ChannelSink);
-            let mut discard = airlock_sandbox::backend::Discard;
-            let sink: &mut dyn OutputSink = match sink.as_mut() {
-                Some(s) => s,
-                None => &mut discard,
-            };
+            let mut sink = ChannelSink { live, cancel };
             let ran = Instant::now();
             let options = RunOptions {
                 approval_id,
@@ -519,12 +570,13 @@ impl Service {
             };
             let result = service
                 .engine
-                .run(&tenant_caller, &policy, &request, options, sink);
+                .run(&tenant_caller, &policy, &request, options, &mut sink);
             (result, ran.elapsed(), Instant::now())
         });
         let (result, ran_for, returned) = task
             .await
             .map_err(|e| ApiError::new(ErrorCode::Internal, format!("run task failed: {e}")))?;
+        on_drop.disarm();
         if profiling {
             profile(format_args!(
                 "{:>8.2} ms  serve: back on the async side ({:.2} ms after the engine returned)",
