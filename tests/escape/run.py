@@ -47,9 +47,10 @@ without the cgroup-only expectations (killed_by, peak memory).
 case, a fresh `airlock serve --pool 1` on the case's policy and state
 directory, one run that teaches the pool its spec, then the case, which must
 take the warm sandbox (`airlock_pool_warm_runs`); the server is stopped before
-the host is judged. Cases that cannot go this way are listed as not
-applicable with the reason (host-side drivers, a killed client, a state
-directory inside the workspace, a file on stdin).
+the host is judged. A case whose client is killed mid-run must leave no
+process of its program 3 s later, while the server still runs. Cases that
+cannot go this way are listed as not applicable with the reason (host-side
+drivers, a state directory inside the workspace, a file on stdin).
 
 `--backend none` runs the programs directly on the host (with only a safety
 net of a pids/memory cgroup and a deadline, so that bombs cannot hurt the
