@@ -280,6 +280,11 @@ if [ "${ROOTLESS_ESCAPE:-1}" = 1 ]; then
       --report /home/airlock-u1/rootless-report.json ${ESCAPE_ARGS:-}) 2>&1 | tee target/escape/rootless.txt | tail -40
   check "escape corpus as u1" grep -q ' passed, 0 failed' <(tail -1 target/escape/rootless.txt)
   mv /home/airlock-u1/rootless-report.json target/escape/rootless-report.json 2>/dev/null
+  # The same, each case through u1's own `airlock serve` (airlock run --server).
+  # shellcheck disable=SC2086
+  (cd "$share" && as airlock-u1 python3 tests/escape/run.py --airlock "$bin" --via-server ${ESCAPE_ARGS:-}) 2>&1 \
+    | tee target/escape/rootless-via-server.txt | tail -20
+  check "escape corpus as u1 through airlock run --server" grep -q ' passed, 0 failed' <(tail -1 target/escape/rootless-via-server.txt)
   # gVisor's rootless mode (tests/escape/tiers/gvisor-rootless.toml: what differs
   # from the gvisor tier, each with its reason); a few minutes on ptrace.
   if command -v runsc >/dev/null; then
