@@ -333,3 +333,19 @@ fn a_plain_run_request_whose_client_leaves_is_cancelled_too() {
     assert_eq!(record["outcome"]["killed_by"], "cancelled", "{record}");
     assert!(!running("sleep 42"));
 }
+
+#[test]
+fn an_empty_airlock_server_means_no_server() {
+    let server = start();
+    let out = client(&server)
+        .env("AIRLOCK_SERVER", "")
+        .args(["run", "--policy", "../policy-a.toml", "--", "echo", "cold"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "cold\n", "{}", text(&out.stderr));
+    assert_eq!(
+        executions(&server),
+        1,
+        "a cold run, recorded in the same state directory"
+    );
+}

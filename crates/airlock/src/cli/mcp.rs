@@ -27,7 +27,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         &[("state directory", airlock_core::resolve_state_dir()?)],
         &[("mcp-stdio".into(), policy.workspace.root.clone())],
     )?;
-    let engine = crate::serve::backend::open_engine()?;
+    let engine = Arc::new(crate::serve::backend::open_engine()?);
+    let engine_at_exit = engine.clone();
     let concurrency = args
         .concurrency
         .unwrap_or_else(crate::cli::serve::default_concurrency);
@@ -37,11 +38,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .thread_name("airlock-mcp")
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         // The stdio client is the local user; queueing is pointless for one
         // client, so the queue is just deep enough for its concurrent calls.
         let service = Arc::new(Service::new(
-            Arc::new(engine),
+            engine,
             Admission::new(concurrency, 64),
             Admission::new(crate::cli::serve::default_check_concurrency(), 64),
             RequestLimits::default(),
@@ -54,7 +55,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             approves: crate::serve::tenants::Scope::Nobody,
         });
         crate::mcp::serve_stdio(service, tenant).await
-    })?;
+    });
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    // Execution records whose sync was left for after their answer.
+    engine_at_exit.sync_deferred()?;
+    served?;
     Ok(0)
 }

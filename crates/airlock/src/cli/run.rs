@@ -45,8 +45,8 @@ Exit status:
   122    killed at the pids limit (limits.pids);
   121    killed at the CPU-time limit (limits.cpu_time);
   120    killed at the output cap (limits.output);
-  130    cancelled: its caller stopped waiting (a run through a server);
   125    the sandbox could not be built: a layer could not be applied (nothing ran);
+  130    cancelled: its caller stopped waiting (a run through a server);
   2      airlock's own usage or setup error.
 A command may itself exit with one of these numbers: --json tells them apart.
 
@@ -106,10 +106,11 @@ pub struct Args {
     #[arg(long)]
     pub(super) raw_output: bool,
     /// Hand the run to a running `airlock serve` on SOCKET (default: its socket
-    /// in the state directory), whose warm pool has the sandbox built already.
-    /// It runs under the server's policy and workspace; never falls back to a
-    /// local sandbox when the server cannot be reached.
-    #[arg(long, value_name = "SOCKET", num_args = 0..=1, default_missing_value = "", require_equals = true, env = "AIRLOCK_SERVER")]
+    /// in the state directory; also $AIRLOCK_SERVER when set and not empty),
+    /// whose warm pool has the sandbox built already. It runs under the
+    /// server's policy and workspace; never falls back to a local sandbox
+    /// when the server cannot be reached.
+    #[arg(long, value_name = "SOCKET", num_args = 0..=1, default_missing_value = "", require_equals = true)]
     pub(super) server: Option<String>,
     /// A shell command line (run with bash -c, judged segment by segment).
     #[arg(short = 'c', value_name = "SHELL", conflicts_with = "argv")]
@@ -195,8 +196,14 @@ impl OutputSink for Live {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    if let Some(server) = &args.server {
-        let socket = super::run_server::socket_of(server)?;
+    // An empty AIRLOCK_SERVER is unset, as a shell's `AIRLOCK_SERVER= cmd` means.
+    let server = args.server.clone().or_else(|| {
+        std::env::var("AIRLOCK_SERVER")
+            .ok()
+            .filter(|s| !s.is_empty())
+    });
+    if let Some(server) = server {
+        let socket = super::run_server::socket_of(&server)?;
         return super::run_server::run(args, &socket);
     }
     // The sandbox's helper, forked while this process is small and has one
