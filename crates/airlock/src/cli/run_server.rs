@@ -235,6 +235,12 @@ pub fn run(args: Args, socket: &Path) -> anyhow::Result<i32> {
                 }
             }
         }
+        if lines.pending() > MAX_LINE {
+            anyhow::bail!(
+                "{}: an answer line is over {MAX_LINE} bytes",
+                socket.display()
+            );
+        }
     }
     live.finish();
     let Some(r) = result else {

@@ -225,6 +225,11 @@ impl Lines {
         }
         lines
     }
+
+    /// Bytes waiting for their newline.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
 }
 
 #[cfg(test)]
