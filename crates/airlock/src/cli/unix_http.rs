@@ -191,6 +191,11 @@ impl Body {
         let mut budget = 1024;
         let line = head_line(&mut self.reader, &mut budget)?;
         let hex = line.split(';').next().unwrap_or("").trim();
+        // At most 15 hex digits (under 2^60 bytes), as the egress proxy's
+        // parser takes them: a longer size is garbage, not a large chunk.
+        if hex.is_empty() || hex.len() > 15 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(malformed(format!("chunk size {hex:?}")));
+        }
         u64::from_str_radix(hex, 16).map_err(|_| malformed(format!("chunk size {hex:?}")))
     }
 
@@ -278,6 +283,8 @@ mod tests {
             b"SSH-2.0-OpenSSH\r\n",
             b"",
             b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1000000000000000\r\nab",
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n+5\r\nabcde\r\n0\r\n\r\n",
         ] {
             let (client, server) = UnixStream::pair().unwrap();
             let t = std::thread::spawn(move || {
