@@ -274,16 +274,30 @@ mod tests {
     use std::io::{Read, Write};
     use std::os::unix::net::UnixListener;
 
-    fn temp_socket(tag: &str) -> PathBuf {
+    /// A socket path in a directory of its own, removed with the value.
+    struct TempSocket {
+        dir: PathBuf,
+        path: PathBuf,
+    }
+
+    impl Drop for TempSocket {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    fn temp_socket(tag: &str) -> TempSocket {
         let dir = std::env::temp_dir().join(format!("relay-copy-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        dir.join("proxy.sock")
+        let path = dir.join("proxy.sock");
+        TempSocket { dir, path }
     }
 
     #[test]
     fn bytes_cross_both_ways_and_half_close_is_kept() {
-        let path = temp_socket("echo");
+        let sock = temp_socket("echo");
+        let path = sock.path.clone();
         let proxy = UnixListener::bind(&path).unwrap();
         let server = std::thread::spawn(move || {
             let (mut s, _) = proxy.accept().unwrap();
@@ -306,7 +320,8 @@ mod tests {
 
     #[test]
     fn megabytes_cross_both_ways_through_the_fixed_buffers() {
-        let path = temp_socket("bulk");
+        let sock = temp_socket("bulk");
+        let path = sock.path.clone();
         let proxy = UnixListener::bind(&path).unwrap();
         std::thread::spawn(move || {
             let (s, _) = proxy.accept().unwrap();
@@ -358,7 +373,8 @@ mod tests {
 
     #[test]
     fn many_connections_cost_no_threads() {
-        let path = temp_socket("threads");
+        let sock = temp_socket("threads");
+        let path = sock.path.clone();
         let addr = relay_to_holding_proxy(&path);
         let held: Vec<TcpStream> = (0..40).map(|_| TcpStream::connect(addr).unwrap()).collect();
         std::thread::sleep(std::time::Duration::from_millis(300));
@@ -371,7 +387,8 @@ mod tests {
 
     #[test]
     fn an_unreachable_proxy_closes_the_connection() {
-        let path = temp_socket("none");
+        let sock = temp_socket("none");
+        let path = sock.path.clone();
         let relay = Relay::bind(&path, &["127.0.0.1:0".parse().unwrap()]).unwrap();
         let addr = relay.local_addrs()[0];
         relay.serve().unwrap();
@@ -384,7 +401,8 @@ mod tests {
 
     #[test]
     fn connections_beyond_the_cap_are_closed() {
-        let path = temp_socket("cap");
+        let sock = temp_socket("cap");
+        let path = sock.path.clone();
         let addr = relay_to_holding_proxy(&path);
         let held: Vec<TcpStream> = (0..MAX_CONNECTIONS)
             .map(|_| TcpStream::connect(addr).unwrap())
