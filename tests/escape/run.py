@@ -777,6 +777,14 @@ class Session:
         return out
 
     def close(self) -> None:
+        if self.case_server is not None:
+            # a case that failed before its server was stopped (--via-server)
+            try:
+                os.killpg(self.case_server.proc.pid, signal.SIGKILL)
+                self.case_server.proc.wait()
+            except OSError:
+                pass
+            self.case_server = None
         try:
             self.sentinel.kill()
             self.sentinel.wait()
@@ -924,6 +932,9 @@ class Session:
             if server.metric("airlock_pool_ready") >= 1:
                 return server
             time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        self.case_server = None
         raise RuntimeError(f"airlock serve for {case.name} never had a warm sandbox ready: {server.log()}")
 
     def _program_processes(self, procs: dict[int, str]) -> dict[int, str]:
