@@ -64,14 +64,20 @@ fn where_to_change(policy: &Policy) -> String {
     }
 }
 
+/// `--timeout`, in ms, read as the policy reads `limits.timeout`.
+pub fn timeout_flag(text: &str) -> anyhow::Result<u64> {
+    let ms = airlock_policy::load::parse_duration(text)
+        .map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
+    if ms == 0 {
+        anyhow::bail!("--timeout must be longer than 0");
+    }
+    Ok(ms)
+}
+
 /// Apply the flags to `policy`, or say why one is refused and what would allow it.
 pub fn tighten(policy: &mut Policy, flags: &Tighten<'_>) -> anyhow::Result<()> {
     if let Some(text) = flags.timeout {
-        let ms = airlock_policy::load::parse_duration(text)
-            .map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
-        if ms == 0 {
-            anyhow::bail!("--timeout must be longer than 0");
-        }
+        let ms = timeout_flag(text)?;
         let limit = policy.limits.timeout.ms;
         if ms > limit {
             anyhow::bail!(

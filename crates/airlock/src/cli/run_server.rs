@@ -175,9 +175,8 @@ fn request_json(args: &Args) -> anyhow::Result<Vec<u8>> {
         _ => anyhow::bail!("give either -c 'SHELL COMMAND' or -- PROG ARG..."),
     }
     if let Some(t) = &args.timeout {
-        let d = airlock_core::clock::parse_duration(t)
-            .with_context(|| format!("--timeout takes a duration such as 90s or 5m, not `{t}`"))?;
-        body["timeout_s"] = d.as_secs_f64().into();
+        // The server only lowers its policy's timeout; a longer one is not refused there.
+        body["timeout_s"] = (super::run_limits::timeout_flag(t)? as f64 / 1000.0).into();
     }
     if let Some(id) = &args.approval {
         body["approval_id"] = id.clone().into();
