@@ -740,6 +740,14 @@ pub fn is_fifo(fd: RawFd) -> bool {
     unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO }
 }
 
+/// Whether `fd` is open and a socket.
+pub fn is_socket(fd: RawFd) -> bool {
+    // SAFETY: st is plain data that fstat fills before it is read.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat takes an fd number and a live out pointer.
+    unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFSOCK }
+}
+
 /// Moves `fd` to exactly `target` (clearing close-on-exec there).
 pub fn dup_to(fd: RawFd, target: RawFd) -> io::Result<()> {
     if fd == target {

@@ -1247,7 +1247,8 @@ fn a_warm_sandbox_starts_its_command_only_after_the_gate() {
 /// directory, no cgroup. `airlock serve` exits right after the stop, and a
 /// sandbox still being built then outlived it. The stop comes at several
 /// moments of the first builds. The helper runs from a private copy, so that
-/// its processes are told apart from other tests' by their executable.
+/// its processes are told apart from other tests' by their executable. With
+/// the forker a server uses, the forker goes with the pool.
 #[test]
 fn a_pool_stopped_mid_build_leaves_nothing() {
     let f = fixture();
@@ -1256,8 +1257,13 @@ fn a_pool_stopped_mid_build_leaves_nothing() {
     let mut template = spec(&f, "true");
     template.request_id = "pool-stop".into();
     let ours = format!("warm-{:05x}-", std::process::id());
-    for delay_us in [0u64, 200, 500, 1000, 2000, 3000, 5000, 8000, 12000, 20000] {
-        let backend = NativeBackend::new(helper.clone(), f.runs.clone());
+    let delays = [0u64, 200, 500, 1000, 2000, 3000, 5000, 8000, 12000, 20000];
+    for (delay_us, forker) in delays.into_iter().flat_map(|d| [(d, false), (d, true)]) {
+        let mut backend = NativeBackend::new(helper.clone(), f.runs.clone());
+        if forker {
+            // A server's helpers come from a forker, which must go too.
+            backend.use_forker();
+        }
         let pool = airlock_sandbox::native::WarmPool::new(
             backend,
             airlock_sandbox::native::PoolLimits::size(2),
@@ -1265,7 +1271,7 @@ fn a_pool_stopped_mid_build_leaves_nothing() {
         pool.prime(&template);
         std::thread::sleep(std::time::Duration::from_micros(delay_us));
         drop(pool);
-        let when = format!("stopped {delay_us} us after the prime");
+        let when = format!("stopped {delay_us} us after the prime (forker: {forker})");
         for p in std::fs::read_dir("/proc").unwrap().flatten() {
             if std::fs::read_link(p.path().join("exe")).ok().as_ref() == Some(&helper) {
                 panic!("{when}: helper {:?} still running", p.file_name());
@@ -1286,4 +1292,116 @@ fn a_pool_stopped_mid_build_leaves_nothing() {
             }
         }
     }
+}
+
+/// This process's children running `exe` as the helper forker.
+fn forkers_of(exe: &Path) -> Vec<i32> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|p| std::fs::read_link(p.path().join("exe")).ok().as_deref() == Some(exe))
+        .filter(|p| {
+            let stat = std::fs::read_to_string(p.path().join("stat")).unwrap_or_default();
+            let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+            after.split_whitespace().nth(1) == Some(me.as_str())
+        })
+        .filter(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .unwrap_or_default()
+                .split(|b| *b == 0)
+                .any(|a| a == b"__sandbox-forker")
+        })
+        .filter_map(|p| p.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Output as the command wrote it.
+#[derive(Default)]
+struct Collect {
+    out: Vec<u8>,
+    err: Vec<u8>,
+}
+
+impl airlock_sandbox::OutputSink for Collect {
+    fn stdout(&mut self, chunk: &[u8]) {
+        self.out.extend_from_slice(chunk);
+    }
+    fn stderr(&mut self, chunk: &[u8]) {
+        self.err.extend_from_slice(chunk);
+    }
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// A server's helpers come from one forker process, not an exec each
+/// (`NativeBackend::use_forker`). Such a helper must run a sandbox exactly as
+/// a spawned one: stdin, stdout, stderr and the exit status cross, the run
+/// leaves no trace, PID 1 shows the forker's argv, the forker has an empty
+/// environment (never the caller's), and one forker serves every run. Killed from
+/// outside, it is replaced for the next run.
+#[test]
+fn helpers_from_the_forker_run_sandboxes_like_spawned_ones() {
+    let f = fixture();
+    let helper = f.runs.with_file_name("helper-forker-copy");
+    std::fs::copy(HELPER, &helper).unwrap();
+    let mut backend = NativeBackend::new(helper.clone(), f.runs.clone());
+    backend.use_forker();
+    let mut first_forker = None;
+    for round in 0..3 {
+        let mut s = spec(
+            &f,
+            "cat; echo out; echo err >&2; tr '\\0' ' ' < /proc/1/cmdline; exit 7",
+        );
+        s.stdin = Some(format!("in-{round}\n").into_bytes());
+        let mut sink = Collect::default();
+        let o = backend.run(&s, &mut sink).expect("sandbox run");
+        let out = String::from_utf8_lossy(&sink.out);
+        assert_eq!(o.exit_code, Some(7), "{o:?} {out}");
+        assert!(out.starts_with(&format!("in-{round}\nout\n")), "{out}");
+        assert!(
+            out.contains("__sandbox-forker"),
+            "PID 1 is not the forker's child: {out}"
+        );
+        assert_eq!(String::from_utf8_lossy(&sink.err), "err\n");
+        assert_no_trace(&f, &s.request_id);
+        let forkers = forkers_of(&helper);
+        assert_eq!(forkers.len(), 1, "one forker serves every run: {forkers:?}");
+        let environ = std::fs::read(format!("/proc/{}/environ", forkers[0])).unwrap();
+        assert!(
+            environ.is_empty(),
+            "the forker (and so PID 1) has an environment: {environ:?}"
+        );
+        match (round, first_forker) {
+            (0, _) => first_forker = Some(forkers[0]),
+            (1, Some(pid)) => {
+                assert_eq!(forkers[0], pid, "the forker was replaced without cause");
+                // SAFETY: SIGKILL to the forker this test started (its child).
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            (_, Some(pid)) => assert_ne!(forkers[0], pid, "the killed forker is still there"),
+            _ => unreachable!(),
+        }
+    }
+    drop(backend);
+    assert_eq!(
+        forkers_of(&helper),
+        Vec::<i32>::new(),
+        "the forker outlived its backend"
+    );
+}
+
+/// Run by hand, the forker refuses with a message instead of waiting on
+/// a socket that is not there.
+#[test]
+fn the_forker_refuses_to_run_by_hand() {
+    let out = std::process::Command::new(HELPER)
+        .arg("__sandbox-forker")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not meant to be run by hand"), "{err}");
 }

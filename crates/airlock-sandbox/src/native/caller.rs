@@ -8,6 +8,7 @@
 //! end of the control pipe is the helper's lifeline: when the caller dies, the helper sees EOF and kills
 //! everything (PR_SET_PDEATHSIG would be tied to the spawning thread instead).
 
+use super::forker::Forker;
 use super::helper_process::HelperProcess;
 use super::prefork::{self, Preforked};
 use super::protocol::{self, HelperReport, HelperRequest};
@@ -17,7 +18,7 @@ use crate::sys;
 use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -40,6 +41,9 @@ pub struct NativeBackend {
     /// The next run's helper, when one was forked in advance
     /// ([`NativeBackend::prefork_helper`]).
     preforked: Arc<prefork::Slot>,
+    /// Where helpers come from in a multi-threaded caller that asked for it
+    /// ([`NativeBackend::use_forker`]); `None`: each one is spawned.
+    forker: Option<Arc<Forker>>,
 }
 
 impl NativeBackend {
@@ -49,7 +53,16 @@ impl NativeBackend {
             runs_dir,
             stdin_from_caller: false,
             preforked: Arc::default(),
+            forker: None,
         }
+    }
+
+    /// Helpers are forked by one long-lived forker process instead of
+    /// spawned (fork and exec of the airlock binary) per run: for a server,
+    /// which builds many sandboxes and cannot fork helpers itself (see
+    /// [`super::forker`]). The forker starts with the first helper.
+    pub fn use_forker(&mut self) {
+        self.forker = Some(Arc::new(Forker::new(self.helper_exe.clone())));
     }
 
     /// Forks the next run's helper now, while this process is still
@@ -197,6 +210,80 @@ impl NativeBackend {
         if let Some((go_r, _)) = &go {
             passed.push((go_r.as_raw_fd(), protocol::FD_GO));
         }
+        let go_r = go.as_ref().map(|(r, _)| r);
+        let mut child = match self.fork_helper(stdin_wanted, [&req_r, &rep_w, &ctl_r], go_r) {
+            Some(child) => child,
+            None => self.spawn_helper(stdin_wanted, &passed)?,
+        };
+        drop(req_r);
+        drop(rep_w);
+        drop(ctl_r);
+        let go_w = go.map(|(_, w)| w);
+        // The helper reads the whole request before anything else.
+        let wrote = sys::write_all(req_w.as_raw_fd(), &bytes(&request)?);
+        drop(req_w);
+        if let Err(e) = wrote {
+            child.kill();
+            let _ = child.wait();
+            return Err(SandboxError::Helper(format!("sending the spec: {e}")));
+        }
+        Ok(Helper {
+            child,
+            ctl_w,
+            go_w,
+            rep_r,
+            started,
+            forked_in_advance: false,
+        })
+    }
+
+    /// A helper from the forker, holding its stdio pipes and `passed` (the
+    /// request, report, control and go pipes' ends, in the protocol's
+    /// order); `None` without a forker or when it failed (spawn one then).
+    fn fork_helper(
+        &self,
+        stdin_wanted: bool,
+        passed: [&OwnedFd; 3],
+        go_r: Option<&OwnedFd>,
+    ) -> Option<HelperProcess> {
+        let forker = self.forker.as_ref()?;
+        let made = (|| {
+            let (stdin_r, stdin_w) = if stdin_wanted {
+                let (r, w) = sys::pipe()?;
+                (r, Some(File::from(w)))
+            } else {
+                (OwnedFd::from(File::open("/dev/null")?), None)
+            };
+            let (stdout_r, stdout_w) = sys::pipe()?;
+            let (stderr_r, stderr_w) = sys::pipe()?;
+            let mut fds = vec![stdin_r.as_fd(), stdout_w.as_fd(), stderr_w.as_fd()];
+            fds.extend(passed.iter().map(|fd| fd.as_fd()));
+            fds.extend(go_r.map(|fd| fd.as_fd()));
+            let pid = forker.fork_helper(&fds)?;
+            Ok::<_, std::io::Error>(HelperProcess::forked(pid, stdin_w, stdout_r, stderr_r))
+        })();
+        match made {
+            Ok(child) => Some(child),
+            Err(e) => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    eprintln!(
+                        "airlock: the sandbox helper forker failed ({e}); \
+                         helpers are spawned one by one instead (slower, same isolation)"
+                    )
+                });
+                None
+            }
+        }
+    }
+
+    /// A helper spawned the classic way: fork and exec of the helper binary.
+    fn spawn_helper(
+        &self,
+        stdin_wanted: bool,
+        passed: &[(i32, i32)],
+    ) -> Result<HelperProcess, SandboxError> {
+        let passed = passed.to_vec();
         let mut cmd = Command::new(&self.helper_exe);
         cmd.arg(protocol::HELPER_ARG)
             .env_clear()
@@ -220,27 +307,7 @@ impl NativeBackend {
             cmd.pre_exec(move || sys::place_fds(&passed));
         }
         let child = cmd.spawn().map_err(io_err("spawning the sandbox helper"))?;
-        let mut child = HelperProcess::from_child(child);
-        drop(req_r);
-        drop(rep_w);
-        drop(ctl_r);
-        let go_w = go.map(|(_, w)| w);
-        // The helper reads the whole request before anything else.
-        let wrote = sys::write_all(req_w.as_raw_fd(), &bytes(&request)?);
-        drop(req_w);
-        if let Err(e) = wrote {
-            child.kill();
-            let _ = child.wait();
-            return Err(SandboxError::Helper(format!("sending the spec: {e}")));
-        }
-        Ok(Helper {
-            child,
-            ctl_w,
-            go_w,
-            rep_r,
-            started,
-            forked_in_advance: false,
-        })
+        Ok(HelperProcess::from_child(child))
     }
 
     /// Rootless mode: the caller's private runtime directory for airlock.

@@ -2,8 +2,9 @@
 //! Each layer is its own module.
 //!
 //! Process model: the caller ([`NativeBackend::run`], maybe in a multi-threaded
-//! server) spawns a single-threaded helper — the same binary re-executed with
-//! [`protocol::HELPER_ARG`], or, for a caller still single-threaded, forked in
+//! server) gets a single-threaded helper — the same binary re-executed with
+//! [`protocol::HELPER_ARG`]; in a server, forked by one long-lived forker
+//! process ([`forker`]); for a caller still single-threaded, forked in
 //! advance ([`prefork`]) — and talks to it over pipes ([`caller`]). The
 //! helper ([`helper`]) prepares what needs host privilege and clones the
 //! sandbox's PID 1 ([`init`]), which builds the filesystem view ([`mounts`],
@@ -16,6 +17,7 @@ pub mod caller;
 pub mod caps;
 pub mod cgroup;
 pub(crate) mod cgroup_glue;
+pub(crate) mod forker;
 pub mod helper;
 mod helper_process;
 pub mod init;
@@ -41,8 +43,9 @@ pub use helper::helper_main;
 pub use pool::{PoolLimits, WarmPool};
 pub use probe::probe;
 
-/// Runs the helper and never returns if this process was started as one
-/// (first argument [`protocol::HELPER_ARG`]); otherwise returns at once.
+/// Runs the helper (first argument [`protocol::HELPER_ARG`]) or the helper
+/// forker ([`forker::FORKER_ARG`]) and never returns if this process was
+/// started as one; otherwise returns at once.
 /// Binaries that can serve as the helper call this first thing in `main`.
 pub fn maybe_run_helper() {
     if std::env::args_os()
@@ -51,4 +54,5 @@ pub fn maybe_run_helper() {
     {
         helper_main();
     }
+    forker::maybe_run_forker();
 }

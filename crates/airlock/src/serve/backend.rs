@@ -35,6 +35,9 @@ pub fn open_engine_pooled(
     let opts = airlock_sandbox::OpenOptions::new(state_dir.clone());
     let mut backend = airlock_sandbox::native::NativeBackend::current_exe()?;
     backend.runs_dir = opts.runs_dir();
+    // A server builds a sandbox per run (and the pool one more ahead): each
+    // helper is forked by one forker process, not a new exec of this binary.
+    backend.use_forker();
     let pool = WarmPool::new(backend, pool);
     let handle = pool.handle();
     let backends = airlock_core::Backends::per_policy_with(
