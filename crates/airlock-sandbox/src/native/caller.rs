@@ -44,6 +44,8 @@ pub struct NativeBackend {
     /// Where helpers come from in a multi-threaded caller that asked for it
     /// ([`NativeBackend::use_forker`]); `None`: each one is spawned.
     forker: Option<Arc<Forker>>,
+    /// When a helper of this backend last swept for crashed runs' leftovers.
+    last_sweep: Arc<std::sync::Mutex<Option<Instant>>>,
 }
 
 impl NativeBackend {
@@ -54,7 +56,21 @@ impl NativeBackend {
             stdin_from_caller: false,
             preforked: Arc::default(),
             forker: None,
+            last_sweep: Arc::default(),
         }
+    }
+
+    /// Whether the next helper should sweep for crashed runs' leftovers: the
+    /// first one, then one every [`protocol::STALE_SWEEP_EVERY`].
+    fn sweep_due(&self) -> bool {
+        let Ok(mut last) = self.last_sweep.lock() else {
+            return true;
+        };
+        let due = last.is_none_or(|t| t.elapsed() >= protocol::STALE_SWEEP_EVERY);
+        if due {
+            *last = Some(Instant::now());
+        }
+        due
     }
 
     /// Helpers are forked by one long-lived forker process instead of
@@ -170,6 +186,7 @@ impl NativeBackend {
             pooled,
             caller_clock_ns: sys::monotonic_ns(),
             stdin_null: false,
+            sweep_stale: self.sweep_due(),
         };
         let bytes = |r: &HelperRequest| {
             serde_json::to_vec(r).map_err(|e| SandboxError::Spec(e.to_string()))

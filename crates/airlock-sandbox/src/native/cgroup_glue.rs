@@ -5,7 +5,7 @@
 use super::cgroup::{Cgroup, CgroupHost, CgroupJoin, CgroupLimits};
 use crate::sys;
 use crate::{Limits, SandboxError};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::os::fd::{AsFd, OwnedFd};
 
 /// The prefix of every run cgroup's name.
@@ -107,6 +107,8 @@ pub enum Placement {
 /// init, and rlimits stand in for the limits.
 pub struct RunCgroup {
     cgroup: RefCell<Option<Cgroup>>,
+    /// [`RunCgroup::destroy`] also removes crashed runs' groups.
+    sweep_stale: Cell<bool>,
 }
 
 impl RunCgroup {
@@ -123,9 +125,7 @@ impl RunCgroup {
         limits: &Limits,
     ) -> Result<RunCgroup, SandboxError> {
         let cgroup = host.create(&run_name(request_id), &CgroupLimits::from_limits(limits))?;
-        Ok(RunCgroup {
-            cgroup: RefCell::new(Some(cgroup)),
-        })
+        Ok(RunCgroup::holding(Some(cgroup)))
     }
 
     /// The group [`prepare_early`] made, with the run's limits written now;
@@ -144,16 +144,25 @@ impl RunCgroup {
             }
             None => prepared.host.create(&run_name(request_id), &limits)?,
         };
-        Ok(RunCgroup {
-            cgroup: RefCell::new(Some(cgroup)),
-        })
+        Ok(RunCgroup::holding(Some(cgroup)))
     }
 
     /// No cgroup at all (see the type's docs).
     pub fn none() -> RunCgroup {
+        RunCgroup::holding(None)
+    }
+
+    fn holding(cgroup: Option<Cgroup>) -> RunCgroup {
         RunCgroup {
-            cgroup: RefCell::new(None),
+            cgroup: RefCell::new(cgroup),
+            sweep_stale: Cell::new(true),
         }
+    }
+
+    /// [`RunCgroup::destroy`] leaves crashed runs' groups to a later run
+    /// (see [`super::protocol::HelperRequest::sweep_stale`]).
+    pub fn skip_stale_sweep(&self) {
+        self.sweep_stale.set(false);
     }
 
     pub fn is_none(&self) -> bool {
@@ -265,7 +274,9 @@ impl RunCgroup {
         match &mut *self.cgroup.borrow_mut() {
             Some(c) => {
                 let destroyed = c.destroy();
-                let _ = c.host().clean_stale(PREFIX);
+                if self.sweep_stale.get() {
+                    let _ = c.host().clean_stale(PREFIX);
+                }
                 destroyed
             }
             None => Ok(()),

@@ -266,7 +266,9 @@ fn run(
             .map_err(|e| io_layer(rundir::LAYER, &base.display().to_string(), e))?;
         rundir::set_mount_base(base.join("mnt"));
     }
-    rundir::clean_stale(&request.runs_dir, |_| {});
+    if request.sweep_stale {
+        rundir::clean_stale(&request.runs_dir, |_| {});
+    }
     let run_dir = RunDir::create(&request.runs_dir, &spec.request_id)?;
     if rootless {
         rootless::enter_own_user_ns()?;
@@ -370,6 +372,9 @@ fn run_in(
     } else {
         RunCgroup::create(&spec.request_id, &spec.limits)?
     };
+    if !request.sweep_stale {
+        cgroup.skip_stale_sweep();
+    }
     mark(report, "cgroup created");
     // A pooled sandbox's init is sent its launch and go by the pool itself
     // (protocol::FD_GO); any other's by this helper.

@@ -74,6 +74,20 @@ pub struct HelperRequest {
     /// /dev/null first (a preforked helper was given a pipe, not knowing yet).
     #[serde(default)]
     pub stdin_null: bool,
+    /// Remove what crashed runs left (run directories, cgroups) around this
+    /// one. A one-shot caller asks every time; a server, which builds
+    /// sandboxes back to back, at most every [`STALE_SWEEP_EVERY`]: the scans
+    /// list directories that its own warm sandboxes keep non-empty.
+    #[serde(default = "yes")]
+    pub sweep_stale: bool,
+}
+
+/// How often a caller that builds many sandboxes has a helper sweep for
+/// crashed runs' leftovers ([`HelperRequest::sweep_stale`]).
+pub const STALE_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn yes() -> bool {
+    true
 }
 
 /// What a request adds to the template a pooled sandbox was built for: read
