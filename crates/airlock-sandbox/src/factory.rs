@@ -32,6 +32,11 @@ pub struct OpenOptions {
     /// backend opens. For a one-shot caller that is still single-threaded
     /// (`airlock run`); where it is not, this does nothing.
     pub prefork_helper: bool,
+    /// Native backend: helpers are forked by one long-lived forker process
+    /// (native::forker) instead of spawned per run. For a multi-threaded,
+    /// long-lived caller (`airlock serve`, `airlock mcp`); the forker starts
+    /// with the first run.
+    pub fork_helpers: bool,
     /// The OCI runtime `backend = "oci"` must use (crun, runc, youki); `None`
     /// takes the first installed. From [`crate::oci::runtime::RUNTIME_ENV`].
     pub oci_runtime: Option<String>,
@@ -47,6 +52,7 @@ impl OpenOptions {
             state_dir,
             stdin_from_caller: false,
             prefork_helper: false,
+            fork_helpers: false,
             oci_runtime: env(crate::oci::runtime::RUNTIME_ENV)
                 .map(|v| v.to_string_lossy().into_owned()),
             wasm_cache: env(WASM_CACHE_ENV).map(PathBuf::from),
@@ -77,6 +83,8 @@ pub fn open(kind: BackendKind, opts: &OpenOptions) -> Result<Box<dyn Backend>, S
             backend.stdin_from_caller = opts.stdin_from_caller;
             if opts.prefork_helper {
                 backend.prefork_helper();
+            } else if opts.fork_helpers {
+                backend.use_forker();
             }
             Ok(Box::new(backend))
         }

@@ -15,7 +15,10 @@ pub fn open_engine() -> anyhow::Result<airlock_core::Engine> {
 pub fn open_engine_owning(owned: &[std::path::PathBuf]) -> anyhow::Result<airlock_core::Engine> {
     let state_dir = airlock_core::resolve_state_dir()?;
     airlock_core::state::ensure_private_dir(&state_dir)?;
-    let opts = airlock_sandbox::OpenOptions::new(state_dir.clone());
+    let mut opts = airlock_sandbox::OpenOptions::new(state_dir.clone());
+    // Its callers live long and are multi-threaded (`airlock mcp`; `airlock
+    // check` runs nothing, so its forker never starts).
+    opts.fork_helpers = true;
     let mut config = airlock_core::EngineConfig::per_policy(state_dir.clone(), opts);
     config.owned = owned.to_vec();
     airlock_core::Engine::open(config)
