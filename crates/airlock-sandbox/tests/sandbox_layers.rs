@@ -1371,7 +1371,8 @@ fn helpers_from_the_forker_run_sandboxes_like_spawned_ones() {
         let environ = std::fs::read(format!("/proc/{}/environ", forkers[0])).unwrap();
         assert!(
             environ.is_empty(),
-            "the forker (and so PID 1) has an environment: {environ:?}"
+            "the forker (and so PID 1) has an environment: {}",
+            String::from_utf8_lossy(&environ).replace('\0', " ")
         );
         match (round, first_forker) {
             (0, _) => first_forker = Some(forkers[0]),
