@@ -1406,3 +1406,54 @@ fn the_forker_refuses_to_run_by_hand() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not meant to be run by hand"), "{err}");
 }
+
+/// A request may lower its policy's time limits (`timeout_s`, `airlock run
+/// --server --timeout`). A warm sandbox is built before any request comes, so
+/// the limits must come with the launch: a tighter timeout or CPU time is
+/// enforced in a warm sandbox, and a request with other limits still takes
+/// one (the pool no longer drains and rebuilds for each new limit).
+#[test]
+fn a_warm_sandbox_enforces_the_time_limits_its_request_brings() {
+    use airlock_sandbox::native::pool::RunPath;
+    use airlock_sandbox::KillReason;
+    let f = fixture();
+    let backend = NativeBackend::new(PathBuf::from(HELPER), f.runs.clone());
+    let pool = airlock_sandbox::native::WarmPool::new(
+        backend,
+        airlock_sandbox::native::PoolLimits::size(1),
+    );
+    let wait_ready = || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while pool.stats().ready == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the pool never filled"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    pool.prime(&spec(&f, "true"));
+    let run = |s: &SandboxSpec| {
+        wait_ready();
+        let t = std::time::Instant::now();
+        let (path, result) =
+            pool.run_reporting(s, &mut airlock_sandbox::backend::Discard, &mut || Ok(()));
+        assert!(matches!(path, RunPath::Warm { .. }), "{path:?}");
+        (result.expect("warm run"), t.elapsed())
+    };
+
+    let mut tight = spec(&f, "sleep 20");
+    tight.limits.timeout_ms = 700;
+    let (o, took) = run(&tight);
+    assert_eq!(o.killed_by, Some(KillReason::Timeout), "{o:?}");
+    assert!(took < std::time::Duration::from_secs(10), "ran {took:?}");
+
+    let mut cpu = spec(&f, "while :; do :; done");
+    cpu.limits.cpu_time_ms = 1000;
+    let (o, took) = run(&cpu);
+    assert_eq!(o.killed_by, Some(KillReason::CpuTime), "{o:?}");
+    assert!(took < std::time::Duration::from_secs(10), "ran {took:?}");
+
+    let (o, _) = run(&spec(&f, "true"));
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+}

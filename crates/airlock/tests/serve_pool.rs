@@ -219,31 +219,54 @@ fn pool_size_zero_runs_every_request_cold() {
     server.stop();
 }
 
+/// One `true` as agent-b, whose policy is not agent-a's: another template.
+async fn run_as_b(server: &Server) {
+    let r = request(
+        Target::Unix(&server.socket),
+        "POST",
+        "/v1/run",
+        Some(TOKEN_B),
+        Some(r#"{"command":"true"}"#),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["status"], "ran");
+}
+
+/// A request's own lower timeout (`timeout_s`) takes a warm sandbox: its
+/// time limits come with the launch, so the pool does not drain and rebuild
+/// for each new limit (the limit itself is enforced: sandbox_layers,
+/// a_warm_sandbox_enforces_the_time_limits_its_request_brings). Another
+/// policy's spec, or a view changed since the build, runs cold.
 #[test]
-fn another_spec_or_a_changed_view_runs_cold() {
+fn a_lower_timeout_runs_warm_and_another_spec_or_a_changed_view_runs_cold() {
     let mut server = start("2", &[]);
     rt().block_on(async {
         probe(&server, RUN).await;
         ready(&server, 2).await;
-        // Other limits: not the spec the pool was built for.
         let body = r#"{"command":"python3 probe.py","timeout_s":7}"#;
         probe(&server, body).await;
-        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 0);
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 1);
+        assert_eq!(metric(&server, "airlock_pool_cold_runs").await, 1);
+        // agent-b's policy: not the spec the pool was built for.
+        ready(&server, 2).await;
+        run_as_b(&server).await;
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 1);
         assert_eq!(metric(&server, "airlock_pool_cold_runs").await, 2);
         // The pool now builds for the new spec, and serves it warm.
         ready(&server, 2).await;
-        probe(&server, body).await;
-        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 1);
+        run_as_b(&server).await;
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 2);
         // A protected path appears after the pool was built: its sandboxes
         // would leave it writable, so they are let go and the run is cold.
         ready(&server, 2).await;
         std::fs::create_dir_all(server.ws().join(".git/hooks")).unwrap();
-        probe(&server, body).await;
-        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 1);
+        run_as_b(&server).await;
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 2);
         assert_eq!(metric(&server, "airlock_pool_cold_runs").await, 3);
         ready(&server, 2).await;
-        probe(&server, body).await;
-        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 2);
+        run_as_b(&server).await;
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 3);
     });
     server.stop();
 }

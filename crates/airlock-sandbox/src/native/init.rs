@@ -272,7 +272,8 @@ fn exec_command(
             std::io::Error::last_os_error(),
         ));
     }
-    if let Err(e) = rlimits::apply(&plan.rlimits) {
+    // A pooled sandbox learns its run's CPU time limit with the launch.
+    if let Err(e) = rlimits::apply(&plan.rlimits.with_cpu_time_of(&spec.limits)) {
         report(e);
     }
     if let Err(e) = rlimits::apply_stand_ins(&plan.stand_ins) {

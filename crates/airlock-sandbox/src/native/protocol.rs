@@ -91,16 +91,28 @@ fn yes() -> bool {
 }
 
 /// What a request adds to the template a pooled sandbox was built for: read
-/// only when the command starts (exec, chdir) or after it ended (keep), never
-/// while the view is built, so a sandbox built without them is the one a cold
-/// run would have built.
+/// only when the command starts (exec, chdir, its rlimits, the helper's
+/// timers) or after it ended (keep), never while the view is built, so a
+/// sandbox built without them is the one a cold run would have built.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Launch {
     pub argv: Vec<String>,
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
     pub keep: Option<PathBuf>,
+    /// The run's wall-clock limit: a request may lower its policy's
+    /// (`timeout_s`, `airlock run --server --timeout`), and a warm sandbox
+    /// built for one request's limit must serve the next one's.
+    pub timeout_ms: u64,
+    /// The run's CPU time limit (tree-wide, and RLIMIT_CPU per process),
+    /// lowered with the timeout.
+    pub cpu_time_ms: u64,
 }
+
+/// The time limits a template carries in place of a request's (see
+/// [`Launch::template_of`]); no pooled sandbox runs under them, because every
+/// launch brings its own and a launch without them is refused.
+pub const TEMPLATE_TIME_LIMIT_MS: u64 = u32::MAX as u64;
 
 /// Frames bigger than this are refused (an argv and environment of this size
 /// would not pass `execve` anyway).
@@ -114,6 +126,8 @@ impl Launch {
             cwd: spec.cwd.clone(),
             env: spec.env.clone(),
             keep: spec.workspace.keep.clone(),
+            timeout_ms: spec.limits.timeout_ms,
+            cpu_time_ms: spec.limits.cpu_time_ms,
         }
     }
 
@@ -126,6 +140,8 @@ impl Launch {
         t.cwd = PathBuf::new();
         t.env = Vec::new();
         t.workspace.keep = None;
+        t.limits.timeout_ms = TEMPLATE_TIME_LIMIT_MS;
+        t.limits.cpu_time_ms = TEMPLATE_TIME_LIMIT_MS;
         // Only whether bytes come matters to the build (a pipe or /dev/null).
         t.stdin = spec.stdin.as_ref().map(|_| Vec::new());
         t
@@ -136,6 +152,19 @@ impl Launch {
         spec.cwd = self.cwd.clone();
         spec.env = self.env.clone();
         spec.workspace.keep = self.keep.clone();
+        spec.limits.timeout_ms = self.timeout_ms;
+        spec.limits.cpu_time_ms = self.cpu_time_ms;
+    }
+
+    /// What a sandbox must refuse before it runs the command: a launch
+    /// without time limits would run under the template's placeholders.
+    pub fn check(&self) -> Result<(), String> {
+        if self.timeout_ms == 0 || self.cpu_time_ms == 0 {
+            return Err(
+                "a launch without its time limits (timeout and CPU time) is refused".into(),
+            );
+        }
+        Ok(())
     }
 
     /// `tag`, the JSON's length (u32, little endian), the JSON.
@@ -160,7 +189,10 @@ impl Launch {
         }
         let mut json = vec![0u8; len];
         crate::sys::read_exact(fd, &mut json).map_err(|e| format!("reading the launch: {e}"))?;
-        serde_json::from_slice(&json).map_err(|e| format!("bad launch: {e}"))
+        let launch: Launch =
+            serde_json::from_slice(&json).map_err(|e| format!("bad launch: {e}"))?;
+        launch.check()?;
+        Ok(launch)
     }
 }
 
@@ -215,4 +247,44 @@ pub enum InitMsg {
         #[serde(default)]
         violations: Vec<Violation>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> SandboxSpec {
+        crate::capability::tests::spec()
+    }
+
+    /// Requests that differ only in their time limits take the same warm
+    /// sandboxes, and each gets its own limits back at launch.
+    #[test]
+    fn time_limits_travel_with_the_launch_not_the_template() {
+        let a = spec();
+        let mut b = spec();
+        b.limits.timeout_ms = 500;
+        b.limits.cpu_time_ms = 400;
+        assert_eq!(Launch::template_of(&a), Launch::template_of(&b));
+        let mut built = Launch::template_of(&a);
+        assert_eq!(built.limits.timeout_ms, TEMPLATE_TIME_LIMIT_MS);
+        Launch::of(&b).apply_to(&mut built);
+        assert_eq!(
+            (built.limits.timeout_ms, built.limits.cpu_time_ms),
+            (500, 400)
+        );
+    }
+
+    /// A launch without time limits would leave the template's placeholders
+    /// in force: it is refused as it is read.
+    #[test]
+    fn a_launch_without_time_limits_is_refused() {
+        let (r, w) = crate::sys::pipe().unwrap();
+        let mut launch = Launch::of(&spec());
+        launch.timeout_ms = 0;
+        let frame = launch.frame(CONTROL_LAUNCH);
+        crate::sys::write_all(std::os::fd::AsRawFd::as_raw_fd(&w), &frame[1..]).unwrap();
+        let err = Launch::read_after_tag(std::os::fd::AsRawFd::as_raw_fd(&r)).unwrap_err();
+        assert!(err.contains("without its time limits"), "{err}");
+    }
 }

@@ -49,6 +49,15 @@ impl RlimitSpec {
         }
     }
 
+    /// These limits with the CPU time of `limits` instead (a pooled sandbox is
+    /// built before its run's limits are known: see `protocol::Launch`).
+    pub fn with_cpu_time_of(self, limits: &crate::Limits) -> RlimitSpec {
+        RlimitSpec {
+            cpu_secs: RlimitSpec::from_limits(limits).cpu_secs,
+            ..self
+        }
+    }
+
     /// The (resource, soft, hard) triples `apply` sets, in order.
     pub fn entries(&self) -> [(libc::__rlimit_resource_t, u64, u64, &'static str); 4] {
         [
