@@ -1177,6 +1177,24 @@ fn assert_marker_written_after_the_gate(f: &Fixture, entered: std::time::SystemT
     );
 }
 
+/// A pool of one warm sandbox in front of the test helper.
+fn warm_pool(f: &Fixture) -> airlock_sandbox::native::WarmPool {
+    let backend = NativeBackend::new(PathBuf::from(HELPER), f.runs.clone());
+    airlock_sandbox::native::WarmPool::new(backend, airlock_sandbox::native::PoolLimits::size(1))
+}
+
+/// Waits (at most 20 s) until `pool` has a warm sandbox ready.
+fn wait_ready(pool: &airlock_sandbox::native::WarmPool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while pool.stats().ready == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pool never filled"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// A warm sandbox gets its command before the gate has passed (it prepares
 /// it meanwhile), but execs it only after the gate said yes, and never when
 /// the gate says no: the same guarantee as a cold gated run.
@@ -1184,25 +1202,11 @@ fn assert_marker_written_after_the_gate(f: &Fixture, entered: std::time::SystemT
 fn a_warm_sandbox_starts_its_command_only_after_the_gate() {
     use airlock_sandbox::native::pool::RunPath;
     let f = fixture();
-    let backend = NativeBackend::new(PathBuf::from(HELPER), f.runs.clone());
-    let pool = airlock_sandbox::native::WarmPool::new(
-        backend,
-        airlock_sandbox::native::PoolLimits::size(1),
-    );
+    let pool = warm_pool(&f);
     let spec_for = |f: &Fixture| {
         let mut s = spec(f, "echo ran > marker");
         s.workspace.mode = WorkspaceMode::Rw;
         s
-    };
-    let wait_ready = |pool: &airlock_sandbox::native::WarmPool| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while pool.stats().ready == 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the pool never filled"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
     };
     pool.prime(&spec_for(&f));
     wait_ready(&pool);
@@ -1417,24 +1421,10 @@ fn a_warm_sandbox_enforces_the_time_limits_its_request_brings() {
     use airlock_sandbox::native::pool::RunPath;
     use airlock_sandbox::KillReason;
     let f = fixture();
-    let backend = NativeBackend::new(PathBuf::from(HELPER), f.runs.clone());
-    let pool = airlock_sandbox::native::WarmPool::new(
-        backend,
-        airlock_sandbox::native::PoolLimits::size(1),
-    );
-    let wait_ready = || {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while pool.stats().ready == 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the pool never filled"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    };
+    let pool = warm_pool(&f);
     pool.prime(&spec(&f, "true"));
     let run = |s: &SandboxSpec| {
-        wait_ready();
+        wait_ready(&pool);
         let t = std::time::Instant::now();
         let (path, result) =
             pool.run_reporting(s, &mut airlock_sandbox::backend::Discard, &mut || Ok(()));
