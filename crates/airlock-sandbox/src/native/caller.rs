@@ -9,7 +9,7 @@
 //! everything (PR_SET_PDEATHSIG would be tied to the spawning thread instead).
 
 use super::forker::Forker;
-use super::helper_process::HelperProcess;
+use super::helper_process::{helper_command, HelperProcess};
 use super::prefork::{self, Preforked};
 use super::protocol::{self, HelperReport, HelperRequest};
 use super::teardowns::Teardowns;
@@ -19,9 +19,8 @@ use crate::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -219,18 +218,14 @@ impl NativeBackend {
         } else {
             None
         };
-        let mut passed = vec![
-            (req_r.as_raw_fd(), protocol::FD_REQUEST),
-            (rep_w.as_raw_fd(), protocol::FD_REPORT),
-            (ctl_r.as_raw_fd(), protocol::FD_CONTROL),
-        ];
-        if let Some((go_r, _)) = &go {
-            passed.push((go_r.as_raw_fd(), protocol::FD_GO));
-        }
-        let go_r = go.as_ref().map(|(r, _)| r);
-        let mut child = match self.fork_helper(stdin_wanted, [&req_r, &rep_w, &ctl_r], go_r) {
+        // The helper's ends, in the protocol's order from FD_REQUEST on.
+        let ends: Vec<&OwnedFd> = [&req_r, &rep_w, &ctl_r]
+            .into_iter()
+            .chain(go.as_ref().map(|(r, _)| r))
+            .collect();
+        let mut child = match self.fork_helper(stdin_wanted, &ends) {
             Some(child) => child,
-            None => self.spawn_helper(stdin_wanted, &passed)?,
+            None => self.spawn_helper(stdin_wanted, &ends)?,
         };
         drop(req_r);
         drop(rep_w);
@@ -254,15 +249,10 @@ impl NativeBackend {
         })
     }
 
-    /// A helper from the forker, holding its stdio pipes and `passed` (the
+    /// A helper from the forker, holding its stdio pipes and `ends` (the
     /// request, report, control and go pipes' ends, in the protocol's
     /// order); `None` without a forker or when it failed (spawn one then).
-    fn fork_helper(
-        &self,
-        stdin_wanted: bool,
-        passed: [&OwnedFd; 3],
-        go_r: Option<&OwnedFd>,
-    ) -> Option<HelperProcess> {
+    fn fork_helper(&self, stdin_wanted: bool, ends: &[&OwnedFd]) -> Option<HelperProcess> {
         let forker = self.forker.as_ref()?;
         let made = (|| {
             let (stdin_r, stdin_w) = if stdin_wanted {
@@ -274,8 +264,7 @@ impl NativeBackend {
             let (stdout_r, stdout_w) = sys::pipe()?;
             let (stderr_r, stderr_w) = sys::pipe()?;
             let mut fds = vec![stdin_r.as_fd(), stdout_w.as_fd(), stderr_w.as_fd()];
-            fds.extend(passed.iter().map(|fd| fd.as_fd()));
-            fds.extend(go_r.map(|fd| fd.as_fd()));
+            fds.extend(ends.iter().map(|fd| fd.as_fd()));
             let pid = forker.fork_helper(&fds)?;
             Ok::<_, std::io::Error>(HelperProcess::forked(pid, stdin_w, stdout_r, stderr_r))
         })();
@@ -294,35 +283,25 @@ impl NativeBackend {
         }
     }
 
-    /// A helper spawned the classic way: fork and exec of the helper binary.
+    /// A helper spawned the classic way: fork and exec of the helper binary,
+    /// `ends` placed from [`protocol::FD_REQUEST`] on.
     fn spawn_helper(
         &self,
         stdin_wanted: bool,
-        passed: &[(i32, i32)],
+        ends: &[&OwnedFd],
     ) -> Result<HelperProcess, SandboxError> {
-        let passed = passed.to_vec();
-        let mut cmd = Command::new(&self.helper_exe);
-        cmd.arg(protocol::HELPER_ARG)
-            .env_clear()
-            .current_dir("/")
-            .stdin(if stdin_wanted {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for name in protocol::HELPER_ENV {
-            if let Some(v) = std::env::var_os(name) {
-                cmd.env(name, v);
-            }
-        }
-        // `passed` is built before the fork: the closure below only reads it.
-        // SAFETY: the closure runs between fork and exec and only calls fcntl and
-        // dup2 (sys::place_fds), which are async-signal-safe; it allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || sys::place_fds(&passed));
-        }
+        let passed = (protocol::FD_REQUEST..)
+            .zip(ends)
+            .map(|(target, fd)| (fd.as_raw_fd(), target))
+            .collect();
+        let mut cmd = helper_command(&self.helper_exe, protocol::HELPER_ARG, passed);
+        cmd.stdin(if stdin_wanted {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
         let child = cmd.spawn().map_err(io_err("spawning the sandbox helper"))?;
         Ok(HelperProcess::from_child(child))
     }

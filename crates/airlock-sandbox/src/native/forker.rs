@@ -29,6 +29,7 @@
 //! answer leaves that one helper unknown to the caller: it sees EOF on its
 //! request pipe and exits, and stays a zombie until the caller exits.)
 
+use super::helper_process::helper_command;
 use super::protocol;
 use crate::sys;
 use rustix::net::{
@@ -38,9 +39,8 @@ use rustix::net::{
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Mutex;
 
 /// The hidden first argument that turns the airlock binary into the forker.
@@ -98,26 +98,24 @@ impl Forker {
             .lock()
             .map_err(|_| io::Error::other("the forker's lock is poisoned"))?;
         // A forker that went away since its last helper is replaced once.
-        for attempt in 0..2 {
-            if running.is_none() {
-                *running = Some(start(&self.exe)?);
-            }
-            let Some(forker) = running.as_ref() else {
-                break;
+        let mut failed = None;
+        for _ in 0..2 {
+            let forker = match running.take() {
+                Some(forker) => forker,
+                None => start(&self.exe)?,
             };
             match request(&forker.socket, fds) {
-                Ok(pid) => return Ok(pid),
+                Ok(pid) => {
+                    *running = Some(forker);
+                    return Ok(pid);
+                }
                 Err(e) => {
-                    if let Some(gone) = running.take() {
-                        gone.stop(true);
-                    }
-                    if attempt == 1 {
-                        return Err(e);
-                    }
+                    forker.stop(true);
+                    failed = Some(e);
                 }
             }
         }
-        Err(io::Error::other("no forker"))
+        Err(failed.unwrap_or_else(|| io::Error::other("no forker")))
     }
 }
 
@@ -137,24 +135,10 @@ fn start(exe: &std::path::Path) -> io::Result<Running> {
         SocketFlags::CLOEXEC,
         None,
     )?;
-    let mut cmd = Command::new(exe);
-    cmd.arg(FORKER_ARG)
-        .env_clear()
-        .current_dir("/")
-        .stdin(Stdio::null())
+    let mut cmd = helper_command(exe, FORKER_ARG, vec![(theirs.as_raw_fd(), FD_SOCKET)]);
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
-    for name in protocol::HELPER_ENV {
-        if let Some(v) = std::env::var_os(name) {
-            cmd.env(name, v);
-        }
-    }
-    let passed = [(theirs.as_raw_fd(), FD_SOCKET)];
-    // SAFETY: the closure runs between fork and exec and only calls fcntl and
-    // dup2 (sys::place_fds), which are async-signal-safe; it allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || sys::place_fds(&passed));
-    }
     rustix::net::sockopt::set_socket_timeout(
         &mine,
         rustix::net::sockopt::Timeout::Recv,

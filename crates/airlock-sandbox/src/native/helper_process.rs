@@ -5,9 +5,31 @@
 use crate::sys;
 use std::fs::File;
 use std::io;
-use std::os::fd::OwnedFd;
-use std::os::unix::process::ExitStatusExt;
-use std::process::ExitStatus;
+use std::os::fd::{OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, ExitStatus};
+
+/// `exe arg` as every helper-side process is started (the helper itself, or
+/// the forker that forks helpers): an empty environment but the helper's
+/// debug switches ([`super::protocol::HELPER_ENV`]), `/` as its directory,
+/// and each `(fd, target)` of `passed` at `target`. Stdio is the caller's to set.
+pub(crate) fn helper_command(exe: &Path, arg: &str, passed: Vec<(RawFd, RawFd)>) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.arg(arg).env_clear().current_dir("/");
+    for name in super::protocol::HELPER_ENV {
+        if let Some(v) = std::env::var_os(name) {
+            cmd.env(name, v);
+        }
+    }
+    // `passed` is built before the fork: the closure below only reads it.
+    // SAFETY: the closure runs between fork and exec and only calls fcntl and
+    // dup2 (sys::place_fds), which are async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || sys::place_fds(&passed));
+    }
+    cmd
+}
 
 #[derive(Debug)]
 pub(crate) struct HelperProcess {
