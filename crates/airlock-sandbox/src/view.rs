@@ -245,8 +245,9 @@ impl HostFs for CachedHost<'_> {
 #[derive(Debug, Clone)]
 pub struct ViewInput<'a> {
     pub spec: &'a SandboxSpec,
-    /// The run's directory on the host; airlock's state directory is its
-    /// grandparent and is hidden when it lies inside the workspace.
+    /// The run's entry in the runs directory (`<state>/runs/<request id>`):
+    /// airlock's state directory is its grandparent, hidden when it lies
+    /// inside the workspace.
     pub run_dir: &'a Path,
     pub passwd: &'a str,
     pub group: &'a str,

@@ -941,7 +941,7 @@ fn stale_state_of_a_killed_helper_is_cleaned_at_the_next_start() {
         .env("AIRLOCK_STATE_DIR", f.runs.parent().unwrap())
         .spawn()
         .unwrap();
-    let run_dir = f.runs.join(&s.request_id);
+    let run_entry = f.runs.join(&s.request_id);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     // The helper is the caller's child whose argv[1] is the hidden argument.
     let helper_pid = loop {
@@ -959,7 +959,7 @@ fn stale_state_of_a_killed_helper_is_cleaned_at_the_next_start() {
                 .then(|| p.file_name())
         });
         if let Some(pid) = found {
-            if run_dir.join("lock").exists() {
+            if run_entry.exists() {
                 break pid.to_string_lossy().parse::<i32>().unwrap();
             }
         }
@@ -971,13 +971,13 @@ fn stale_state_of_a_killed_helper_is_cleaned_at_the_next_start() {
     unsafe { libc::kill(helper_pid, libc::SIGKILL) };
     let _ = child.wait();
     assert!(
-        run_dir.exists(),
-        "a killed helper cannot clean up: its run dir stays until the next start"
+        run_entry.exists(),
+        "a killed helper cannot clean up: its run's entry stays until the next start"
     );
     // The next run cleans it up.
     let o = sh(&f, "true");
     assert_eq!(o.exit_code, Some(0));
-    assert!(!run_dir.exists(), "stale run dir not cleaned");
+    assert!(!run_entry.exists(), "stale run entry not cleaned");
     assert_no_trace(&f, &s.request_id);
 }
 

@@ -14,7 +14,7 @@
 use super::cgroup_glue::{self, Placement, RunCgroup};
 use super::init::{self, InitPlan};
 use super::protocol::{self, HelperReport, HelperRequest, InitMsg, LayerFailure};
-use super::rundir::{self, RunDir};
+use super::rundir::{self, RunLock};
 use super::{namespaces, prepared_etc, rootless, seccomp};
 use crate::view::{self, ViewOp};
 use crate::Layer;
@@ -269,23 +269,23 @@ fn run(
     if request.sweep_stale {
         rundir::clean_stale(&request.runs_dir, |_| {});
     }
-    let run_dir = RunDir::create(&request.runs_dir, &spec.request_id)?;
+    let run = RunLock::create(&request.runs_dir, &spec.request_id)?;
     if rootless {
         rootless::enter_own_user_ns()?;
         report.notes.push(
             "rootless mode: the caller's uid is root inside a user namespace of its own".into(),
         );
     }
-    let result = run_in(request, &run_dir, control, t0, early, report, reporter);
-    if let Err(e) = run_dir.remove() {
+    let result = run_in(request, &run, control, t0, early, report, reporter);
+    if let Err(e) = run.remove() {
         report.notes.push(format!(
-            "could not remove run dir {}: {e}",
-            run_dir.path.display()
+            "could not remove the run's lock file {}: {e}",
+            run.path.display()
         ));
     }
     report
         .timings
-        .push(("run dir removed".into(), t0.elapsed().as_micros() as u64));
+        .push(("run lock removed".into(), t0.elapsed().as_micros() as u64));
     // Init's steps arrive late; the profile reads in time order.
     report.timings.sort_by_key(|(_, us)| *us);
     result
@@ -293,7 +293,7 @@ fn run(
 
 fn run_in(
     request: &HelperRequest,
-    run_dir: &RunDir,
+    run: &RunLock,
     control: OwnedFd,
     t0: Instant,
     early: Early,
@@ -357,7 +357,7 @@ fn run_in(
         // Rootless: the pipes already belong to the caller, who is sandbox root.
         give_stdio_pipes_to_sandbox_root();
     }
-    let (view, prepared_etc) = filesystem_view(request, &run_dir.path, rootless, report);
+    let (view, prepared_etc) = filesystem_view(request, &run.path, rootless, report);
     mark(report, "filesystem view planned");
     let cgroup = if rootless {
         rootless_cgroup(
@@ -392,7 +392,6 @@ fn run_in(
         spec,
         cgroup_join: entry.join(),
         view: &view,
-        run_dir: &run_dir.path,
         sandbox_userns: &sandbox_ns,
         net_ns: net_ns.as_ref(),
         idmaps: &idmaps,

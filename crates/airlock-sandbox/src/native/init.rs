@@ -45,7 +45,6 @@ pub struct InitPlan<'a> {
     pub cgroup_join: Option<&'a CgroupJoin>,
     /// The filesystem view to build.
     pub view: &'a [ViewOp],
-    pub run_dir: &'a Path,
     pub sandbox_userns: &'a OwnedFd,
     /// A network namespace made in advance ([`namespaces::net_ns`]): joined
     /// instead of one made by init's clone (flags without `CLONE_NEWNET`).
@@ -174,7 +173,6 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxEr
     };
     let view = ViewPlan {
         spec,
-        run_dir: plan.run_dir,
         ops: plan.view,
         idmaps: &idmaps,
         upper_fs: plan.upper_fs,

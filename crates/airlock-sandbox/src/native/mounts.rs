@@ -50,8 +50,6 @@ pub struct ViewPlan<'a> {
     /// The view's operations ([`view::plan`], made by the helper before the
     /// clone, its `/etc` possibly one prepared directory).
     pub ops: &'a [ViewOp],
-    /// Per-run directory on the host (holds `root`, `lower`, `upper`, `work`).
-    pub run_dir: &'a Path,
     /// Idmapping for the workspace and the write paths: maps the owner of the
     /// tree to sandbox root.
     pub idmaps: &'a dyn Fn(&Path) -> Option<RawFd>,
@@ -69,7 +67,7 @@ pub struct ViewPlan<'a> {
 /// in its own mount namespace.
 pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
     let spec = plan.spec;
-    let root = super::rundir::mount_point(plan.run_dir, "root");
+    let root = super::rundir::mount_point("root");
     sys::make_mounts_private().map_err(|e| fail(Layer::Mounts, "make / private", e))?;
     // The workspace tree is copied before anything is mounted: the runs
     // directory (and so the new root) may lie inside the workspace.
@@ -384,7 +382,7 @@ fn build_workspace(
             }
         }
         WorkspaceMode::Overlay => {
-            let lower = super::rundir::mount_point(plan.run_dir, "lower");
+            let lower = super::rundir::mount_point("lower");
             sys::set_tree_attrs(&tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, idmap)
                 .map_err(|e| fail(L, "idmapped lower layer", e))?;
             sys::attach_tree_at(&tree, &lower).map_err(|e| fail(L, "attach lower layer", e))?;
@@ -394,7 +392,7 @@ fn build_workspace(
             let layer_fs = plan
                 .upper_fs
                 .ok_or_else(|| fail(L, "overlay", "no upper layer filesystem"))?;
-            let upper_mp = super::rundir::mount_point(plan.run_dir, "upper");
+            let upper_mp = super::rundir::mount_point("upper");
             sys::attach_tree_at(layer_fs, &upper_mp)
                 .map_err(|e| fail(L, "attach upper layer tmpfs", e))?;
             let upper = upper_mp.join("upper");
