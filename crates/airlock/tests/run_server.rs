@@ -63,6 +63,9 @@ fn output_bytes_and_exit_status_are_a_cold_runs() {
     assert_eq!(v["exit_code"], 0);
     assert_eq!(v["stdout"], "hi\n");
     assert_eq!(v["audit_ids"].as_array().unwrap().len(), 2, "{v}");
+    // The server names the backend it ran on; its host's sandbox mode is its own.
+    assert_eq!(v["backend"], "native", "{v}");
+    assert!(v["sandbox_mode"].is_null(), "{v}");
 
     let out = run(&server, &["-c", "echo a && echo b"]);
     assert_eq!(text(&out.stdout), "a\nb\n", "{}", text(&out.stderr));

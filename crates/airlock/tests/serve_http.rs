@@ -77,6 +77,7 @@ fn tokens_authenticate_and_each_token_has_its_own_policy() {
         assert_eq!(a["status"], "ran");
         assert_eq!(a["caller"], "agent-a");
         assert_eq!(a["outcome"]["stdout"], "name,qty\napple,3\npear,5\n");
+        assert_eq!(a["backend"], "native");
         let b = request(
             Target::Unix(sock),
             "POST",
@@ -89,6 +90,7 @@ fn tokens_authenticate_and_each_token_has_its_own_policy() {
         assert_eq!(b["decision"], "deny");
         assert_eq!(b["status"], "denied");
         assert!(b["outcome"].is_null());
+        assert!(b["backend"].is_null(), "nothing ran: {b}");
         // The audit log names each caller by its token's name, and the denied
         // request has a decision record and no execution record.
         let records = audit_records(&server.state());

@@ -342,7 +342,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "{}",
             json_safe(&serde_json::to_string_pretty(&json_view(
                 &response,
-                Some(kind.as_str())
+                Some(kind.as_str()),
+                Some(sandbox_mode(kind.as_str()))
             ))?)
         );
     } else {
@@ -445,12 +446,18 @@ fn sandbox_mode(backend: &str) -> serde_json::Value {
 
 /// `--json`'s object. `backend` is `None` for a run through the server, which
 /// does not say which backend ran it.
-pub(super) fn json_view(r: &RunResponse, backend: Option<&str>) -> serde_json::Value {
+/// `sandbox_mode` is this host's (a run here), or unknown (`None`: a run
+/// through a server, whose host and user may not be this process's).
+pub(super) fn json_view(
+    r: &RunResponse,
+    backend: Option<&str>,
+    sandbox_mode: Option<serde_json::Value>,
+) -> serde_json::Value {
     let o = r.outcome.as_ref();
     serde_json::json!({
         "request_id": r.request_id,
         "backend": backend,
-        "sandbox_mode": backend.map_or(serde_json::Value::Null, sandbox_mode),
+        "sandbox_mode": sandbox_mode.unwrap_or(serde_json::Value::Null),
         "status": r.status.as_str(),
         "decision": r.decision.decision.as_str(),
         "reason": r.decision.reason,

@@ -42,6 +42,9 @@ struct ServerResult {
     refusal: Option<Refusal>,
     outcome: Option<Outcome>,
     audit_ids: Vec<String>,
+    /// Absent from a server older than this client.
+    #[serde(default)]
+    backend: Option<String>,
 }
 
 /// One NDJSON event of `/v1/run/stream?output=base64`: output as every byte
@@ -263,7 +266,9 @@ pub fn run(args: Args, socket: &Path) -> anyhow::Result<i32> {
         println!(
             "{}",
             json_safe(&serde_json::to_string_pretty(&super::run::json_view(
-                &response, None
+                &response,
+                r.backend.as_deref(),
+                None
             ))?)
         );
     } else {

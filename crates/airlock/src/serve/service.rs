@@ -123,6 +123,9 @@ pub struct RunResult {
     pub refusal: Option<Refusal>,
     pub outcome: Option<Outcome>,
     pub audit_ids: Vec<String>,
+    /// The backend the command ran on (`native`, `gvisor`, ...); null when
+    /// nothing ran.
+    pub backend: Option<String>,
 }
 
 /// One `AIRLOCK_PROFILE=1` line, in one write (stderr is unbuffered).
@@ -632,6 +635,7 @@ impl Service {
             decision: response.decision,
             approval: response.approval,
             refusal: response.refusal,
+            backend: response.outcome.as_ref().map(|_| backend.to_string()),
             outcome: response.outcome,
             audit_ids: response.audit_ids,
         };
