@@ -183,6 +183,41 @@ PY
 fi
 rm -rf "$allow_ws"
 
+# Cancellation through a server: a client that goes away (curl gives up)
+# cancels its microVM run at once, not at the policy's 60 s timeout; the run
+# is recorded as cancelled and its VM is gone.
+cancel_ws=$(mktemp -d) cancel_state=$(mktemp -d)
+cat > "$cancel_ws/airlock.toml" <<'TOML'
+[workspace]
+root = "."
+[commands]
+allow = ["sleep"]
+[limits]
+timeout = "60s"
+memory = "256MiB"
+[sandbox]
+backend = "microvm"
+TOML
+(cd "$cancel_ws" && AIRLOCK_STATE_DIR="$cancel_state" exec "$bin" serve --socket "$cancel_state/s.sock" --pool 0 \
+  >"$cancel_state/serve.log" 2>&1) &
+serve_pid=$!
+for _ in $(seq 200); do [ -S "$cancel_state/s.sock" ] && break; sleep 0.05; done
+curl -s --unix-socket "$cancel_state/s.sock" --max-time 12 -X POST http://airlock/v1/run \
+  -H 'Content-Type: application/json' -d '{"argv":["sleep","55"]}' >/dev/null
+gone_at=$(date +%s)
+record=
+for _ in $(seq 300); do
+  record=$(grep -h '"killed_by"' "$cancel_state"/audit/*.jsonl 2>/dev/null | tail -1)
+  [ -n "$record" ] && break
+  sleep 0.1
+done
+waited=$(( $(date +%s) - gone_at ))
+check "a server's microVM run whose client left is recorded as cancelled (${waited}s after)" \
+  grep -q '"killed_by":"cancelled"' <<<"$record" || { echo "$record"; tail -5 "$cancel_state/serve.log"; }
+check "it ended at once, not at its 60 s timeout" test "$waited" -lt 20
+kill -TERM "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null
+rm -rf "$cancel_ws" "$cancel_state"
+
 left=$(ls /run/airlock-microvm 2>/dev/null | wc -l)
 check "no run's stage is left behind" test "$left" = 0
 pgrep -f "qemu-system-x86_64 -M microvm -accel" -u 100000 >/dev/null

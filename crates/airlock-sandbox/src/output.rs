@@ -72,7 +72,7 @@ pub struct Pipes<'a> {
 
 /// How often a run whose output is quiet asks its sink whether it was
 /// cancelled.
-const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+pub(crate) const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Relays until every pipe closes or `backstop` passes. `kill` is called once
 /// with [`KillReason::Output`] the first time a stream passes `cap` (the

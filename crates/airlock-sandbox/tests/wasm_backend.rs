@@ -199,3 +199,57 @@ fn a_module_outside_the_workspace_and_a_host_program_are_refused() {
     let e = f.backend.run(&s, &mut Discard).unwrap_err().to_string();
     assert!(e.contains("outside the workspace"), "{e}");
 }
+
+/// A sink whose reader stops waiting `after` the run starts.
+struct LeavesAfter {
+    start: std::time::Instant,
+    after: std::time::Duration,
+}
+
+impl airlock_sandbox::OutputSink for LeavesAfter {
+    fn stdout(&mut self, _: &[u8]) {}
+    fn stderr(&mut self, _: &[u8]) {}
+    fn cancelled(&self) -> bool {
+        self.start.elapsed() >= self.after
+    }
+}
+
+/// A run whose caller stops waiting (a server's client went away) is killed
+/// within moments, not at its timeout: the helper's stdin is its lifeline.
+/// Nothing of a cancelled run is applied, and its scratch is gone.
+#[test]
+fn a_cancelled_run_is_killed_at_once_and_leaves_nothing() {
+    let f = fixture();
+    // Writes out.txt in the workspace, then spins.
+    let tail = r#"(drop (call $path_open (i32.const 3) (i32.const 0) (i32.const 200) (i32.const 7)
+        (i32.const 1) (i64.const 0x1fffffff) (i64.const 0x1fffffff) (i32.const 0) (i32.const 300)))
+      (drop (call $fd_write (i32.load (i32.const 300)) (i32.const 0) (i32.const 1) (i32.const 8)))
+      (loop $l (br $l))"#;
+    write(&f.ws, "spin.wasm", &module("data", 1, 0, tail));
+    let mut s = spec(&f.ws, "spin.wasm");
+    s.workspace.apply = true;
+    s.limits.timeout_ms = 60_000;
+    s.limits.cpu_time_ms = 60_000;
+    let start = std::time::Instant::now();
+    let mut sink = LeavesAfter {
+        start,
+        after: std::time::Duration::from_millis(500),
+    };
+    let o = f.backend.run(&s, &mut sink).unwrap();
+    assert_eq!(o.killed_by, Some(KillReason::Cancelled), "{o:?}");
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(10),
+        "the cancelled run went on for {:?}",
+        start.elapsed()
+    );
+    assert!(o.changes.is_empty() && !o.applied, "{o:?}");
+    assert!(
+        !f.ws.join("out.txt").exists(),
+        "a cancelled run's change was applied"
+    );
+    let runs = f.backend.runs_dir.clone();
+    let left: Vec<_> = std::fs::read_dir(&runs)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in {}: {left:?}", runs.display());
+}

@@ -78,6 +78,35 @@ fn text(bytes: &[u8], truncated: bool, cap: u64) -> String {
     s
 }
 
+/// Reads the helper's report to its end, asking `sink` every
+/// [`output::CANCEL_POLL`] whether its reader stopped waiting; the first time
+/// it did, `cancel` runs (it closes the helper's lifeline, and the helper
+/// kills the VM and reports).
+fn read_report(
+    mut out: std::process::ChildStdout,
+    bytes: &mut Vec<u8>,
+    sink: &mut dyn OutputSink,
+    mut cancel: impl FnMut(),
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut cancelled = false;
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        if !cancelled && sink.cancelled() {
+            cancelled = true;
+            cancel();
+        }
+        let ready = crate::sys::poll(&[out.as_raw_fd()], output::CANCEL_POLL.as_millis() as i32)?;
+        if ready[0] == 0 {
+            continue;
+        }
+        match out.read(&mut buf)? {
+            0 => return Ok(()),
+            n => bytes.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
 impl Backend for MicrovmBackend {
     fn name(&self) -> &'static str {
         "microvm"
@@ -106,7 +135,7 @@ impl Backend for MicrovmBackend {
             .spawn()
             .map_err(io_err("spawning the microVM helper"))?;
         // stdin stays open until the report is read: its EOF tells the helper
-        // that the caller is gone.
+        // that the caller is gone, or cancelled the run.
         let mut stdin = child.stdin.take();
         if let Some(w) = stdin.as_mut() {
             if let Err(e) = w.write_all(&line) {
@@ -116,8 +145,8 @@ impl Backend for MicrovmBackend {
             }
         }
         let mut report_bytes = Vec::new();
-        if let Some(mut out) = child.stdout.take() {
-            out.read_to_end(&mut report_bytes)
+        if let Some(out) = child.stdout.take() {
+            read_report(out, &mut report_bytes, sink, || drop(stdin.take()))
                 .map_err(io_err("reading the microVM helper's report"))?;
         }
         drop(stdin);

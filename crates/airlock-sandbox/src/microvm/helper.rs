@@ -398,6 +398,7 @@ fn boot_and_wait(req: &Request, stage: &Stage) -> Result<HelperReport, SandboxEr
             ),
         )),
         (Ended::CallerGone, _) => {
+            report.killed_by = Some(KillReason::Cancelled);
             report.signal = Some(libc::SIGKILL);
             report
                 .notes

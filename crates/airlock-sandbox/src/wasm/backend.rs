@@ -190,7 +190,9 @@ impl Backend for WasmBackend {
             cwasm,
             guest_argv,
         };
-        let bytes = serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
+        let mut bytes =
+            serde_json::to_vec(&request).map_err(|e| SandboxError::Spec(e.to_string()))?;
+        bytes.push(b'\n');
 
         // Step 2: the helper, with an empty environment and the report on fd 3.
         let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
@@ -218,7 +220,11 @@ impl Backend for WasmBackend {
         let started = Instant::now();
         let mut child = cmd.spawn().map_err(io_err("spawning the wasm helper"))?;
         drop(rep_w);
-        if let Some(mut stdin) = child.stdin.take() {
+        // The request is one line; stdin then stays open as the helper's
+        // lifeline: closing it (the run is cancelled) makes the helper kill
+        // the guest and report.
+        let mut lifeline = child.stdin.take();
+        if let Some(stdin) = lifeline.as_mut() {
             if let Err(e) = stdin.write_all(&bytes) {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -237,14 +243,17 @@ impl Backend for WasmBackend {
             report: &rep_r,
         };
         // The guest traps itself at the cap (see `output`): nothing to tell the
-        // helper. A cancelled run goes on to its timeout: the wasm helper has
-        // no control pipe.
+        // helper then. A cancelled run's helper loses its lifeline.
         let relayed = output::relay_helper(
             pipes,
             spec.limits.output_bytes,
             backstop,
             sink,
-            &mut |_| {},
+            &mut |reason| {
+                if reason == crate::KillReason::Cancelled {
+                    lifeline = None;
+                }
+            },
             "wasm",
             &mut || {
                 let _ = child.kill();
@@ -252,6 +261,7 @@ impl Backend for WasmBackend {
             },
         )?;
         let (mut out, err) = (relayed.stdout, relayed.stderr);
+        drop(lifeline);
         let status = child
             .wait()
             .map_err(io_err("waiting for the wasm helper"))?;

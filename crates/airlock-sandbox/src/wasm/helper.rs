@@ -1,9 +1,10 @@
 //! The helper: the `airlock-wasm` binary (the one that embeds wasmtime) run
-//! with [`HELPER_ARG`]. It reads the request on stdin, makes private mount,
-//! network, IPC and UTS namespaces, builds the view, forks the guest's process
-//! and waits for it (killing it at the timeout if a host call holds it), then
-//! reads the change report from the overlay's upper layer, applies it when
-//! asked, tears the view down and writes its report on fd 3.
+//! with [`HELPER_ARG`]. It reads the request, one line, on stdin, makes private
+//! mount, network, IPC and UTS namespaces, builds the view, forks the guest's
+//! process and waits for it (killing it at the timeout if a host call holds
+//! it, or when the caller closes stdin: the caller is gone or cancelled the
+//! run), then reads the change report from the overlay's upper layer, applies
+//! it when asked, tears the view down and writes its report on fd 3.
 
 use super::{guest, scratch, GuestResult, HelperReport, Request};
 use crate::Layer;
@@ -23,8 +24,11 @@ pub const FD_REPORT: i32 = 3;
 const GRACE: Duration = Duration::from_millis(500);
 
 pub fn helper_main() -> ! {
-    let report = match std::io::read_to_string(std::io::stdin()) {
-        Ok(text) => match serde_json::from_str::<Request>(&text) {
+    // One line: stdin stays open after it, as the caller's lifeline.
+    let mut line = String::new();
+    let read = std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut line);
+    let report = match read {
+        Ok(_) => match serde_json::from_str::<Request>(&line) {
             Ok(req) => run(&req),
             Err(e) => HelperReport::failed(Layer::Spec, format!("unreadable request: {e}")),
         },
@@ -78,7 +82,9 @@ fn run(req: &Request) -> HelperReport {
             return HelperReport::from_error(e);
         }
     };
-    if let Some(upper) = &view.upper {
+    // Nobody waits for a cancelled run's changes, and none is applied.
+    let cancelled = report.killed_by == Some(KillReason::Cancelled);
+    if let Some(upper) = view.upper.as_ref().filter(|_| !cancelled) {
         let apply = spec.workspace.apply || spec.workspace.mode == WorkspaceMode::Rw;
         let f = workspace::finish(upper, &spec.workspace, &spec.limits, apply);
         report.applied = f.applied;
@@ -110,16 +116,33 @@ fn run_guest(req: &Request, view: &scratch::View) -> Result<GuestResult, Sandbox
     let deadline = Instant::now() + Duration::from_millis(req.spec.limits.timeout_ms) + GRACE;
     let mut bytes = Vec::new();
     let mut buf = [0u8; 4096];
-    let mut killed = false;
+    let mut killed = None;
+    let mut lifeline = true;
     loop {
         let wait = deadline.saturating_duration_since(Instant::now());
         if wait.is_zero() {
             sys::kill(pid, libc::SIGKILL);
-            killed = true;
+            killed = Some(KillReason::Timeout);
             break;
         }
-        let ready = sys::poll(&[r.as_raw_fd()], wait.as_millis().min(1000) as i32)
-            .map_err(|e| io("poll", e))?;
+        let fds: &[i32] = if lifeline {
+            &[r.as_raw_fd(), 0]
+        } else {
+            &[r.as_raw_fd()]
+        };
+        let ready = sys::poll(fds, wait.as_millis().min(1000) as i32).map_err(|e| io("poll", e))?;
+        // The lifeline: EOF or an error on stdin means the caller is gone
+        // (or cancelled the run); nothing else is ever sent on it.
+        if lifeline && ready[1] != 0 && matches!(sys::read(0, &mut buf), Ok(0) | Err(_)) {
+            sys::kill(pid, libc::SIGKILL);
+            killed = Some(KillReason::Cancelled);
+            break;
+        }
+        if ready[1..].iter().any(|r| *r != 0) {
+            // Bytes on stdin after the request are not part of the protocol:
+            // stop watching it rather than spin on them.
+            lifeline = false;
+        }
         if ready[0] == 0 {
             continue;
         }
@@ -129,8 +152,8 @@ fn run_guest(req: &Request, view: &scratch::View) -> Result<GuestResult, Sandbox
         }
     }
     let (_, status) = sys::waitpid(pid, 0).map_err(|e| io("waitpid", e))?;
-    if killed {
-        return Ok(GuestResult::killed(KillReason::Timeout));
+    if let Some(reason) = killed {
+        return Ok(GuestResult::killed(reason));
     }
     if libc::WIFSIGNALED(status) {
         let sig = libc::WTERMSIG(status);
