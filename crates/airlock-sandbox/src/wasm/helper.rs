@@ -132,16 +132,18 @@ fn run_guest(req: &Request, view: &scratch::View) -> Result<GuestResult, Sandbox
         };
         let ready = sys::poll(fds, wait.as_millis().min(1000) as i32).map_err(|e| io("poll", e))?;
         // The lifeline: EOF or an error on stdin means the caller is gone
-        // (or cancelled the run); nothing else is ever sent on it.
-        if lifeline && ready[1] != 0 && matches!(sys::read(0, &mut buf), Ok(0) | Err(_)) {
-            sys::kill(pid, libc::SIGKILL);
-            killed = Some(KillReason::Cancelled);
-            break;
-        }
-        if ready[1..].iter().any(|r| *r != 0) {
-            // Bytes on stdin after the request are not part of the protocol:
-            // stop watching it rather than spin on them.
-            lifeline = false;
+        // (or cancelled the run).
+        if lifeline && ready[1] != 0 {
+            match sys::read(0, &mut buf) {
+                Ok(0) | Err(_) => {
+                    sys::kill(pid, libc::SIGKILL);
+                    killed = Some(KillReason::Cancelled);
+                    break;
+                }
+                // Bytes after the request are not part of the protocol: stop
+                // watching stdin rather than spin on them.
+                Ok(_) => lifeline = false,
+            }
         }
         if ready[0] == 0 {
             continue;

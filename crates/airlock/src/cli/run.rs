@@ -343,7 +343,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             json_safe(&serde_json::to_string_pretty(&json_view(
                 &response,
                 Some(kind.as_str()),
-                Some(sandbox_mode(kind.as_str()))
+                sandbox_mode(kind.as_str())
             ))?)
         );
     } else {
@@ -444,20 +444,19 @@ fn sandbox_mode(backend: &str) -> serde_json::Value {
     serde_json::json!({ "mode": mode, "limits": limits })
 }
 
-/// `--json`'s object. `backend` is `None` for a run through the server, which
-/// does not say which backend ran it.
-/// `sandbox_mode` is this host's (a run here), or unknown (`None`: a run
-/// through a server, whose host and user may not be this process's).
+/// `--json`'s object. `backend` is `None` when nothing ran (or an older
+/// server did not say). `sandbox_mode` is this host's for a run here, and
+/// null for a run through a server, whose host and user need not be ours.
 pub(super) fn json_view(
     r: &RunResponse,
     backend: Option<&str>,
-    sandbox_mode: Option<serde_json::Value>,
+    sandbox_mode: serde_json::Value,
 ) -> serde_json::Value {
     let o = r.outcome.as_ref();
     serde_json::json!({
         "request_id": r.request_id,
         "backend": backend,
-        "sandbox_mode": sandbox_mode.unwrap_or(serde_json::Value::Null),
+        "sandbox_mode": sandbox_mode,
         "status": r.status.as_str(),
         "decision": r.decision.decision.as_str(),
         "reason": r.decision.reason,

@@ -268,7 +268,7 @@ pub fn run(args: Args, socket: &Path) -> anyhow::Result<i32> {
             json_safe(&serde_json::to_string_pretty(&super::run::json_view(
                 &response,
                 r.backend.as_deref(),
-                None
+                serde_json::Value::Null
             ))?)
         );
     } else {
