@@ -88,10 +88,16 @@ fn serve_one_request(forked_in_advance: bool) -> ! {
         cgroup: None,
         net_ns: None,
     };
+    // When each early step ended (monotonic ns), for AIRLOCK_PROFILE.
+    let mut early_marks: Vec<(&str, u64)> =
+        vec![("helper (forked in advance) started", started_ns)];
     if forked_in_advance && !early.rootless {
         early.cgroup = cgroup_glue::prepare_early();
+        early_marks.push(("early: cgroup made", sys::monotonic_ns()));
         early.sandbox_ns = namespaces::user_ns(0, 0).ok();
+        early_marks.push(("early: user namespace made", sys::monotonic_ns()));
         early.net_ns = namespaces::net_ns().ok();
+        early_marks.push(("early: network namespace made", sys::monotonic_ns()));
     }
     if forked_in_advance {
         // The caller moved this helper off its CPU for the preparation
@@ -109,6 +115,19 @@ fn serve_one_request(forked_in_advance: bool) -> ! {
                 _ => Instant::now().checked_sub(since_spawn).unwrap_or(started),
             };
             if request.caller_clock_ns != 0 {
+                if forked_in_advance {
+                    // Steps before the request was sent count back from it.
+                    for (what, ns) in &early_marks {
+                        let sent = request.caller_clock_ns;
+                        report.timings.push(match ns.checked_sub(sent) {
+                            Some(after) => (what.to_string(), after / 1000),
+                            None => {
+                                let ms = (sent - ns) as f64 / 1e6;
+                                (format!("{what}, {ms:.2} ms before the request"), 0)
+                            }
+                        });
+                    }
+                }
                 let step = if forked_in_advance {
                     (
                         "helper (forked in advance) has the request".into(),
@@ -237,8 +256,8 @@ struct Early {
     /// The run's cgroup made, stale groups removed and (v1) the first
     /// migration's wait under way ([`cgroup_glue::prepare_early`]; root mode).
     cgroup: Option<cgroup_glue::Prepared>,
-    /// A network namespace with `lo` up, for a run whose network is not open
-    /// (root mode; dropped unused otherwise).
+    /// A network namespace for init to join (and bring `lo` up in), for a
+    /// run whose network is not open (root mode; dropped unused otherwise).
     net_ns: Option<OwnedFd>,
     rootless: bool,
 }
