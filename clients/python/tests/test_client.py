@@ -49,6 +49,21 @@ def test_run_code_in_each_language_and_changes(server):
     assert slow.killed_by == "timeout" and not slow.ok
 
 
+def test_stdin_reaches_the_command_and_is_empty_when_not_given(server):
+    al = Airlock(socket=server.socket, token=TOKEN_AGENT)
+    upper = "import sys\nprint(sys.stdin.read().upper(), end='')"
+    r = al.run_code(upper, stdin="north,apple\nsouth,pear\n")
+    assert r.ok and r.stdout == "NORTH,APPLE\nSOUTH,PEAR\n"
+    empty = al.run_code("import sys\nprint(repr(sys.stdin.read()))")
+    assert empty.ok and empty.stdout == "''\n"
+    head = al.run("head -1", stdin="first\nsecond\n")
+    assert head.ok and head.stdout == "first\n"
+    events = list(al.stream(code=upper, stdin="streamed\n"))
+    assert events[-1].result.stdout == "STREAMED\n"
+    with pytest.raises(TypeError):
+        al.run("head -1", stdin=b"bytes")
+
+
 def test_errors_carry_the_server_code(server):
     with pytest.raises(AirlockError) as e:
         Airlock(socket=server.socket, token="wrong-token-0000000000").check("ls")
@@ -123,6 +138,8 @@ async def test_async_client(server):
         assert [c.decision for c in checks] == ["allow", "deny", "deny"]
         r = await al.run_code("print(6*7)")
         assert r.ok and r.stdout == "42\n"
+        fed = await al.run_code("print(int(input()) * 2)", stdin="21\n")
+        assert fed.ok and fed.stdout == "42\n"
         events = [e async for e in al.stream("echo streamed")]
         assert events[-1].result.stdout == "streamed\n"
         with pytest.raises(AirlockError) as e:

@@ -47,7 +47,7 @@ async def exercise(session):
     tools = await session.list_tools()
     assert {t.name for t in tools.tools} == TOOLS
     shell = next(t for t in tools.tools if t.name == "run_shell")
-    assert "command" in shell.input_schema["properties"]
+    assert {"command", "stdin"} <= set(shell.input_schema["properties"])
 
     ok = await session.call_tool("run_shell", {"command": "head -2 sales.csv"})
     assert not ok.is_error
@@ -66,6 +66,15 @@ async def exercise(session):
     fixed = await session.call_tool("run_python", {"code": "import csv\nprint(sum(int(r['qty']) for r in csv.DictReader(open('sales.csv')) if r['qty'].isdigit()))"})
     assert not fixed.is_error, fixed.content[0].text
     assert fixed.structured_content["stdout"] == "12\n"
+
+    # Data for the command goes in as stdin, not into the command line.
+    fed = await session.call_tool("run_python", {"code": "import sys\nprint(sys.stdin.read().strip().upper())",
+                                                 "stdin": "from stdin\n"})
+    assert not fed.is_error, fed.content[0].text
+    assert fed.structured_content["stdout"] == "FROM STDIN\n"
+    counted = await session.call_tool("run_shell", {"command": "wc -l", "stdin": "a\nb\nc\n"})
+    assert not counted.is_error, counted.content[0].text
+    assert counted.structured_content["stdout"].strip() == "3"
 
     slow = await session.call_tool("run_shell", {"command": "sleep 10", "timeout_s": 0.5})
     assert slow.is_error

@@ -65,6 +65,7 @@ fn execution() -> Event {
             source: "stream".into(),
         },
         stderr: StreamRecord::default(),
+        stdin: None,
         changes: vec![],
         change_summary: None,
         applied: false,

@@ -1085,6 +1085,14 @@ impl Engine {
             outcome,
             stdout,
             stderr,
+            stdin: spec.stdin.as_deref().map(|bytes| {
+                let mut given = StreamCapture::new();
+                given.feed(bytes, limit);
+                StreamRecord {
+                    source: "request".into(),
+                    ..given.into_record("", limit)
+                }
+            }),
             changes,
             change_summary: result.as_ref().ok().and_then(|o| o.change_summary.clone()),
             applied,

@@ -271,6 +271,44 @@ fn a_lower_timeout_runs_warm_and_another_spec_or_a_changed_view_runs_cold() {
     server.stop();
 }
 
+/// Stdin comes with the request (`stdin`): a pool built for runs without it
+/// serves the first such request cold, then builds for it, and each warm
+/// sandbox feeds its one command that request's own text.
+#[test]
+fn stdin_reaches_the_command_in_cold_and_warm_sandboxes() {
+    let mut server = start("1", &[]);
+    rt().block_on(async {
+        let cat = |input: &str| {
+            let body = serde_json::json!({ "command": "cat", "stdin": input }).to_string();
+            let server = &server;
+            async move {
+                let r = request(
+                    Target::Unix(&server.socket),
+                    "POST",
+                    "/v1/run",
+                    Some(TOKEN_A),
+                    Some(&body),
+                )
+                .await
+                .json();
+                assert_eq!(r["outcome"]["exit_code"], 0, "{r}");
+                r["outcome"]["stdout"].as_str().unwrap().to_string()
+            }
+        };
+        probe(&server, RUN).await;
+        ready(&server, 1).await;
+        assert_eq!(cat("first\n").await, "first\n");
+        assert_eq!(metric(&server, "airlock_pool_cold_runs").await, 2);
+        ready(&server, 1).await;
+        assert_eq!(cat("second\nlines\n").await, "second\nlines\n");
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 1);
+        ready(&server, 1).await;
+        assert_eq!(cat("").await, "");
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 2);
+    });
+    server.stop();
+}
+
 /// A run must not see a hidden path because its warm sandbox was built
 /// before the path existed: a secret created on the host after the pool
 /// filled, then a command reads it. Asserted on what leaves the server.

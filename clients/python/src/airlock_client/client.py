@@ -27,7 +27,8 @@ def default_socket_path() -> str:
     return os.path.join(os.path.expanduser("~"), ".local", "state", "airlock", "airlock.sock")
 
 
-def _run_body(command=None, argv=None, code=None, language=None, cwd=None, timeout_s=None, approval_id=None):
+def _run_body(command=None, argv=None, code=None, language=None, cwd=None, timeout_s=None, approval_id=None,
+              stdin=None):
     body: Dict[str, Any] = {}
     given = [k for k, v in (("command", command), ("argv", argv), ("code", code)) if v is not None]
     if len(given) != 1:
@@ -45,6 +46,10 @@ def _run_body(command=None, argv=None, code=None, language=None, cwd=None, timeo
         body["timeout_s"] = timeout_s
     if approval_id is not None:
         body["approval_id"] = approval_id
+    if stdin is not None:
+        if not isinstance(stdin, str):
+            raise TypeError("stdin is text (str): the API carries the command's stdin as UTF-8")
+        body["stdin"] = stdin
     return body
 
 
@@ -119,21 +124,25 @@ class Airlock(_Base):
         return CheckResult.from_json(self._call("POST", "/v1/check", json=_run_body(code=code, language=language)))
 
     def run(self, command: str, *, cwd: Optional[str] = None, timeout_s: Optional[float] = None,
-            approval_id: Optional[str] = None) -> RunResult:
-        body = _run_body(command=command, cwd=cwd, timeout_s=timeout_s, approval_id=approval_id)
+            approval_id: Optional[str] = None, stdin: Optional[str] = None) -> RunResult:
+        body = _run_body(command=command, cwd=cwd, timeout_s=timeout_s, approval_id=approval_id, stdin=stdin)
         return RunResult.from_json(self._call("POST", "/v1/run", json=body))
 
-    def run_argv(self, argv: List[str], *, cwd: Optional[str] = None, timeout_s: Optional[float] = None) -> RunResult:
-        return RunResult.from_json(self._call("POST", "/v1/run", json=_run_body(argv=argv, cwd=cwd, timeout_s=timeout_s)))
+    def run_argv(self, argv: List[str], *, cwd: Optional[str] = None, timeout_s: Optional[float] = None,
+                 stdin: Optional[str] = None) -> RunResult:
+        body = _run_body(argv=argv, cwd=cwd, timeout_s=timeout_s, stdin=stdin)
+        return RunResult.from_json(self._call("POST", "/v1/run", json=body))
 
-    def run_code(self, code: str, language: str = "python", *, timeout_s: Optional[float] = None) -> RunResult:
-        body = _run_body(code=code, language=language, timeout_s=timeout_s)
+    def run_code(self, code: str, language: str = "python", *, timeout_s: Optional[float] = None,
+                 stdin: Optional[str] = None) -> RunResult:
+        body = _run_body(code=code, language=language, timeout_s=timeout_s, stdin=stdin)
         return RunResult.from_json(self._call("POST", "/v1/run", json=body))
 
     def stream(self, command: Optional[str] = None, *, code: Optional[str] = None, language: Optional[str] = None,
-               cwd: Optional[str] = None, timeout_s: Optional[float] = None) -> Iterator[StreamEvent]:
+               cwd: Optional[str] = None, timeout_s: Optional[float] = None,
+               stdin: Optional[str] = None) -> Iterator[StreamEvent]:
         """Yield ``stdout``/``stderr`` events as they happen, then one ``result``."""
-        body = _run_body(command=command, code=code, language=language, cwd=cwd, timeout_s=timeout_s)
+        body = _run_body(command=command, code=code, language=language, cwd=cwd, timeout_s=timeout_s, stdin=stdin)
         with self._http.stream("POST", "/v1/run/stream", json=body) as response:
             if response.status_code >= 400:
                 response.read()
@@ -212,18 +221,19 @@ class AsyncAirlock(_Base):
         return CheckResult.from_json(await self._call("POST", "/v1/check", json=_run_body(command=command, cwd=cwd)))
 
     async def run(self, command: str, *, cwd: Optional[str] = None, timeout_s: Optional[float] = None,
-                  approval_id: Optional[str] = None) -> RunResult:
-        body = _run_body(command=command, cwd=cwd, timeout_s=timeout_s, approval_id=approval_id)
+                  approval_id: Optional[str] = None, stdin: Optional[str] = None) -> RunResult:
+        body = _run_body(command=command, cwd=cwd, timeout_s=timeout_s, approval_id=approval_id, stdin=stdin)
         return RunResult.from_json(await self._call("POST", "/v1/run", json=body))
 
-    async def run_code(self, code: str, language: str = "python", *, timeout_s: Optional[float] = None) -> RunResult:
-        body = _run_body(code=code, language=language, timeout_s=timeout_s)
+    async def run_code(self, code: str, language: str = "python", *, timeout_s: Optional[float] = None,
+                       stdin: Optional[str] = None) -> RunResult:
+        body = _run_body(code=code, language=language, timeout_s=timeout_s, stdin=stdin)
         return RunResult.from_json(await self._call("POST", "/v1/run", json=body))
 
     async def stream(self, command: Optional[str] = None, *, code: Optional[str] = None,
                      language: Optional[str] = None, cwd: Optional[str] = None,
-                     timeout_s: Optional[float] = None) -> AsyncIterator[StreamEvent]:
-        body = _run_body(command=command, code=code, language=language, cwd=cwd, timeout_s=timeout_s)
+                     timeout_s: Optional[float] = None, stdin: Optional[str] = None) -> AsyncIterator[StreamEvent]:
+        body = _run_body(command=command, code=code, language=language, cwd=cwd, timeout_s=timeout_s, stdin=stdin)
         async with self._http.stream("POST", "/v1/run/stream", json=body) as response:
             if response.status_code >= 400:
                 await response.aread()

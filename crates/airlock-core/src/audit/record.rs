@@ -206,6 +206,11 @@ pub struct ExecutionEvent {
     pub outcome: Option<OutcomeRecord>,
     pub stdout: StreamRecord,
     pub stderr: StreamRecord,
+    /// What the command was given on stdin when it came with the request (the
+    /// API's `stdin`; `source` is `request`). A stdin streamed from the
+    /// caller (`airlock run` with a pipe) is not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<StreamRecord>,
     /// The first changes (at most `engine::AUDIT_CHANGES_LISTED`).
     pub changes: Vec<FileChange>,
     /// Counts and the digest of the whole change set.

@@ -33,6 +33,8 @@ pub struct RunShellArgs {
     pub cwd: Option<String>,
     /// Stop the command after this many seconds (never above the policy's limit).
     pub timeout_s: Option<f64>,
+    /// Text for the command's stdin (default: empty).
+    pub stdin: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -41,6 +43,8 @@ pub struct RunPythonArgs {
     pub code: String,
     /// Stop the program after this many seconds (never above the policy's limit).
     pub timeout_s: Option<f64>,
+    /// Text for the program's stdin (default: empty).
+    pub stdin: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -414,6 +418,7 @@ impl AirlockMcp {
                     command: Some(a.command),
                     cwd: a.cwd,
                     timeout_s: a.timeout_s,
+                    stdin: a.stdin,
                     ..Default::default()
                 },
             )
@@ -432,6 +437,7 @@ impl AirlockMcp {
             code: Some(a.code),
             language: Some("python".into()),
             timeout_s: a.timeout_s,
+            stdin: a.stdin,
             ..Default::default()
         };
         Ok(self.run(&ext, input).await)

@@ -96,6 +96,10 @@ pub struct RunInput {
     pub timeout_s: Option<f64>,
     /// Run under this approved approval (the same command, cwd and policy).
     pub approval_id: Option<String>,
+    /// Text for the command's stdin (a run only; a check ignores it). Absent:
+    /// the command reads an empty stdin (`/dev/null`). Bounded by the request
+    /// body's limit.
+    pub stdin: Option<String>,
 }
 
 /// The answer to a check: the gate's decision (recorded in the audit log).
@@ -216,6 +220,7 @@ pub struct Admitted {
     request: Request,
     policy: Arc<Policy>,
     approval_id: Option<String>,
+    stdin: Option<String>,
     slot: crate::serve::admission::Slot,
     started: Instant,
     cancel: Cancel,
@@ -511,6 +516,7 @@ impl Service {
     ) -> Result<Admitted, ApiError> {
         let started = Instant::now();
         let approval_id = input.approval_id.clone();
+        let stdin = input.stdin.clone();
         let (request, policy) = self.prepare(&tenant, input)?;
         cwd_exists(&request.cwd, &tenant.policy.workspace.root)?;
         let slot = self.admit_to(&self.admission, "run").await?;
@@ -519,6 +525,7 @@ impl Service {
             request,
             policy,
             approval_id,
+            stdin,
             slot,
             started,
             cancel: Cancel::default(),
@@ -539,6 +546,7 @@ impl Service {
             request,
             policy,
             approval_id,
+            stdin,
             slot,
             started,
             cancel,
@@ -568,6 +576,7 @@ impl Service {
             let ran = Instant::now();
             let options = RunOptions {
                 approval_id,
+                stdin: stdin.map(String::into_bytes),
                 defer_execution_sync: true,
                 ..Default::default()
             };
