@@ -1,8 +1,9 @@
 //! `airlock run --server`: the CLI handing its run to a running `airlock serve`
 //! (real binaries, real sandboxes from the server's warm pool). What it must
 //! keep from a cold run: the bytes of the output, the exit status, the
-//! refusals; what it must never do: fall back to a sandbox of its own, pass on
-//! a stdin it cannot carry, or trust a socket another user serves.
+//! refusals, the command's stdin; what it must never do: fall back to a
+//! sandbox of its own, drop a stdin it cannot carry, or trust a socket another
+//! user serves.
 
 mod serve_support;
 
@@ -103,7 +104,6 @@ fn flags_the_server_cannot_honour_are_refused_before_anything_is_sent() {
         &["--apply"],
         &["--wait-approval=1m"],
         &["--ask"],
-        &["--stdin", "data.csv"],
     ] {
         let mut args = flag.to_vec();
         args.extend(["--", "true"]);
@@ -119,12 +119,13 @@ fn flags_the_server_cannot_honour_are_refused_before_anything_is_sent() {
     assert_eq!(audit_records(&server.state()).len(), before);
 }
 
-#[test]
-fn a_stdin_it_cannot_carry_is_refused_not_dropped() {
-    let server = start();
+/// `airlock run --server ARGS -- cat` with `input` piped to it.
+fn cat_with_stdin(server: &Server, args: &[&str], input: &[u8]) -> Output {
     let flag = format!("--server={}", server.socket.display());
-    let mut child = client(&server)
-        .args(["run", &flag, "--", "cat"])
+    let mut child = client(server)
+        .args(["run", &flag])
+        .args(args)
+        .args(["--", "cat"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -132,12 +133,58 @@ fn a_stdin_it_cannot_carry_is_refused_not_dropped() {
         .unwrap();
     {
         use std::io::Write;
-        let _ = child.stdin.take().unwrap().write_all(b"data for cat\n");
+        let _ = child.stdin.take().unwrap().write_all(input);
     }
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("stdin"), "{}", text(&out.stderr));
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn stdin_reaches_the_command_as_in_a_cold_run() {
+    let server = start();
+    let out = cat_with_stdin(&server, &[], b"data for cat\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "data for cat\n");
+    // The audit trail records what went in, as it does what came out.
+    let records = audit_records(&server.state());
+    let exec = records.iter().rfind(|r| r["kind"] == "execution").unwrap();
+    assert_eq!(exec["stdin"]["text"], "data for cat\n", "{exec}");
+    assert_eq!(exec["stdin"]["bytes"], 13);
+    assert_eq!(exec["stdin"]["source"], "request");
+
+    // --stdin FILE, as a cold run takes it (this process's stdin is ignored).
+    let file = server.ws().join("stdin-file.txt");
+    std::fs::write(&file, "from the file\n").unwrap();
+    let path = file.to_str().unwrap();
+    let out = cat_with_stdin(&server, &["--stdin", path], b"not this\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "from the file\n");
+    assert_eq!(executions(&server), 2);
+}
+
+#[test]
+fn a_stdin_it_cannot_carry_is_refused_not_dropped() {
+    let server = start();
+    // The API carries stdin as text: bytes that are not UTF-8 are refused
+    // before anything is sent, with the way that works.
+    let out = cat_with_stdin(&server, &[], b"ok\xff\xfe binary\n");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("UTF-8") && err.contains("Hint:") && err.contains("without --server"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty());
+
+    // More than the server's request limit (1 MiB by default): its refusal
+    // comes through, not a broken pipe, with what would work.
+    let big = vec![b'a'; 2 << 20];
+    let out = cat_with_stdin(&server, &[], &big);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("payload_too_large") && err.contains("--max-body"),
+        "{err}"
+    );
     assert_eq!(executions(&server), 0, "nothing ran");
 }
 

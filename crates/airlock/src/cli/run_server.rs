@@ -67,7 +67,7 @@ struct ServerError {
 /// Whether a flag was given that a run through the server cannot honour.
 fn refuse_flags(args: &Args) -> Result<(), String> {
     let own_policy = "the server runs under its own policy";
-    let refused: [(bool, &str, &str); 8] = [
+    let refused: [(bool, &str, &str); 7] = [
         (args.policy.is_some(), "--policy", own_policy),
         (args.backend.is_some(), "--backend", own_policy),
         (args.memory.is_some(), "--memory", own_policy),
@@ -83,11 +83,6 @@ fn refuse_flags(args: &Args) -> Result<(), String> {
             "the server does not wait for approvals; run again with --approval ID once approved",
         ),
         (args.ask, "--ask", "the server cannot ask at this terminal"),
-        (
-            args.stdin.is_some(),
-            "--stdin",
-            "the server does not take the command's stdin",
-        ),
     ];
     match refused.iter().find(|(given, _, _)| *given) {
         Some((_, flag, why)) => Err(format!(
@@ -98,34 +93,60 @@ fn refuse_flags(args: &Args) -> Result<(), String> {
     }
 }
 
-/// A cold run streams this process's stdin to the command unless it is a
-/// terminal; the server gives the command an empty one. So a run through the
-/// server goes ahead only when the two agree: stdin is a terminal or
-/// `/dev/null`. Anything else would be lost silently.
-fn refuse_stdin() -> Result<(), String> {
-    use std::io::IsTerminal;
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        return Ok(());
+/// Largest stdin sent to a server: its request body must hold it (1 MiB by
+/// default, `airlock serve --max-body`), and this process reads it whole first.
+const MAX_STDIN: u64 = 64 << 20;
+
+/// The command's stdin, as a cold run would give it: `--stdin FILE`, else this
+/// process's stdin unless it is a terminal or `/dev/null`. The server's API
+/// takes it whole and as text, so it is read to its end before the request is
+/// sent (a cold run streams it while the command runs).
+fn stdin_text(args: &Args) -> Result<Option<String>, String> {
+    use std::io::{IsTerminal, Read};
+    let (mut source, what): (Box<dyn Read>, String) = match &args.stdin {
+        Some(path) => match std::fs::File::open(path) {
+            Ok(f) => (Box::new(f), format!("--stdin {}", path.display())),
+            Err(e) => return Err(format!("--stdin {}: cannot open it: {e}", path.display())),
+        },
+        None => {
+            let stdin = std::io::stdin();
+            if stdin.is_terminal() || is_dev_null(&stdin) {
+                return Ok(None);
+            }
+            (Box::new(stdin), "stdin".to_string())
+        }
+    };
+    let mut bytes = Vec::new();
+    if let Err(e) = (&mut source).take(MAX_STDIN + 1).read_to_end(&mut bytes) {
+        return Err(format!("{what}: cannot read it: {e}"));
     }
-    // /dev/null reads as empty, and so does a closed stdin.
-    let empty = match rustix::fs::fstat(&stdin) {
+    if bytes.len() as u64 > MAX_STDIN {
+        return Err(format!(
+            "{what} is larger than {} MiB, more than a request to the server carries.\n\
+             Hint: run without --server (and without AIRLOCK_SERVER) to stream it to the command.",
+            MAX_STDIN >> 20
+        ));
+    }
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        format!(
+            "{what} is not UTF-8 text (invalid byte at offset {}), and the server's API carries \
+             stdin as text.\nHint: run without --server (and without AIRLOCK_SERVER) to pass \
+             it as bytes.",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// `/dev/null` (or a closed stdin): what a cold run leaves unstreamed.
+fn is_dev_null(stdin: &std::io::Stdin) -> bool {
+    match rustix::fs::fstat(stdin) {
         Err(_) => true,
         Ok(st) => {
             rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::CharacterDevice
                 && rustix::fs::major(st.st_rdev) == 1
                 && rustix::fs::minor(st.st_rdev) == 3
         }
-    };
-    if empty {
-        return Ok(());
     }
-    Err(
-        "stdin is a pipe or a file, and a run through the server cannot pass it to the \
-         command.\nHint: redirect stdin from /dev/null if the command does not read it, or \
-         run without --server (and without AIRLOCK_SERVER) to stream it."
-            .into(),
-    )
 }
 
 /// Connect, and make sure the server is this user or root: anyone else's
@@ -156,9 +177,9 @@ fn connect(socket: &Path) -> anyhow::Result<UnixStream> {
     Ok(stream)
 }
 
-/// The request body: the command, its working directory and the tightened
-/// timeout, as `/v1/run` takes them.
-fn request_json(args: &Args) -> anyhow::Result<Vec<u8>> {
+/// The request body: the command, its working directory, the tightened
+/// timeout and stdin, as `/v1/run` takes them.
+fn request_json(args: &Args, stdin: Option<String>) -> anyhow::Result<Vec<u8>> {
     let here = std::env::current_dir().context("cannot read the current directory")?;
     let cwd = match &args.cwd {
         Some(d) => here.join(d),
@@ -184,16 +205,22 @@ fn request_json(args: &Args) -> anyhow::Result<Vec<u8>> {
     if let Some(id) = &args.approval {
         body["approval_id"] = id.clone().into();
     }
+    if let Some(text) = stdin {
+        body["stdin"] = text.into();
+    }
     Ok(serde_json::to_vec(&body)?)
 }
 
 /// Run `args` through the server on `socket`; the exit status is a cold run's.
 pub fn run(args: Args, socket: &Path) -> anyhow::Result<i32> {
-    if let Err(why) = refuse_flags(&args).and_then(|()| refuse_stdin()) {
-        eprintln!("airlock: refused: {why}");
-        return Ok(2);
-    }
-    let body = request_json(&args)?;
+    let stdin = match refuse_flags(&args).and_then(|()| stdin_text(&args)) {
+        Ok(stdin) => stdin,
+        Err(why) => {
+            eprintln!("airlock: refused: {why}");
+            return Ok(2);
+        }
+    };
+    let body = request_json(&args, stdin)?;
     let stream = connect(socket)?;
     let mut response = post_json(stream, "/v1/run/stream?output=base64", &body)
         .with_context(|| format!("{}: the request failed", socket.display()))?;
@@ -302,6 +329,13 @@ fn refused_by_server(args: &Args, e: ServerError) -> i32 {
             e.code,
             escape_line(&e.message)
         );
+        if e.code == "payload_too_large" {
+            eprintln!(
+                "Hint: the command's stdin travels in the request; start the server with a \
+                 larger --max-body, or run without --server (and without AIRLOCK_SERVER) to \
+                 stream it."
+            );
+        }
     }
     status
 }

@@ -44,10 +44,15 @@ pub fn post_json(stream: UnixStream, path: &str, json: &[u8]) -> std::io::Result
     )
     .into_bytes();
     request.extend_from_slice(json);
-    // One write: head and body leave together.
-    (&stream).write_all(&request)?;
+    // One write: head and body leave together. A server that refuses the
+    // request before reading all of it (413 for a body over its limit)
+    // answers and closes: the write then fails, and its answer says why.
+    let written = (&stream).write_all(&request);
     let mut reader = BufReader::new(stream);
-    let (status, framing) = read_head(&mut reader)?;
+    let (status, framing) = match (written, read_head(&mut reader)) {
+        (_, Ok(head)) => head,
+        (Err(e), Err(_)) | (Ok(()), Err(e)) => return Err(e),
+    };
     let left = match framing {
         Framing::Length(n) => n,
         _ => 0,
