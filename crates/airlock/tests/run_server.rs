@@ -119,13 +119,12 @@ fn flags_the_server_cannot_honour_are_refused_before_anything_is_sent() {
     assert_eq!(audit_records(&server.state()).len(), before);
 }
 
-/// `airlock run --server ARGS -- cat` with `input` piped to it.
-fn cat_with_stdin(server: &Server, args: &[&str], input: &[u8]) -> Output {
+/// `airlock run --server ARGS` with `input` piped to it.
+fn with_stdin(server: &Server, args: &[&str], input: &[u8]) -> Output {
     let flag = format!("--server={}", server.socket.display());
     let mut child = client(server)
         .args(["run", &flag])
         .args(args)
-        .args(["--", "cat"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -141,7 +140,7 @@ fn cat_with_stdin(server: &Server, args: &[&str], input: &[u8]) -> Output {
 #[test]
 fn stdin_reaches_the_command_as_in_a_cold_run() {
     let server = start();
-    let out = cat_with_stdin(&server, &[], b"data for cat\n");
+    let out = with_stdin(&server, &["--", "cat"], b"data for cat\n");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "data for cat\n");
     // The audit trail records what went in, as it does what came out.
@@ -155,10 +154,28 @@ fn stdin_reaches_the_command_as_in_a_cold_run() {
     let file = server.ws().join("stdin-file.txt");
     std::fs::write(&file, "from the file\n").unwrap();
     let path = file.to_str().unwrap();
-    let out = cat_with_stdin(&server, &["--stdin", path], b"not this\n");
+    let out = with_stdin(&server, &["--stdin", path, "--", "cat"], b"not this\n");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "from the file\n");
     assert_eq!(executions(&server), 2);
+}
+
+/// Stdin is data: a shell that would read its program from it gets the
+/// gate's `on_unknown`, as with a cold run's pipe, since the gate judges only
+/// the command line. Asserted on the workspace: the program never ran.
+#[test]
+fn a_shell_never_takes_its_program_from_the_stdin_a_request_brings() {
+    let server = start();
+    for argv in [&["bash"][..], &["sh"], &["bash", "-s"]] {
+        let mut args = vec!["--"];
+        args.extend_from_slice(argv);
+        let out = with_stdin(&server, &args, b"touch planted-by-stdin\n");
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(77), "{argv:?}: {err}");
+        assert!(err.contains("standard input"), "{argv:?}: {err}");
+    }
+    assert!(!server.ws().join("planted-by-stdin").exists());
+    assert_eq!(executions(&server), 0, "nothing ran");
 }
 
 #[test]
@@ -166,7 +183,7 @@ fn a_stdin_it_cannot_carry_is_refused_not_dropped() {
     let server = start();
     // The API carries stdin as text: bytes that are not UTF-8 are refused
     // before anything is sent, with the way that works.
-    let out = cat_with_stdin(&server, &[], b"ok\xff\xfe binary\n");
+    let out = with_stdin(&server, &["--", "cat"], b"ok\xff\xfe binary\n");
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -178,7 +195,7 @@ fn a_stdin_it_cannot_carry_is_refused_not_dropped() {
     // More than the server's request limit (1 MiB by default): its refusal
     // comes through, not a broken pipe, with what would work.
     let big = vec![b'a'; 2 << 20];
-    let out = cat_with_stdin(&server, &[], &big);
+    let out = with_stdin(&server, &["--", "cat"], &big);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
