@@ -50,7 +50,7 @@ take the warm sandbox (`airlock_pool_warm_runs`); the server is stopped before
 the host is judged. A case whose client is killed mid-run must leave no
 process of its program 3 s later, while the server still runs. Cases that
 cannot go this way are listed as not applicable with the reason (host-side
-drivers, a state directory inside the workspace, a file on stdin).
+drivers, a state directory inside the workspace).
 
 `--backend none` runs the programs directly on the host (with only a safety
 net of a pids/memory cgroup and a deadline, so that bombs cannot hurt the
@@ -1880,9 +1880,6 @@ def main() -> int:
             elif c.spec.get("state_in_workspace"):
                 not_applicable[c.name] = ("--via-server: airlock serve refuses to start with its state directory "
                                           "inside a workspace it serves (crates/airlock/tests/serve_http.rs)")
-            elif c.spec.get("stdin_canary"):
-                not_applicable[c.name] = ("--via-server: the client refuses a file on stdin before sending anything "
-                                          "(crates/airlock/tests/run_server.rs)")
     tier_targets = {}
     if args.backend == "airlock":
         cases, tier_targets = load_tier_overrides(args.backend_tier, cases, all_cases)

@@ -271,15 +271,23 @@ fn a_lower_timeout_runs_warm_and_another_spec_or_a_changed_view_runs_cold() {
     server.stop();
 }
 
-/// Stdin comes with the request (`stdin`): a pool built for runs without it
-/// serves the first such request cold, then builds for it, and each warm
-/// sandbox feeds its one command that request's own text.
+/// Stdin comes with the request (`stdin`). Every warm sandbox has a stdin
+/// pipe: a request with stdin reads its own text there, one without reads
+/// `/dev/null`, as in a cold run, and both take the same warm sandboxes (the
+/// pool is not rebuilt when they alternate).
 #[test]
-fn stdin_reaches_the_command_in_cold_and_warm_sandboxes() {
+fn requests_with_and_without_stdin_share_the_warm_sandboxes() {
     let mut server = start("1", &[]);
+    // What fd 0 is, and what it holds.
+    const READ: &str = "python3 -c 'import os,stat,sys; \
+        print(\"chr\" if stat.S_ISCHR(os.fstat(0).st_mode) else \"pipe\", repr(sys.stdin.read()))'";
     rt().block_on(async {
-        let cat = |input: &str| {
-            let body = serde_json::json!({ "command": "cat", "stdin": input }).to_string();
+        let run = |stdin: Option<&str>| {
+            let mut body = serde_json::json!({ "command": READ });
+            if let Some(text) = stdin {
+                body["stdin"] = text.into();
+            }
+            let body = body.to_string();
             let server = &server;
             async move {
                 let r = request(
@@ -295,16 +303,25 @@ fn stdin_reaches_the_command_in_cold_and_warm_sandboxes() {
                 r["outcome"]["stdout"].as_str().unwrap().to_string()
             }
         };
-        probe(&server, RUN).await;
-        ready(&server, 1).await;
-        assert_eq!(cat("first\n").await, "first\n");
-        assert_eq!(metric(&server, "airlock_pool_cold_runs").await, 2);
-        ready(&server, 1).await;
-        assert_eq!(cat("second\nlines\n").await, "second\nlines\n");
-        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 1);
-        ready(&server, 1).await;
-        assert_eq!(cat("").await, "");
-        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 2);
+        // The first request runs cold and teaches the pool its template.
+        assert_eq!(run(None).await, "chr ''\n");
+        for (i, stdin) in [Some("first\n"), None, Some(""), Some("x"), None]
+            .into_iter()
+            .enumerate()
+        {
+            ready(&server, 1).await;
+            let expected = match stdin {
+                Some(text) => format!("pipe {text:?}\n").replace('"', "'"),
+                None => "chr ''\n".to_string(),
+            };
+            assert_eq!(run(stdin).await, expected, "request {i}");
+            assert_eq!(
+                metric(&server, "airlock_pool_warm_runs").await,
+                i as u64 + 1,
+                "request {i} ran warm"
+            );
+        }
+        assert_eq!(metric(&server, "airlock_pool_cold_runs").await, 1);
     });
     server.stop();
 }

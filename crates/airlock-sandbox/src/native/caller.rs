@@ -339,12 +339,14 @@ impl NativeBackend {
             (Some(mut pipe), Some(data)) => Some(std::thread::spawn(move || {
                 let _ = pipe.write_all(&data);
             })),
-            (Some(pipe), None) => {
+            (Some(pipe), None) if self.stdin_from_caller => {
                 // Not joined: it may sit in a read of a stdin that never ends
                 // after the command has exited; the pipe's EPIPE ends it otherwise.
                 pump_own_stdin(pipe);
                 None
             }
+            // A pooled sandbox's pipe, for a command that reads /dev/null
+            // (its launch said so): closed unused.
             _ => None,
         };
         let stdout = output::take_pipe(child.stdout.take(), "stdout")?;

@@ -314,6 +314,15 @@ fn exec_command(
     reopen_dev_null_stdio();
     let err_w = 3;
     let report = |e: SandboxError| -> ! { report_exec_failure(err_w, e) };
+    // A pooled sandbox (the one that waits for its go here) always has a
+    // stdin pipe; a launch without stdin gets /dev/null, as a cold run does.
+    if wait_go && spec.stdin.is_none() {
+        let null = sys::open(Path::new("/dev/null"), libc::O_RDONLY, 0)
+            .unwrap_or_else(|e| report(layer(Layer::Exec, "open /dev/null for stdin", e)));
+        if let Err(e) = sys::dup_to(null.as_raw_fd(), 0) {
+            report(layer(Layer::Exec, "stdin from /dev/null", e));
+        }
+    }
     let argv: Vec<CString> = match spec
         .argv
         .iter()

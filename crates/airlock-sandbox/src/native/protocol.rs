@@ -107,6 +107,10 @@ pub struct Launch {
     /// The run's CPU time limit (tree-wide, and RLIMIT_CPU per process),
     /// lowered with the timeout.
     pub cpu_time_ms: u64,
+    /// Whether the command reads the bytes its request brings, on the stdin
+    /// pipe every pooled sandbox has. If not, init points the command's fd 0
+    /// at the sandbox's `/dev/null`, as a cold run without stdin has it.
+    pub stdin: bool,
 }
 
 /// The time limits a template carries in place of a request's (see
@@ -128,6 +132,7 @@ impl Launch {
             keep: spec.workspace.keep.clone(),
             timeout_ms: spec.limits.timeout_ms,
             cpu_time_ms: spec.limits.cpu_time_ms,
+            stdin: spec.stdin.is_some(),
         }
     }
 
@@ -142,8 +147,10 @@ impl Launch {
         t.workspace.keep = None;
         t.limits.timeout_ms = TEMPLATE_TIME_LIMIT_MS;
         t.limits.cpu_time_ms = TEMPLATE_TIME_LIMIT_MS;
-        // Only whether bytes come matters to the build (a pipe or /dev/null).
-        t.stdin = spec.stdin.as_ref().map(|_| Vec::new());
+        // Every pooled sandbox is built with a stdin pipe; whether its
+        // command reads it or /dev/null comes with the launch. So requests
+        // with and without stdin take the same warm sandboxes.
+        t.stdin = Some(Vec::new());
         t
     }
 
@@ -154,6 +161,7 @@ impl Launch {
         spec.workspace.keep = self.keep.clone();
         spec.limits.timeout_ms = self.timeout_ms;
         spec.limits.cpu_time_ms = self.cpu_time_ms;
+        spec.stdin = self.stdin.then(Vec::new);
     }
 
     /// What a sandbox must refuse before it runs the command: a launch
@@ -273,6 +281,22 @@ mod tests {
             (built.limits.timeout_ms, built.limits.cpu_time_ms),
             (500, 400)
         );
+    }
+
+    /// Requests with and without stdin take the same warm sandboxes (each
+    /// built with a stdin pipe); the launch says which kind it is.
+    #[test]
+    fn stdin_travels_with_the_launch_not_the_template() {
+        let a = spec();
+        let mut b = spec();
+        b.stdin = Some(b"data".to_vec());
+        assert_eq!(Launch::template_of(&a), Launch::template_of(&b));
+        assert_eq!(Launch::template_of(&a).stdin, Some(Vec::new()));
+        let mut built = Launch::template_of(&a);
+        Launch::of(&a).apply_to(&mut built);
+        assert_eq!(built.stdin, None, "no stdin: the command reads /dev/null");
+        Launch::of(&b).apply_to(&mut built);
+        assert!(built.stdin.is_some());
     }
 
     /// A launch without time limits would leave the template's placeholders
