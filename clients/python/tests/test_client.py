@@ -73,6 +73,9 @@ def test_errors_carry_the_server_code(server):
         al.run("echo " + "x" * 70000)
     assert e.value.code == "command_too_large" and e.value.status == 413
     with pytest.raises(AirlockError) as e:
+        al.run("wc -c", stdin="a" * (2 << 20))  # over the server's --max-body (1 MiB)
+    assert e.value.code == "payload_too_large" and e.value.status == 413
+    with pytest.raises(AirlockError) as e:
         al.run_code("puts 1", language="ruby")
     assert e.value.code == "unsupported_language"
     with pytest.raises(AirlockError) as e:
