@@ -512,11 +512,12 @@ impl Service {
     pub async fn admit_run(
         &self,
         tenant: Arc<Tenant>,
-        input: RunInput,
+        mut input: RunInput,
     ) -> Result<Admitted, ApiError> {
         let started = Instant::now();
         let approval_id = input.approval_id.clone();
-        let stdin = input.stdin.clone();
+        // Taken, not copied (up to the body's limit); the gate never reads it.
+        let stdin = input.stdin.take();
         let (request, policy) = self.prepare(&tenant, input)?;
         cwd_exists(&request.cwd, &tenant.policy.workspace.root)?;
         let slot = self.admit_to(&self.admission, "run").await?;
