@@ -5,8 +5,9 @@ request at a time.
 
 Three series from one server binary:
 
-* warm: `--pool 2`, each request sent once the pool is full again (what a
-  caller whose requests are not back to back sees); target median < 2 ms;
+* warm: `--pool 2`, each request sent once the pool is full again, both
+  sandboxes built (`airlock_pool_ready`: what a caller whose requests are
+  not back to back sees); target median < 2 ms;
 * back to back: `--pool 2`, the next request as soon as the last answered
   (the refill races the caller; some runs take a sandbox still being built);
 * cold: `--pool 0`, every sandbox built on demand (the comparison);

@@ -760,6 +760,13 @@ pub fn dup_to(fd: RawFd, target: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Closes `fd`, which the caller owns as a raw descriptor (errors do not
+/// matter: the descriptor is gone either way on Linux).
+pub fn close(fd: RawFd) {
+    // SAFETY: close takes an integer; the caller owns `fd` and no longer uses it.
+    unsafe { libc::close(fd) };
+}
+
 /// Closes every fd from `first` up.
 pub fn close_from(first: libc::c_uint) {
     // SAFETY: close_range takes integers only; closing fds we do not use is the point.

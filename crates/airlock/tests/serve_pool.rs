@@ -136,6 +136,49 @@ fn warm_sandboxes_run_one_command_each_and_the_pool_refills() {
     assert!(left.is_empty(), "run dirs left behind: {left:?}");
 }
 
+/// `airlock_pool_ready` counts a sandbox only once its init has built the
+/// view: runs that take them the moment the pool is full launch their
+/// commands into finished sandboxes, and the sandboxes still being built are
+/// counted apart.
+#[test]
+fn a_sandbox_counts_as_ready_once_its_view_is_built() {
+    let dir = layout();
+    std::fs::write(dir.path().join("ws/probe.py"), PROBE).unwrap();
+    let profile = std::ffi::OsStr::new("1");
+    let mut server = Server::start_with_env(
+        dir,
+        &["--tokens", "tokens.toml", "--pool", "2"],
+        &[("AIRLOCK_PROFILE", profile)],
+    );
+    rt().block_on(async {
+        probe(&server, RUN).await;
+        for _ in 0..3 {
+            // No pause between looks, and two runs at once the moment the
+            // pool says it is full: each takes one of the two it counted.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while metric(&server, "airlock_pool_ready").await != 2 {
+                assert!(Instant::now() < deadline, "{}", server.stderr());
+            }
+            tokio::join!(probe(&server, RUN), probe(&server, RUN));
+        }
+        ready(&server, 2).await;
+        assert_eq!(metric(&server, "airlock_pool_building").await, 0);
+        assert_eq!(metric(&server, "airlock_pool_warm_runs").await, 6);
+    });
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+    // The pool's profile line for each take says whether init had said its
+    // view was built.
+    let taken: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("pool: warm sandbox "))
+        .collect();
+    assert_eq!(taken.len(), 6, "{stderr}");
+    for line in taken {
+        assert!(line.ends_with(", built)"), "taken while building: {line}");
+    }
+}
+
 #[test]
 fn a_burst_of_200_runs_loses_none_and_reuses_no_sandbox() {
     let mut server = start(

@@ -200,6 +200,7 @@ impl NativeBackend {
                         child,
                         ctl_w,
                         go_w: None,
+                        prepared_r: None,
                         rep_r,
                         started,
                         forked_in_advance: true,
@@ -213,15 +214,18 @@ impl NativeBackend {
         let (req_r, req_w) = sys::pipe().map_err(io_err("pipe"))?;
         let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
         let (ctl_r, ctl_w) = sys::pipe().map_err(io_err("pipe"))?;
-        let go = if pooled {
-            Some(sys::pipe().map_err(io_err("pipe"))?)
+        let (go, prepared) = if pooled {
+            let go = sys::pipe().map_err(io_err("pipe"))?;
+            let prepared = sys::pipe().map_err(io_err("pipe"))?;
+            (Some(go), Some(prepared))
         } else {
-            None
+            (None, None)
         };
         // The helper's ends, in the protocol's order from FD_REQUEST on.
         let ends: Vec<&OwnedFd> = [&req_r, &rep_w, &ctl_r]
             .into_iter()
             .chain(go.as_ref().map(|(r, _)| r))
+            .chain(prepared.as_ref().map(|(_, w)| w))
             .collect();
         let mut child = match self.fork_helper(stdin_wanted, &ends) {
             Some(child) => child,
@@ -231,6 +235,7 @@ impl NativeBackend {
         drop(rep_w);
         drop(ctl_r);
         let go_w = go.map(|(_, w)| w);
+        let prepared_r = prepared.map(|(r, _)| r);
         // The helper reads the whole request before anything else.
         let wrote = sys::write_all(req_w.as_raw_fd(), &bytes(&request)?);
         drop(req_w);
@@ -243,6 +248,7 @@ impl NativeBackend {
             child,
             ctl_w,
             go_w,
+            prepared_r,
             rep_r,
             started,
             forked_in_advance: false,
@@ -455,6 +461,9 @@ pub(crate) struct Helper {
     /// A pooled helper's: the write end of its init's go pipe
     /// ([`protocol::FD_GO`]).
     pub(crate) go_w: Option<OwnedFd>,
+    /// A pooled helper's: the read end of its init's prepared pipe
+    /// ([`protocol::FD_PREPARED`]).
+    pub(crate) prepared_r: Option<OwnedFd>,
     pub(crate) rep_r: OwnedFd,
     pub(crate) started: Instant,
     /// Forked by a one-shot caller ([`super::prefork`]), not spawned.

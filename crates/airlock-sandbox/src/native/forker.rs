@@ -50,8 +50,8 @@ pub const FORKER_ARG: &str = "__sandbox-forker";
 const FD_SOCKET: RawFd = 3;
 
 /// A helper's descriptors: stdin, stdout, stderr, request, report, control,
-/// and a pooled helper's go pipe.
-const MAX_FDS: usize = 7;
+/// and a pooled helper's go and prepared pipes.
+const MAX_FDS: usize = 8;
 
 /// The caller's side: the forker, started on first use.
 #[derive(Debug)]
@@ -270,4 +270,5 @@ const _: () = assert!(
         && protocol::FD_REPORT == 4
         && protocol::FD_CONTROL == 5
         && protocol::FD_GO == 6
+        && protocol::FD_PREPARED == 7
 );

@@ -398,10 +398,16 @@ fn run_in(
     // A pooled sandbox's init is sent its launch and go by the pool itself
     // (protocol::FD_GO); any other's by this helper.
     let (go_r, go_w) = if request.pooled {
-        (pool_go_pipe()?, None)
+        (pool_pipe(protocol::FD_GO, "go")?, None)
     } else {
         let (r, w) = sys::pipe().map_err(|e| io_layer(Layer::Helper, "pipe", e))?;
         (r, Some(w))
+    };
+    // Init's, once cloned: the helper's copy goes right after the clone, so
+    // that the byte on it can only come from init.
+    let prepared_w = match request.pooled {
+        true => Some(pool_pipe(protocol::FD_PREPARED, "prepared")?),
+        false => None,
     };
     let (msg_r, msg_w) = sys::pipe().map_err(|e| io_layer(Layer::Helper, "pipe", e))?;
     let isolate_network = !matches!(spec.network, NetworkSpec::Open);
@@ -421,6 +427,7 @@ fn run_in(
         stand_ins: super::rlimits::StandIns::for_run(&spec.limits, rootless, cgroup.is_none()),
         landlock: init::landlock_rules(spec),
         go: go_r.as_raw_fd(),
+        built_signal: prepared_w.as_ref().map(|fd| fd.as_raw_fd()),
         report: msg_w.as_raw_fd(),
         rootless,
         t0,
@@ -439,6 +446,7 @@ fn run_in(
         }
     };
     drop(go_r);
+    drop(prepared_w);
     drop(msg_w);
     // The helper keeps no end of the command's stdio.
     sys::stdio_to_devnull();
@@ -688,17 +696,19 @@ fn wait_for_go(control: &OwnedFd) -> Result<(), SandboxError> {
     }
 }
 
-/// The read end of a pooled sandbox's go pipe, passed at [`protocol::FD_GO`].
-fn pool_go_pipe() -> Result<OwnedFd, SandboxError> {
-    if !sys::is_fifo(protocol::FD_GO) {
+/// A pooled sandbox's end of a pipe the pool keeps the other end of: the go
+/// pipe's read end at [`protocol::FD_GO`], the prepared pipe's write end at
+/// [`protocol::FD_PREPARED`].
+fn pool_pipe(fd: RawFd, what: &str) -> Result<OwnedFd, SandboxError> {
+    if !sys::is_fifo(fd) {
         return Err(SandboxError::Layer {
             layer: Layer::Helper,
-            detail: "a pooled helper was started without its go pipe".into(),
+            detail: format!("a pooled helper was started without its {what} pipe"),
         });
     }
-    // SAFETY: the pool passed this pipe's read end to us alone; nothing else
-    // in this process owns the fd.
-    let fd = unsafe { OwnedFd::from_raw_fd(protocol::FD_GO) };
+    // SAFETY: the pool passed this pipe's end to us alone; nothing else in
+    // this process owns the fd.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: F_SETFD on an fd we own.
     unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
     Ok(fd)

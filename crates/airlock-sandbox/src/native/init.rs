@@ -11,7 +11,7 @@
 use super::cgroup::CgroupJoin;
 use super::landlock::FsRules;
 use super::mounts::{self, ViewPlan};
-use super::protocol::{InitMsg, Launch, CONTROL_LAUNCH};
+use super::protocol::{self, InitMsg, Launch, CONTROL_LAUNCH};
 use super::rlimits::RlimitSpec;
 use super::seccomp::SeccompProgram;
 use super::{caps, landlock, namespaces, netwatch, rlimits, seccomp};
@@ -63,6 +63,9 @@ pub struct InitPlan<'a> {
     pub landlock: FsRules,
     /// Helper -> init: one byte once init is in its cgroup; EOF if the helper died.
     pub go: RawFd,
+    /// A pooled sandbox's: init -> pool, [`protocol::PREPARED`] once the view
+    /// is built (then closed).
+    pub built_signal: Option<RawFd>,
     /// Init -> helper messages.
     pub report: RawFd,
     /// Rootless mode (see [`super::rootless`]): init is root of the helper's
@@ -183,6 +186,12 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxEr
     // its cgroup (a fallback), it says go once that is done.
     mounts::build(&view)?;
     marks.mark("view built");
+    if let Some(fd) = plan.built_signal {
+        // Only the pool's bookkeeping depends on it: a pool that is gone
+        // shows on the go pipe next.
+        let _ = sys::write_all(fd, &[protocol::PREPARED]);
+        sys::close(fd);
+    }
     let mut b = [0u8; 1];
     if !matches!(sys::read(plan.go, &mut b), Ok(1)) {
         sys::exit_now(1);

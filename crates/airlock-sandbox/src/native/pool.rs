@@ -92,9 +92,13 @@ pub struct PoolStats {
     /// Warm sandboxes let go without running anything (spec or view changed,
     /// helper found dead, shutdown).
     pub discarded: u64,
-    /// Warm sandboxes waiting for a command now: counted from their helper's
-    /// start, so the newest may still be building its view.
+    /// Warm sandboxes built and waiting for a command now: their init has
+    /// built the view ([`protocol::PREPARED`]), and a run that takes one
+    /// only launches its command.
     pub ready: u64,
+    /// Warm sandboxes started whose view is still being built: a run that
+    /// takes one (when none is ready) waits for the rest of its build.
+    pub building: u64,
     /// What the ready sandboxes hold, as last measured (bytes of Pss; 0
     /// unless the pool's memory is bounded).
     pub memory_bytes: u64,
@@ -158,6 +162,8 @@ struct Warm {
     id: String,
     stamp: ViewStamp,
     built: Instant,
+    /// Its init said [`protocol::PREPARED`] (seen once, remembered).
+    prepared: bool,
     /// Bytes it held, measured once it had [`MEASURE_SETTLE`] (bounded
     /// pools only; `None` until then).
     held: Option<u64>,
@@ -169,11 +175,26 @@ impl Warm {
         matches!(self.helper.child.try_wait(), Ok(None))
     }
 
+    /// Whether its view is built: [`protocol::PREPARED`] is waiting on the
+    /// prepared pipe (the byte stays there; a poll per look until seen).
+    fn prepared(&mut self) -> bool {
+        if !self.prepared {
+            self.prepared = self.helper.prepared_r.as_ref().is_some_and(said_prepared);
+        }
+        self.prepared
+    }
+
     /// Tears it down off the caller's thread (the helper cleans up and
     /// exits), counted in `teardowns` so that the pool's stop waits for it.
     fn release(self, teardowns: &Teardowns) {
         teardowns.abandon(self.helper);
     }
+}
+
+/// Whether a byte waits on `fd`, a prepared pipe's read end: init wrote
+/// [`protocol::PREPARED`] (an init that died first leaves EOF alone).
+fn said_prepared(fd: &std::os::fd::OwnedFd) -> bool {
+    matches!(sys::poll(&[fd.as_raw_fd()], 0), Ok(r) if r[0] & libc::POLLIN != 0)
 }
 
 struct State {
@@ -346,7 +367,10 @@ impl WarmPool {
                 ColdReason::Empty
             })
         } else {
-            let next = state.ready.pop_front().map(|mut w| {
+            // The oldest built one; else the oldest, whose build the run
+            // then waits for.
+            let pick = state.ready.iter_mut().position(Warm::prepared);
+            let next = state.ready.remove(pick.unwrap_or(0)).map(|mut w| {
                 let alive = w.alive();
                 (w, alive)
             });
@@ -390,10 +414,14 @@ impl WarmPool {
     ) -> Result<Outcome, SandboxError> {
         let t = Instant::now();
         profile(format_args!(
-            "{:>8.2} ms  pool: warm sandbox {} taken (built {:.1} ms before)",
+            "{:>8.2} ms  pool: warm sandbox {} taken (started {:.1} ms before, {})",
             0.0,
             warm.id,
-            warm.built.elapsed().as_secs_f64() * 1000.0
+            warm.built.elapsed().as_secs_f64() * 1000.0,
+            match warm.prepared {
+                true => "built",
+                false => "still building",
+            }
         ));
         // The launch goes first: the sandbox prepares the command while the
         // gate works, and execs it only on the go that follows the gate's yes
@@ -531,11 +559,18 @@ impl PoolHandle {
     }
 
     pub fn stats(&self) -> PoolStats {
-        let Ok(state) = self.0.state.lock() else {
+        let Ok(mut state) = self.0.state.lock() else {
             return PoolStats::default();
         };
+        let ready = state
+            .ready
+            .iter_mut()
+            .map(Warm::prepared)
+            .filter(|p| *p)
+            .count() as u64;
         PoolStats {
-            ready: state.ready.len() as u64,
+            ready,
+            building: state.ready.len() as u64 - ready,
             memory_bytes: state.held(),
             ..state.stats
         }
@@ -674,6 +709,7 @@ fn refill_loop(shared: &Shared) {
                     id: spec.request_id,
                     stamp,
                     built: Instant::now(),
+                    prepared: false,
                     held: None,
                 };
                 if !state.stopping
@@ -790,7 +826,28 @@ fn measure_ready(shared: &Shared) {
 
 #[cfg(test)]
 mod tests {
-    use super::one_more_fits;
+    use super::{one_more_fits, said_prepared};
+    use crate::sys;
+
+    /// A warm sandbox is ready once its init's byte is there, not when its
+    /// helper starts, nor when an init that failed closed the pipe.
+    #[test]
+    fn ready_means_init_said_its_view_is_built() {
+        let (r, w) = sys::pipe().unwrap();
+        assert!(!said_prepared(&r), "nothing written yet");
+        sys::write_all(
+            std::os::fd::AsRawFd::as_raw_fd(&w),
+            &[super::protocol::PREPARED],
+        )
+        .unwrap();
+        drop(w);
+        assert!(said_prepared(&r), "the byte, then EOF");
+        assert!(said_prepared(&r), "looking does not consume it");
+
+        let (r, w) = sys::pipe().unwrap();
+        drop(w);
+        assert!(!said_prepared(&r), "EOF alone: init died before its view");
+    }
 
     const MIB: u64 = 1 << 20;
 

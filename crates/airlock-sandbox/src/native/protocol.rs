@@ -5,6 +5,8 @@
 //! gone and everything must die.
 //! Helper -> caller: one [`HelperReport`] as JSON on fd [`FD_REPORT`], then EOF.
 //! Init -> helper: [`InitMsg`] lines of JSON.
+//! Pool <-> init of a pooled sandbox: the launch and go on [`FD_GO`]'s pipe,
+//! and [`PREPARED`] back on [`FD_PREPARED`]'s.
 
 use crate::{FileChange, KillReason, Layer, SandboxSpec, Violation};
 use serde::{Deserialize, Serialize};
@@ -31,6 +33,14 @@ pub const FD_CONTROL: i32 = 5;
 /// itself, so that no wake-up of the helper lies between the gate's yes and
 /// the command's exec; the helper gets the same bytes on its control pipe.
 pub const FD_GO: i32 = 6;
+/// Pooled helpers only: the write end of the pipe on which the sandbox's init
+/// says [`PREPARED`] once its view is built and it waits for a launch; the
+/// pool keeps the read end. A warm sandbox counts as ready only then: until
+/// that byte, a run that takes it waits for the rest of its build.
+pub const FD_PREPARED: i32 = 7;
+
+/// Init -> pool, on [`FD_PREPARED`]: the sandbox is built.
+pub const PREPARED: u8 = b'p';
 
 /// Control byte: the output cap was exceeded; kill with reason `output`.
 pub const CONTROL_KILL_OUTPUT: u8 = b'o';

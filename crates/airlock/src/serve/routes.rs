@@ -412,8 +412,13 @@ async fn metrics(State(state): State<AppState>) -> Response {
     let text = state.service.metrics.render(&[
         (
             "airlock_pool_ready",
-            "Warm sandboxes started and waiting for a command (the newest may still be building its view; a run that takes it waits for the rest).",
+            "Warm sandboxes built and waiting for a command.",
             pool.ready as f64,
+        ),
+        (
+            "airlock_pool_building",
+            "Warm sandboxes started whose view is still being built (a run that takes one, when none is ready, waits for the rest).",
+            pool.building as f64,
         ),
         (
             "airlock_pool_warm_runs",
