@@ -76,6 +76,10 @@ def test_errors_carry_the_server_code(server):
         al.run("wc -c", stdin="a" * (2 << 20))  # over the server's --max-body (1 MiB)
     assert e.value.code == "payload_too_large" and e.value.status == 413
     with pytest.raises(AirlockError) as e:
+        al.run("true", timeout_s=100000)  # longer than the policy's limits.timeout
+    assert e.value.code == "timeout_above_policy" and e.value.status == 403
+    assert "limits.timeout" in e.value.message
+    with pytest.raises(AirlockError) as e:
         al.run_code("puts 1", language="ruby")
     assert e.value.code == "unsupported_language"
     with pytest.raises(AirlockError) as e:

@@ -92,6 +92,27 @@ fn denial_and_kills_keep_their_exit_statuses() {
     );
 }
 
+/// A `--timeout` longer than the server's policy is refused, as a cold run
+/// refuses it, not shortened to the policy's behind the caller's back.
+#[test]
+fn a_timeout_longer_than_the_servers_policy_is_refused() {
+    let server = start();
+    let before = audit_records(&server.state()).len();
+    let out = run(&server, &["--timeout", "1h", "--", "echo", "ran"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "", "nothing ran");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("timeout_above_policy") && err.contains("limits.timeout"),
+        "{err}"
+    );
+    assert_eq!(
+        audit_records(&server.state()).len(),
+        before,
+        "nothing judged"
+    );
+}
+
 #[test]
 fn flags_the_server_cannot_honour_are_refused_before_anything_is_sent() {
     let server = start();

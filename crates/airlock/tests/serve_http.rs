@@ -305,6 +305,13 @@ fn bad_input_gets_stable_error_codes_and_runs_nothing() {
                 400,
                 "bad_request",
             ),
+            // Longer than the policy's limits.timeout: refused, not shortened
+            // behind the caller's back.
+            (
+                r#"{"command":"ls","timeout_s":100000}"#.into(),
+                403,
+                "timeout_above_policy",
+            ),
             (
                 r#"{"code":"puts 1","language":"ruby"}"#.into(),
                 400,
@@ -344,6 +351,16 @@ fn bad_input_gets_stable_error_codes_and_runs_nothing() {
             assert_eq!(r.json()["code"], code, "{body}");
             assert!(r.json()["message"].as_str().is_some_and(|m| !m.is_empty()));
         }
+        let r = request(
+            Target::Unix(sock),
+            "POST",
+            "/v1/run",
+            Some(TOKEN_A),
+            Some(r#"{"command":"ls","timeout_s":100000}"#),
+        )
+        .await;
+        let message = r.json()["message"].as_str().unwrap_or_default().to_string();
+        assert!(message.contains("limits.timeout = "), "{message}");
         let r = request(Target::Unix(sock), "GET", "/v1/nope", Some(TOKEN_A), None).await;
         assert_eq!(
             (r.status, r.json()["code"].as_str().unwrap()),

@@ -19,12 +19,12 @@ def _refused(e: AirlockError) -> str:
 
 class ShellInput(BaseModel):
     command: str = Field(description="A bash command line to run in the sandbox")
-    timeout_s: Optional[float] = Field(default=None, description="Stop it after this many seconds")
+    timeout_s: Optional[float] = Field(default=None, description="Stop it after this many seconds (at most the policy's limit; a longer one is refused)")
 
 
 class PythonInput(BaseModel):
     code: str = Field(description="Python 3 source to run in the sandbox")
-    timeout_s: Optional[float] = Field(default=None, description="Stop it after this many seconds")
+    timeout_s: Optional[float] = Field(default=None, description="Stop it after this many seconds (at most the policy's limit; a longer one is refused)")
 
 
 class CheckInput(BaseModel):

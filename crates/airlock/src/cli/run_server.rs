@@ -199,7 +199,8 @@ fn request_json(args: &Args, stdin: Option<String>) -> anyhow::Result<Vec<u8>> {
         _ => anyhow::bail!("give either -c 'SHELL COMMAND' or -- PROG ARG..."),
     }
     if let Some(t) = &args.timeout {
-        // The server only lowers its policy's timeout; a longer one is not refused there.
+        // The server only lowers its policy's timeout; a longer one is refused
+        // there (`timeout_above_policy`), as a cold run refuses it here.
         body["timeout_s"] = (super::run_limits::timeout_flag(t)? as f64 / 1000.0).into();
     }
     if let Some(id) = &args.approval {

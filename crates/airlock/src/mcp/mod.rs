@@ -31,7 +31,8 @@ pub struct RunShellArgs {
     pub command: String,
     /// Working directory, relative to the workspace root (default: the root).
     pub cwd: Option<String>,
-    /// Stop the command after this many seconds (never above the policy's limit).
+    /// Stop the command after this many seconds; at most the policy's limit
+    /// (a longer one is refused, naming the limit). Default: that limit.
     pub timeout_s: Option<f64>,
     /// Text for the command's stdin (default: empty).
     pub stdin: Option<String>,
@@ -41,7 +42,8 @@ pub struct RunShellArgs {
 pub struct RunPythonArgs {
     /// Python source code, run with python3 in the sandbox.
     pub code: String,
-    /// Stop the program after this many seconds (never above the policy's limit).
+    /// Stop the program after this many seconds; at most the policy's limit
+    /// (a longer one is refused, naming the limit). Default: that limit.
     pub timeout_s: Option<f64>,
     /// Text for the program's stdin (default: empty).
     pub stdin: Option<String>,

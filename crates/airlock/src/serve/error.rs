@@ -22,6 +22,9 @@ pub enum ErrorCode {
     CodeTooLarge,
     UnsupportedLanguage,
     InvalidCwd,
+    /// A request's `timeout_s` is longer than its policy's `limits.timeout`
+    /// (403: well formed, not allowed).
+    TimeoutAbovePolicy,
     QueueFull,
     ShuttingDown,
     OriginNotAllowed,
@@ -49,6 +52,7 @@ impl ErrorCode {
             ErrorCode::CodeTooLarge => "code_too_large",
             ErrorCode::UnsupportedLanguage => "unsupported_language",
             ErrorCode::InvalidCwd => "invalid_cwd",
+            ErrorCode::TimeoutAbovePolicy => "timeout_above_policy",
             ErrorCode::QueueFull => "queue_full",
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::OriginNotAllowed => "origin_not_allowed",
@@ -68,7 +72,10 @@ impl ErrorCode {
             | ErrorCode::UnsupportedLanguage
             | ErrorCode::InvalidCwd => StatusCode::BAD_REQUEST,
             ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
-            ErrorCode::OriginNotAllowed | ErrorCode::Forbidden => StatusCode::FORBIDDEN,
+            // The request is well formed; its policy does not allow it.
+            ErrorCode::OriginNotAllowed | ErrorCode::Forbidden | ErrorCode::TimeoutAbovePolicy => {
+                StatusCode::FORBIDDEN
+            }
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::Conflict => StatusCode::CONFLICT,

@@ -431,7 +431,25 @@ impl Service {
             }
             Some(t) => {
                 let wanted_ms = (t * 1000.0).ceil().min(u64::MAX as f64) as u64;
-                if wanted_ms < tenant.policy.limits.timeout.ms {
+                let limit_ms = tenant.policy.limits.timeout.ms;
+                if wanted_ms > limit_ms {
+                    // As `airlock run --timeout` refuses it: a run that asked for
+                    // more must not be stopped early without having been told.
+                    let limit = limit_ms as f64 / 1000.0;
+                    // JSON's shortest form: 600.0, 3.5e307 (not 308 digits).
+                    let t =
+                        serde_json::Number::from_f64(t).map_or(t.to_string(), |n| n.to_string());
+                    return Err(ApiError::new(
+                        ErrorCode::TimeoutAbovePolicy,
+                        format!(
+                            "`timeout_s` {t} is longer than this token's policy allows \
+                             (limits.timeout = {limit} s): a request can only shorten it. \
+                             Hint: send timeout_s <= {limit}, or leave it out to get {limit} s; \
+                             a longer limit needs [limits] timeout raised in the policy."
+                        ),
+                    ));
+                }
+                if wanted_ms < limit_ms {
                     // Tightening only: the sandbox spec still comes from the policy.
                     let mut tighter = (*tenant.policy).clone();
                     tighter.limits.timeout.ms = wanted_ms;
