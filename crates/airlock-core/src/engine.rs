@@ -1085,14 +1085,7 @@ impl Engine {
             outcome,
             stdout,
             stderr,
-            stdin: spec.stdin.as_deref().map(|bytes| {
-                let mut given = StreamCapture::new();
-                given.feed(bytes, limit);
-                StreamRecord {
-                    source: "request".into(),
-                    ..given.into_record("", limit)
-                }
-            }),
+            stdin: stdin_record(spec, result, limit),
             changes,
             change_summary: result.as_ref().ok().and_then(|o| o.change_summary.clone()),
             applied,
@@ -1112,6 +1105,38 @@ impl Engine {
 pub const AUDIT_CHANGES_LISTED: usize = 100;
 
 /// What passed through a sink for one stream: its length, digest and first bytes.
+/// What the command was given on stdin: the request's text (`request`), or
+/// what the caller's own stdin streamed in by the command's end (`caller`).
+fn stdin_record(
+    spec: &SandboxSpec,
+    result: &Result<Outcome, SandboxError>,
+    keep: usize,
+) -> Option<StreamRecord> {
+    if let Some(bytes) = spec.stdin.as_deref() {
+        let mut given = StreamCapture::new();
+        given.feed(bytes, keep);
+        return Some(StreamRecord {
+            source: "request".into(),
+            ..given.into_record("", keep)
+        });
+    }
+    // An empty stream (`/dev/null`, a pipe closed at once) reads as none did.
+    let streamed = result
+        .as_ref()
+        .ok()?
+        .stdin_streamed
+        .as_ref()
+        .filter(|s| s.bytes > 0)?;
+    let head = &streamed.head[..keep.min(streamed.head.len())];
+    Some(StreamRecord {
+        text: String::from_utf8_lossy(head).into_owned(),
+        truncated: (head.len() as u64) < streamed.bytes,
+        bytes: streamed.bytes,
+        sha256: streamed.sha256.clone(),
+        source: "caller".into(),
+    })
+}
+
 struct StreamCapture {
     bytes: u64,
     hasher: Sha256,

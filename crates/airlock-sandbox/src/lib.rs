@@ -19,6 +19,7 @@ pub mod probe;
 pub mod process;
 pub mod relay;
 pub mod spec;
+pub mod stdin_tap;
 pub mod sys;
 pub mod tier;
 pub mod view;

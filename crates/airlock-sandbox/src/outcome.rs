@@ -27,6 +27,11 @@ pub struct Outcome {
     /// first entries of a long one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_summary: Option<ChangeSummary>,
+    /// What the caller's own stdin streamed into the command (`airlock run`
+    /// with a pipe or a file on stdin), as of the command's end; `None` when
+    /// the stdin came with the spec, or there was none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin_streamed: Option<crate::stdin_tap::StreamedStdin>,
 }
 
 /// A bounded account of a change set, whatever its length.

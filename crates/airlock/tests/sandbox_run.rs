@@ -274,6 +274,57 @@ fn piped_stdin_reaches_the_command_and_stdin_file_replaces_it() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
 
+/// The execution records of `e`'s audit log, oldest first.
+fn executions(e: &Env) -> Vec<serde_json::Value> {
+    let mut files: Vec<_> = std::fs::read_dir(e.dir.path().join("state/audit"))
+        .unwrap()
+        .flatten()
+        .map(|f| f.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .filter(|r| r["kind"] == "execution")
+        .collect()
+}
+
+/// What a cold run's caller streamed in is in the trail, as its output is:
+/// length, SHA-256 and the start. `/dev/null` is not handed over at all: the
+/// command reads the sandbox's own, and the record has no stdin.
+#[test]
+fn a_streamed_stdin_is_in_the_execution_record() {
+    use sha2::Digest;
+    let e = Env::new();
+    let big = "line\n".repeat(40_000);
+    let o = airlock_with_stdin(&e, &["run", "--", "wc", "-c"], big.as_bytes());
+    assert_eq!(text(&o.stdout).trim(), "200000", "{}", text(&o.stderr));
+    let record = executions(&e).pop().expect("an execution record");
+    let stdin = &record["stdin"];
+    assert_eq!(stdin["source"], "caller", "{record}");
+    assert_eq!(stdin["bytes"], 200_000, "{record}");
+    assert_eq!(
+        stdin["sha256"],
+        hex::encode(sha2::Sha256::digest(big.as_bytes())),
+        "{record}"
+    );
+    assert_eq!(stdin["truncated"], true, "{record}");
+    assert!(stdin["text"].as_str().unwrap().starts_with("line\nline\n"));
+
+    let probe = "[ -c /dev/stdin ] && echo sandbox-null; cat";
+    let o = e.airlock(&["run", "--", "sh", "-c", probe]);
+    assert_eq!(text(&o.stdout), "sandbox-null\n", "{}", text(&o.stderr));
+    let record = executions(&e).pop().expect("an execution record");
+    assert!(record.get("stdin").is_none(), "{record}");
+}
+
 /// `airlock run` forks its helper when the backend opens (native::prefork),
 /// so the profile shows no "helper started" step. Given a pipe for stdin
 /// before it knew, the helper still hands a command /dev/null when airlock's

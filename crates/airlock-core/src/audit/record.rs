@@ -206,9 +206,11 @@ pub struct ExecutionEvent {
     pub outcome: Option<OutcomeRecord>,
     pub stdout: StreamRecord,
     pub stderr: StreamRecord,
-    /// What the command was given on stdin when it came with the request (the
-    /// API's `stdin`; `source` is `request`). A stdin streamed from the
-    /// caller (`airlock run` with a pipe) is not recorded.
+    /// What the command was given on stdin: the request's text (the API's
+    /// `stdin`; `source` is `request`), or what the caller's own stdin
+    /// streamed into the command by its end (`airlock run` with a pipe or a
+    /// file; `source` is `caller`). Absent when the command read nothing
+    /// but `/dev/null`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdin: Option<StreamRecord>,
     /// The first changes (at most `engine::AUDIT_CHANGES_LISTED`).

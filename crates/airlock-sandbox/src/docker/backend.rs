@@ -112,17 +112,17 @@ impl Backend for DockerBackend {
             backend: crate::Layer::Docker,
             stdin_from_caller: self.stdin_from_caller,
         };
-        let (report, out, err, started) = drive(&helper, &bytes, spec, sink)?;
+        let driven = drive(&helper, &bytes, spec, sink)?;
         if std::env::var_os("AIRLOCK_PROFILE").is_some() {
-            for n in &report.notes {
+            for n in &driven.report.notes {
                 eprintln!("airlock profile: note: {n}");
             }
             eprintln!(
                 "airlock profile: {:>8.2} ms  caller total (docker)",
-                started.elapsed().as_secs_f64() * 1000.0
+                driven.started.elapsed().as_secs_f64() * 1000.0
             );
         }
-        Ok(outcome(report, &out, &err))
+        Ok(outcome(driven))
     }
 }
 

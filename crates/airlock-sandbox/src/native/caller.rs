@@ -341,14 +341,13 @@ impl NativeBackend {
             started,
             ..
         } = helper;
+        let mut tap = None;
         let stdin_thread = match (child.stdin.take(), spec.stdin.clone()) {
             (Some(mut pipe), Some(data)) => Some(std::thread::spawn(move || {
                 let _ = pipe.write_all(&data);
             })),
             (Some(pipe), None) if self.stdin_from_caller => {
-                // Not joined: it may sit in a read of a stdin that never ends
-                // after the command has exited; the pipe's EPIPE ends it otherwise.
-                pump_own_stdin(pipe);
+                tap = Some(crate::stdin_tap::pump_own_stdin(pipe));
                 None
             }
             // A pooled sandbox's pipe, for a command that reads /dev/null
@@ -437,6 +436,9 @@ impl NativeBackend {
             applied: report.applied,
             violations: report.violations,
             change_summary: report.change_summary,
+            // Every process of the sandbox is dead by the report: nothing
+            // reads the pipe any more.
+            stdin_streamed: tap.map(|t| t.snapshot()),
         })
     }
 }
@@ -510,13 +512,4 @@ fn hand_over(
         process.stdin = None;
     }
     Ok((process, control, report))
-}
-
-/// Copy this process's stdin to the helper's, in a thread of its own, until
-/// either side ends.
-fn pump_own_stdin(mut pipe: File) {
-    std::thread::spawn(move || {
-        let mut input = std::io::stdin().lock();
-        let _ = std::io::copy(&mut input, &mut pipe);
-    });
 }

@@ -174,18 +174,18 @@ impl Backend for OciBackend {
             backend: crate::Layer::Oci,
             stdin_from_caller: self.stdin_from_caller,
         };
-        let (report, out, err, started) = drive(&helper, &bytes, spec, sink)?;
+        let driven = drive(&helper, &bytes, spec, sink)?;
         if std::env::var_os("AIRLOCK_PROFILE").is_some() {
-            for n in &report.notes {
+            for n in &driven.report.notes {
                 eprintln!("airlock profile: note: {n}");
             }
             eprintln!(
                 "airlock profile: {:>8.2} ms  caller total ({})",
-                started.elapsed().as_secs_f64() * 1000.0,
+                driven.started.elapsed().as_secs_f64() * 1000.0,
                 self.runtime.exe_name()
             );
         }
-        Ok(outcome(report, &out, &err))
+        Ok(outcome(driven))
     }
 }
 
@@ -201,8 +201,25 @@ pub(crate) struct Helper<'a> {
     pub stdin_from_caller: bool,
 }
 
+/// What [`drive`] returns: the helper's report, the captured streams, when
+/// the helper started, and what the caller's stdin streamed in.
+pub(crate) struct Driven {
+    pub report: HelperReport,
+    pub out: Capture,
+    pub err: Capture,
+    pub started: Instant,
+    pub stdin: Option<crate::stdin_tap::StreamedStdin>,
+}
+
 /// The outcome of a run from the helper's report and the captured output.
-pub(crate) fn outcome(report: HelperReport, out: &Capture, err: &Capture) -> Outcome {
+pub(crate) fn outcome(driven: Driven) -> Outcome {
+    let Driven {
+        report,
+        out,
+        err,
+        stdin,
+        ..
+    } = driven;
     Outcome {
         exit_code: report.exit_code,
         signal: report.signal,
@@ -217,6 +234,7 @@ pub(crate) fn outcome(report: HelperReport, out: &Capture, err: &Capture) -> Out
         applied: report.applied,
         violations: report.violations,
         change_summary: report.change_summary,
+        stdin_streamed: stdin,
     }
 }
 
@@ -228,7 +246,7 @@ pub(crate) fn drive(
     bytes: &[u8],
     spec: &SandboxSpec,
     sink: &mut dyn OutputSink,
-) -> Result<(HelperReport, Capture, Capture, Instant), SandboxError> {
+) -> Result<Driven, SandboxError> {
     // The helper, with an empty environment, the report on fd 3 and the
     // control pipe (its lifeline) on fd 4.
     let (rep_r, rep_w) = sys::pipe().map_err(io_err("pipe"))?;
@@ -270,18 +288,14 @@ pub(crate) fn drive(
     // The command's stdin: the spec's bytes, or this process's own stdin,
     // pumped by a thread of its own (EPIPE ends it when the command is done).
     let mut in_w = std::fs::File::from(in_w);
+    let mut tap = None;
     match (spec.stdin.clone(), helper.stdin_from_caller) {
         (Some(data), _) => {
             std::thread::spawn(move || {
                 let _ = in_w.write_all(&data);
             });
         }
-        (None, true) => {
-            std::thread::spawn(move || {
-                let mut input = std::io::stdin().lock();
-                let _ = std::io::copy(&mut input, &mut in_w);
-            });
-        }
+        (None, true) => tap = Some(crate::stdin_tap::pump_own_stdin(in_w)),
         (None, false) => drop(in_w),
     }
     if let Some(mut stdin) = child.stdin.take() {
@@ -329,7 +343,14 @@ pub(crate) fn drive(
     if report.failure.is_some() {
         return Err(crate::failure::error(report.failure, helper.backend));
     }
-    Ok((report, out, err, started))
+    Ok(Driven {
+        report,
+        out,
+        err,
+        started,
+        // The helper has exited: the command's side of the pipe is closed.
+        stdin: tap.map(|t| t.snapshot()),
+    })
 }
 
 #[cfg(test)]

@@ -294,6 +294,8 @@ impl Backend for WasmBackend {
             applied: report.applied,
             violations: report.violations,
             change_summary: report.change_summary,
+            // This backend takes no stdin from its caller (the spec's, if any).
+            stdin_streamed: None,
         })
     }
 }

@@ -379,7 +379,8 @@ fn refuse_root_workspace(policy: &airlock_policy::Policy) -> anyhow::Result<()> 
 }
 
 /// Whether the command gets this process's stdin: `--stdin FILE` is put in
-/// its place first; a terminal is never handed over.
+/// its place first; a terminal is never handed over, and `/dev/null` need not
+/// be (the sandbox's own stdin is its `/dev/null`: no pipe, no pump).
 fn take_stdin(file: Option<&std::path::Path>) -> anyhow::Result<bool> {
     use std::io::IsTerminal;
     if let Some(path) = file {
@@ -387,9 +388,17 @@ fn take_stdin(file: Option<&std::path::Path>) -> anyhow::Result<bool> {
             .with_context(|| format!("--stdin {}: cannot open it", path.display()))?;
         rustix::stdio::dup2_stdin(&f)
             .with_context(|| format!("--stdin {}: cannot use it as stdin", path.display()))?;
-        return Ok(true);
     }
-    Ok(!std::io::stdin().is_terminal())
+    Ok(!std::io::stdin().is_terminal() && !stdin_is_dev_null())
+}
+
+/// Whether fd 0 is the character device /dev/null (1:3).
+fn stdin_is_dev_null() -> bool {
+    rustix::fs::fstat(rustix::stdio::stdin()).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::CharacterDevice
+            && rustix::fs::major(st.st_rdev) == 1
+            && rustix::fs::minor(st.st_rdev) == 3
+    })
 }
 
 /// The program a request starts with (the first word of a shell line).
