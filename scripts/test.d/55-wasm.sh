@@ -29,6 +29,9 @@ check "python3 -c runs on wasm" test "$out" = 42
 printf 'import sys\nprint("script", sys.platform, sys.argv[1])\n' > "$ws/hello.py"
 out=$(run -- python3 hello.py arg1)
 check "a script in the workspace runs (sys.platform wasi)" test "$out" = "script wasi arg1"
+# wasm takes a command's stdin whole: airlock reads its own first (it used to drop it).
+out=$(printf 'north\nsouth\n' | run -- python3 -c 'import sys; print(sys.stdin.read().upper(), end="")')
+check "piped stdin reaches the command" test "$out" = "$(printf 'NORTH\nSOUTH')"
 out=$(run --json -- python3 -c 'open("new.txt","w").write("x"); import os; os.remove("hello.py")')
 check "changes are reported (added and deleted)" test "$(echo "$out" | python3 -c 'import json,sys; print(sorted(c["kind"] for c in json.load(sys.stdin)["changes"]))')" = "['added', 'deleted']"
 check "overlay: the host workspace is unchanged" test -f "$ws/hello.py" -a ! -e "$ws/new.txt"

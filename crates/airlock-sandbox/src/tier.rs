@@ -86,6 +86,17 @@ impl BackendKind {
     }
 
     /// Whether this build of airlock can run the backend at all.
+    /// Whether the backend streams the caller's stdin to the command while it
+    /// runs; the others take a command's stdin only whole, with its spec.
+    pub fn streams_stdin(self) -> bool {
+        match self {
+            BackendKind::Native | BackendKind::Gvisor | BackendKind::Oci | BackendKind::Docker => {
+                true
+            }
+            BackendKind::Microvm | BackendKind::Wasm => false,
+        }
+    }
+
     pub fn built(self) -> bool {
         match self {
             BackendKind::Native => true,

@@ -11,5 +11,6 @@ pub mod policy;
 pub mod run;
 pub mod run_limits;
 pub mod run_server;
+mod run_stdin;
 pub mod serve;
 mod unix_http;

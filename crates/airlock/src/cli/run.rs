@@ -51,8 +51,10 @@ Exit status:
 A command may itself exit with one of these numbers: --json tells them apart.
 
 Input: when airlock's own stdin is not a terminal (a pipe, a file), it is
-streamed to the command (`echo data | airlock run -- wc -c`); from a terminal
-the command reads an empty stdin. --stdin FILE reads it from FILE instead.
+streamed to the command (`echo data | airlock run -- wc -c`); the wasm and
+microvm backends take it whole (read first, at most 64 MiB). From a terminal or
+/dev/null the command reads an empty stdin. --stdin FILE reads it from FILE
+instead. The execution record keeps its length, SHA-256 and start.
 --timeout, --memory and --network only tighten the policy; a looser value is
 refused, naming the policy key that would allow it.";
 
@@ -259,6 +261,25 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     airlock_core::state::ensure_private_dir(&state_dir)?;
     let mut opts = airlock_sandbox::OpenOptions::new(state_dir.clone());
     opts.stdin_from_caller = take_stdin(args.stdin.as_deref())?;
+    // A backend that cannot stream it gets it whole, with the spec.
+    let mut stdin_whole = None;
+    if opts.stdin_from_caller && !kind.streams_stdin() {
+        let why = format!(
+            "the {} backend takes a command's stdin whole",
+            kind.as_str()
+        );
+        match super::run_stdin::read_whole(std::io::stdin(), "stdin", &why) {
+            Ok(bytes) => stdin_whole = Some(bytes),
+            Err(e) => {
+                eprintln!(
+                    "airlock: refused: {e}\nHint: the native, gvisor, oci and docker backends \
+                     stream stdin to the command as it runs."
+                );
+                return Ok(2);
+            }
+        }
+        opts.stdin_from_caller = false;
+    }
     opts.prefork_helper = true;
     let backend = match airlock_sandbox::open(kind, &opts) {
         Ok(b) => b,
@@ -310,6 +331,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         on_pending: Some(&mut announce),
         approval_id: args.approval.clone(),
         apply: if args.apply { Some(true) } else { None },
+        stdin: stdin_whole,
         ..Default::default()
     };
     let caller = airlock_core::Caller::cli();
@@ -389,16 +411,7 @@ fn take_stdin(file: Option<&std::path::Path>) -> anyhow::Result<bool> {
         rustix::stdio::dup2_stdin(&f)
             .with_context(|| format!("--stdin {}: cannot use it as stdin", path.display()))?;
     }
-    Ok(!std::io::stdin().is_terminal() && !stdin_is_dev_null())
-}
-
-/// Whether fd 0 is the character device /dev/null (1:3).
-fn stdin_is_dev_null() -> bool {
-    rustix::fs::fstat(rustix::stdio::stdin()).is_ok_and(|st| {
-        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::CharacterDevice
-            && rustix::fs::major(st.st_rdev) == 1
-            && rustix::fs::minor(st.st_rdev) == 3
-    })
+    Ok(!std::io::stdin().is_terminal() && !super::run_stdin::is_dev_null())
 }
 
 /// The program a request starts with (the first word of a shell line).

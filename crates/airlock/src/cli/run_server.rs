@@ -93,40 +93,33 @@ fn refuse_flags(args: &Args) -> Result<(), String> {
     }
 }
 
-/// Largest stdin sent to a server: its request body must hold it (1 MiB by
-/// default, `airlock serve --max-body`), and this process reads it whole first.
-const MAX_STDIN: u64 = 64 << 20;
-
 /// The command's stdin, as a cold run would give it: `--stdin FILE`, else this
 /// process's stdin unless it is a terminal or `/dev/null`. The server's API
 /// takes it whole and as text, so it is read to its end before the request is
 /// sent (a cold run streams it while the command runs).
 fn stdin_text(args: &Args) -> Result<Option<String>, String> {
     use std::io::{IsTerminal, Read};
-    let (mut source, what): (Box<dyn Read>, String) = match &args.stdin {
+    let (source, what): (Box<dyn Read>, String) = match &args.stdin {
         Some(path) => match std::fs::File::open(path) {
             Ok(f) => (Box::new(f), format!("--stdin {}", path.display())),
             Err(e) => return Err(format!("--stdin {}: cannot open it: {e}", path.display())),
         },
         None => {
             let stdin = std::io::stdin();
-            if stdin.is_terminal() || is_dev_null(&stdin) {
+            if stdin.is_terminal() || super::run_stdin::is_dev_null() {
                 return Ok(None);
             }
             (Box::new(stdin), "stdin".to_string())
         }
     };
-    let mut bytes = Vec::new();
-    if let Err(e) = (&mut source).take(MAX_STDIN + 1).read_to_end(&mut bytes) {
-        return Err(format!("{what}: cannot read it: {e}"));
-    }
-    if bytes.len() as u64 > MAX_STDIN {
-        return Err(format!(
-            "{what} is larger than {} MiB, more than a request to the server carries.\n\
-             Hint: run without --server (and without AIRLOCK_SERVER) to stream it to the command.",
-            MAX_STDIN >> 20
-        ));
-    }
+    let bytes = super::run_stdin::read_whole(
+        source,
+        &what,
+        "a request to the server carries it whole",
+    )
+    .map_err(|e| {
+        format!("{e}\nHint: run without --server (and without AIRLOCK_SERVER) to stream it to the command.")
+    })?;
     String::from_utf8(bytes).map(Some).map_err(|e| {
         format!(
             "{what} is not UTF-8 text (invalid byte at offset {}), and the server's API carries \
@@ -135,18 +128,6 @@ fn stdin_text(args: &Args) -> Result<Option<String>, String> {
             e.utf8_error().valid_up_to()
         )
     })
-}
-
-/// `/dev/null` (or a closed stdin): what a cold run leaves unstreamed.
-fn is_dev_null(stdin: &std::io::Stdin) -> bool {
-    match rustix::fs::fstat(stdin) {
-        Err(_) => true,
-        Ok(st) => {
-            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::CharacterDevice
-                && rustix::fs::major(st.st_rdev) == 1
-                && rustix::fs::minor(st.st_rdev) == 3
-        }
-    }
 }
 
 /// Connect, and make sure the server is this user or root: anyone else's
