@@ -341,6 +341,37 @@ def airlock_cgroups() -> set[str]:
     return out
 
 
+def occupied_free_slots() -> list[str]:
+    """cgroup v1 slots (airlock/slot-<n>, reused from run to run) that no run
+    holds (their lock file is free) but that still have members: a run's
+    teardown must leave its slot empty."""
+    out = []
+    parent = Path("/sys/fs/cgroup/pids/airlock")
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith("slot-")]
+    except OSError:
+        return out
+    for name in names:
+        try:
+            lock = os.open(f"/run/airlock/cgroup-slots/{name}.lock", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # a run holds it
+            try:
+                procs = (parent / name / "cgroup.procs").read_text().split()
+            except OSError:
+                procs = []
+            if procs:
+                out.append(f"{name}: pids {procs[:5]}")
+        finally:
+            os.close(lock)
+    return out
+
+
 def tree_listing(root: Path, with_hash: bool = True) -> dict[str, tuple]:
     """path -> (kind, size, sha256 or link target, mtime_ns) for everything under root."""
     out: dict[str, tuple] = {}
@@ -1265,6 +1296,9 @@ class Session:
             new_cg = {c for c in new_cg if os.path.exists(c)}
         if new_cg:
             f.append(f"cgroups left: {sorted(new_cg)[:4]}")
+        busy = occupied_free_slots()
+        if busy:
+            f.append(f"processes left in cgroup slots no run holds: {busy[:3]}")
         state_after = tree_listing(self.state_dir, with_hash=False)
         if spec.get("kill_airlock_after") and self.backend == "airlock":
             left_state = self._state_leftovers(before["state"], state_after)

@@ -47,7 +47,8 @@ pub fn attach_late() -> bool {
 /// removes the group.
 pub struct Prepared {
     host: CgroupHost,
-    /// `run-<helper pid>-forked`, no limits yet: the request brings them.
+    /// A free slot (v1, [`CgroupHost::claim_slot`]), else
+    /// `run-<helper pid>-forked`; no limits yet: the request brings them.
     cgroup: Option<Cgroup>,
 }
 
@@ -56,8 +57,25 @@ pub struct Prepared {
 /// reports why.
 pub fn prepare_early() -> Option<Prepared> {
     let host = CgroupHost::detect().ok()?;
-    let cgroup = host.create_empty(&run_name("forked")).ok();
+    let cgroup = host
+        .claim_slot()
+        .or_else(|| host.create_empty(&run_name("forked")).ok());
     Some(Prepared { host, cgroup })
+}
+
+/// `slot` with `limits` written; if they cannot be (an earlier run's memory
+/// charge above a lower limit), a group of the run's own instead.
+fn limited_slot(
+    host: &CgroupHost,
+    mut slot: Cgroup,
+    request_id: &str,
+    limits: &CgroupLimits,
+) -> Result<Cgroup, SandboxError> {
+    if slot.limit(limits).is_ok() {
+        return Ok(slot);
+    }
+    let _ = slot.destroy();
+    host.create(&run_name(request_id), limits)
 }
 
 /// A run's group: `run-<helper pid>-<request id>`.
@@ -124,7 +142,11 @@ impl RunCgroup {
         request_id: &str,
         limits: &Limits,
     ) -> Result<RunCgroup, SandboxError> {
-        let cgroup = host.create(&run_name(request_id), &CgroupLimits::from_limits(limits))?;
+        let limits = CgroupLimits::from_limits(limits);
+        let cgroup = match host.claim_slot() {
+            Some(slot) => limited_slot(host, slot, request_id, &limits)?,
+            None => host.create(&run_name(request_id), &limits)?,
+        };
         Ok(RunCgroup::holding(Some(cgroup)))
     }
 
@@ -138,6 +160,7 @@ impl RunCgroup {
     ) -> Result<RunCgroup, SandboxError> {
         let limits = CgroupLimits::from_limits(limits);
         let cgroup = match prepared.cgroup.take() {
+            Some(c) if c.is_slot() => limited_slot(&prepared.host, c, request_id, &limits)?,
             Some(c) => {
                 c.limit(&limits)?;
                 c
@@ -357,8 +380,32 @@ mod tests {
         cg.destroy().unwrap();
     }
 
-    fn forked_group_dir() -> std::path::PathBuf {
-        std::path::Path::new("/sys/fs/cgroup/memory/airlock").join(run_name("forked"))
+    /// The memory directory of what `prepared` holds, and whether it is a
+    /// slot (kept, emptied, after the run) or a group of its own (removed).
+    fn prepared_dir(prepared: &Prepared) -> (std::path::PathBuf, bool) {
+        let cg = prepared.cgroup.as_ref().expect("a group");
+        let dir = std::path::Path::new("/sys/fs/cgroup/memory/airlock").join(cg.name());
+        (dir, cg.is_slot())
+    }
+
+    /// Gone (a group of the run's own), or kept empty and free (a slot).
+    fn assert_released(dir: &std::path::Path, slot: bool) {
+        if !slot {
+            assert!(!dir.exists(), "{} left", dir.display());
+            return;
+        }
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap();
+        assert!(procs.trim().is_empty(), "members left: {procs}");
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let lock = std::fs::File::open(format!("/run/airlock/cgroup-slots/{name}.lock")).unwrap();
+        // SAFETY: flock on a descriptor this test owns.
+        let free = unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&lock),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        } == 0;
+        assert!(free, "slot {name} still held");
     }
 
     /// A helper forked in advance: its group exists before the request, with
@@ -366,22 +413,23 @@ mod tests {
     #[test]
     fn a_prepared_group_takes_the_requests_limits_and_goes() {
         let prepared = prepare_early().expect("cgroups on this machine");
-        let dir = forked_group_dir();
+        let (dir, slot) = prepared_dir(&prepared);
         assert!(dir.is_dir());
         let cg = RunCgroup::from_prepared(prepared, "unused", &limits()).unwrap();
         let limit = std::fs::read_to_string(dir.join("memory.limit_in_bytes")).unwrap();
         assert_eq!(limit.trim(), (64u64 << 20).to_string());
         cg.destroy().unwrap();
-        assert!(!dir.exists());
+        assert_released(&dir, slot);
     }
 
-    /// A request that never comes: dropping what was prepared removes the
-    /// group.
+    /// A request that never comes: dropping what was prepared lets the
+    /// group go.
     #[test]
-    fn an_unused_prepared_group_is_removed_when_dropped() {
+    fn an_unused_prepared_group_is_let_go_when_dropped() {
         let prepared = prepare_early().expect("cgroups on this machine");
-        assert!(forked_group_dir().is_dir());
+        let (dir, slot) = prepared_dir(&prepared);
+        assert!(dir.is_dir());
         drop(prepared);
-        assert!(!forked_group_dir().exists());
+        assert_released(&dir, slot);
     }
 }

@@ -9,6 +9,7 @@
 //!   this machine;
 //! * [`kill`]: teardown (`cgroup.kill` on v2; freeze, SIGKILL, thaw on v1) and
 //!   removal;
+//! * [`slots`]: v1 groups reused from run to run, held by a lock;
 //! * [`fs`]: reading and writing control files.
 //!
 //! This file holds the shared types ([`CgroupLimits`], [`CgroupStats`]) and
@@ -22,10 +23,12 @@
 mod detect;
 mod fs;
 mod kill;
+mod slots;
 mod v1;
 mod v2;
 
 pub use detect::{delegated_v2, delegated_v2_in};
+pub use slots::{SLOTS, SLOT_PREFIX};
 pub use v1::V1Roots;
 pub use v2::V2;
 
@@ -167,6 +170,8 @@ pub struct Cgroup {
     /// Every directory of this cgroup that exists, one per hierarchy (one for v2).
     dirs: Vec<PathBuf>,
     destroyed: bool,
+    /// A reused group ([`slots`]): emptied, not removed, at the end.
+    slot: Option<slots::Slot>,
 }
 
 /// Pre-opened membership files ([`Controller::join_file`]), so a forked child
@@ -250,6 +255,7 @@ impl CgroupHost {
             name: name.to_string(),
             dirs: Vec::new(),
             destroyed: false,
+            slot: None,
         };
         let controller = self.controller();
         let result = (|| {
@@ -346,6 +352,7 @@ impl CgroupHost {
             name: name.to_string(),
             dirs,
             destroyed: false,
+            slot: None,
         }
     }
 }
@@ -435,7 +442,17 @@ impl Cgroup {
 
     /// Peak memory, OOM kills, pids-limit hits and CPU time so far.
     pub fn stats(&self) -> Result<CgroupStats, SandboxError> {
-        self.controller().stats(&self.name)
+        let mut stats = self.controller().stats(&self.name)?;
+        if let Some(slot) = &self.slot {
+            // What earlier runs left charged is not this run's peak.
+            stats.peak_memory_bytes = stats.peak_memory_bytes.saturating_sub(slot.memory_baseline);
+        }
+        Ok(stats)
+    }
+
+    /// Whether this is a reused group ([`CgroupHost::claim_slot`]).
+    pub fn is_slot(&self) -> bool {
+        self.slot.is_some()
     }
 
     /// Kills every member, waits until the cgroup is empty and removes its
@@ -445,7 +462,11 @@ impl Cgroup {
             return Ok(());
         }
         self.kill_all()?;
-        kill::remove_dirs(&mut self.dirs)?;
+        match self.slot.take() {
+            // Empty: the next run takes it as it is (the lock goes now).
+            Some(_) => {}
+            None => kill::remove_dirs(&mut self.dirs)?,
+        }
         self.destroyed = true;
         Ok(())
     }
