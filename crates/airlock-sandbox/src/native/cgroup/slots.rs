@@ -199,6 +199,28 @@ mod tests {
         remove(&host, &name);
     }
 
+    /// A slot keeps its last run's limits: the next run's may be larger or
+    /// smaller, and both are written (v1 refuses a memory limit above
+    /// `memsw`'s, so raising writes `memsw` first).
+    #[test]
+    fn a_slot_takes_a_larger_or_smaller_limit_than_its_last_run() {
+        let host = v1_host();
+        let v1 = v1(&host);
+        let name = own_slot("limits");
+        let mem = group_dir(&v1.memory, &name);
+        let read = |f: &str| read(&mem.join(f)).trim().to_string();
+        for bytes in [32 * MIB, 256 * MIB, 48 * MIB] {
+            let mut run = host.try_slot(&v1, &name).expect("free");
+            run.limit(&limits(bytes, 8, 1.0)).unwrap();
+            assert_eq!(read("memory.limit_in_bytes"), bytes.to_string());
+            if mem.join("memory.memsw.limit_in_bytes").exists() {
+                assert_eq!(read("memory.memsw.limit_in_bytes"), bytes.to_string());
+            }
+            run.destroy().unwrap();
+        }
+        remove(&host, &name);
+    }
+
     /// A holder that died without its teardown leaves members: the next
     /// taker kills them before anything of its own runs there.
     #[test]

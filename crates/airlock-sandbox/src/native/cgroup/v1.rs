@@ -58,11 +58,20 @@ impl Controller for V1Roots {
     fn write_limits(&self, name: &str, limits: &CgroupLimits) -> Result<(), SandboxError> {
         let mem = group_dir(&self.memory, name);
         let bytes = limits.memory_bytes.to_string();
-        // memsw must stay >= the memory limit, so lower memsw first when shrinking;
-        // a fresh group starts unlimited, so memory first is the right order here.
-        write_file(&mem.join("memory.limit_in_bytes"), &bytes)?;
+        // memsw must stay >= the memory limit: memory first when lowering (a
+        // fresh group starts unlimited), memsw first when raising (a reused
+        // slot keeps its last run's limits; the kernel answers EINVAL).
+        let limit = mem.join("memory.limit_in_bytes");
         let memsw = mem.join("memory.memsw.limit_in_bytes");
-        if memsw.exists() {
+        let has_memsw = memsw.exists();
+        if let Err(e) = write_file(&limit, &bytes) {
+            if !has_memsw {
+                return Err(e);
+            }
+            write_file(&memsw, &bytes)?;
+            write_file(&limit, &bytes)?;
+        }
+        if has_memsw {
             write_file(&memsw, &bytes)?;
         } else if swap_active() {
             return Err(err(
