@@ -409,6 +409,9 @@ impl NativeBackend {
             // total then counted as the run's.
             let total_ms = started.elapsed().as_secs_f64() * 1000.0;
             let mut lines = String::new();
+            for note in &report.notes {
+                lines.push_str(&format!("airlock profile: note: {note}\n"));
+            }
             for (what, us) in &report.timings {
                 let ms = *us as f64 / 1000.0;
                 lines.push_str(&format!("airlock profile: {ms:>8.2} ms  {what}\n"));

@@ -64,16 +64,22 @@ pub fn prepare_early() -> Option<Prepared> {
 }
 
 /// `slot` with `limits` written; if they cannot be (an earlier run's memory
-/// charge above a lower limit), a group of the run's own instead.
+/// charge above a lower limit), a group of the run's own instead, and a note
+/// says so (slower, not weaker; `AIRLOCK_PROFILE=1` shows the notes).
 fn limited_slot(
     host: &CgroupHost,
     mut slot: Cgroup,
     request_id: &str,
     limits: &CgroupLimits,
+    notes: &mut Vec<String>,
 ) -> Result<Cgroup, SandboxError> {
-    if slot.limit(limits).is_ok() {
+    let Err(e) = slot.limit(limits) else {
         return Ok(slot);
-    }
+    };
+    notes.push(format!(
+        "cgroup {} could not take this run's limits ({e}); a group of the run's own instead",
+        slot.name()
+    ));
     let _ = slot.destroy();
     host.create(&run_name(request_id), limits)
 }
@@ -144,7 +150,7 @@ impl RunCgroup {
     ) -> Result<RunCgroup, SandboxError> {
         let limits = CgroupLimits::from_limits(limits);
         let cgroup = match host.claim_slot() {
-            Some(slot) => limited_slot(host, slot, request_id, &limits)?,
+            Some(slot) => limited_slot(host, slot, request_id, &limits, &mut Vec::new())?,
             None => host.create(&run_name(request_id), &limits)?,
         };
         Ok(RunCgroup::holding(Some(cgroup)))
@@ -157,10 +163,11 @@ impl RunCgroup {
         mut prepared: Prepared,
         request_id: &str,
         limits: &Limits,
+        notes: &mut Vec<String>,
     ) -> Result<RunCgroup, SandboxError> {
         let limits = CgroupLimits::from_limits(limits);
         let cgroup = match prepared.cgroup.take() {
-            Some(c) if c.is_slot() => limited_slot(&prepared.host, c, request_id, &limits)?,
+            Some(c) if c.is_slot() => limited_slot(&prepared.host, c, request_id, &limits, notes)?,
             Some(c) => {
                 c.limit(&limits)?;
                 c
@@ -415,7 +422,7 @@ mod tests {
         let prepared = prepare_early().expect("cgroups on this machine");
         let (dir, slot) = prepared_dir(&prepared);
         assert!(dir.is_dir());
-        let cg = RunCgroup::from_prepared(prepared, "unused", &limits()).unwrap();
+        let cg = RunCgroup::from_prepared(prepared, "unused", &limits(), &mut Vec::new()).unwrap();
         let limit = std::fs::read_to_string(dir.join("memory.limit_in_bytes")).unwrap();
         assert_eq!(limit.trim(), (64u64 << 20).to_string());
         cg.destroy().unwrap();

@@ -387,7 +387,7 @@ fn run_in(
             &mut report.notes,
         )?
     } else if let Some(prepared) = early.cgroup {
-        RunCgroup::from_prepared(prepared, &spec.request_id, &spec.limits)?
+        RunCgroup::from_prepared(prepared, &spec.request_id, &spec.limits, &mut report.notes)?
     } else {
         RunCgroup::create(&spec.request_id, &spec.limits)?
     };
