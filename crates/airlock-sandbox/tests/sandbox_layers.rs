@@ -125,6 +125,31 @@ fn assert_no_trace(f: &Fixture, request_id: &str) {
             }
         }
     }
+    // A reused cgroup (v1 slot) does not carry the run's id: none that no
+    // run holds may have a member.
+    for slot in std::fs::read_dir("/sys/fs/cgroup/pids/airlock")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("slot-"))
+    {
+        let name = slot.file_name().to_string_lossy().into_owned();
+        let Ok(lock) = std::fs::File::open(format!("/run/airlock/cgroup-slots/{name}.lock")) else {
+            continue;
+        };
+        // SAFETY: flock on a descriptor this test owns.
+        let free = unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&lock),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        } == 0;
+        let procs = std::fs::read_to_string(slot.path().join("cgroup.procs")).unwrap_or_default();
+        assert!(
+            !free || procs.trim().is_empty(),
+            "processes left in cgroup {name}, which no run holds: {procs}"
+        );
+    }
     for p in std::fs::read_dir("/proc").unwrap().flatten() {
         if let Ok(cg) = std::fs::read_to_string(p.path().join("cgroup")) {
             assert!(
@@ -882,7 +907,10 @@ fn concurrent_sandboxes_cannot_see_each_other() {
 #[test]
 fn killing_the_caller_tears_everything_down() {
     let f = fixture();
-    let s = spec(&f, "sleep 1000 & sleep 1000");
+    // Found by their argv: a reused cgroup (v1 slot) does not carry the run's id.
+    let secs = format!("1000.{}", std::process::id());
+    let s = spec(&f, &format!("sleep {secs} & sleep {secs}"));
+    let argv = format!("sleep\0{secs}\0");
     let path = f.runs.parent().unwrap().join("spec.json");
     std::fs::write(&path, serde_json::to_vec(&s).unwrap()).unwrap();
     let mut child = std::process::Command::new(HELPER)
@@ -892,14 +920,13 @@ fn killing_the_caller_tears_everything_down() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until the sandbox is up: its cgroup has the sleeps.
+    // Wait until the sandbox is up: its sleeps run.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let in_sandbox = || {
-        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
-            std::fs::read_to_string(p.path().join("cgroup"))
-                .is_ok_and(|c| c.contains(&s.request_id))
-                && std::fs::read_to_string(p.path().join("comm")).is_ok_and(|c| c.trim() == "sleep")
-        })
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .any(|p| std::fs::read(p.path().join("cmdline")).is_ok_and(|c| c == argv.as_bytes()))
     };
     while !in_sandbox() {
         assert!(
