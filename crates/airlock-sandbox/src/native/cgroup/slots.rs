@@ -257,9 +257,12 @@ mod tests {
         let v1 = v1(&host);
         let name = own_slot("hit");
         let (pid, go) = spawn_waiting(|| {
-            // SAFETY: fork in a single-threaded child; the grandchild _exits.
+            // SAFETY: fork in a single-threaded child.
             match unsafe { libc::fork() } {
-                0 => unsafe { libc::_exit(0) },
+                0 => {
+                    // SAFETY: the grandchild leaves at once, running nothing.
+                    unsafe { libc::_exit(0) }
+                }
                 -1 => 0,
                 _ => 1,
             }
