@@ -24,9 +24,9 @@ use crate::ledger::{ApprovalCheck, Ledger, LedgerConfig, LedgerError};
 use crate::state::new_request_id;
 use crate::Caller;
 use airlock_policy::{Decision, Loosening, NetworkMode, Policy, Request, Verdict};
+use airlock_sandbox::output::StreamTally;
 use airlock_sandbox::{Backend, Outcome, OutputSink, SandboxError, SandboxSpec};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -1026,8 +1026,8 @@ impl Engine {
         spec: &SandboxSpec,
         approval: Option<&Approval>,
         result: &Result<Outcome, SandboxError>,
-        stdout: StreamCapture,
-        stderr: StreamCapture,
+        stdout: StreamTally,
+        stderr: StreamTally,
     ) -> ExecutionEvent {
         let limit = self.ledger.config().audit.output_bytes;
         let (outcome, stdout, stderr, changes, applied, violations, error) = match result {
@@ -1041,8 +1041,8 @@ impl Engine {
                     peak_memory_bytes: o.peak_memory_bytes,
                     output_capped: o.truncated,
                 }),
-                stdout.into_record(&o.stdout, limit),
-                stderr.into_record(&o.stderr, limit),
+                output_record(stdout, &o.stdout, limit),
+                output_record(stderr, &o.stderr, limit),
                 o.changes
                     .iter()
                     .take(AUDIT_CHANGES_LISTED)
@@ -1054,8 +1054,8 @@ impl Engine {
             ),
             Err(e) => (
                 None,
-                stdout.into_record("", limit),
-                stderr.into_record("", limit),
+                output_record(stdout, "", limit),
+                output_record(stderr, "", limit),
                 vec![],
                 false,
                 vec![],
@@ -1104,7 +1104,6 @@ impl Engine {
 /// counts all of them and holds the SHA-256 of the full list.
 pub const AUDIT_CHANGES_LISTED: usize = 100;
 
-/// What passed through a sink for one stream: its length, digest and first bytes.
 /// What the command was given on stdin: the request's text (`request`), or
 /// what the caller's own stdin streamed in by the command's end (`caller`).
 fn stdin_record(
@@ -1113,12 +1112,9 @@ fn stdin_record(
     keep: usize,
 ) -> Option<StreamRecord> {
     if let Some(bytes) = spec.stdin.as_deref() {
-        let mut given = StreamCapture::new();
+        let mut given = StreamTally::default();
         given.feed(bytes, keep);
-        return Some(StreamRecord {
-            source: "request".into(),
-            ..given.into_record("", keep)
-        });
+        return Some(record_of(&given, "request"));
     }
     // An empty stream (`/dev/null`, a pipe closed at once) reads as none did.
     let streamed = result
@@ -1128,62 +1124,36 @@ fn stdin_record(
         .as_ref()
         .filter(|s| s.bytes > 0)?;
     let head = &streamed.head[..keep.min(streamed.head.len())];
-    Some(StreamRecord {
+    Some(stream_record(
+        head,
+        streamed.bytes,
+        streamed.sha256.clone(),
+        "caller",
+    ))
+}
+
+/// A stream's record from what a sink passed through; if the backend streamed
+/// nothing, from the output it captured instead.
+fn output_record(passed: StreamTally, captured: &str, keep: usize) -> StreamRecord {
+    if passed.bytes() == 0 && !captured.is_empty() {
+        let mut c = StreamTally::default();
+        c.feed(captured.as_bytes(), keep);
+        return record_of(&c, "captured");
+    }
+    record_of(&passed, "stream")
+}
+
+fn record_of(t: &StreamTally, source: &str) -> StreamRecord {
+    stream_record(t.head(), t.bytes(), t.sha256_hex(), source)
+}
+
+fn stream_record(head: &[u8], bytes: u64, sha256: String, source: &str) -> StreamRecord {
+    StreamRecord {
         text: String::from_utf8_lossy(head).into_owned(),
-        truncated: (head.len() as u64) < streamed.bytes,
-        bytes: streamed.bytes,
-        sha256: streamed.sha256.clone(),
-        source: "caller".into(),
-    })
-}
-
-struct StreamCapture {
-    bytes: u64,
-    hasher: Sha256,
-    head: Vec<u8>,
-}
-
-impl StreamCapture {
-    fn new() -> Self {
-        StreamCapture {
-            bytes: 0,
-            hasher: Sha256::new(),
-            head: Vec::new(),
-        }
-    }
-
-    fn feed(&mut self, chunk: &[u8], keep: usize) {
-        self.bytes += chunk.len() as u64;
-        self.hasher.update(chunk);
-        let room = keep.saturating_sub(self.head.len());
-        self.head.extend_from_slice(&chunk[..room.min(chunk.len())]);
-    }
-
-    /// If the backend streamed nothing, describe what it captured instead.
-    fn into_record(self, captured: &str, keep: usize) -> StreamRecord {
-        let (bytes, sha256, head, source) = if self.bytes == 0 && !captured.is_empty() {
-            let b = captured.as_bytes();
-            (
-                b.len() as u64,
-                hex::encode(Sha256::digest(b)),
-                b[..keep.min(b.len())].to_vec(),
-                "captured",
-            )
-        } else {
-            (
-                self.bytes,
-                hex::encode(self.hasher.finalize()),
-                self.head,
-                "stream",
-            )
-        };
-        StreamRecord {
-            text: String::from_utf8_lossy(&head).into_owned(),
-            truncated: (head.len() as u64) < bytes,
-            bytes,
-            sha256,
-            source: source.to_string(),
-        }
+        truncated: (head.len() as u64) < bytes,
+        bytes,
+        sha256,
+        source: source.to_string(),
     }
 }
 
@@ -1191,8 +1161,8 @@ impl StreamCapture {
 struct HashingSink<'a> {
     inner: &'a mut dyn OutputSink,
     keep: usize,
-    stdout: StreamCapture,
-    stderr: StreamCapture,
+    stdout: StreamTally,
+    stderr: StreamTally,
 }
 
 impl<'a> HashingSink<'a> {
@@ -1200,12 +1170,12 @@ impl<'a> HashingSink<'a> {
         HashingSink {
             inner,
             keep,
-            stdout: StreamCapture::new(),
-            stderr: StreamCapture::new(),
+            stdout: StreamTally::default(),
+            stderr: StreamTally::default(),
         }
     }
 
-    fn finish(self) -> (StreamCapture, StreamCapture) {
+    fn finish(self) -> (StreamTally, StreamTally) {
         (self.stdout, self.stderr)
     }
 }
@@ -1229,6 +1199,7 @@ impl OutputSink for HashingSink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
 
     fn assert_send_sync<T: Send + Sync>() {}
 
@@ -1238,11 +1209,11 @@ mod tests {
     }
 
     #[test]
-    fn stream_capture_hashes_everything_and_keeps_the_head() {
-        let mut c = StreamCapture::new();
+    fn a_stream_record_hashes_everything_and_keeps_the_head() {
+        let mut c = StreamTally::default();
         c.feed(b"hello ", 8);
         c.feed(b"world", 8);
-        let r = c.into_record("", 8);
+        let r = output_record(c, "", 8);
         assert_eq!(r.bytes, 11);
         assert_eq!(r.text, "hello wo");
         assert!(r.truncated);

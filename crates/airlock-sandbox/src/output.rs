@@ -5,8 +5,43 @@
 use crate::sys;
 use crate::{KillReason, OutputSink, SandboxError};
 use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Instant;
+
+/// A stream's length, SHA-256 and first bytes, fed chunk by chunk: what the
+/// audit record keeps of stdout, stderr and a command's stdin.
+#[derive(Clone, Default)]
+pub struct StreamTally {
+    bytes: u64,
+    hasher: Sha256,
+    head: Vec<u8>,
+}
+
+impl StreamTally {
+    /// Counts and hashes `chunk`, keeping the stream's first `keep` bytes.
+    pub fn feed(&mut self, chunk: &[u8], keep: usize) {
+        self.bytes += chunk.len() as u64;
+        self.hasher.update(chunk);
+        let room = keep.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&chunk[..room.min(chunk.len())]);
+    }
+
+    /// Bytes fed so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The stream's start, as kept.
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// SHA-256 of everything fed so far, hex.
+    pub fn sha256_hex(&self) -> String {
+        hex::encode(self.hasher.clone().finalize())
+    }
+}
 
 /// One captured stream, cut at the cap.
 pub struct Capture {

@@ -8,8 +8,8 @@
 //! command's processes are all dead: every byte written into the command's
 //! pipe by then, read or not.
 
+use crate::output::StreamTally;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 
@@ -28,24 +28,9 @@ pub struct StreamedStdin {
     pub head: Vec<u8>,
 }
 
-struct Tally {
-    bytes: u64,
-    hasher: Sha256,
-    head: Vec<u8>,
-}
-
-impl Tally {
-    fn add(&mut self, chunk: &[u8]) {
-        self.bytes += chunk.len() as u64;
-        self.hasher.update(chunk);
-        let room = HEAD_MAX.saturating_sub(self.head.len());
-        self.head.extend_from_slice(&chunk[..room.min(chunk.len())]);
-    }
-}
-
 /// A running pump's tally; [`StdinTap::snapshot`] reads it.
 #[derive(Clone)]
-pub struct StdinTap(Arc<Mutex<Tally>>);
+pub struct StdinTap(Arc<Mutex<StreamTally>>);
 
 impl StdinTap {
     /// What has been delivered so far.
@@ -54,9 +39,9 @@ impl StdinTap {
             return StreamedStdin::default();
         };
         StreamedStdin {
-            bytes: t.bytes,
-            sha256: hex::encode(t.hasher.clone().finalize()),
-            head: t.head.clone(),
+            bytes: t.bytes(),
+            sha256: t.sha256_hex(),
+            head: t.head().to_vec(),
         }
     }
 }
@@ -67,11 +52,7 @@ pub fn pump(
     mut input: impl Read + Send + 'static,
     mut pipe: impl Write + Send + 'static,
 ) -> StdinTap {
-    let tally = Arc::new(Mutex::new(Tally {
-        bytes: 0,
-        hasher: Sha256::new(),
-        head: Vec::new(),
-    }));
+    let tally = Arc::new(Mutex::new(StreamTally::default()));
     let tap = StdinTap(tally.clone());
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
@@ -86,7 +67,7 @@ pub fn pump(
                 return;
             }
             if let Ok(mut t) = tally.lock() {
-                t.add(&buf[..n]);
+                t.feed(&buf[..n], HEAD_MAX);
             }
         }
     });
@@ -101,6 +82,7 @@ pub fn pump_own_stdin(pipe: impl Write + Send + 'static) -> StdinTap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
 
     fn wait_for(tap: &StdinTap, bytes: u64) -> StreamedStdin {
         for _ in 0..500 {
