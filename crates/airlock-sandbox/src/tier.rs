@@ -85,7 +85,6 @@ impl BackendKind {
         self.tier() < than.tier()
     }
 
-    /// Whether this build of airlock can run the backend at all.
     /// Whether the backend streams the caller's stdin to the command while it
     /// runs; the others take a command's stdin only whole, with its spec.
     pub fn streams_stdin(self) -> bool {
@@ -97,6 +96,7 @@ impl BackendKind {
         }
     }
 
+    /// Whether this build of airlock can run the backend at all.
     pub fn built(self) -> bool {
         match self {
             BackendKind::Native => true,

@@ -134,20 +134,27 @@ fn refresh(v1: &V1Roots, cgroup: &mut Cgroup) -> Result<Option<u64>, SandboxErro
 /// missing.
 fn lock_file(name: &str) -> std::io::Result<File> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let dir = Path::new(LOCK_DIR);
-    if !dir.is_dir() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
+    let path = Path::new(LOCK_DIR).join(format!("{name}.lock"));
+    let open = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(&path)
+    };
+    // Every run opens one: the directory is made only when the open says so.
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(LOCK_DIR)?;
+            open()
+        }
+        other => other,
     }
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-        .open(dir.join(format!("{name}.lock")))
 }
 
 #[cfg(test)]
