@@ -138,8 +138,12 @@ pub struct RunCgroup {
 impl RunCgroup {
     /// Detects the host's layout and creates this run's cgroup with the
     /// limits in force.
-    pub fn create(request_id: &str, limits: &Limits) -> Result<RunCgroup, SandboxError> {
-        Self::create_on(&CgroupHost::detect()?, request_id, limits)
+    pub fn create(
+        request_id: &str,
+        limits: &Limits,
+        notes: &mut Vec<String>,
+    ) -> Result<RunCgroup, SandboxError> {
+        Self::create_on(&CgroupHost::detect()?, request_id, limits, notes)
     }
 
     /// As [`RunCgroup::create`], on a given layout (a delegated v2 subtree).
@@ -147,10 +151,11 @@ impl RunCgroup {
         host: &CgroupHost,
         request_id: &str,
         limits: &Limits,
+        notes: &mut Vec<String>,
     ) -> Result<RunCgroup, SandboxError> {
         let limits = CgroupLimits::from_limits(limits);
         let cgroup = match host.claim_slot() {
-            Some(slot) => limited_slot(host, slot, request_id, &limits, &mut Vec::new())?,
+            Some(slot) => limited_slot(host, slot, request_id, &limits, notes)?,
             None => host.create(&run_name(request_id), &limits)?,
         };
         Ok(RunCgroup::holding(Some(cgroup)))
@@ -354,7 +359,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         std::fs::write(root.path().join("cgroup.controllers"), "cpu memory pids\n").unwrap();
         let host = CgroupHost::v2_at(root.path());
-        let cg = RunCgroup::create_on(&host, "glue", &limits()).unwrap();
+        let cg = RunCgroup::create_on(&host, "glue", &limits(), &mut Vec::new()).unwrap();
         let mut notes = Vec::new();
         assert_eq!(clone_and_reap(&cg, &mut notes), Placement::Attach);
         assert_eq!(notes.len(), 1, "{notes:?}");
@@ -379,7 +384,7 @@ mod tests {
     fn on_v1_init_joins_its_group_itself_without_a_note() {
         let host = CgroupHost::detect().expect("cgroups on this machine");
         assert_eq!(host.version(), CgroupVersion::V1);
-        let cg = RunCgroup::create_on(&host, "glue", &limits()).unwrap();
+        let cg = RunCgroup::create_on(&host, "glue", &limits(), &mut Vec::new()).unwrap();
         let mut notes = Vec::new();
         assert!(matches!(cg.entry(&mut notes), Entry::JoinsItself(_)));
         assert_eq!(clone_and_reap(&cg, &mut notes), Placement::Settled);

@@ -389,7 +389,7 @@ fn run_in(
     } else if let Some(prepared) = early.cgroup {
         RunCgroup::from_prepared(prepared, &spec.request_id, &spec.limits, &mut report.notes)?
     } else {
-        RunCgroup::create(&spec.request_id, &spec.limits)?
+        RunCgroup::create(&spec.request_id, &spec.limits, &mut report.notes)?
     };
     if !request.sweep_stale {
         cgroup.skip_stale_sweep();
@@ -749,7 +749,7 @@ pub(crate) fn rootless_cgroup(
 ) -> Result<RunCgroup, SandboxError> {
     if let Some(dir) = super::cgroup::delegated_v2() {
         let host = super::cgroup::CgroupHost::v2_at(&dir);
-        let cg = RunCgroup::create_on(&host, &spec.request_id, limits)?;
+        let cg = RunCgroup::create_on(&host, &spec.request_id, limits, notes)?;
         notes.push(format!(
             "rootless mode: limits enforced by the delegated cgroup v2 subtree {}",
             dir.display()

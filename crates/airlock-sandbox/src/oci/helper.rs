@@ -942,7 +942,7 @@ fn run_container(
         cg_limits.pids = cg_limits.pids.saturating_add(GVISOR_HOST_THREADS);
     }
     let cgroup = match req.privilege {
-        Privilege::Root => RunCgroup::create(&spec.request_id, &cg_limits)?,
+        Privilege::Root => RunCgroup::create(&spec.request_id, &cg_limits, &mut report.notes)?,
         Privilege::Rootless { .. } => crate::native::helper::rootless_cgroup(
             spec,
             &cg_limits,
