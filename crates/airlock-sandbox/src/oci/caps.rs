@@ -113,7 +113,9 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
         Boundary::Memory => e("memory cgroup (OOM kill reported as memory)"),
         Boundary::Pids if gvisor => e(
             "RLIMIT_NPROC as gVisor's Sentry applies it to the guest's processes, and the pids \
-             cgroup around runsc (limits.pids plus 512 for the Sentry's and gofer's host threads)",
+             cgroup around runsc (limits.pids plus 512 for the Sentry's and gofer's host threads); \
+             a pids kill is named when the host threads reach the cgroup's limit, while a fork \
+             the Sentry refuses fails with EAGAIN in the guest, unseen by the host",
         ),
         Boundary::Pids => e("pids cgroup and RLIMIT_NPROC"),
         Boundary::Cpus => e("cgroup CPU bandwidth"),
