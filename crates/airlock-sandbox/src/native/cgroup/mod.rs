@@ -304,8 +304,8 @@ impl CgroupHost {
             let parent = root.join(PARENT);
             // A directory's link count is 2 plus its subdirectories (cgroupfs,
             // as most filesystems): with none there is nothing to list, and a
-            // listing costs about ten times a stat. After every run, this is
-            // the common case.
+            // listing costs about ten times a stat. Where slots are kept, the
+            // parent always has subdirectories, so it is listed.
             if std::fs::metadata(&parent).is_ok_and(|m| m.nlink() == 2) {
                 continue;
             }
@@ -314,9 +314,15 @@ impl CgroupHost {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(io_err("read", &parent, e)),
             };
+            // The name first, then the type the listing carries (cgroupfs
+            // fills d_type): a stat of each of the parent's thirty control
+            // files and slots was 0.4 ms of a cold run's teardown.
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if entry.path().is_dir() && name.starts_with(prefix) && !names.contains(&name) {
+                if name.starts_with(prefix)
+                    && !names.contains(&name)
+                    && entry.file_type().is_ok_and(|t| t.is_dir())
+                {
                     names.push(name);
                 }
             }
