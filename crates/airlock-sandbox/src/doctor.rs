@@ -255,8 +255,18 @@ fn cgroups(limits: &NativeLimits) -> Result<String, String> {
         .iter()
         .map(|(c, p)| format!("{c}={}", p.display()))
         .collect();
+    let slots = match host.slot_census() {
+        Some(c) => format!(
+            "; runs take reused groups airlock/{}<n> ({} kept, {} held by a run now; they \
+             last until reboot, and `rmdir` removes one no run holds)",
+            crate::native::cgroup::SLOT_PREFIX,
+            c.kept,
+            c.held
+        ),
+        None => String::new(),
+    };
     Ok(format!(
-        "{:?}, writable: {}",
+        "{:?}, writable: {}{slots}",
         host.version(),
         list.join(" ")
     ))

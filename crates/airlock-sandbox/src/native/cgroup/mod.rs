@@ -28,7 +28,7 @@ mod v1;
 mod v2;
 
 pub use detect::{delegated_v2, delegated_v2_in};
-pub use slots::{SLOTS, SLOT_PREFIX};
+pub use slots::{SlotCensus, SLOTS, SLOT_PREFIX};
 pub use v1::V1Roots;
 pub use v2::V2;
 

@@ -132,6 +132,47 @@ fn refresh(v1: &V1Roots, cgroup: &mut Cgroup) -> Result<Option<u64>, SandboxErro
 
 /// The lock file of slot `name`, made (with its directory, root's only) if
 /// missing.
+/// The slots that exist and how many of them a run holds now (`airlock
+/// doctor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotCensus {
+    pub kept: u32,
+    pub held: u32,
+}
+
+impl CgroupHost {
+    /// The slots under the first hierarchy's `airlock/` (v1 only). A slot is
+    /// held while its lock file cannot be share-locked; looking takes the
+    /// shared lock for an instant, which only sends a run taking that very
+    /// slot at that instant on to the next one.
+    pub fn slot_census(&self) -> Option<SlotCensus> {
+        self.census_of((0..SLOTS).map(|n| format!("{SLOT_PREFIX}{n}")))
+    }
+
+    fn census_of(&self, names: impl Iterator<Item = String>) -> Option<SlotCensus> {
+        let Layout::V1(_) = &self.layout else {
+            return None;
+        };
+        let parent = self.roots().into_iter().next()?.join(PARENT);
+        let mut census = SlotCensus { kept: 0, held: 0 };
+        for name in names {
+            if !parent.join(&name).is_dir() {
+                continue;
+            }
+            census.kept += 1;
+            let Ok(lock) = File::open(Path::new(LOCK_DIR).join(format!("{name}.lock"))) else {
+                continue; // never taken since the last boot's first run
+            };
+            // SAFETY: flock on a descriptor this function owns; closing it
+            // at the end of this iteration lets go.
+            if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } != 0 {
+                census.held += 1;
+            }
+        }
+        Some(census)
+    }
+}
+
 fn lock_file(name: &str) -> std::io::Result<File> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let path = Path::new(LOCK_DIR).join(format!("{name}.lock"));
@@ -204,6 +245,28 @@ mod tests {
         assert_eq!(again.stats().unwrap().cpu_usage_ns, 0, "cpu time reset");
         drop(again);
         remove(&host, &name);
+    }
+
+    /// `airlock doctor`'s count: a slot is kept from its first run on, and
+    /// held only while a run has it.
+    #[test]
+    fn the_census_counts_kept_and_held_slots() {
+        let host = v1_host();
+        let v1 = v1(&host);
+        let name = own_slot("census");
+        let census = || host.census_of(std::iter::once(name.clone())).unwrap();
+        assert_eq!(census(), SlotCensus { kept: 0, held: 0 });
+        let mut run = host.try_slot(&v1, &name).expect("a free slot");
+        assert_eq!(census(), SlotCensus { kept: 1, held: 1 });
+        run.destroy().unwrap();
+        drop(run);
+        assert_eq!(census(), SlotCensus { kept: 1, held: 0 });
+        assert!(
+            host.try_slot(&v1, &name).is_some(),
+            "the census kept it held"
+        );
+        remove(&host, &name);
+        assert_eq!(census(), SlotCensus { kept: 0, held: 0 });
     }
 
     /// A slot keeps its last run's limits: the next run's may be larger or
