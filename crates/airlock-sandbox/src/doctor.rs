@@ -256,13 +256,23 @@ fn cgroups(limits: &NativeLimits) -> Result<String, String> {
         .map(|(c, p)| format!("{c}={}", p.display()))
         .collect();
     let slots = match host.slot_census() {
-        Some(c) => format!(
-            "; runs take reused groups airlock/{}<n> ({} kept, {} held by a run now; they \
-             last until reboot, and `rmdir` removes one no run holds)",
-            crate::native::cgroup::SLOT_PREFIX,
-            c.kept,
-            c.held
-        ),
+        Some(c) => {
+            let stray = match c.stray.is_empty() {
+                true => String::new(),
+                false => format!(
+                    "; {} held by no run still hold processes a crashed run left (the next \
+                     run to take one kills them first)",
+                    c.stray.join(", ")
+                ),
+            };
+            format!(
+                "; runs take reused groups airlock/{}<n> ({} kept, {} held by a run now; they \
+                 last until reboot, and `rmdir` removes one no run holds){stray}",
+                crate::native::cgroup::SLOT_PREFIX,
+                c.kept,
+                c.held
+            )
+        }
         None => String::new(),
     };
     Ok(format!(

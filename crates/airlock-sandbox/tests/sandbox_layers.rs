@@ -127,27 +127,14 @@ fn assert_no_trace(f: &Fixture, request_id: &str) {
     }
     // A reused cgroup (v1 slot) does not carry the run's id: none that no
     // run holds may have a member.
-    for slot in std::fs::read_dir("/sys/fs/cgroup/pids/airlock")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("slot-"))
+    if let Some(census) = airlock_sandbox::native::cgroup::CgroupHost::detect()
+        .ok()
+        .and_then(|h| h.slot_census())
     {
-        let name = slot.file_name().to_string_lossy().into_owned();
-        let Ok(lock) = std::fs::File::open(format!("/run/airlock/cgroup-slots/{name}.lock")) else {
-            continue;
-        };
-        // SAFETY: flock on a descriptor this test owns.
-        let free = unsafe {
-            libc::flock(
-                std::os::fd::AsRawFd::as_raw_fd(&lock),
-                libc::LOCK_EX | libc::LOCK_NB,
-            )
-        } == 0;
-        let procs = std::fs::read_to_string(slot.path().join("cgroup.procs")).unwrap_or_default();
         assert!(
-            !free || procs.trim().is_empty(),
-            "processes left in cgroup {name}, which no run holds: {procs}"
+            census.stray.is_empty(),
+            "processes left in cgroup slots no run holds: {:?}",
+            census.stray
         );
     }
     for p in std::fs::read_dir("/proc").unwrap().flatten() {

@@ -132,12 +132,14 @@ fn refresh(v1: &V1Roots, cgroup: &mut Cgroup) -> Result<Option<u64>, SandboxErro
 
 /// The lock file of slot `name`, made (with its directory, root's only) if
 /// missing.
-/// The slots that exist and how many of them a run holds now (`airlock
-/// doctor`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The slots that exist, how many of them a run holds now, and those no run
+/// holds that still have members (a leftover the next taker kills; `airlock
+/// doctor` names them, and the tests assert there are none after a run).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlotCensus {
     pub kept: u32,
     pub held: u32,
+    pub stray: Vec<String>,
 }
 
 impl CgroupHost {
@@ -154,19 +156,30 @@ impl CgroupHost {
             return None;
         };
         let parent = self.roots().into_iter().next()?.join(PARENT);
-        let mut census = SlotCensus { kept: 0, held: 0 };
+        let mut census = SlotCensus {
+            kept: 0,
+            held: 0,
+            stray: Vec::new(),
+        };
         for name in names {
             if !parent.join(&name).is_dir() {
                 continue;
             }
             census.kept += 1;
-            let Ok(lock) = File::open(Path::new(LOCK_DIR).join(format!("{name}.lock"))) else {
-                continue; // never taken since the last boot's first run
-            };
+            let lock = File::open(Path::new(LOCK_DIR).join(format!("{name}.lock")));
             // SAFETY: flock on a descriptor this function owns; closing it
             // at the end of this iteration lets go.
-            if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } != 0 {
+            let held = lock.is_ok_and(|l| unsafe {
+                libc::flock(l.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0
+            });
+            if held {
                 census.held += 1;
+            } else {
+                let mut slot = self.existing(&name);
+                slot.destroyed = true; // only looked at: its drop removes nothing
+                if !slot.members().unwrap_or_default().is_empty() {
+                    census.stray.push(name);
+                }
             }
         }
         Some(census)
@@ -255,18 +268,54 @@ mod tests {
         let v1 = v1(&host);
         let name = own_slot("census");
         let census = || host.census_of(std::iter::once(name.clone())).unwrap();
-        assert_eq!(census(), SlotCensus { kept: 0, held: 0 });
+        assert_eq!(
+            census(),
+            SlotCensus {
+                kept: 0,
+                held: 0,
+                stray: vec![]
+            }
+        );
         let mut run = host.try_slot(&v1, &name).expect("a free slot");
-        assert_eq!(census(), SlotCensus { kept: 1, held: 1 });
+        assert_eq!(
+            census(),
+            SlotCensus {
+                kept: 1,
+                held: 1,
+                stray: vec![]
+            }
+        );
         run.destroy().unwrap();
         drop(run);
-        assert_eq!(census(), SlotCensus { kept: 1, held: 0 });
-        assert!(
-            host.try_slot(&v1, &name).is_some(),
-            "the census kept it held"
+        assert_eq!(
+            census(),
+            SlotCensus {
+                kept: 1,
+                held: 0,
+                stray: vec![]
+            }
         );
+        // A holder that died without its teardown: a member, no holder.
+        let (pid, go) = spawn_waiting(|| 0);
+        let mut crashed = host.try_slot(&v1, &name).expect("the census kept it held");
+        crashed.add_pid(pid).unwrap();
+        crashed.slot = None;
+        crashed.destroyed = true;
+        drop(crashed);
+        let stray = census();
+        release(go);
+        wait(pid);
+        assert_eq!(stray.stray, vec![name.clone()]);
+        assert_eq!((stray.kept, stray.held), (1, 0));
         remove(&host, &name);
-        assert_eq!(census(), SlotCensus { kept: 0, held: 0 });
+        assert_eq!(
+            census(),
+            SlotCensus {
+                kept: 0,
+                held: 0,
+                stray: vec![]
+            }
+        );
     }
 
     /// A slot keeps its last run's limits: the next run's may be larger or
