@@ -17,7 +17,7 @@ use crate::audit::record::{
     ApprovalUse, DecisionEvent, Event, ExecutionEvent, Operation, OutcomeRecord, RequestRecord,
     StreamRecord,
 };
-use crate::audit::AuditError;
+use crate::audit::{AuditError, PendingSync};
 use crate::backends::Backends;
 use crate::grants::{Boundary, Grant, NETWORK_ALLOWLIST_ENFORCED};
 use crate::ledger::{ApprovalCheck, Ledger, LedgerConfig, LedgerError};
@@ -386,7 +386,9 @@ impl Engine {
         })
     }
 
-    /// Judge a request and, if allowed (or approved), run it in the sandbox.
+    /// Judge a request and, if allowed (or approved), run it in the sandbox:
+    /// admit, record the decision, derive the spec, execute behind the gate,
+    /// record the execution, respond.
     pub fn run(
         &self,
         caller: &Caller,
@@ -400,272 +402,58 @@ impl Engine {
         let request_id = new_request_id();
         let judged = self.judge(&caller.tenant(), policy, request)?;
         prof.mark("judged");
-        let asked = RequestRecord {
-            command: judged.request.command.clone(),
-            cwd: judged.request.cwd.clone(),
-        };
         let mut audit_ids = Vec::new();
-        let respond = |status: RunStatus,
-                       message: String,
-                       approval: Option<&Approval>,
-                       refusal: Option<Refusal>,
-                       audit_ids: Vec<String>,
-                       decision: Decision| RunResponse {
-            request_id: request_id.clone(),
-            status,
-            decision,
-            message,
-            approval: approval.map(ApprovalRef::from),
-            refusal,
-            outcome: None,
-            audit_ids,
-            apply: None,
-        };
 
-        let approved: Option<Approval> = match judged.decision.decision {
-            Verdict::Deny => {
-                audit_ids.push(self.record_decision(
-                    caller,
-                    policy,
-                    &request_id,
-                    &judged,
-                    Operation::Run,
-                    "denied",
-                    None,
-                )?);
-                let message = judged.decision.reason.clone();
-                return Ok(respond(
-                    RunStatus::Denied,
-                    message,
-                    None,
-                    None,
-                    audit_ids,
-                    judged.decision,
-                ));
-            }
-            Verdict::Allow => None,
-            Verdict::ApprovalRequired => {
-                if let Some(id) = options.approval_id.as_deref() {
-                    // What the files the command runs hold now, against what
-                    // they held when the approval was asked for.
-                    let content =
-                        crate::content::pins(policy, &judged.request.cwd, &judged.decision);
-                    match self.ledger.use_approval(
-                        id,
-                        caller,
-                        &request_id,
-                        &asked,
-                        &policy.sha256,
-                        &content,
-                    )? {
-                        ApprovalCheck::Accepted(approval) => Some(approval),
-                        ApprovalCheck::Refused(code, approval) => {
-                            let use_ = ApprovalUse {
-                                id: id.to_string(),
-                                result: code.as_str().into(),
-                                approver: None,
-                                note: None,
-                            };
-                            audit_ids.push(self.record_decision(
-                                caller,
-                                policy,
-                                &request_id,
-                                &judged,
-                                Operation::Run,
-                                "approval_refused",
-                                Some(use_),
-                            )?);
-                            let refusal = Refusal {
-                                code,
-                                message: code.message_for(id, approval.as_ref(), &content),
-                            };
-                            let message = refusal.message.clone();
-                            return Ok(respond(
-                                RunStatus::ApprovalRefused,
-                                message,
-                                approval.as_ref(),
-                                Some(refusal),
-                                audit_ids,
-                                judged.decision,
-                            ));
-                        }
-                    }
-                } else {
-                    let id = self.ledger.new_approval_id();
-                    let use_ = ApprovalUse {
-                        id: id.clone(),
-                        result: "pending".into(),
-                        approver: None,
-                        note: None,
-                    };
-                    audit_ids.push(self.record_decision(
-                        caller,
-                        policy,
-                        &request_id,
-                        &judged,
-                        Operation::Run,
-                        "approval_pending",
-                        Some(use_),
-                    )?);
-                    let pending = self.ledger.create_approval(
-                        id,
-                        caller,
-                        &request_id,
-                        asked.clone(),
-                        policy,
-                        &judged.decision,
-                    )?;
-                    match self.settle(
-                        caller,
-                        &request_id,
-                        &asked,
-                        policy,
-                        &judged.decision,
-                        pending,
-                        &mut options,
-                    )? {
-                        Ok(approval) => Some(approval),
-                        Err((status, approval, refusal)) => {
-                            let message = match (&refusal, status) {
-                                (Some(r), _) => r.message.clone(),
-                                (None, RunStatus::ApprovalDenied) => format!("approval {} was denied: {}", approval.id, approval.note.clone().unwrap_or_default()),
-                                _ => format!(
-                                    "{}{} approval {} is pending until {}: a person can run `airlock approvals approve {}`, then the same command can run with `--approval {}`",
-                                    judged.decision.reason,
-                                    if judged.decision.reason.ends_with('.') { "" } else { ";" },
-                                    approval.id,
-                                    approval.expires_at,
-                                    approval.id,
-                                    approval.id
-                                ),
-                            };
-                            return Ok(respond(
-                                status,
-                                message.trim().to_string(),
-                                Some(&approval),
-                                refusal,
-                                audit_ids,
-                                judged.decision,
-                            ));
-                        }
-                    }
-                }
-            }
-        };
-        let mut pending = None;
-        if approved.is_none() || options.approval_id.is_some() {
-            let use_ = approved.as_ref().map(|a| ApprovalUse {
-                id: a.id.clone(),
-                result: "accepted".into(),
-                approver: a.decided_by.as_ref().map(|c| c.to_string()),
-                note: a.note.clone(),
-            });
-            // Written now, synced in the backend's gate while the sandbox is
-            // built: the command starts only once the record is durable.
-            let event = self.decision_event(
-                caller,
-                policy,
-                &request_id,
-                &judged,
-                Operation::Run,
-                "run",
-                use_,
-            );
-            let (record, sync) = self.ledger.audit().append_deferred(event)?;
-            audit_ids.push(record.id);
-            pending = Some(sync);
-            prof.mark("decision record written");
-        }
-
-        let grant_ids: Vec<String> = judged.grants.iter().map(|g| g.id.clone()).collect();
-        self.ledger.spend_grants(&grant_ids, caller, &request_id)?;
-
-        let mut spec = crate::spec::derive(policy, &judged.request, &request_id);
-        self.adjust_spec(&mut spec, &judged.request.loosening, &options);
-        // A change set this run does not apply is kept for a while (bounded
-        // in age and total size, pruned here and after the run).
-        let state_dir = self.ledger.state_dir().to_path_buf();
-        let (keep_for, keep_bytes) = crate::kept::bounds(&policy.changes);
-        crate::kept::prune(&state_dir, keep_for, keep_bytes, crate::clock::now_ms());
-        if spec.workspace.mode == airlock_sandbox::WorkspaceMode::Overlay && keep_bytes > 0 {
-            if let Ok(dir) = crate::kept::run_dir(&state_dir, &request_id) {
-                spec.workspace.keep = Some(dir);
-            }
-        }
-        prof.mark("grants spent, spec derived, kept sets pruned");
-        let mut hashing = HashingSink::new(sink, self.ledger.config().audit.output_bytes);
-        // Network allowlist mode: this execution's own egress-proxy context; its
-        // connection log joins the outcome (netproxy helper, issue 6).
-        let audit = self.ledger.audit();
-        // The sync runs in the gate, on this thread: the native backend calls
-        // its gate while its helper builds the sandbox, and a warm sandbox is
-        // built already, so a thread of the sync's own would only add a start
-        // and a join to a warm run's critical path. (Backends without a gate
-        // of their own call it before they build, as they joined it before.)
-        let mut first_error = None;
-        let mut gate = || {
-            let durable = pending.take().map_or(Ok(()), |p| audit.make_durable(p));
-            prof.mark("gate: decision record durable");
-            durable.map_err(|e| {
-                let layer = SandboxError::Layer {
-                    layer: airlock_sandbox::Layer::Audit,
-                    detail: format!(
-                        "the decision record could not be made durable, so the command was not started: {e}"
-                    ),
-                };
-                first_error = Some(e);
-                layer
-            })
-        };
-        let (egress, mut result) = match crate::egress::open(
+        // 1. Admit: a denial, or an approval refused or still pending, ends here.
+        let approved = match self.admit(
+            caller,
             policy,
-            &judged.request.loosening,
-            &mut spec,
-            self.ledger.state_dir(),
-        ) {
-            Ok(egress) => (
-                egress,
-                self.backends.for_policy(policy).and_then(|backend| {
-                    crate::backends::check_then_run(
-                        policy,
-                        backend.as_ref(),
-                        &spec,
-                        &mut hashing,
-                        &mut gate,
-                    )
-                }),
-            ),
-            Err(e) => (
-                None,
-                Err(SandboxError::Layer {
-                    layer: airlock_sandbox::Layer::Network,
-                    detail: e.to_string(),
-                }),
-            ),
+            &request_id,
+            &judged,
+            &mut options,
+            &mut audit_ids,
+        )? {
+            Admission::Admitted(approved) => approved,
+            Admission::Refused(answer) => {
+                return Ok(answer.respond(&request_id, audit_ids, judged.decision));
+            }
         };
-        // Still pending when the run failed before its gate.
-        let durable = match pending.take().map_or(Ok(()), |p| audit.make_durable(p)) {
-            Ok(()) => first_error.map_or(Ok(()), Err),
-            Err(e) => Err(e),
+
+        // 2. The decision record: written now, made durable by the backend's
+        //    gate while the sandbox is built; the command starts only after.
+        let pending = if approved.is_none() || options.approval_id.is_some() {
+            let (id, sync) =
+                self.write_run_decision(caller, policy, &request_id, &judged, approved.as_ref())?;
+            audit_ids.push(id);
+            prof.mark("decision record written");
+            Some(sync)
+        } else {
+            None
         };
-        prof.mark("backend returned the outcome");
-        crate::egress::finish(egress, result.as_mut().ok());
-        if let Ok(o) = result.as_mut() {
+
+        // 3. The spec: grants spent, the sandbox's spec, a kept change set's place.
+        let mut spec = self.run_spec(caller, policy, &request_id, &judged, &options)?;
+        prof.mark("grants spent, spec derived, kept sets pruned");
+
+        // 4. Execute behind the gate.
+        let mut executed = self.execute(policy, &judged, &mut spec, sink, pending, &mut prof);
+        if let Ok(o) = executed.result.as_mut() {
             self.register_kept(caller, policy, &judged, &request_id, o);
         }
-        let (stdout, stderr) = hashing.finish();
-        let execution = self.execution_event(
+
+        // 5. The execution record: durable before the answer, or synced right
+        //    after it where the server asks (`defer_execution_sync`).
+        let event = Event::Execution(Box::new(self.execution_event(
             caller,
             policy,
             &request_id,
             &judged,
             &spec,
             approved.as_ref(),
-            &result,
-            stdout,
-            stderr,
-        );
-        let event = Event::Execution(Box::new(execution));
+            &executed.result,
+            executed.stdout,
+            executed.stderr,
+        )));
         let record = if options.defer_execution_sync {
             let (record, pending) = self.ledger.audit().append_deferred(event)?;
             lock(&self.deferred).push(pending);
@@ -679,34 +467,17 @@ impl Engine {
         audit_ids.push(record.id);
         // The decision record's own sync failed: its loss may not show in the
         // execution record's sync (an error is reported once per open file).
-        durable?;
-        let outcome = result?;
-        let mut message = match (outcome.exit_code, outcome.signal, outcome.killed_by) {
-            (_, _, Some(k)) => format!("ran; stopped by airlock: {k:?} limit").to_lowercase(),
-            (Some(code), _, _) => format!("ran; exit code {code}"),
-            (None, Some(sig), _) => format!("ran; killed by signal {sig}"),
-            _ => "ran".to_string(),
-        };
-        let blocked = crate::egress::blocked_summary(&outcome.violations);
-        if !blocked.is_empty() {
-            message.push_str(&format!("; {blocked}"));
+        executed.durable?;
+        let outcome = executed.result?;
+
+        // 6. Respond; a kept change set that needs a person parks as an approval.
+        let mut response = Answer {
+            status: RunStatus::Ran,
+            message: ran_message(&outcome, &judged.decision),
+            approval: approved,
+            refusal: None,
         }
-        if !judged.decision.loosened_by.is_empty() {
-            message.push_str(&format!(
-                " (loosened by grant {})",
-                judged.decision.loosened_by.join(", ")
-            ));
-        }
-        let mut response = respond(
-            RunStatus::Ran,
-            message,
-            approved.as_ref(),
-            None,
-            audit_ids,
-            judged.decision,
-        );
-        // Asked to apply, but some changes need a person: the kept set parks
-        // as an approval (and applies if a person answers in time).
+        .respond(&request_id, audit_ids, judged.decision);
         let park = spec.workspace.apply
             && outcome
                 .change_summary
@@ -732,6 +503,280 @@ impl Engine {
             response.apply = Some(apply);
         }
         Ok(response)
+    }
+
+    /// The gate's verdict turned into a go or an answer: a denial is recorded
+    /// and refused; an approval is checked (a given `--approval` id) or asked
+    /// for (and waited on, where the caller waits).
+    fn admit(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        request_id: &str,
+        judged: &Judged,
+        options: &mut RunOptions<'_>,
+        audit_ids: &mut Vec<String>,
+    ) -> Result<Admission, EngineError> {
+        let asked = RequestRecord {
+            command: judged.request.command.clone(),
+            cwd: judged.request.cwd.clone(),
+        };
+        match judged.decision.decision {
+            Verdict::Allow => Ok(Admission::Admitted(None)),
+            Verdict::Deny => {
+                audit_ids.push(self.record_decision(
+                    caller,
+                    policy,
+                    request_id,
+                    judged,
+                    Operation::Run,
+                    "denied",
+                    None,
+                )?);
+                Ok(Admission::Refused(Answer {
+                    status: RunStatus::Denied,
+                    message: judged.decision.reason.clone(),
+                    approval: None,
+                    refusal: None,
+                }))
+            }
+            Verdict::ApprovalRequired => match options.approval_id.clone() {
+                Some(id) => {
+                    // What the files the command runs hold now, against what
+                    // they held when the approval was asked for.
+                    let content =
+                        crate::content::pins(policy, &judged.request.cwd, &judged.decision);
+                    match self.ledger.use_approval(
+                        &id,
+                        caller,
+                        request_id,
+                        &asked,
+                        &policy.sha256,
+                        &content,
+                    )? {
+                        ApprovalCheck::Accepted(approval) => {
+                            Ok(Admission::Admitted(Some(approval)))
+                        }
+                        ApprovalCheck::Refused(code, approval) => {
+                            let use_ = ApprovalUse {
+                                id: id.clone(),
+                                result: code.as_str().into(),
+                                approver: None,
+                                note: None,
+                            };
+                            audit_ids.push(self.record_decision(
+                                caller,
+                                policy,
+                                request_id,
+                                judged,
+                                Operation::Run,
+                                "approval_refused",
+                                Some(use_),
+                            )?);
+                            let refusal = Refusal {
+                                code,
+                                message: code.message_for(&id, approval.as_ref(), &content),
+                            };
+                            Ok(Admission::Refused(Answer {
+                                status: RunStatus::ApprovalRefused,
+                                message: refusal.message.clone(),
+                                approval,
+                                refusal: Some(refusal),
+                            }))
+                        }
+                    }
+                }
+                None => {
+                    let id = self.ledger.new_approval_id();
+                    let use_ = ApprovalUse {
+                        id: id.clone(),
+                        result: "pending".into(),
+                        approver: None,
+                        note: None,
+                    };
+                    audit_ids.push(self.record_decision(
+                        caller,
+                        policy,
+                        request_id,
+                        judged,
+                        Operation::Run,
+                        "approval_pending",
+                        Some(use_),
+                    )?);
+                    let pending = self.ledger.create_approval(
+                        id,
+                        caller,
+                        request_id,
+                        asked.clone(),
+                        policy,
+                        &judged.decision,
+                    )?;
+                    match self.settle(
+                        caller,
+                        request_id,
+                        &asked,
+                        policy,
+                        &judged.decision,
+                        pending,
+                        options,
+                    )? {
+                        Ok(approval) => Ok(Admission::Admitted(Some(approval))),
+                        Err((status, approval, refusal)) => {
+                            let message = match (&refusal, status) {
+                                (Some(r), _) => r.message.clone(),
+                                (None, RunStatus::ApprovalDenied) => format!("approval {} was denied: {}", approval.id, approval.note.clone().unwrap_or_default()),
+                                _ => format!(
+                                    "{}{} approval {} is pending until {}: a person can run `airlock approvals approve {}`, then the same command can run with `--approval {}`",
+                                    judged.decision.reason,
+                                    if judged.decision.reason.ends_with('.') { "" } else { ";" },
+                                    approval.id,
+                                    approval.expires_at,
+                                    approval.id,
+                                    approval.id
+                                ),
+                            };
+                            Ok(Admission::Refused(Answer {
+                                status,
+                                message: message.trim().to_string(),
+                                approval: Some(approval),
+                                refusal,
+                            }))
+                        }
+                    }
+                }
+            },
+        }
+    }
+
+    /// The run's decision record, written but not yet durable: the backend's
+    /// gate syncs it while the sandbox is built.
+    fn write_run_decision(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        request_id: &str,
+        judged: &Judged,
+        approved: Option<&Approval>,
+    ) -> Result<(String, PendingSync), EngineError> {
+        let use_ = approved.map(|a| ApprovalUse {
+            id: a.id.clone(),
+            result: "accepted".into(),
+            approver: a.decided_by.as_ref().map(|c| c.to_string()),
+            note: a.note.clone(),
+        });
+        let event = self.decision_event(
+            caller,
+            policy,
+            request_id,
+            judged,
+            Operation::Run,
+            "run",
+            use_,
+        );
+        let (record, sync) = self.ledger.audit().append_deferred(event)?;
+        Ok((record.id, sync))
+    }
+
+    /// Spends the grants that loosened the request and derives the sandbox's
+    /// spec. A change set this run does not apply is kept for a while
+    /// (bounded in age and total size, pruned here and after the run).
+    fn run_spec(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        request_id: &str,
+        judged: &Judged,
+        options: &RunOptions<'_>,
+    ) -> Result<SandboxSpec, EngineError> {
+        let grant_ids: Vec<String> = judged.grants.iter().map(|g| g.id.clone()).collect();
+        self.ledger.spend_grants(&grant_ids, caller, request_id)?;
+        let mut spec = crate::spec::derive(policy, &judged.request, request_id);
+        self.adjust_spec(&mut spec, &judged.request.loosening, options);
+        let state_dir = self.ledger.state_dir().to_path_buf();
+        let (keep_for, keep_bytes) = crate::kept::bounds(&policy.changes);
+        crate::kept::prune(&state_dir, keep_for, keep_bytes, crate::clock::now_ms());
+        if spec.workspace.mode == airlock_sandbox::WorkspaceMode::Overlay && keep_bytes > 0 {
+            if let Ok(dir) = crate::kept::run_dir(&state_dir, request_id) {
+                spec.workspace.keep = Some(dir);
+            }
+        }
+        Ok(spec)
+    }
+
+    /// Runs `spec` on the policy's backend (with this execution's own egress
+    /// proxy in allowlist mode). The backend calls the gate, which makes the
+    /// decision record durable, before the command starts.
+    fn execute(
+        &self,
+        policy: &Policy,
+        judged: &Judged,
+        spec: &mut SandboxSpec,
+        sink: &mut dyn OutputSink,
+        mut pending: Option<PendingSync>,
+        prof: &mut Profile,
+    ) -> Executed {
+        let mut hashing = HashingSink::new(sink, self.ledger.config().audit.output_bytes);
+        let audit = self.ledger.audit();
+        // The sync runs in the gate, on this thread: the native backend calls
+        // its gate while its helper builds the sandbox, and a warm sandbox is
+        // built already, so a thread of the sync's own would only add a start
+        // and a join to a warm run's critical path. (Backends without a gate
+        // of their own call it before they build, as they joined it before.)
+        let mut first_error = None;
+        let mut gate = || {
+            let durable = pending.take().map_or(Ok(()), |p| audit.make_durable(p));
+            prof.mark("gate: decision record durable");
+            durable.map_err(|e| {
+                let layer = SandboxError::Layer {
+                    layer: airlock_sandbox::Layer::Audit,
+                    detail: format!(
+                        "the decision record could not be made durable, so the command was not started: {e}"
+                    ),
+                };
+                first_error = Some(e);
+                layer
+            })
+        };
+        let (egress, mut result) = match crate::egress::open(
+            policy,
+            &judged.request.loosening,
+            spec,
+            self.ledger.state_dir(),
+        ) {
+            Ok(egress) => (
+                egress,
+                self.backends.for_policy(policy).and_then(|backend| {
+                    crate::backends::check_then_run(
+                        policy,
+                        backend.as_ref(),
+                        spec,
+                        &mut hashing,
+                        &mut gate,
+                    )
+                }),
+            ),
+            Err(e) => (
+                None,
+                Err(SandboxError::Layer {
+                    layer: airlock_sandbox::Layer::Network,
+                    detail: e.to_string(),
+                }),
+            ),
+        };
+        // Still pending when the run failed before its gate.
+        let durable = match pending.take().map_or(Ok(()), |p| audit.make_durable(p)) {
+            Ok(()) => first_error.map_or(Ok(()), Err),
+            Err(e) => Err(e),
+        };
+        prof.mark("backend returned the outcome");
+        crate::egress::finish(egress, result.as_mut().ok());
+        let (stdout, stderr) = hashing.finish();
+        Executed {
+            result,
+            durable,
+            stdout,
+            stderr,
+        }
     }
 
     /// After a run that kept its change set: record who made it, then hold
@@ -1106,6 +1151,69 @@ pub const AUDIT_CHANGES_LISTED: usize = 100;
 
 /// What the command was given on stdin: the request's text (`request`), or
 /// what the caller's own stdin streamed in by the command's end (`caller`).
+/// What [`Engine::admit`] decided.
+enum Admission {
+    /// Run, with the approval that allowed it, if one did.
+    Admitted(Option<Approval>),
+    /// Answer without running.
+    Refused(Answer),
+}
+
+/// An answer's own part; [`Answer::respond`] adds the request's.
+struct Answer {
+    status: RunStatus,
+    message: String,
+    approval: Option<Approval>,
+    refusal: Option<Refusal>,
+}
+
+impl Answer {
+    fn respond(self, request_id: &str, audit_ids: Vec<String>, decision: Decision) -> RunResponse {
+        RunResponse {
+            request_id: request_id.to_string(),
+            status: self.status,
+            decision,
+            message: self.message,
+            approval: self.approval.as_ref().map(ApprovalRef::from),
+            refusal: self.refusal,
+            outcome: None,
+            audit_ids,
+            apply: None,
+        }
+    }
+}
+
+/// What [`Engine::execute`] brings back: the backend's result, whether the
+/// decision record became durable, and the two streams' tallies.
+struct Executed {
+    result: Result<Outcome, SandboxError>,
+    durable: Result<(), AuditError>,
+    stdout: StreamTally,
+    stderr: StreamTally,
+}
+
+/// A run's one-line summary: how it ended, what was blocked, which grant
+/// loosened it.
+fn ran_message(outcome: &Outcome, decision: &Decision) -> String {
+    let mut message = match (outcome.exit_code, outcome.signal, outcome.killed_by) {
+        (_, _, Some(k)) => format!("ran; stopped by airlock: {k:?} limit").to_lowercase(),
+        (Some(code), _, _) => format!("ran; exit code {code}"),
+        (None, Some(sig), _) => format!("ran; killed by signal {sig}"),
+        _ => "ran".to_string(),
+    };
+    let blocked = crate::egress::blocked_summary(&outcome.violations);
+    if !blocked.is_empty() {
+        message.push_str(&format!("; {blocked}"));
+    }
+    if !decision.loosened_by.is_empty() {
+        message.push_str(&format!(
+            " (loosened by grant {})",
+            decision.loosened_by.join(", ")
+        ));
+    }
+    message
+}
+
 fn stdin_record(
     spec: &SandboxSpec,
     result: &Result<Outcome, SandboxError>,
