@@ -86,6 +86,12 @@ out=$(run --json -- sh exit.sh)
 check "exit code, stdout and stderr come back" test "$(echo "$out" | json 'o["exit_code"], o["stdout"].strip(), o["stderr"].strip()')" = "7 hello gone" || echo "$out"
 check "changes are reported (added and deleted)" test "$(echo "$out" | json 'sorted(c["kind"] for c in o["changes"])')" = "['added', 'deleted']" || echo "$out"
 check "overlay: the host workspace is unchanged" test -f "$ws/in.txt" -a ! -e "$ws/new.txt"
+# A piped stdin is read whole by airlock (at most 64 MiB) and given to the
+# guest's command; without it the command reads /dev/null.
+out=$(printf 'north\nsouth\n' | run -- cat)
+check "piped stdin reaches the command" test "$out" = "$(printf 'north\nsouth')"
+out=$(run --json -- cat </dev/null)
+check "no stdin: the command reads an empty one and ends" test "$(echo "$out" | json 'o["exit_code"], o["killed_by"], o["stdout"]')" = "0 None " || echo "$out"
 run --apply -- sh -c 'echo y > kept.txt' >/dev/null 2>&1
 check "--apply copies the change back" test "$(cat "$ws/kept.txt" 2>/dev/null)" = y
 
