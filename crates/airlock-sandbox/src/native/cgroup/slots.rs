@@ -130,12 +130,10 @@ fn refresh(v1: &V1Roots, cgroup: &mut Cgroup) -> Result<Option<u64>, SandboxErro
     single_value(&memory.join("memory.usage_in_bytes")).map(Some)
 }
 
-/// The lock file of slot `name`, made (with its directory, root's only) if
-/// missing.
 /// The slots that exist, how many of them a run holds now, and those no run
 /// holds that still have members (a leftover the next taker kills; `airlock
 /// doctor` names them, and the tests assert there are none after a run).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SlotCensus {
     pub kept: u32,
     pub held: u32,
@@ -166,10 +164,12 @@ impl CgroupHost {
                 continue;
             }
             census.kept += 1;
+            // Held open (and share-locked, if free) until the members are
+            // read: no run can take the slot in between.
             let lock = File::open(Path::new(LOCK_DIR).join(format!("{name}.lock")));
             // SAFETY: flock on a descriptor this function owns; closing it
             // at the end of this iteration lets go.
-            let held = lock.is_ok_and(|l| unsafe {
+            let held = lock.as_ref().is_ok_and(|l| unsafe {
                 libc::flock(l.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0
             });
             if held {
@@ -181,11 +181,14 @@ impl CgroupHost {
                     census.stray.push(name);
                 }
             }
+            drop(lock);
         }
         Some(census)
     }
 }
 
+/// The lock file of slot `name`, made (with its directory, root's only) if
+/// missing.
 fn lock_file(name: &str) -> std::io::Result<File> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let path = Path::new(LOCK_DIR).join(format!("{name}.lock"));
