@@ -1704,7 +1704,9 @@ def load_tier_overrides(name: str, cases: list[Case], all_cases: list[Case]) -> 
     on what stops it on that backend. Each names its `reason`; its other keys
     replace the manifest's, and `drop` lists keys to remove; `guest_only` lists
     attempts (substrings of ESCAPED lines) that only reach a guest kernel, not
-    the host's: noted, and the case judged on host state. Also the tier's
+    the host's: noted, and the case judged on host state; `or_guest_refused`
+    lists what the program prints when a limit inside a guest kernel refused
+    it, which stands in for a `killed_by` the host cannot see. Also the tier's
     `[targets]`, added to every case's targets file."""
     if name == "native":
         return cases, {}
