@@ -366,13 +366,7 @@ impl NativeBackend {
             stderr: &stderr,
             report: &rep_r,
         };
-        let mut tell = |reason: crate::KillReason| {
-            let byte = match reason {
-                crate::KillReason::Cancelled => protocol::CONTROL_KILL_CANCELLED,
-                _ => protocol::CONTROL_KILL_OUTPUT,
-            };
-            let _ = sys::write_all(ctl_w.as_raw_fd(), &[byte]);
-        };
+        let mut tell = |reason| protocol::send_kill(&ctl_w, reason);
         let relayed = output::relay_helper(
             pipes,
             spec.limits.output_bytes,

@@ -47,6 +47,17 @@ pub const CONTROL_KILL_OUTPUT: u8 = b'o';
 /// Control byte: the caller stopped waiting (a server's client went away);
 /// kill with reason `cancelled`.
 pub const CONTROL_KILL_CANCELLED: u8 = b'c';
+/// Asks a helper, on its control pipe `ctl`, to kill its run for `reason`:
+/// the output cap, or a caller that stopped waiting (a helper that is gone
+/// already needs no telling).
+pub fn send_kill(ctl: &impl std::os::fd::AsRawFd, reason: KillReason) {
+    let byte = match reason {
+        KillReason::Cancelled => CONTROL_KILL_CANCELLED,
+        _ => CONTROL_KILL_OUTPUT,
+    };
+    let _ = crate::sys::write_all(ctl.as_raw_fd(), &[byte]);
+}
+
 /// Control byte: the command may start (only with [`HelperRequest::gated`]).
 pub const CONTROL_GO: u8 = b'g';
 /// Control byte: a [`Launch`] frame follows and the command may start with it
