@@ -337,22 +337,8 @@ impl Engine {
         policy: &Policy,
         request: &Request,
     ) -> Result<CheckResponse, EngineError> {
-        let request_id = new_request_id();
         let judged = self.judge(&caller.tenant(), policy, request)?;
-        let record = self.record_decision(
-            caller,
-            policy,
-            &request_id,
-            &judged,
-            Operation::Check,
-            "checked",
-            None,
-        )?;
-        Ok(CheckResponse {
-            request_id,
-            decision: judged.decision,
-            audit_id: record,
-        })
+        self.record_checked(caller, policy, judged)
     }
 
     /// Record a decision made before the gate could read the request (input that
@@ -364,12 +350,22 @@ impl Engine {
         request: &Request,
         decision: Decision,
     ) -> Result<CheckResponse, EngineError> {
-        let request_id = new_request_id();
         let judged = Judged {
             request: request.clone(),
             decision,
             grants: vec![],
         };
+        self.record_checked(caller, policy, judged)
+    }
+
+    /// A check's decision record and answer.
+    fn record_checked(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        judged: Judged,
+    ) -> Result<CheckResponse, EngineError> {
+        let request_id = new_request_id();
         let record = self.record_decision(
             caller,
             policy,
