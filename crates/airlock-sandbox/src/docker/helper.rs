@@ -9,7 +9,7 @@
 
 use super::{config, sweep, Daemon, Request};
 use crate::native::{namespaces, protocol};
-use crate::oci::helper::{stage_at, Stage, FD_CONTROL, FD_REPORT, FD_STDIN};
+use crate::oci::helper::{serve_one_request, stage_at, Stage, FD_CONTROL, FD_STDIN};
 use crate::oci::HelperReport;
 use crate::Layer;
 use crate::{sys, workspace};
@@ -64,27 +64,10 @@ fn layer(layer: Layer, detail: impl Into<String>) -> SandboxError {
     }
 }
 
+/// Outlives a terminal's Ctrl-C to remove the container (see
+/// [`serve_one_request`]).
 pub fn helper_main() -> ! {
-    // SAFETY: signal dispositions are process-wide; no other thread runs yet.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        // A terminal's Ctrl-C reaches the whole process group: the helper
-        // outlives it to remove the container (the caller's death closes
-        // the lifeline).
-        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-    }
-    let report = match std::io::read_to_string(std::io::stdin()) {
-        Ok(text) => match serde_json::from_str::<Request>(&text) {
-            Ok(req) => run(&req),
-            Err(e) => HelperReport::failed(Layer::Spec, format!("unreadable request: {e}")),
-        },
-        Err(e) => HelperReport::failed(Layer::Spec, format!("reading the request: {e}")),
-    };
-    let bytes = serde_json::to_vec(&report).unwrap_or_default();
-    let _ = sys::write_all(FD_REPORT, &bytes);
-    sys::exit_now(0)
+    serve_one_request::<Request>(run)
 }
 
 fn run(req: &Request) -> HelperReport {

@@ -40,15 +40,7 @@ fn fail(layer: Layer, what: impl std::fmt::Display, e: impl std::fmt::Display) -
 }
 
 pub fn helper_main() -> ! {
-    // SAFETY: signal dispositions are process-wide; no other thread exists yet.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        // A terminal's Ctrl-C reaches the whole process group: the helper
-        // outlives it to tear down (the caller's death closes the lifeline).
-        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-    }
+    crate::oci::helper::ignore_terminal_signals();
     let mut line = String::new();
     let report = match std::io::stdin().lock().read_line(&mut line) {
         Ok(_) => match serde_json::from_str::<Request>(&line) {

@@ -55,17 +55,18 @@ fn fail(layer: Layer, what: impl std::fmt::Display, e: impl std::fmt::Display) -
 }
 
 pub fn helper_main() -> ! {
-    // SAFETY: signal dispositions are process-wide; the helper is single-threaded.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        // A terminal's Ctrl-C reaches the whole process group: the helper
-        // outlives it to tear down (the caller's death closes the lifeline).
-        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-    }
+    serve_one_request::<Request>(run)
+}
+
+/// A one-shot helper's life (oci, docker): it outlives the terminal's
+/// signals, reads its request from stdin, runs it and writes the report to
+/// [`FD_REPORT`].
+pub(crate) fn serve_one_request<R: serde::de::DeserializeOwned>(
+    run: impl FnOnce(&R) -> HelperReport,
+) -> ! {
+    ignore_terminal_signals();
     let report = match std::io::read_to_string(std::io::stdin()) {
-        Ok(text) => match serde_json::from_str::<Request>(&text) {
+        Ok(text) => match serde_json::from_str::<R>(&text) {
             Ok(req) => run(&req),
             Err(e) => HelperReport::failed(Layer::Spec, format!("unreadable request: {e}")),
         },
@@ -74,6 +75,20 @@ pub fn helper_main() -> ! {
     let bytes = serde_json::to_vec(&report).unwrap_or_default();
     let _ = sys::write_all(FD_REPORT, &bytes);
     sys::exit_now(0)
+}
+
+/// A terminal's Ctrl-C reaches the whole process group: a helper outlives it
+/// to tear down (the caller's death closes its lifeline). Writes to a closed
+/// pipe fail instead of killing it. Called first thing, single-threaded.
+pub(crate) fn ignore_terminal_signals() {
+    // SAFETY: signal dispositions are process-wide; the helper is
+    // single-threaded when it calls this.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
 }
 
 /// Network allowlist mode on the helper's side: the relay's listeners in the
