@@ -231,6 +231,12 @@ mod tests {
         format!("{SLOT_PREFIX}{}", unique(tag))
     }
 
+    /// As if the slot's holder died: the lock goes, the teardown never runs.
+    fn crash(mut holder: Cgroup) {
+        holder.slot = None;
+        holder.destroyed = true;
+    }
+
     fn remove(host: &CgroupHost, name: &str) {
         let mut dirs = host.existing(name).dirs.clone();
         let _ = crate::native::cgroup::kill::remove_dirs(&mut dirs);
@@ -282,13 +288,11 @@ mod tests {
         assert_eq!(census(), (1, 0, vec![]));
         // A holder that died without its teardown: a member, no holder.
         let (pid, go) = spawn_waiting(|| 0);
-        let mut crashed = host
+        let crashed = host
             .try_slot(&v1, &name)
             .expect("free after the census looked");
         crashed.add_pid(pid).unwrap();
-        crashed.slot = None;
-        crashed.destroyed = true;
-        drop(crashed);
+        crash(crashed);
         let stray = census();
         release(go);
         wait(pid);
@@ -327,12 +331,9 @@ mod tests {
         let v1 = v1(&host);
         let name = own_slot("crashed");
         let (pid, go) = spawn_waiting(|| 0);
-        let mut crashed = host.try_slot(&v1, &name).unwrap();
+        let crashed = host.try_slot(&v1, &name).unwrap();
         crashed.add_pid(pid).unwrap();
-        // Its process is gone: the lock goes, the teardown never ran.
-        crashed.slot = None;
-        crashed.destroyed = true;
-        drop(crashed);
+        crash(crashed);
 
         let next = host.try_slot(&v1, &name).expect("the lock went with it");
         assert!(next.members().unwrap().is_empty());
