@@ -23,6 +23,7 @@ mod helper_process;
 pub mod init;
 pub mod interp;
 pub mod landlock;
+pub mod mountpoints;
 pub mod mounts;
 pub mod namespaces;
 pub mod netwatch;

@@ -11,6 +11,7 @@
 //! `O_NOFOLLOW` at every step, and trees are attached by fd (`open_tree` +
 //! `move_mount`), so a symlink placed in a visible tree cannot redirect a mount.
 
+use super::mountpoints::MountPoints;
 use crate::sys::{
     self, walk, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY,
 };
@@ -86,32 +87,48 @@ pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
     let root_fd = sys::open(&root, libc::O_PATH | libc::O_DIRECTORY, 0)
         .map_err(|e| fail(Layer::Mounts, "open new root", e))?;
     let r = root_fd.as_raw_fd();
+    let mut points = MountPoints::new(r);
     for op in plan.ops {
-        execute(plan, op, r, &root, &mut ws_tree)?;
+        execute(plan, op, &mut points, r, &root, &mut ws_tree)?;
     }
     pivot(&root)?;
     Ok(())
 }
 
-/// Executes one operation of the view inside the new root (`r`, at `root`).
+/// Executes one operation of the view inside the new root (`r`, at `root`;
+/// `points` walks it).
 fn execute(
     plan: &ViewPlan,
     op: &ViewOp,
+    points: &mut MountPoints,
     r: RawFd,
     root: &Path,
     ws_tree: &mut Option<OwnedFd>,
 ) -> Result<(), SandboxError> {
+    // These mount by path, not through `points`: whatever they cover, no
+    // directory `points` kept may be used after them.
+    if matches!(
+        op,
+        ViewOp::Devpts { .. }
+            | ViewOp::Proc { .. }
+            | ViewOp::ReadOnly { .. }
+            | ViewOp::Mask { .. }
+            | ViewOp::Workspace { .. }
+            | ViewOp::Hide { .. }
+    ) {
+        points.forget_all();
+    }
     match op {
-        ViewOp::Symlink { link, target } => symlink_in(r, target, link),
-        ViewOp::BindRo { src, dst } => bind_ro(src, r, dst),
+        ViewOp::Symlink { link, target } => symlink_in(points, target, link),
+        ViewOp::BindRo { src, dst } => bind_ro(src, points, dst),
         ViewOp::Prepared { src, dst } => {
             let tree = plan
                 .prepared
                 .ok_or_else(|| fail(LAYER, src.display(), "the prepared tree was not opened"))?;
-            let at = mountpoint(r, dst, true)?;
+            let at = points.at(dst, true)?;
             sys::attach_tree(tree, &at).map_err(|e| fail(LAYER, src.display(), e))
         }
-        ViewOp::WriteFile { path, content } => write_file_in(r, path, content),
+        ViewOp::WriteFile { path, content } => write_file_in(points, path, content),
         ViewOp::Tmpfs {
             path,
             mode,
@@ -121,7 +138,7 @@ fn execute(
             owner,
         } => {
             let l = layer_of(path);
-            let at = mountpoint(r, path, true)?;
+            let at = points.at(path, true)?;
             let mode = format!("{mode:04o}");
             let size = size_bytes.to_string();
             let inodes = inodes.map(|n| n.to_string());
@@ -151,14 +168,14 @@ fn execute(
         }
         ViewOp::Device { path } => {
             const L: Layer = Layer::Dev;
-            let at = mountpoint(r, path, false)?;
+            let at = points.at(path, false)?;
             let tree = sys::clone_tree(path, false).map_err(|e| fail(L, path.display(), e))?;
             sys::set_tree_attrs(&tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, None)
                 .map_err(|e| fail(L, path.display(), e))?;
             sys::attach_tree(&tree, &at).map_err(|e| fail(L, path.display(), e))
         }
         ViewOp::Devpts { path } => {
-            drop(mountpoint(r, path, true)?);
+            drop(points.at(path, true)?);
             sys::mount(
                 Some(c"devpts"),
                 &inside(root, path)?,
@@ -169,7 +186,7 @@ fn execute(
             .map_err(|e| fail(Layer::Dev, "devpts", e))
         }
         ViewOp::Proc { path } => {
-            drop(mountpoint(r, path, true)?);
+            drop(points.at(path, true)?);
             sys::mount(
                 Some(c"proc"),
                 &inside(root, path)?,
@@ -203,7 +220,7 @@ fn execute(
             let tree = ws_tree
                 .take()
                 .ok_or_else(|| fail(Layer::Workspace, ws_root.display(), "shown twice"))?;
-            build_workspace(plan, r, tree, ws_root, *mode, protect)
+            build_workspace(plan, points, r, tree, ws_root, *mode, protect)
         }
         ViewOp::BindRw { src, dst } => {
             let tree = sys::clone_tree(src, true).map_err(|e| fail(LAYER, src.display(), e))?;
@@ -213,12 +230,12 @@ fn execute(
                 (plan.idmaps)(src),
             )
             .map_err(|e| fail(LAYER, format!("idmap {}", src.display()), e))?;
-            let at = mountpoint(r, dst, src.is_dir())?;
+            let at = points.at(dst, src.is_dir())?;
             sys::attach_tree(&tree, &at).map_err(|e| fail(LAYER, src.display(), e))
         }
         ViewOp::ProxySocket { src, dst } => {
             // The egress proxy's socket, idmapped so that sandbox root may connect.
-            let at = mountpoint(r, dst, false)?;
+            let at = points.at(dst, false)?;
             let tree =
                 sys::clone_tree(src, false).map_err(|e| fail(Layer::Network, src.display(), e))?;
             sys::set_tree_attrs(
@@ -314,6 +331,7 @@ fn hide(r: RawFd, root: &Path, path: &Path) -> Result<(), SandboxError> {
 
 fn build_workspace(
     plan: &ViewPlan,
+    points: &mut MountPoints,
     r: RawFd,
     tree: OwnedFd,
     ws_root: &Path,
@@ -322,7 +340,7 @@ fn build_workspace(
 ) -> Result<(), SandboxError> {
     const L: Layer = Layer::Workspace;
     let idmap = (plan.idmaps)(ws_root);
-    let at = mountpoint(r, ws_root, true)?;
+    let at = points.at(ws_root, true)?;
     match mode {
         WorkspaceMode::Ro => {
             sys::set_tree_attrs(
@@ -473,63 +491,14 @@ pub fn inode_cap(bytes: u64) -> String {
     view::inode_cap(bytes).to_string()
 }
 
-/// Creates (if needed) the mount point for `path` inside the new root and
-/// returns an O_PATH fd on it. Intermediate directories are created; no
-/// symlink is followed.
-pub fn mountpoint(r: RawFd, path: &Path, dir: bool) -> Result<OwnedFd, SandboxError> {
-    let rel = relative_inside(path)
-        .ok_or_else(|| fail(LAYER, path.display(), "path must not contain `..`"))?;
-    let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
-    let mut cur: Option<OwnedFd> = None;
-    for (i, name) in comps.iter().enumerate() {
-        let base = cur.as_ref().map_or(r, |f| f.as_raw_fd());
-        let c = CString::new(name.as_bytes()).map_err(|e| fail(LAYER, path.display(), e))?;
-        let last = i + 1 == comps.len();
-        let err = |e: io::Error| fail(LAYER, format!("mount point {}", path.display()), e);
-        if last && !dir {
-            match sys::openat(
-                base,
-                &c,
-                libc::O_CREAT | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_EXCL,
-                0o644,
-            ) {
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
-                Err(e) => return Err(err(e)),
-            }
-            cur = Some(sys::openat(base, &c, libc::O_PATH | libc::O_NOFOLLOW, 0).map_err(err)?);
-        } else {
-            // SAFETY: c is a live C string; base is an open directory fd.
-            let rc = unsafe { libc::mkdirat(base, c.as_ptr(), 0o755) };
-            if rc < 0 && sys::last_errno() != libc::EEXIST {
-                return Err(err(io::Error::last_os_error()));
-            }
-            cur = Some(
-                sys::openat(
-                    base,
-                    &c,
-                    libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-                    0,
-                )
-                .map_err(err)?,
-            );
-        }
-    }
-    cur.ok_or_else(|| fail(LAYER, path.display(), "cannot mount over the root itself"))
-}
-
-fn symlink_in(r: RawFd, target: &Path, link: &Path) -> Result<(), SandboxError> {
+fn symlink_in(points: &mut MountPoints, target: &Path, link: &Path) -> Result<(), SandboxError> {
     let rel = relative_inside(link).ok_or_else(|| fail(LAYER, link.display(), "bad link path"))?;
-    let parent = match rel.parent() {
-        Some(p) if !p.as_os_str().is_empty() => mountpoint(r, &Path::new("/").join(p), true)?,
-        _ => sys::openat(r, c".", libc::O_PATH | libc::O_DIRECTORY, 0)
-            .map_err(|e| fail(LAYER, "root", e))?,
-    };
+    let parent = points.dir(&Path::new("/").join(rel.parent().unwrap_or(Path::new(""))))?;
     let name = CString::new(rel.file_name().unwrap_or_default().as_bytes())
         .map_err(|e| fail(LAYER, link.display(), e))?;
     let t = sys::cpath(target).map_err(|e| fail(LAYER, target.display(), e))?;
     // SAFETY: both strings are live C strings; parent is an open directory fd.
-    let rc = unsafe { libc::symlinkat(t.as_ptr(), parent.as_raw_fd(), name.as_ptr()) };
+    let rc = unsafe { libc::symlinkat(t.as_ptr(), parent, name.as_ptr()) };
     if rc < 0 && sys::last_errno() != libc::EEXIST {
         return Err(fail(
             LAYER,
@@ -540,23 +509,18 @@ fn symlink_in(r: RawFd, target: &Path, link: &Path) -> Result<(), SandboxError> 
     Ok(())
 }
 
-fn write_file_in(r: RawFd, path: &Path, content: &[u8]) -> Result<(), SandboxError> {
+fn write_file_in(
+    points: &mut MountPoints,
+    path: &Path,
+    content: &[u8],
+) -> Result<(), SandboxError> {
     let rel = relative_inside(path).ok_or_else(|| fail(LAYER, path.display(), "bad path"))?;
-    let parent = mountpoint(
-        r,
-        &Path::new("/").join(rel.parent().unwrap_or(Path::new(""))),
-        true,
-    )?;
+    let parent = points.dir(&Path::new("/").join(rel.parent().unwrap_or(Path::new(""))))?;
     let name = CString::new(rel.file_name().unwrap_or_default().as_bytes())
         .map_err(|e| fail(LAYER, path.display(), e))?;
     // Reopen the parent for real (O_PATH cannot be used to create).
-    let dir = sys::openat(
-        parent.as_raw_fd(),
-        c".",
-        libc::O_RDONLY | libc::O_DIRECTORY,
-        0,
-    )
-    .map_err(|e| fail(LAYER, path.display(), e))?;
+    let dir = sys::openat(parent, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        .map_err(|e| fail(LAYER, path.display(), e))?;
     let f = sys::openat(
         dir.as_raw_fd(),
         &name,
@@ -569,9 +533,9 @@ fn write_file_in(r: RawFd, path: &Path, content: &[u8]) -> Result<(), SandboxErr
 }
 
 /// Binds host `src` read-only, nosuid, nodev at `dst` inside the new root.
-fn bind_ro(src: &Path, r: RawFd, dst: &Path) -> Result<(), SandboxError> {
+fn bind_ro(src: &Path, points: &mut MountPoints, dst: &Path) -> Result<(), SandboxError> {
     let is_dir = std::fs::metadata(src).map(|m| m.is_dir()).unwrap_or(false);
-    let at = mountpoint(r, dst, is_dir)?;
+    let at = points.at(dst, is_dir)?;
     bind_ro_at(src, &at)
 }
 
