@@ -71,6 +71,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -868,6 +869,15 @@ class Session:
         elif setup == "git_init":
             # a real repository made by host git, as a user's checkout would be
             subprocess.run(["git", "init", "-q", "-b", "main", str(ws)], check=True, env=self.git_env())
+        elif setup == "git_commit":
+            # the same with history: two commits touching src/main.py
+            subprocess.run(["git", "init", "-q", "-b", "main", str(ws)], check=True, env=self.git_env())
+            (ws / "src").mkdir()
+            for i, text in enumerate(("print(1)\n", "print(2)\n")):
+                (ws / "src/main.py").write_text(text)
+                for cmd in (["add", "-A"], ["commit", "-q", "-m", f"commit {i}"]):
+                    subprocess.run(["git", "-C", str(ws)] + cmd, check=True, env=self.git_env(),
+                                   capture_output=True)
         elif setup:
             raise ValueError(f"unknown setup {setup!r}")
         if case.spec.get("policy_in_workspace"):
@@ -1457,7 +1467,9 @@ class Session:
     def git_env(self) -> dict:
         """Host git as the user would run it: the fake home, no system config."""
         return dict(os.environ, HOME=str(self.home), GIT_CONFIG_NOSYSTEM="1",
-                    GIT_CONFIG_GLOBAL=str(Path(self.home) / ".gitconfig"), GIT_TERMINAL_PROMPT="0")
+                    GIT_CONFIG_GLOBAL=str(Path(self.home) / ".gitconfig"), GIT_TERMINAL_PROMPT="0",
+                    GIT_AUTHOR_NAME="user", GIT_AUTHOR_EMAIL="user@host",
+                    GIT_COMMITTER_NAME="user", GIT_COMMITTER_EMAIL="user@host")
 
     def _return_path_checks(self, case: Case, ws: Path, res: RunResult) -> list[str]:
         """What came back to the host (issue 11): judged on the host's files and
@@ -1482,6 +1494,22 @@ class Session:
                            capture_output=True, timeout=30)
             if self.git_canary.exists():
                 f.append(f"host `git status` in {rel or '.'} ran a command planted by the sandbox "
+                         f"(canary {self.git_canary} written: {self.git_canary.read_text()[:80]!r})")
+                self.git_canary.unlink()
+        # Host git commands a user runs after the apply (`restore .` to throw
+        # away the agent's changes, `commit --amend`, `-C src diff ...`), in
+        # order; then the canary.
+        runs = _as_list(spec.get("host_git_run"))
+        if runs:
+            try:
+                self.git_canary.unlink()
+            except OSError:
+                pass
+            for line in runs:
+                subprocess.run(["git", "-C", str(ws)] + shlex.split(line), env=self.git_env(),
+                               capture_output=True, timeout=30)
+            if self.git_canary.exists():
+                f.append(f"host `git {' ; git '.join(runs)}` ran a command planted by the sandbox "
                          f"(canary {self.git_canary} written: {self.git_canary.read_text()[:80]!r})")
                 self.git_canary.unlink()
         if "host_ws_max_bytes" in spec:

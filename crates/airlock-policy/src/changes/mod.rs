@@ -11,14 +11,19 @@
 //! 1. airlock's own files (policy, tokens, state directory) and `workspace.protect`: deny;
 //! 2. `[changes] deny`: deny;
 //! 3. a file named like a policy file (`airlock.toml`); FIFOs, sockets, device
-//!    nodes; symlinks whose target leaves the workspace: deny;
+//!    nodes; symlinks whose target leaves the workspace, that lie inside a
+//!    `.git` directory, or whose target is itself denied (held, for a held
+//!    target); a `.git/index` listing entries inside `.git` or above the root:
+//!    deny (an index that cannot be read to check it: approval required);
 //! 4. `[changes] discard` (caches): discarded, never applied;
 //! 5. `[changes] allow`: allow (overrides 6, never 1-3);
 //! 6. host-executable metadata (git internals outside a safe set, a `.git` at any
-//!    depth, the default approval list, `[changes] approval`): approval required;
+//!    depth, a directory the set makes look like a git repository, the default
+//!    approval list, `[changes] approval`): approval required;
 //! 7. everything else: allow, with the mode normalised (set-uid, set-gid and
 //!    sticky bits stripped; no world-writable bit unless the host entry had it).
 
+pub mod git_index;
 mod pattern;
 
 pub use pattern::Pattern;
@@ -45,6 +50,10 @@ pub const GIT_SAFE: &[&str] = &[
 /// the project's code: approval required by default, at any depth unless anchored.
 pub const DEFAULT_APPROVAL: &[&str] = &[
     ".gitmodules",
+    // Attributes name the filter, diff and merge drivers host git runs on
+    // checkout and diff; `.lfsconfig` points git-lfs's at a server.
+    ".gitattributes",
+    ".lfsconfig",
     ".envrc",
     ".bashrc",
     ".bash_profile",
@@ -60,6 +69,7 @@ pub const DEFAULT_APPROVAL: &[&str] = &[
     ".cshrc",
     ".tcshrc",
     ".inputrc",
+    ".config/fish/",
     ".vscode/",
     ".idea/",
     ".devcontainer/",
@@ -73,6 +83,25 @@ pub const DEFAULT_APPROVAL: &[&str] = &[
     ".githooks/",
     ".pre-commit-config.yaml",
 ];
+
+/// Names below a directory that, with a `HEAD` beside them, make host git take
+/// that directory for a repository (a bare one, or a worktree's admin
+/// directory) and obey its `config` when run inside it.
+pub const GIT_DIR_NAMES: &[&str] = &[
+    "HEAD",
+    "config",
+    "objects",
+    "refs",
+    "commondir",
+    "gitdir",
+    "hooks",
+    "info",
+    "packed-refs",
+    "index",
+];
+
+/// Most bytes of a `.git/index` the classifier reads to check its entries.
+pub const GIT_INDEX_MAX_BYTES: usize = 256 << 20;
 
 /// Caches that are dropped from the change set rather than applied or reported.
 pub const DEFAULT_DISCARD: &[&str] = &[
@@ -189,6 +218,39 @@ pub struct Entry<'a> {
     pub host_mode: Option<u32>,
     /// For a symlink: its target, as stored.
     pub symlink_target: Option<&'a Path>,
+}
+
+/// The workspace as the change set would leave it, for the rules that look
+/// beyond the entry judged: where a symlink leads, whether a directory would
+/// look like a git repository, what a `.git/index` lists. Paths are relative
+/// to the workspace root. An answer it cannot give (the default methods) never
+/// lets a change through that the answer could have refused: an unreadable
+/// index needs a person.
+pub trait View {
+    /// The target of the symlink at `p`, if `p` is one.
+    fn link(&self, _p: &Path) -> Option<PathBuf> {
+        None
+    }
+    /// Whether something (of any type, a final symlink not followed) is at `p`.
+    fn exists(&self, _p: &Path) -> bool {
+        false
+    }
+    /// The contents of the regular file at `p`, if at most `max` bytes.
+    fn read(&self, _p: &Path, _max: usize) -> Option<Vec<u8>> {
+        None
+    }
+}
+
+/// A view that knows nothing beyond the entry (see [`View`]'s defaults).
+pub struct NoView;
+
+impl View for NoView {}
+
+/// A view that knows only its symlinks: `f(p)` is the target of the link at `p`.
+impl<F: Fn(&Path) -> Option<PathBuf>> View for F {
+    fn link(&self, p: &Path) -> Option<PathBuf> {
+        self(p)
+    }
 }
 
 /// What the caller knows that the policy text does not.
@@ -367,17 +429,16 @@ impl Rules {
 
     /// Judges one change. Pure: reads nothing but its arguments.
     pub fn classify(&self, entry: &Entry<'_>) -> Classification {
-        self.classify_with(entry, &|_| None)
+        self.classify_with(entry, &NoView)
     }
 
-    /// [`Rules::classify`], with `links` telling which paths of the resulting
-    /// view are symlinks (see [`resolves_inside`]): a symlink change is judged
-    /// by where its target resolves through them, not only lexically.
-    pub fn classify_with(
-        &self,
-        entry: &Entry<'_>,
-        links: &dyn Fn(&Path) -> Option<PathBuf>,
-    ) -> Classification {
+    /// [`Rules::classify`], with `view` showing the workspace the change set
+    /// leaves: a symlink is judged by where its target resolves there (not
+    /// only lexically) and as strictly as that target; a directory the set
+    /// makes look like a git repository, and a `.git/index` whose entries
+    /// name git's own files, are caught.
+    pub fn classify_with(&self, entry: &Entry<'_>, view: &dyn View) -> Classification {
+        let links = |p: &Path| view.link(p);
         let ctx = &self.ctx;
         let rel = entry.rel;
         let shown = escape_path(rel);
@@ -447,9 +508,12 @@ impl Rules {
                 }
                 EntryType::Symlink => {
                     let target = entry.symlink_target.unwrap_or(Path::new(""));
-                    if !target_inside(rel, target, &ctx.root)
-                        || !resolves_inside(rel, target, &ctx.root, links)
-                    {
+                    let resolved = if target_inside(rel, target, &ctx.root) {
+                        resolve_target(rel, target, &ctx.root, &links)
+                    } else {
+                        None
+                    };
+                    let Some(resolved) = resolved else {
                         return deny(
                             "builtin.symlink_out",
                             format!(
@@ -457,9 +521,76 @@ impl Rules {
                                 escape_path(target)
                             ),
                         );
+                    };
+                    // Host git writes files inside .git in place (COMMIT_EDITMSG,
+                    // logs): through a link there it would write wherever it leads.
+                    if inside_git_dir(rel) {
+                        return deny(
+                            "builtin.git_symlink",
+                            format!(
+                                "`{shown}` is a symlink inside a `.git` directory (to `{}`), through which host git would write another file; nothing allows it",
+                                escape_path(target)
+                            ),
+                        );
+                    }
+                    // What is written through the link lands on its target: the
+                    // link is judged as strictly as a change of the target.
+                    if !resolved.as_os_str().is_empty() {
+                        let as_target = Entry {
+                            rel: &resolved,
+                            kind: ChangeKind::Modified,
+                            file_type: EntryType::File,
+                            mode: 0o644,
+                            host_mode: None,
+                            symlink_target: None,
+                        };
+                        let t = self.classify_with(&as_target, &NoIndexView(view));
+                        if matches!(
+                            t.disposition,
+                            Disposition::Deny | Disposition::ApprovalRequired
+                        ) {
+                            let reason = format!(
+                                "`{shown}` is a symlink to `{}`, and a change there is refused: {}",
+                                escape_path(&resolved),
+                                t.reason
+                            );
+                            return Classification {
+                                disposition: t.disposition,
+                                rule: t.rule,
+                                reason,
+                                mode: None,
+                            };
+                        }
                     }
                 }
                 _ => {}
+            }
+            // An index that lists git's own files writes them on `git restore .`.
+            if is_top_git_index(rel) && entry.file_type == EntryType::File {
+                match view
+                    .read(rel, GIT_INDEX_MAX_BYTES)
+                    .map(|d| git_index::check(&d))
+                {
+                    Some(Ok(())) => {}
+                    Some(Err(p @ git_index::IndexProblem::BadPath(_))) => {
+                        return deny(
+                            "builtin.git_index",
+                            format!("`{shown}` {p}; nothing allows it"),
+                        );
+                    }
+                    Some(Err(p @ git_index::IndexProblem::Unreadable(_))) => {
+                        return approval(
+                            "builtin.git_index",
+                            format!("`{shown}` {p}; a person must approve it"),
+                        );
+                    }
+                    None => {
+                        return approval(
+                            "builtin.git_index",
+                            format!("`{shown}` could not be read to check the paths it lists (larger than {GIT_INDEX_MAX_BYTES} bytes, or gone); a person must approve it"),
+                        );
+                    }
+                }
             }
         }
         // 4. Discard.
@@ -511,6 +642,21 @@ impl Rules {
                 ),
             );
         }
+        if entry.kind != ChangeKind::Deleted {
+            if let Some(dir) = makes_git_dir(rel, view) {
+                let d = if dir.as_os_str().is_empty() {
+                    "the workspace root".to_string()
+                } else {
+                    format!("`{}`", escape_path(&dir))
+                };
+                return approval(
+                    "builtin.git_dir_lookalike",
+                    format!(
+                        "`{shown}` is part of {d}, which would look like a git repository to host git (a HEAD with objects and refs, or a commondir): git run there obeys its config and hooks; a person must approve it, or add a pattern for it to [changes] allow"
+                    ),
+                );
+            }
+        }
         if let Some((rule, p)) = self.approval.iter().find(|(_, p)| p.matches(rel)) {
             return approval(
                 rule.clone(),
@@ -556,6 +702,57 @@ fn git_metadata(rel: &Path) -> Option<String> {
                     GIT_SAFE.join(", ")
                 ))
             }
+        }
+    }
+    None
+}
+
+/// `rel` lies inside a `.git` directory (at any depth).
+fn inside_git_dir(rel: &Path) -> bool {
+    let comps: Vec<&[u8]> = rel.iter().map(|c| c.as_bytes()).collect();
+    comps[..comps.len().saturating_sub(1)]
+        .iter()
+        .any(|c| *c == b".git")
+}
+
+/// `rel` is the work tree's own index, `.git/index` (a nested `.git` is held
+/// for a person whole).
+fn is_top_git_index(rel: &Path) -> bool {
+    rel == Path::new(".git/index")
+}
+
+/// The view with the index unreadable: a link's target is judged by name.
+struct NoIndexView<'a>(&'a dyn View);
+
+impl View for NoIndexView<'_> {
+    fn link(&self, p: &Path) -> Option<PathBuf> {
+        self.0.link(p)
+    }
+    fn exists(&self, p: &Path) -> bool {
+        self.0.exists(p)
+    }
+}
+
+/// The directory that `rel` helps make look like a git repository, if any:
+/// one of its ancestors (the root included) with `rel` under one of
+/// [`GIT_DIR_NAMES`], which in the view has a `HEAD` and objects and refs, or
+/// a `commondir`. Inside a `.git` directory [`git_metadata`] rules instead.
+fn makes_git_dir(rel: &Path, view: &dyn View) -> Option<PathBuf> {
+    let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
+    for i in 0..comps.len() {
+        let dir: PathBuf = comps[..i].iter().collect();
+        if comps[..i].iter().any(|c| c.as_bytes() == b".git") {
+            return None;
+        }
+        if !GIT_DIR_NAMES
+            .iter()
+            .any(|n| n.as_bytes() == comps[i].as_bytes())
+        {
+            continue;
+        }
+        let has = |name: &str| view.exists(&dir.join(name));
+        if has("HEAD") && (has("commondir") || has("objects") || has("refs")) {
+            return Some(dir);
         }
     }
     None
@@ -617,6 +814,18 @@ pub fn resolves_inside(
     root: &Path,
     links: &dyn Fn(&Path) -> Option<PathBuf>,
 ) -> bool {
+    resolve_target(rel, target, root, links).is_some()
+}
+
+/// Where the symlink at `rel` with `target` leads once every link on the way
+/// is followed (see [`resolves_inside`]), relative to the root; `None` when it
+/// leaves the workspace or takes too many hops.
+pub fn resolve_target(
+    rel: &Path,
+    target: &Path,
+    root: &Path,
+    links: &dyn Fn(&Path) -> Option<PathBuf>,
+) -> Option<PathBuf> {
     use std::collections::VecDeque;
     use std::ffi::OsString;
     let mut stack: Vec<OsString> = match rel.parent() {
@@ -654,18 +863,16 @@ pub fn resolves_inside(
             true
         };
     if target.as_os_str().is_empty() || !push_target(target, &mut stack, &mut todo) {
-        return false;
+        return None;
     }
     let mut hops = 0;
     while let Some(c) = todo.pop_front() {
         if c == "." {
             continue;
         } else if c == ".." {
-            if stack.pop().is_none() {
-                return false;
-            }
+            stack.pop()?;
         } else if c == "/" {
-            return false;
+            return None;
         } else {
             {
                 stack.push(c);
@@ -673,17 +880,17 @@ pub fn resolves_inside(
                 if let Some(t) = links(&here) {
                     hops += 1;
                     if hops > MAX_LINK_HOPS {
-                        return false;
+                        return None;
                     }
                     stack.pop();
                     if !push_target(&t, &mut stack, &mut todo) {
-                        return false;
+                        return None;
                     }
                 }
             }
         }
     }
-    true
+    Some(stack.iter().collect())
 }
 
 /// The permission bits an allowed entry gets on the host.
@@ -746,7 +953,6 @@ mod tests {
             ".git/objects/ab/cdef",
             ".git/refs/heads/main",
             ".git/logs/HEAD",
-            ".git/index",
             ".git/HEAD",
             ".git/ORIG_HEAD",
             ".git/FETCH_HEAD",
@@ -758,6 +964,8 @@ mod tests {
         }
         for p in [
             ".git/commondir",
+            // Its entries are checked through a view; without one, unread.
+            ".git/index",
             ".git/info/attributes",
             ".git/modules/lib/config",
             ".git/worktrees/w/gitdir",
@@ -787,6 +995,155 @@ mod tests {
         // Protected paths stay denied, as before.
         assert_eq!(judge(".git/config"), Disposition::Deny);
         assert_eq!(judge(".git/hooks/pre-commit"), Disposition::Deny);
+    }
+
+    /// A resulting workspace given as paths: `dir/` a directory, `link -> t`
+    /// a symlink, anything else a file (with `.git/index` holding `index`).
+    struct MapView {
+        paths: Vec<&'static str>,
+        index: Vec<u8>,
+    }
+
+    impl View for MapView {
+        fn link(&self, p: &Path) -> Option<PathBuf> {
+            self.paths.iter().find_map(|e| {
+                let (l, t) = e.split_once(" -> ")?;
+                (Path::new(l) == p).then(|| PathBuf::from(t))
+            })
+        }
+        fn exists(&self, p: &Path) -> bool {
+            self.paths.iter().any(|e| {
+                let name = e.split(" -> ").next().unwrap().trim_end_matches('/');
+                Path::new(name) == p || Path::new(name).starts_with(p)
+            })
+        }
+        fn read(&self, p: &Path, _max: usize) -> Option<Vec<u8>> {
+            (p == Path::new(".git/index")).then(|| self.index.clone())
+        }
+    }
+
+    fn judge_in(view: &MapView, e: &Entry<'_>) -> Classification {
+        Rules::new(&ChangesPolicy::default(), ctx()).classify_with(e, view)
+    }
+
+    fn link<'a>(rel: &'a str, target: &'a str) -> Entry<'a> {
+        Entry {
+            symlink_target: Some(Path::new(target)),
+            ..entry(rel, ChangeKind::Added, EntryType::Symlink)
+        }
+    }
+
+    #[test]
+    fn a_symlink_inside_git_or_to_a_held_path_is_held_like_its_target() {
+        let view = MapView {
+            paths: vec![".git/config", "src/"],
+            index: Vec::new(),
+        };
+        // Host git writes COMMIT_EDITMSG in place: through the link, into config.
+        let c = judge_in(&view, &link(".git/COMMIT_EDITMSG", "config"));
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::Deny, "builtin.git_symlink")
+        );
+        let c = judge_in(&view, &link("notes", ".git/config"));
+        assert_eq!(c.disposition, Disposition::Deny, "{c:?}");
+        assert!(
+            c.reason.contains("symlink to `.git/config`"),
+            "{}",
+            c.reason
+        );
+        for (l, t) in [
+            ("h", ".git/hooks"),
+            ("x", ".git/info/attributes"),
+            ("e", ".envrc"),
+        ] {
+            let c = judge_in(&view, &link(l, t));
+            assert_ne!(c.disposition, Disposition::Allow, "{l} -> {t}: {c:?}");
+        }
+        assert_eq!(
+            judge_in(&view, &link("pol", "airlock.toml")).disposition,
+            Disposition::Deny
+        );
+        // Links to ordinary files, and to the root, stay allowed.
+        assert_eq!(
+            judge_in(&view, &link("m", "src/main.rs")).disposition,
+            Disposition::Allow
+        );
+        assert_eq!(
+            judge_in(&view, &link("src/here", "..")).disposition,
+            Disposition::Allow
+        );
+    }
+
+    #[test]
+    fn a_directory_made_to_look_like_a_git_repository_needs_a_person() {
+        let bare = MapView {
+            paths: vec![
+                "src/HEAD",
+                "src/objects/",
+                "src/refs/heads/main",
+                "src/config",
+            ],
+            index: Vec::new(),
+        };
+        for p in [
+            "src/config",
+            "src/HEAD",
+            "src/objects/info/alternates",
+            "src/hooks/pre-commit",
+        ] {
+            let c = judge_in(&bare, &entry(p, ChangeKind::Added, EntryType::File));
+            assert_eq!(
+                (c.disposition, c.rule.as_str()),
+                (Disposition::ApprovalRequired, "builtin.git_dir_lookalike"),
+                "{p}"
+            );
+        }
+        let worktree = MapView {
+            paths: vec!["w/HEAD", "w/commondir"],
+            index: Vec::new(),
+        };
+        let c = judge_in(
+            &worktree,
+            &entry("w/commondir", ChangeKind::Added, EntryType::File),
+        );
+        assert_eq!(c.disposition, Disposition::ApprovalRequired);
+        // A `config` directory or a `hooks` folder of an ordinary project is not one.
+        let project = MapView {
+            paths: vec!["config/routes.rb", "src/hooks/use.js", "src/objects/x.py"],
+            index: Vec::new(),
+        };
+        for p in ["config/routes.rb", "src/hooks/use.js", "src/objects/x.py"] {
+            let c = judge_in(&project, &entry(p, ChangeKind::Modified, EntryType::File));
+            assert_eq!(c.disposition, Disposition::Allow, "{p}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn an_index_listing_gits_own_files_is_denied() {
+        let e = entry(".git/index", ChangeKind::Modified, EntryType::File);
+        let with = |names: &[&[u8]]| MapView {
+            paths: vec![".git/index"],
+            index: git_index::tests::index_v2(names),
+        };
+        assert_eq!(
+            judge_in(&with(&[b"a", b"src/b"]), &e).disposition,
+            Disposition::Allow
+        );
+        let c = judge_in(&with(&[b"a", b".git/hooks/pre-commit"]), &e);
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::Deny, "builtin.git_index")
+        );
+        assert!(c.reason.contains(".git/hooks/pre-commit"), "{}", c.reason);
+        let junk = MapView {
+            paths: vec![".git/index"],
+            index: b"junk".to_vec(),
+        };
+        assert_eq!(
+            judge_in(&junk, &e).disposition,
+            Disposition::ApprovalRequired
+        );
     }
 
     #[test]

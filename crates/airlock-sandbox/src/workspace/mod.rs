@@ -231,29 +231,47 @@ fn same_content(a: &Path, b: &Path, ma: &fs::Metadata, mb: &fs::Metadata) -> boo
 
 /// Every file added, modified or deleted, read from the overlay's upper layer
 /// against the (unchanged) lower workspace.
-pub fn changes(upper: &Path, lower: &Path) -> Vec<Change> {
-    let mut out = Vec::new();
+pub fn changes(upper: &Path, lower: &Path) -> Scanned {
+    let mut out = Scanned::default();
     scan(upper, lower, Path::new(""), &mut out);
     out
 }
 
-fn scan(upper: &Path, lower: &Path, rel: &Path, out: &mut Vec<Change>) {
+/// What [`changes`] read, and where it could not read on (a path longer than
+/// the kernel's `PATH_MAX`, an entry gone in between): a set with such a hole
+/// is never applied, since what lies in the hole is unknown.
+#[derive(Debug, Default)]
+pub struct Scanned {
+    pub changes: Vec<Change>,
+    pub unread: Vec<(PathBuf, io::Error)>,
+}
+
+fn scan(upper: &Path, lower: &Path, rel: &Path, out: &mut Scanned) {
     let udir = upper.join(rel);
     let ldir = lower.join(rel);
     if !rel.as_os_str().is_empty() && is_opaque(&udir) {
         // The directory was replaced: whatever the lower one held is gone.
-        if let Ok(entries) = fs::read_dir(&ldir) {
-            for e in entries.flatten() {
-                if fs::symlink_metadata(udir.join(e.file_name())).is_err() {
-                    if let Ok(m) = e.path().symlink_metadata() {
-                        out.push(Change::deleted(rel.join(e.file_name()), &m));
+        match fs::read_dir(&ldir) {
+            Ok(entries) => {
+                for e in entries.flatten() {
+                    if fs::symlink_metadata(udir.join(e.file_name())).is_err() {
+                        if let Ok(m) = e.path().symlink_metadata() {
+                            out.changes
+                                .push(Change::deleted(rel.join(e.file_name()), &m));
+                        }
                     }
                 }
             }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => out.unread.push((rel.to_path_buf(), e)),
         }
     }
-    let Ok(entries) = fs::read_dir(&udir) else {
-        return;
+    let entries = match fs::read_dir(&udir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            out.unread.push((rel.to_path_buf(), e));
+            return;
+        }
     };
     let mut names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
     names.sort();
@@ -261,13 +279,17 @@ fn scan(upper: &Path, lower: &Path, rel: &Path, out: &mut Vec<Change>) {
         let r = rel.join(&name);
         let up = upper.join(&r);
         let lo = lower.join(&r);
-        let Ok(um) = fs::symlink_metadata(&up) else {
-            continue;
+        let um = match fs::symlink_metadata(&up) {
+            Ok(m) => m,
+            Err(e) => {
+                out.unread.push((r, e));
+                continue;
+            }
         };
         let lm = fs::symlink_metadata(&lo).ok();
         if is_whiteout(&um) {
             if let Some(lm) = lm {
-                out.push(Change::deleted(r, &lm));
+                out.changes.push(Change::deleted(r, &lm));
             }
             continue;
         }
@@ -276,7 +298,7 @@ fn scan(upper: &Path, lower: &Path, rel: &Path, out: &mut Vec<Change>) {
             Some(lm) if um.is_dir() && lm.is_dir() => scan(upper, lower, &r, out),
             Some(lm) => {
                 if um.is_dir() {
-                    out.push(Change::from_meta(
+                    out.changes.push(Change::from_meta(
                         r.clone(),
                         ChangeKind::Modified,
                         &um,
@@ -285,7 +307,7 @@ fn scan(upper: &Path, lower: &Path, rel: &Path, out: &mut Vec<Change>) {
                     ));
                     added_tree(upper, &r, out);
                 } else if !same_content(&up, &lo, &um, &lm) {
-                    out.push(Change::from_meta(
+                    out.changes.push(Change::from_meta(
                         r,
                         ChangeKind::Modified,
                         &um,
@@ -298,16 +320,24 @@ fn scan(upper: &Path, lower: &Path, rel: &Path, out: &mut Vec<Change>) {
     }
 }
 
-fn added_tree(upper: &Path, rel: &Path, out: &mut Vec<Change>) {
-    let Ok(entries) = fs::read_dir(upper.join(rel)) else {
-        return;
+fn added_tree(upper: &Path, rel: &Path, out: &mut Scanned) {
+    let entries = match fs::read_dir(upper.join(rel)) {
+        Ok(entries) => entries,
+        Err(e) => {
+            out.unread.push((rel.to_path_buf(), e));
+            return;
+        }
     };
     let mut names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
     names.sort();
     for name in names {
         let r = rel.join(&name);
-        let Ok(m) = fs::symlink_metadata(upper.join(&r)) else {
-            continue;
+        let m = match fs::symlink_metadata(upper.join(&r)) {
+            Ok(m) => m,
+            Err(e) => {
+                out.unread.push((r, e));
+                continue;
+            }
         };
         if is_whiteout(&m) {
             continue;
@@ -317,10 +347,10 @@ fn added_tree(upper: &Path, rel: &Path, out: &mut Vec<Change>) {
 }
 
 /// `rel` is new in the upper layer: it, and everything below it if a directory.
-fn added(upper: &Path, rel: PathBuf, m: &fs::Metadata, out: &mut Vec<Change>) {
+fn added(upper: &Path, rel: PathBuf, m: &fs::Metadata, out: &mut Scanned) {
     let is_dir = m.is_dir();
     let path = upper.join(&rel);
-    out.push(Change::from_meta(
+    out.changes.push(Change::from_meta(
         rel.clone(),
         ChangeKind::Added,
         m,
@@ -388,6 +418,61 @@ pub fn rules(ws: &WorkspaceSpec) -> Rules {
     Rules::new(&ws.changes, Context::new(&ws.root, &ws.owned, &protect))
 }
 
+/// The workspace as a change set (an upper layer, or a kept set's files) would
+/// leave it, for the change-set rules: an entry of the set hides the host's
+/// (a whiteout hides it for good), else the host's entry shows. A directory
+/// the set made opaque still shows the host entries below it here, which can
+/// only make a rule more careful.
+struct SetView<'a> {
+    set: &'a Path,
+    host: &'a Path,
+}
+
+impl SetView<'_> {
+    /// The entry at `p` in the view: the set's, else the host's, with which of the two.
+    fn entry(&self, p: &Path) -> Option<(fs::Metadata, PathBuf)> {
+        let in_set = self.set.join(p);
+        match fs::symlink_metadata(&in_set) {
+            Ok(m) if is_whiteout(&m) => None,
+            Ok(m) => Some((m, in_set)),
+            Err(_) => {
+                let on_host = self.host.join(p);
+                fs::symlink_metadata(&on_host).ok().map(|m| (m, on_host))
+            }
+        }
+    }
+}
+
+impl airlock_policy::changes::View for SetView<'_> {
+    fn link(&self, p: &Path) -> Option<PathBuf> {
+        match self.entry(p)? {
+            (m, at) if m.file_type().is_symlink() => fs::read_link(at).ok(),
+            _ => None,
+        }
+    }
+
+    fn exists(&self, p: &Path) -> bool {
+        self.entry(p).is_some()
+    }
+
+    fn read(&self, p: &Path, max: usize) -> Option<Vec<u8>> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let (m, at) = self.entry(p)?;
+        if !m.file_type().is_file() || m.len() > max as u64 {
+            return None;
+        }
+        let mut data = Vec::with_capacity(m.len() as usize);
+        let f = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(at)
+            .ok()?;
+        f.take(max as u64 + 1).read_to_end(&mut data).ok()?;
+        (data.len() <= max).then_some(data)
+    }
+}
+
 /// The return path of one run: every change of the upper layer is judged by the
 /// change-set policy ([`airlock_policy::changes`]); when `apply` is asked, the
 /// allowed ones are copied back, unless any change waits for a person (then
@@ -397,8 +482,38 @@ pub fn rules(ws: &WorkspaceSpec) -> Rules {
 /// holds more than discarded caches) is kept in `ws.keep`, when named, for
 /// `airlock changes RUN_ID` / `airlock apply RUN_ID`.
 pub fn finish(upper: &Path, ws: &WorkspaceSpec, limits: &Limits, apply: bool) -> Finished {
-    let all = changes(upper, &ws.root);
-    let (mut f, judged) = settle(all, upper, ws, limits, apply, Approved::No);
+    let Scanned {
+        changes: all,
+        unread,
+    } = changes(upper, &ws.root);
+    // A hole in the scan: nothing is applied (the set is kept, for a look).
+    let (mut f, judged) = settle(
+        all,
+        upper,
+        ws,
+        limits,
+        apply && unread.is_empty(),
+        Approved::No,
+    );
+    if let Some((first, e)) = unread.first() {
+        f.violations.push(fs_violation(
+            format!(
+                "not applied: {} of the change set could not be read, the first `{}`: {e}{}; none of this run's changes were applied",
+                if unread.len() == 1 {
+                    "1 entry".to_string()
+                } else {
+                    format!("{} entries", unread.len())
+                },
+                escape_path(first),
+                if e.raw_os_error() == Some(libc::ENAMETOOLONG) {
+                    " (a path longer than the kernel's PATH_MAX; make the tree shallower)"
+                } else {
+                    ""
+                }
+            ),
+            serde_json::json!({ "unread": unread.len() }),
+        ));
+    }
     if let Some(dir) = &ws.keep {
         if !f.applied
             && judged
@@ -448,17 +563,9 @@ pub fn settle(
     let upper = src;
     let rules = rules(ws);
     let off = return_path_off();
-    // Which paths of the view the change set leaves are symlinks: the change
-    // set's own (an entry in `src` hides the host's), else the host's.
-    let links = |p: &Path| -> Option<PathBuf> {
-        match fs::symlink_metadata(src.join(p)) {
-            Ok(m) if m.file_type().is_symlink() => fs::read_link(src.join(p)).ok(),
-            Ok(_) => None,
-            Err(_) => match fs::symlink_metadata(ws.root.join(p)) {
-                Ok(m) if m.file_type().is_symlink() => fs::read_link(ws.root.join(p)).ok(),
-                _ => None,
-            },
-        }
+    let view = SetView {
+        set: src,
+        host: &ws.root,
     };
     let judged: Vec<(Change, Classification)> = all
         .into_iter()
@@ -471,7 +578,7 @@ pub fn settle(
                     mode: Some(c.mode & 0o7777),
                 }
             } else {
-                rules.classify_with(&c.entry(), &links)
+                rules.classify_with(&c.entry(), &view)
             };
             (c, class)
         })

@@ -328,7 +328,14 @@ fn change_verdict(ctx: &Ctx<'_>, rel: &Path, abs: &Path, shown: &str) -> Result<
         host_mode: host.map(|st| st.st_mode & 0o7777),
         symlink_target: None,
     };
-    let verdict = airlock_policy::classify(&entry, &policy.changes, &context);
+    let rules = airlock_policy::changes::Rules::new(&policy.changes, context);
+    let verdict = rules.classify_with(
+        &entry,
+        &HostView {
+            root: &policy.workspace.root,
+            written: rel,
+        },
+    );
     match verdict.disposition {
         Disposition::Allow | Disposition::Discard => Ok(()),
         Disposition::ApprovalRequired => Err(err(
@@ -342,6 +349,25 @@ fn change_verdict(ctx: &Ctx<'_>, rel: &Path, abs: &Path, shown: &str) -> Result<
             "change_denied",
             format!("{shown}: denied by the change-set policy (rule {}): {}", verdict.rule, verdict.reason),
         )),
+    }
+}
+
+/// The host workspace with the file being written in it, for the change-set
+/// rules that look beyond one entry (a directory made to look like a git
+/// repository). The written file's content is not offered: a `.git/index`
+/// written by a tool needs a person.
+struct HostView<'a> {
+    root: &'a Path,
+    written: &'a Path,
+}
+
+impl airlock_policy::changes::View for HostView<'_> {
+    fn link(&self, p: &Path) -> Option<PathBuf> {
+        std::fs::read_link(self.root.join(p)).ok()
+    }
+
+    fn exists(&self, p: &Path) -> bool {
+        p == self.written || rustix::fs::lstat(self.root.join(p)).is_ok()
     }
 }
 
@@ -436,6 +462,12 @@ fn beneath(
         OFlags::empty()
     } else {
         OFlags::NOFOLLOW
+    };
+    // openat2 refuses a mode where nothing is created (EINVAL).
+    let mode = if flags.contains(OFlags::CREATE) {
+        mode
+    } else {
+        Mode::empty()
     };
     rustix::fs::openat2(
         dir,
@@ -782,6 +814,27 @@ mod tests {
             std::fs::read_to_string(policy.workspace.root.join("sub/new.txt")).unwrap(),
             "data"
         );
+        // An existing file is replaced in place.
+        let again = write_file(&Ctx::new(&policy, &[]), "sub/new.txt", "new", &caps).unwrap();
+        assert_eq!(again["created"], false);
+        assert_eq!(
+            std::fs::read_to_string(policy.workspace.root.join("sub/new.txt")).unwrap(),
+            "new"
+        );
+        // Files that together make a directory look like a git repository
+        // (whose config host git obeys inside it) need a person.
+        for d in ["sub/objects", "sub/refs"] {
+            std::fs::create_dir(policy.workspace.root.join(d)).unwrap();
+        }
+        let e = write_file(
+            &Ctx::new(&policy, &[]),
+            "sub/HEAD",
+            "ref: refs/heads/x\n",
+            &caps,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, "approval_required", "{e}");
+        assert!(!policy.workspace.root.join("sub/HEAD").exists());
         for bad in ["link-out/pwn.txt", "../outside/pwn.txt", "secret-link"] {
             let e = write_file(&Ctx::new(&policy, &[]), bad, "pwned", &caps).unwrap_err();
             assert!(
