@@ -101,7 +101,12 @@ impl Engine {
         // The workspace rules as a run under this policy would have them:
         // airlock's own files, protect, [changes], the limits.
         let mut spec = crate::spec::derive(policy, &request, run_id);
-        for p in self.owned() {
+        // The run's own policy file too, whatever policy judges the apply.
+        let run_policy = info
+            .policy_file
+            .iter()
+            .flat_map(|p| crate::spec::owned_forms(&policy.workspace.root, &info.request.cwd, p));
+        for p in self.owned().into_iter().chain(run_policy) {
             if !spec.workspace.owned.contains(&p) {
                 spec.workspace.owned.push(p);
             }
@@ -418,9 +423,12 @@ fn fill(r: &mut ApplyResponse, f: Finished) {
 fn summary_line(f: &Finished, apply: bool) -> String {
     let s = &f.summary;
     let n = s.total - s.discarded;
-    if apply && f.applied {
+    if apply && f.applied && n == s.denied {
+        format!("nothing applied: the {n} change(s) were all denied")
+    } else if apply && f.applied {
         format!(
-            "applied: {n} change(s), {} bytes written{}",
+            "applied: {} change(s), {} bytes written{}",
+            n - s.denied,
             s.applied_bytes,
             if s.denied > 0 {
                 format!("; {} denied change(s) left out", s.denied)

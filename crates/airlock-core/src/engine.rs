@@ -804,6 +804,9 @@ impl Engine {
                 cwd: judged.request.cwd.clone(),
             },
             policy_sha256: policy.sha256.clone(),
+            policy_file: (policy.source != airlock_policy::load::BUILTIN_ORIGIN).then(|| {
+                airlock_policy::load::absolute_lexical(&judged.request.cwd.join(&policy.source))
+            }),
         };
         let (keep_for, keep_bytes) = crate::kept::bounds(&policy.changes);
         let dropped = match crate::kept::write_info(&dir, &info) {

@@ -27,6 +27,12 @@ pub struct RunInfo {
     pub tenant: TenantId,
     pub request: RequestRecord,
     pub policy_sha256: String,
+    /// The policy file the run was judged under (absent: the built-in
+    /// default). A later apply, under whatever policy, never writes it: a
+    /// run could otherwise rewrite the rules of its own next run by waiting
+    /// for an apply judged under another policy.
+    #[serde(default)]
+    pub policy_file: Option<PathBuf>,
 }
 
 /// The folder of all kept sets.

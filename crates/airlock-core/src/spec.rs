@@ -6,7 +6,7 @@ use airlock_sandbox::native::interp;
 use airlock_sandbox::{
     Limits, NetworkSpec, SandboxSpec, WorkspaceMode, WorkspaceSpec, GIT_CONFIG_FILE, SANDBOX_HOME,
 };
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The argv that runs a request: a shell string runs under `bash -c`, code under
 /// its language's interpreter.
@@ -193,6 +193,23 @@ pub fn git_config_text(policy: &Policy) -> String {
     out
 }
 
+/// The names of a path airlock owns, for the change-set rules: `p` (relative
+/// to `cwd`) as written and as resolved, and, resolved, under `root` as
+/// written, so that a symlink on the way does not hide it.
+pub fn owned_forms(root: &Path, cwd: &Path, p: &Path) -> Vec<PathBuf> {
+    let p = airlock_policy::load::absolute_lexical(&cwd.join(p));
+    let mut out = Vec::new();
+    if let Ok(real) = std::fs::canonicalize(&p) {
+        let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        if let Ok(rel) = real.strip_prefix(&real_root) {
+            out.push(root.join(rel));
+        }
+        out.push(real);
+    }
+    out.push(p);
+    out
+}
+
 /// Build the spec for one execution.
 pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSpec {
     let caller_env: Vec<(String, String)> = std::env::vars_os()
@@ -253,23 +270,12 @@ pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSp
     // Each is named both as written and as resolved, against the root as
     // written, so that a symlink on the way does not hide it.
     let root = &policy.workspace.root;
-    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
     let mut owned: Vec<PathBuf> = Vec::new();
-    let mut own = |p: PathBuf| {
-        let p = airlock_policy::load::absolute_lexical(&request.cwd.join(p));
-        if let Ok(real) = std::fs::canonicalize(&p) {
-            if let Ok(rel) = real.strip_prefix(&real_root) {
-                owned.push(root.join(rel));
-            }
-            owned.push(real);
-        }
-        owned.push(p);
-    };
     if policy.source != airlock_policy::load::BUILTIN_ORIGIN {
-        own(PathBuf::from(&policy.source));
+        owned.extend(owned_forms(root, &request.cwd, Path::new(&policy.source)));
     }
     if let Ok(state) = crate::state::resolve_state_dir() {
-        own(state);
+        owned.extend(owned_forms(root, &request.cwd, &state));
     }
     SandboxSpec {
         request_id: request_id.to_string(),

@@ -507,6 +507,20 @@ pub(super) fn json_view(
 
 /// What a run did, for a person. `policy` names the limits a kill hit; it is
 /// `None` for a run through the server, whose policy this process has not read.
+/// `s` as one shell word: as it is when it needs no quotes, else single-quoted
+/// (escaped for the terminal either way).
+fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:=@".contains(&b));
+    let word = if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    };
+    airlock_core::terminal::escape_text(&word).into_owned()
+}
+
 pub(super) fn report_to_terminal(r: &RunResponse, policy: Option<&airlock_policy::Policy>) {
     match r.status {
         RunStatus::Ran => {}
@@ -536,11 +550,20 @@ pub(super) fn report_to_terminal(r: &RunResponse, policy: Option<&airlock_policy
     if !o.changes.is_empty() {
         let held = o.change_summary.as_ref().is_some_and(|s| s.held > 0);
         let kept = o.change_summary.as_ref().is_some_and(|s| s.kept);
+        // The set is judged again at apply time, under the policy named then:
+        // the hint names this run's, so that the same rules apply.
+        let with_policy = policy
+            .filter(|p| p.source != airlock_policy::load::BUILTIN_ORIGIN)
+            .map(|p| format!(" --policy {}", shell_word(&p.source)))
+            .unwrap_or_default();
         let later = format!(
-            "kept: `airlock changes {}` shows them, `airlock apply {}` applies them",
-            r.request_id, r.request_id
+            "kept: `airlock changes {id}{with_policy}` shows them, `airlock apply {id}{with_policy}` applies them",
+            id = r.request_id
         );
-        let verb = if o.applied {
+        let denied = o.change_summary.as_ref().map_or(0, |s| s.denied);
+        let verb = if o.applied && denied > 0 {
+            format!("applied except {denied} denied (see below)")
+        } else if o.applied {
             "applied".to_string()
         } else if held && kept {
             format!("not applied (some need a person, see below); {later}")
