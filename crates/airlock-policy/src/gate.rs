@@ -620,6 +620,19 @@ impl<'p> Judge<'p> {
         if seg.data_only || seg.function_call {
             return None;
         }
+        // A relative symlink target is resolved from the link's directory,
+        // not from here: `ln -s .. d/up` points above d, whatever the cwd.
+        let link_targets = symlink_targets(program, &seg.argv);
+        for (_, target) in &link_targets {
+            if let Err(o) = self.boundary.check(cwd, target, Access::Read) {
+                return Some(deny(
+                    "the symlink's target",
+                    target,
+                    &o.resolved,
+                    Access::Read,
+                ));
+            }
+        }
         let access = arg_access(program, &seg.argv);
         let already: Vec<&str> = seg.paths.iter().map(|p| p.text.as_str()).collect();
         let pattern = grep_pattern(program, &seg.argv);
@@ -627,6 +640,7 @@ impl<'p> Judge<'p> {
             if seg.unknown_args.iter().any(|(shown, _)| shown == arg)
                 || pattern == Some(i)
                 || seg.data_args.contains(&i)
+                || link_targets.iter().any(|(at, _)| *at == i)
             {
                 continue;
             }
@@ -900,6 +914,77 @@ fn grep_pattern(program: &str, argv: &[String]) -> Option<usize> {
         }
     }
     pattern
+}
+
+/// For `ln -s`: each relative target joined to the directory its link is
+/// made in, as the kernel resolves it. The link's own directory is taken as
+/// the parent of the last argument even where that is an existing directory
+/// (the link then lies one level deeper): starting one level higher only
+/// ever climbs further out, so the check is never looser than the link.
+fn symlink_targets(program: &str, argv: &[String]) -> Vec<(usize, String)> {
+    if program != "ln" {
+        return Vec::new();
+    }
+    let mut symbolic = false;
+    let mut into: Option<String> = None;
+    let mut positional: Vec<(usize, &str)> = Vec::new();
+    let mut only_args = false;
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if only_args || !a.starts_with('-') || a == "-" {
+            positional.push((i, a));
+        } else if a == "--" {
+            only_args = true;
+        } else if a == "--symbolic" || a.starts_with("--sym") {
+            symbolic = true;
+        } else if let Some(d) = a.strip_prefix("--target-directory=") {
+            into = Some(d.to_string());
+        } else if a == "-t" || a.starts_with("--target") {
+            into = argv.get(i + 1).cloned();
+            i += 1;
+        } else if !a.starts_with("--") {
+            let letters = &a[1..];
+            if let Some(k) = letters.find('t') {
+                symbolic |= letters[..k].contains('s');
+                into = Some(letters[k + 1..].to_string())
+                    .filter(|d| !d.is_empty())
+                    .or_else(|| {
+                        i += 1;
+                        argv.get(i).cloned()
+                    });
+            } else {
+                symbolic |= letters.contains('s');
+            }
+        }
+        i += 1;
+    }
+    if !symbolic || positional.is_empty() {
+        return Vec::new();
+    }
+    let (targets, dir): (&[(usize, &str)], String) = match into {
+        Some(d) => (&positional[..], d),
+        None if positional.len() == 1 => (&positional[..], ".".into()),
+        None => {
+            let ((_, last), targets) = positional.split_last().unwrap_or((&(0, "."), &[]));
+            let dir = if positional.len() > 2 || last.ends_with('/') {
+                last.to_string()
+            } else {
+                Path::new(last)
+                    .parent()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or_else(|| ".".into())
+            };
+            (targets, dir)
+        }
+    };
+    // Absolute targets are judged by the ordinary check of the argument.
+    targets
+        .iter()
+        .filter(|(_, t)| !t.starts_with('/'))
+        .map(|(i, t)| (*i, format!("{}/{t}", dir.trim_end_matches('/'))))
+        .collect()
 }
 
 /// Read or write, for the argument at an index of this program's argv.

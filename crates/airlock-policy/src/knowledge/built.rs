@@ -122,6 +122,7 @@ pub struct StaticLong {
 pub enum StaticTrigger {
     Option(&'static str),
     Argument(usize),
+    AnyArgument,
     Always { min_args: usize },
 }
 
@@ -212,6 +213,7 @@ fn effect(e: &StaticEffect) -> Effect {
         trigger: match e.trigger {
             StaticTrigger::Option(o) => Trigger::Option(Cow::Borrowed(o)),
             StaticTrigger::Argument(n) => Trigger::Argument(n),
+            StaticTrigger::AnyArgument => Trigger::AnyArgument,
             StaticTrigger::Always { min_args } => Trigger::Always { min_args },
         },
         when: strings(e.when),

@@ -11,13 +11,13 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0x50d1072b82c1c8a0;
+pub const SOURCE_HASH: u64 = 0xeaa95116098f898b;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
 pub static PROGRAMS: &[P] = &[
     P {
-        names: &["rm"], origin: "<built-in knowledge base>:64",
+        names: &["rm"], origin: "<built-in knowledge base>:65",
         about: "GNU rm",
         abbreviations: true,
         synonyms: &[('R', 'r')],
@@ -40,7 +40,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["chmod"], origin: "<built-in knowledge base>:77",
+        names: &["chmod"], origin: "<built-in knowledge base>:78",
         abbreviations: true,
         long: &[
             L { name: "recursive", key: "--recursive", takes: Takes::No, short: Some('R') },
@@ -60,7 +60,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["chown", "chgrp"], origin: "<built-in knowledge base>:88",
+        names: &["chown", "chgrp"], origin: "<built-in knowledge base>:89",
         abbreviations: true,
         long: &[
             L { name: "recursive", key: "--recursive", takes: Takes::No, short: Some('R') },
@@ -80,7 +80,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cp"], origin: "<built-in knowledge base>:93",
+        names: &["cp"], origin: "<built-in knowledge base>:94",
         abbreviations: true,
         short_values: &['t', 'S'],
         synonyms: &[('R', 'r')],
@@ -119,7 +119,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["mv"], origin: "<built-in knowledge base>:106",
+        names: &["mv"], origin: "<built-in knowledge base>:107",
         abbreviations: true,
         short_values: &['t', 'S'],
         long: &[
@@ -145,7 +145,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ln"], origin: "<built-in knowledge base>:118",
+        names: &["ln"], origin: "<built-in knowledge base>:119",
         abbreviations: true,
         short_values: &['t', 'S'],
         long: &[
@@ -170,7 +170,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["install"], origin: "<built-in knowledge base>:130",
+        names: &["install"], origin: "<built-in knowledge base>:131",
         abbreviations: true,
         short_values: &['t', 'g', 'm', 'o', 'S', 'C'],
         long: &[
@@ -195,7 +195,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["mkdir", "rmdir", "touch"], origin: "<built-in knowledge base>:149",
+        names: &["mkdir", "rmdir", "touch"], origin: "<built-in knowledge base>:150",
         abbreviations: true,
         short_values: &['m', 'r', 'd', 't'],
         long: &[
@@ -215,7 +215,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["grep", "egrep", "fgrep"], origin: "<built-in knowledge base>:161",
+        names: &["grep", "egrep", "fgrep"], origin: "<built-in knowledge base>:162",
         about: "GNU grep",
         abbreviations: true,
         short_values: &['e', 'f', 'm', 'A', 'B', 'C', 'd', 'D'],
@@ -274,7 +274,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sort"], origin: "<built-in knowledge base>:181",
+        names: &["sort"], origin: "<built-in knowledge base>:182",
         about: "GNU sort",
         abbreviations: true,
         short_values: &['k', 'o', 't', 'S', 'T'],
@@ -321,7 +321,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sed", "gsed"], origin: "<built-in knowledge base>:221",
+        names: &["sed", "gsed"], origin: "<built-in knowledge base>:222",
         about: "GNU sed",
         abbreviations: true,
         short_values: &['e', 'f', 'l'],
@@ -347,6 +347,8 @@ pub static PROGRAMS: &[P] = &[
             L { name: "version", key: "--version", takes: Takes::No, short: None },
         ],
         effects: &[
+            E { trigger: T::Option("-i"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write),
+                reason: "a suffix with a `/` names where the backup goes (`*` is the file's name)", ..EFFECT },
             E { trigger: T::Option("-e"), kind: Kind::Exec, action: Action::ApprovalRequired, unless: &["--sandbox"], script: Some(Script::Sed),
                 reason: "the sed script runs a command or writes a file", ..EFFECT },
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, unless: &["-e", "-f", "--sandbox"], script: Some(Script::Sed),
@@ -357,7 +359,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:253",
+        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:261",
         about: "awk; gawk's long options",
         abbreviations: true,
         short_values: &['f', 'v', 'F', 'E', 'i', 'l', 'W'],
@@ -390,13 +392,15 @@ pub static PROGRAMS: &[P] = &[
                 reason: "runs an awk program from a file the gate cannot see", ..EFFECT },
             E { trigger: T::Option("-i"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "includes awk source the gate cannot see", ..EFFECT },
+            E { trigger: T::Option("-W"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["e*", "s*", "i*", "l*", "f*"],
+                reason: "mawk's and gawk's -W exec, source, include, load and file run awk code the gate cannot see", ..EFFECT },
             E { trigger: T::Option("-l"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "loads a compiled gawk extension (native code)", ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:306",
+        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:321",
         about: "GNU tar",
         abbreviations: true, old_style: true,
         short_values: &['f', 'C', 'I', 'F', 'b', 'H', 'K', 'L', 'N', 'g', 'V', 'T', 'X'],
@@ -474,6 +478,10 @@ pub static PROGRAMS: &[P] = &[
                 reason: "makes tar run a command at every checkpoint", ..EFFECT },
             E { trigger: T::Option("--to-command"), kind: Kind::Exec, action: Action::ApprovalRequired, inner: InnerCommand::Shell,
                 reason: "makes tar pipe every extracted file into a command", ..EFFECT },
+            E { trigger: T::Option("--transform"), kind: Kind::Write, action: Action::ApprovalRequired,
+                reason: "renames what tar writes by a pattern, so the names written (a shell or git configuration file) cannot be checked", ..EFFECT },
+            E { trigger: T::Option("--xform"), kind: Kind::Write, action: Action::ApprovalRequired,
+                reason: "renames what tar writes by a pattern, so the names written (a shell or git configuration file) cannot be checked", ..EFFECT },
             E { trigger: T::Option("-I"), kind: Kind::Exec, action: Action::ApprovalRequired, inner: InnerCommand::Words,
                 reason: "makes tar run a program of the caller's choice to (de)compress", ..EFFECT },
             E { trigger: T::Option("-F"), kind: Kind::Exec, action: Action::ApprovalRequired, inner: InnerCommand::Shell,
@@ -494,8 +502,9 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zip"], origin: "<built-in knowledge base>:403",
+        names: &["zip"], origin: "<built-in knowledge base>:430",
         about: "Info-ZIP zip",
+        abbreviations: true,
         short_values: &['b', 'n', 'x', 'i', 't'],
         long: &[
             L { name: "-TT", key: "-TT", takes: Takes::Required, short: None },
@@ -530,7 +539,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unzip"], origin: "<built-in knowledge base>:435",
+        names: &["unzip"], origin: "<built-in knowledge base>:463",
         about: "Info-ZIP unzip",
         short_values: &['d', 'x'],
         effects: &[
@@ -541,10 +550,10 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["make", "gmake"], origin: "<built-in knowledge base>:455",
+        names: &["make", "gmake"], origin: "<built-in knowledge base>:483",
         about: "GNU make",
         abbreviations: true,
-        short_values: &['f', 'C', 'I', 'j', 'l', 'o', 'W'],
+        short_values: &['f', 'C', 'I', 'j', 'l', 'o', 'W', 'E'],
         long: &[
             L { name: "file", key: "--file", takes: Takes::Required, short: Some('f') },
             L { name: "makefile", key: "--makefile", takes: Takes::Required, short: Some('f') },
@@ -557,7 +566,7 @@ pub static PROGRAMS: &[P] = &[
             L { name: "what-if", key: "--what-if", takes: Takes::Required, short: Some('W') },
             L { name: "new-file", key: "--new-file", takes: Takes::Required, short: Some('W') },
             L { name: "assume-new", key: "--assume-new", takes: Takes::Required, short: Some('W') },
-            L { name: "eval", key: "--eval", takes: Takes::Required, short: None },
+            L { name: "eval", key: "--eval", takes: Takes::Required, short: Some('E') },
             L { name: "environment-overrides", key: "--environment-overrides", takes: Takes::No, short: Some('e') },
             L { name: "always-make", key: "--always-make", takes: Takes::No, short: Some('B') },
             L { name: "dry-run", key: "--dry-run", takes: Takes::No, short: Some('n') },
@@ -582,23 +591,193 @@ pub static PROGRAMS: &[P] = &[
         ],
         effects: &[
             E { trigger: T::Option("-f"), kind: Kind::Exec, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
-            E { trigger: T::Option("--eval"), kind: Kind::Exec, action: Action::ApprovalRequired,
+            E { trigger: T::Option("-E"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "evaluates make text given on the command line (it can define recipes and run $(shell ...))", ..EFFECT },
             E { trigger: T::Option("-C"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
             E { trigger: T::Option("-I"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
             E { trigger: T::Option("-e"), kind: Kind::Config, action: Action::ApprovalRequired,
                 reason: "lets environment variables override the makefile's (SHELL, MAKE)", ..EFFECT },
-            E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["SHELL=*", ".SHELLFLAGS=*", "MAKE=*", "MAKEFLAGS=*"],
-                reason: "replaces the program make runs recipes with", ..EFFECT },
-            E { trigger: T::Argument(1), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["SHELL=*", ".SHELLFLAGS=*", "MAKE=*", "MAKEFLAGS=*"],
-                reason: "replaces the program make runs recipes with", ..EFFECT },
-            E { trigger: T::Argument(2), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["SHELL=*", ".SHELLFLAGS=*", "MAKE=*", "MAKEFLAGS=*"],
+            E { trigger: T::AnyArgument, kind: Kind::Exec, action: Action::ApprovalRequired, when: &["SHELL=*", ".SHELLFLAGS=*", "MAKE=*", "MAKEFLAGS=*", "SHELL:=*", "SHELL::=*", "SHELL+=*", "SHELL?=*", "SHELL!=*", "MAKE:=*"],
                 reason: "replaces the program make runs recipes with", ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["find"], origin: "<built-in knowledge base>:515",
+        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:527",
+        about: "GCC and Clang drivers: options that run or load other programs, and the output file",
+        short_values: &['o', 'B'],
+        long: &[
+            L { name: "-wrapper", key: "-wrapper", takes: Takes::Required, short: None },
+            L { name: "-fplugin", key: "-fplugin", takes: Takes::Required, short: None },
+            L { name: "-specs", key: "-specs", takes: Takes::Required, short: None },
+            L { name: "-fplugin-arg", key: "-fplugin-arg", takes: Takes::Required, short: None },
+            L { name: "-print-prog-name", key: "-print-prog-name", takes: Takes::Required, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-wrapper"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "runs every compiler step through a program of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-fplugin"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "loads a compiler plugin (code of the caller's choice) into the compiler", ..EFFECT },
+            E { trigger: T::Option("-specs"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "reads a spec file, which can make the driver run other programs", ..EFFECT },
+            E { trigger: T::Option("-B"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "makes the driver look for the compiler's own programs (cc1, as, ld) under a directory of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["go"], origin: "<built-in knowledge base>:563",
+        about: "the go command: flags that run other programs in place of go's own tools",
+        subcommands: true,
+        ..PROGRAM
+    },
+    P {
+        names: &["go"], origin: "<built-in knowledge base>:568",
+        subcommand: Some("vet"),
+        long: &[
+            L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
+            L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
+            L { name: "-exec", key: "-exec", takes: Takes::Required, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-vettool"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "runs a program of the caller's choice as the analysis tool", ..EFFECT },
+            E { trigger: T::Option("-toolexec"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "runs every build tool through a program of the caller's choice", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["go"], origin: "<built-in knowledge base>:585",
+        subcommand: Some("build"),
+        long: &[
+            L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
+            L { name: "-exec", key: "-exec", takes: Takes::Required, short: None },
+            L { name: "-o", key: "-o", takes: Takes::Required, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-toolexec"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "runs every build tool through a program of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["go"], origin: "<built-in knowledge base>:602",
+        subcommand: Some("test"),
+        long: &[
+            L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
+            L { name: "-exec", key: "-exec", takes: Takes::Required, short: None },
+            L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
+            L { name: "-o", key: "-o", takes: Takes::Required, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-toolexec"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "runs every build tool through a program of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-exec"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "runs the test binary through a program of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-vettool"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "runs a program of the caller's choice as the analysis tool", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["go"], origin: "<built-in knowledge base>:625",
+        subcommand: Some("run"),
+        long: &[
+            L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
+            L { name: "-exec", key: "-exec", takes: Takes::Required, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-toolexec"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "runs every build tool through a program of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-exec"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "runs the program through another program of the caller's choice", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["patch"], origin: "<built-in knowledge base>:642",
+        about: "GNU patch: where it writes and what it reads",
+        abbreviations: true,
+        short_values: &['d', 'i', 'o', 'p', 'r', 'B', 'D', 'F', 'V', 'Y', 'z', 'g'],
+        long: &[
+            L { name: "directory", key: "--directory", takes: Takes::Required, short: Some('d') },
+            L { name: "input", key: "--input", takes: Takes::Required, short: Some('i') },
+            L { name: "output", key: "--output", takes: Takes::Required, short: Some('o') },
+            L { name: "strip", key: "--strip", takes: Takes::Required, short: Some('p') },
+            L { name: "reject-file", key: "--reject-file", takes: Takes::Required, short: Some('r') },
+            L { name: "prefix", key: "--prefix", takes: Takes::Required, short: Some('B') },
+            L { name: "basename-prefix", key: "--basename-prefix", takes: Takes::Required, short: Some('Y') },
+            L { name: "suffix", key: "--suffix", takes: Takes::Required, short: Some('z') },
+            L { name: "ifdef", key: "--ifdef", takes: Takes::Required, short: Some('D') },
+            L { name: "fuzz", key: "--fuzz", takes: Takes::Required, short: Some('F') },
+            L { name: "get", key: "--get", takes: Takes::Required, short: Some('g') },
+            L { name: "version-control", key: "--version-control", takes: Takes::Required, short: Some('V') },
+            L { name: "backup", key: "--backup", takes: Takes::No, short: Some('b') },
+            L { name: "forward", key: "--forward", takes: Takes::No, short: Some('N') },
+            L { name: "reverse", key: "--reverse", takes: Takes::No, short: Some('R') },
+            L { name: "silent", key: "--silent", takes: Takes::No, short: Some('s') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('s') },
+            L { name: "batch", key: "--batch", takes: Takes::No, short: Some('t') },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "dry-run", key: "--dry-run", takes: Takes::No, short: None },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: None },
+            L { name: "help", key: "--help", takes: Takes::No, short: None },
+            L { name: "version", key: "--version", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-d"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-r"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-B"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-i"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:679",
+        about: "linkers: the output file",
+        short_values: &['o', 'L', 'l', 'T', 'e', 'u', 'y', 'Y', 'm', 'F', 'f', 'I', 'h', 'z'],
+        long: &[
+            L { name: "output", key: "--output", takes: Takes::Required, short: Some('o') },
+            L { name: "script", key: "--script", takes: Takes::Required, short: Some('T') },
+            L { name: "entry", key: "--entry", takes: Takes::Required, short: Some('e') },
+            L { name: "library", key: "--library", takes: Takes::Required, short: Some('l') },
+            L { name: "library-path", key: "--library-path", takes: Takes::Required, short: Some('L') },
+            L { name: "help", key: "--help", takes: Takes::No, short: None },
+            L { name: "version", key: "--version", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["jq"], origin: "<built-in knowledge base>:691",
+        about: "jq: files it reads its program or arguments from",
+        short_values: &['f', 'L'],
+        long: &[
+            L { name: "from-file", key: "--from-file", takes: Takes::Required, short: Some('f') },
+            L { name: "args", key: "--args", takes: Takes::No, short: None },
+            L { name: "jsonargs", key: "--jsonargs", takes: Takes::No, short: None },
+            L { name: "raw-output", key: "--raw-output", takes: Takes::No, short: Some('r') },
+            L { name: "compact-output", key: "--compact-output", takes: Takes::No, short: Some('c') },
+            L { name: "slurp", key: "--slurp", takes: Takes::No, short: Some('s') },
+            L { name: "null-input", key: "--null-input", takes: Takes::No, short: Some('n') },
+            L { name: "exit-status", key: "--exit-status", takes: Takes::No, short: Some('e') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-f"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-L"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["find"], origin: "<built-in knowledge base>:711",
         about: "GNU find: predicates are single-dash words; -exec and friends are unwrapped and their command judged",
         long: &[
             L { name: "-exec", key: "-exec", takes: Takes::Command, short: None },
@@ -665,7 +844,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xargs"], origin: "<built-in knowledge base>:577",
+        names: &["xargs"], origin: "<built-in knowledge base>:773",
         about: "GNU xargs: the command after its options is unwrapped and judged (echo when none)",
         abbreviations: true, options_first: true,
         short_values: &['I', 'a', 'E', 'd', 'L', 'n', 'P', 's'],
@@ -696,7 +875,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["env"], origin: "<built-in knowledge base>:594",
+        names: &["env"], origin: "<built-in knowledge base>:790",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
         short_values: &['u', 'C', 'S'],
@@ -721,7 +900,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nice"], origin: "<built-in knowledge base>:608",
+        names: &["nice"], origin: "<built-in knowledge base>:804",
         abbreviations: true, options_first: true,
         short_values: &['n'],
         long: &[
@@ -732,7 +911,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["timeout"], origin: "<built-in knowledge base>:615",
+        names: &["timeout"], origin: "<built-in knowledge base>:811",
         abbreviations: true, options_first: true,
         short_values: &['s', 'k'],
         long: &[
@@ -747,7 +926,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:622",
+        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:818",
         options_first: true,
         long: &[
             L { name: "fork", key: "--fork", takes: Takes::No, short: Some('f') },
@@ -759,7 +938,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["stdbuf"], origin: "<built-in knowledge base>:627",
+        names: &["stdbuf"], origin: "<built-in knowledge base>:823",
         abbreviations: true, options_first: true,
         short_values: &['i', 'o', 'e'],
         long: &[
@@ -772,7 +951,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:634",
+        names: &["busybox"], origin: "<built-in knowledge base>:830",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -787,7 +966,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:648",
+        names: &["less"], origin: "<built-in knowledge base>:844",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -820,11 +999,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:673",
+        names: &["more"], origin: "<built-in knowledge base>:869",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:677",
+        names: &["man"], origin: "<built-in knowledge base>:873",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -861,7 +1040,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:709",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:905",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -890,7 +1069,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:752",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:948",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -909,7 +1088,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:772",
+        names: &["git"], origin: "<built-in knowledge base>:968",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -955,7 +1134,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:818",
+        names: &["git"], origin: "<built-in knowledge base>:1014",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -977,7 +1156,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:824",
+        names: &["git"], origin: "<built-in knowledge base>:1020",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -991,7 +1170,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:831",
+        names: &["git"], origin: "<built-in knowledge base>:1027",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -1030,7 +1209,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:850",
+        names: &["git"], origin: "<built-in knowledge base>:1046",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -1066,11 +1245,13 @@ pub static PROGRAMS: &[P] = &[
                 reason: "makes git rebase run a shell command after each commit", ..EFFECT },
             E { trigger: T::Option("-i"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "opens the rebase todo in an editor and obeys it, including `exec` lines", ..EFFECT },
+            E { trigger: T::Option("-s"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "git runs `git-merge-<strategy>` from its exec path or PATH, or from a path the name contains", ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:870",
+        names: &["git"], origin: "<built-in knowledge base>:1072",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -1125,7 +1306,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:932",
+        names: &["git"], origin: "<built-in knowledge base>:1134",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -1134,7 +1315,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:943",
+        names: &["git"], origin: "<built-in knowledge base>:1145",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -1143,7 +1324,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:954",
+        names: &["git"], origin: "<built-in knowledge base>:1156",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1152,7 +1333,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:964",
+        names: &["git"], origin: "<built-in knowledge base>:1166",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -1173,7 +1354,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:984",
+        names: &["git"], origin: "<built-in knowledge base>:1186",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1182,7 +1363,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:994",
+        names: &["git"], origin: "<built-in knowledge base>:1196",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -1191,7 +1372,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1004",
+        names: &["git"], origin: "<built-in knowledge base>:1206",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -1213,7 +1394,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1023",
+        names: &["git"], origin: "<built-in knowledge base>:1225",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -1239,7 +1420,274 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:1032",
+        names: &["git"], origin: "<built-in knowledge base>:1232",
+        subcommand: Some("grep"),
+        abbreviations: true,
+        short_optional: &['O'],
+        long: &[
+            L { name: "open-files-in-pager", key: "--open-files-in-pager", takes: Takes::Optional, short: Some('O') },
+            L { name: "only-matching", key: "--only-matching", takes: Takes::No, short: Some('o') },
+            L { name: "or", key: "--or", takes: Takes::No, short: None },
+            L { name: "and", key: "--and", takes: Takes::No, short: None },
+            L { name: "not", key: "--not", takes: Takes::No, short: None },
+            L { name: "all-match", key: "--all-match", takes: Takes::No, short: None },
+            L { name: "max-depth", key: "--max-depth", takes: Takes::Required, short: None },
+            L { name: "threads", key: "--threads", takes: Takes::Required, short: None },
+            L { name: "file", key: "--file", takes: Takes::Required, short: Some('f') },
+        ],
+        effects: &[
+            E { trigger: T::Option("-O"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "opens the matching files in a program of the caller's choice (the value is run by the shell)", ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:1251",
+        subcommand: Some("fetch-pack"),
+        abbreviations: true,
+        long: &[
+            L { name: "upload-pack", key: "--upload-pack", takes: Takes::Required, short: None },
+            L { name: "exec", key: "--exec", takes: Takes::Required, short: None },
+            L { name: "all", key: "--all", takes: Takes::No, short: None },
+            L { name: "stdin", key: "--stdin", takes: Takes::No, short: None },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "keep", key: "--keep", takes: Takes::No, short: Some('k') },
+            L { name: "thin", key: "--thin", takes: Takes::No, short: None },
+            L { name: "include-tag", key: "--include-tag", takes: Takes::No, short: None },
+            L { name: "depth", key: "--depth", takes: Takes::Required, short: None },
+            L { name: "shallow-since", key: "--shallow-since", takes: Takes::Required, short: None },
+            L { name: "shallow-exclude", key: "--shallow-exclude", takes: Takes::Required, short: None },
+            L { name: "deepen-relative", key: "--deepen-relative", takes: Takes::No, short: None },
+            L { name: "refetch", key: "--refetch", takes: Takes::No, short: None },
+            L { name: "no-progress", key: "--no-progress", takes: Takes::No, short: None },
+            L { name: "check-self-contained-and-connected", key: "--check-self-contained-and-connected", takes: Takes::No, short: None },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+        ],
+        effects: &[
+            E { trigger: T::Option("--upload-pack"), kind: Kind::Exec, action: Action::Deny,
+                reason: "makes git run a program of the caller's choice as the other side of the fetch", ..EFFECT },
+            E { trigger: T::Option("--exec"), kind: Kind::Exec, action: Action::Deny,
+                reason: "makes git run a program of the caller's choice as the other side of the fetch", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:1269",
+        subcommand: Some("ls-remote"),
+        abbreviations: true,
+        long: &[
+            L { name: "upload-pack", key: "--upload-pack", takes: Takes::Required, short: None },
+            L { name: "exec", key: "--exec", takes: Takes::Required, short: None },
+            L { name: "heads", key: "--heads", takes: Takes::No, short: None },
+            L { name: "tags", key: "--tags", takes: Takes::No, short: None },
+            L { name: "refs", key: "--refs", takes: Takes::No, short: None },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "get-url", key: "--get-url", takes: Takes::No, short: None },
+            L { name: "sort", key: "--sort", takes: Takes::Required, short: None },
+            L { name: "symref", key: "--symref", takes: Takes::No, short: None },
+            L { name: "server-option", key: "--server-option", takes: Takes::Required, short: Some('o') },
+            L { name: "branches", key: "--branches", takes: Takes::No, short: Some('b') },
+        ],
+        effects: &[
+            E { trigger: T::Option("--upload-pack"), kind: Kind::Exec, action: Action::Deny,
+                reason: "makes git run a program of the caller's choice as the remote side", ..EFFECT },
+            E { trigger: T::Option("--exec"), kind: Kind::Exec, action: Action::Deny,
+                reason: "makes git run a program of the caller's choice as the remote side", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:1287",
+        subcommand: Some("clone"),
+        abbreviations: true,
+        short_values: &['u', 'o', 'b', 'c', 'j'],
+        long: &[
+            L { name: "upload-pack", key: "--upload-pack", takes: Takes::Required, short: Some('u') },
+            L { name: "origin", key: "--origin", takes: Takes::Required, short: Some('o') },
+            L { name: "branch", key: "--branch", takes: Takes::Required, short: Some('b') },
+            L { name: "config", key: "--config", takes: Takes::Required, short: Some('c') },
+            L { name: "template", key: "--template", takes: Takes::Required, short: None },
+            L { name: "reference", key: "--reference", takes: Takes::Required, short: None },
+            L { name: "separate-git-dir", key: "--separate-git-dir", takes: Takes::Required, short: None },
+            L { name: "depth", key: "--depth", takes: Takes::Required, short: None },
+            L { name: "jobs", key: "--jobs", takes: Takes::Required, short: Some('j') },
+            L { name: "local", key: "--local", takes: Takes::No, short: Some('l') },
+            L { name: "shared", key: "--shared", takes: Takes::No, short: Some('s') },
+            L { name: "no-checkout", key: "--no-checkout", takes: Takes::No, short: Some('n') },
+            L { name: "bare", key: "--bare", takes: Takes::No, short: None },
+            L { name: "mirror", key: "--mirror", takes: Takes::No, short: None },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "recurse-submodules", key: "--recurse-submodules", takes: Takes::Optional, short: None },
+            L { name: "single-branch", key: "--single-branch", takes: Takes::No, short: None },
+            L { name: "no-tags", key: "--no-tags", takes: Takes::No, short: None },
+            L { name: "filter", key: "--filter", takes: Takes::Required, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-u"), kind: Kind::Exec, action: Action::Deny,
+                reason: "makes git run a program of the caller's choice as the other side of the clone", ..EFFECT },
+            E { trigger: T::Option("-c"), kind: Kind::Config, action: Action::Deny,
+                reason: "sets configuration of the new repository, which can make git run any program (core.fsmonitor, core.pager)", ..EFFECT },
+            E { trigger: T::Option("--template"), kind: Kind::Exec, action: Action::ApprovalRequired, path: Some(Access::Read),
+                reason: "copies hooks from a template directory into the new repository", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:1313",
+        subcommand: Some("fetch"),
+        abbreviations: true,
+        long: &[
+            L { name: "upload-pack", key: "--upload-pack", takes: Takes::Required, short: None },
+            L { name: "all", key: "--all", takes: Takes::No, short: None },
+            L { name: "append", key: "--append", takes: Takes::No, short: Some('a') },
+            L { name: "atomic", key: "--atomic", takes: Takes::No, short: None },
+            L { name: "depth", key: "--depth", takes: Takes::Required, short: None },
+            L { name: "deepen", key: "--deepen", takes: Takes::Required, short: None },
+            L { name: "shallow-since", key: "--shallow-since", takes: Takes::Required, short: None },
+            L { name: "shallow-exclude", key: "--shallow-exclude", takes: Takes::Required, short: None },
+            L { name: "unshallow", key: "--unshallow", takes: Takes::No, short: None },
+            L { name: "update-shallow", key: "--update-shallow", takes: Takes::No, short: None },
+            L { name: "dry-run", key: "--dry-run", takes: Takes::No, short: None },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "keep", key: "--keep", takes: Takes::No, short: Some('k') },
+            L { name: "multiple", key: "--multiple", takes: Takes::No, short: None },
+            L { name: "prune", key: "--prune", takes: Takes::No, short: Some('p') },
+            L { name: "prune-tags", key: "--prune-tags", takes: Takes::No, short: Some('P') },
+            L { name: "no-tags", key: "--no-tags", takes: Takes::No, short: Some('n') },
+            L { name: "tags", key: "--tags", takes: Takes::No, short: Some('t') },
+            L { name: "jobs", key: "--jobs", takes: Takes::Required, short: Some('j') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "recurse-submodules", key: "--recurse-submodules", takes: Takes::Optional, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("--upload-pack"), kind: Kind::Exec, action: Action::Deny,
+                reason: "makes git run a program of the caller's choice as the other side of the fetch", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:1325",
+        subcommand: Some("pull"),
+        abbreviations: true,
+        short_values: &['s', 'X'],
+        long: &[
+            L { name: "upload-pack", key: "--upload-pack", takes: Takes::Required, short: None },
+            L { name: "strategy", key: "--strategy", takes: Takes::Required, short: Some('s') },
+            L { name: "strategy-option", key: "--strategy-option", takes: Takes::Required, short: Some('X') },
+            L { name: "rebase", key: "--rebase", takes: Takes::Optional, short: Some('r') },
+            L { name: "no-rebase", key: "--no-rebase", takes: Takes::No, short: None },
+            L { name: "ff", key: "--ff", takes: Takes::No, short: None },
+            L { name: "no-ff", key: "--no-ff", takes: Takes::No, short: None },
+            L { name: "ff-only", key: "--ff-only", takes: Takes::No, short: None },
+            L { name: "squash", key: "--squash", takes: Takes::No, short: None },
+            L { name: "commit", key: "--commit", takes: Takes::No, short: None },
+            L { name: "no-commit", key: "--no-commit", takes: Takes::No, short: None },
+            L { name: "edit", key: "--edit", takes: Takes::No, short: Some('e') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "all", key: "--all", takes: Takes::No, short: None },
+            L { name: "depth", key: "--depth", takes: Takes::Required, short: None },
+            L { name: "tags", key: "--tags", takes: Takes::No, short: Some('t') },
+            L { name: "no-tags", key: "--no-tags", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("--upload-pack"), kind: Kind::Exec, action: Action::Deny,
+                reason: "makes git run a program of the caller's choice as the other side of the fetch", ..EFFECT },
+            E { trigger: T::Option("-s"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "git runs `git-merge-<strategy>` from its exec path or PATH, or from a path the name contains", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:1344",
+        subcommand: Some("merge"),
+        abbreviations: true,
+        short_values: &['s', 'X', 'm', 'F'],
+        long: &[
+            L { name: "strategy", key: "--strategy", takes: Takes::Required, short: Some('s') },
+            L { name: "strategy-option", key: "--strategy-option", takes: Takes::Required, short: Some('X') },
+            L { name: "message", key: "--message", takes: Takes::Required, short: Some('m') },
+            L { name: "file", key: "--file", takes: Takes::Required, short: Some('F') },
+            L { name: "ff", key: "--ff", takes: Takes::No, short: None },
+            L { name: "no-ff", key: "--no-ff", takes: Takes::No, short: None },
+            L { name: "ff-only", key: "--ff-only", takes: Takes::No, short: None },
+            L { name: "squash", key: "--squash", takes: Takes::No, short: None },
+            L { name: "commit", key: "--commit", takes: Takes::No, short: None },
+            L { name: "no-commit", key: "--no-commit", takes: Takes::No, short: None },
+            L { name: "edit", key: "--edit", takes: Takes::No, short: Some('e') },
+            L { name: "no-edit", key: "--no-edit", takes: Takes::No, short: None },
+            L { name: "abort", key: "--abort", takes: Takes::No, short: None },
+            L { name: "continue", key: "--continue", takes: Takes::No, short: None },
+            L { name: "quit", key: "--quit", takes: Takes::No, short: None },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "allow-unrelated-histories", key: "--allow-unrelated-histories", takes: Takes::No, short: None },
+            L { name: "autostash", key: "--autostash", takes: Takes::No, short: None },
+            L { name: "no-verify", key: "--no-verify", takes: Takes::No, short: None },
+            L { name: "verify", key: "--verify", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-s"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "git runs `git-merge-<strategy>` from its exec path or PATH, or from a path the name contains", ..EFFECT },
+            E { trigger: T::Option("-F"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:1363",
+        subcommand: Some("cherry-pick"),
+        abbreviations: true,
+        short_values: &['s', 'X', 'm'],
+        long: &[
+            L { name: "strategy", key: "--strategy", takes: Takes::Required, short: Some('s') },
+            L { name: "strategy-option", key: "--strategy-option", takes: Takes::Required, short: Some('X') },
+            L { name: "mainline", key: "--mainline", takes: Takes::Required, short: Some('m') },
+            L { name: "edit", key: "--edit", takes: Takes::No, short: Some('e') },
+            L { name: "no-commit", key: "--no-commit", takes: Takes::No, short: Some('n') },
+            L { name: "signoff", key: "--signoff", takes: Takes::No, short: None },
+            L { name: "ff", key: "--ff", takes: Takes::No, short: None },
+            L { name: "allow-empty", key: "--allow-empty", takes: Takes::No, short: None },
+            L { name: "keep-redundant-commits", key: "--keep-redundant-commits", takes: Takes::No, short: None },
+            L { name: "continue", key: "--continue", takes: Takes::No, short: None },
+            L { name: "abort", key: "--abort", takes: Takes::No, short: None },
+            L { name: "quit", key: "--quit", takes: Takes::No, short: None },
+            L { name: "skip", key: "--skip", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-s"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "git runs `git-merge-<strategy>` from its exec path or PATH, or from a path the name contains", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:1376",
+        subcommand: Some("revert"),
+        abbreviations: true,
+        short_values: &['s', 'X', 'm'],
+        long: &[
+            L { name: "strategy", key: "--strategy", takes: Takes::Required, short: Some('s') },
+            L { name: "strategy-option", key: "--strategy-option", takes: Takes::Required, short: Some('X') },
+            L { name: "mainline", key: "--mainline", takes: Takes::Required, short: Some('m') },
+            L { name: "edit", key: "--edit", takes: Takes::No, short: Some('e') },
+            L { name: "no-edit", key: "--no-edit", takes: Takes::No, short: None },
+            L { name: "no-commit", key: "--no-commit", takes: Takes::No, short: Some('n') },
+            L { name: "signoff", key: "--signoff", takes: Takes::No, short: None },
+            L { name: "continue", key: "--continue", takes: Takes::No, short: None },
+            L { name: "abort", key: "--abort", takes: Takes::No, short: None },
+            L { name: "quit", key: "--quit", takes: Takes::No, short: None },
+            L { name: "skip", key: "--skip", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-s"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "git runs `git-merge-<strategy>` from its exec path or PATH, or from a path the name contains", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["cargo"], origin: "<built-in knowledge base>:1391",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -1299,7 +1747,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:1070",
+        names: &["rustc"], origin: "<built-in knowledge base>:1429",
         short_values: &['o', 'L', 'l', 'C', 'W'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -1320,11 +1768,13 @@ pub static PROGRAMS: &[P] = &[
         effects: &[
             E { trigger: T::Option("-C"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["linker=*", "link-arg*", "llvm-args*", "passes=*"],
                 reason: "chooses the linker or arguments rustc passes to programs it runs", ..EFFECT },
+            E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("--out-dir"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1084",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1455",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -1363,7 +1813,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1122",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1493",
         subcommand: Some("exec"),
         options_first: true,
         short_values: &['c'],
@@ -1380,7 +1830,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:1135",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:1506",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1389,7 +1839,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:1145",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:1516",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -1407,7 +1857,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:1158",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:1529",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -1444,7 +1894,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:1209",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:1580",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -1464,7 +1914,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1229",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1600",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
         subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
@@ -1516,7 +1966,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:1267",
+        names: &["perl"], origin: "<built-in knowledge base>:1638",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -1534,7 +1984,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:1292",
+        names: &["ruby"], origin: "<built-in knowledge base>:1663",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -1553,7 +2003,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:1319",
+        names: &["rsync"], origin: "<built-in knowledge base>:1690",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -1606,7 +2056,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:1363",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:1734",
         about: "ssh and friends: -o ProxyCommand/LocalCommand, -F and -S run or configure programs",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -1624,20 +2074,20 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "PYTEST_ADDOPTS", "NODE_ENV", "NODE_NO_WARNINGS", "GOFLAGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:1399",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "PYTEST_ADDOPTS", "NODE_ENV", "NODE_NO_WARNINGS", "GOFLAGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:1770",
         reason: "" },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1405",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1776",
         reason: "changes which programs and libraries run, or what the shell runs on its own" },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1412",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1783",
         reason: "makes git run a program or read configuration of the caller's choice" },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1418",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1789",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)" },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1425",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1796",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run" },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1432",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1803",
         reason: "makes an interpreter load code or options of the caller's choice" },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1438",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1809",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys" },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1444",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1815",
         reason: "sends network traffic through a proxy of the caller's choice" },
 ];

@@ -196,7 +196,9 @@ pub fn apply(argv: &[String], norm: &Normalized<'_>) -> Applied {
                 }
                 args_of[usize::from(is_sub)] = index + 1;
                 for eff in &owner.effects {
-                    if matches!(&eff.trigger, Trigger::Argument(n) if n == index) {
+                    if matches!(&eff.trigger, Trigger::Argument(n) if n == index)
+                        || eff.trigger == Trigger::AnyArgument
+                    {
                         let trigger = format!("argument {}", index + 1);
                         if cx.fire(owner, eff, &trigger, Some(*text), w.shown(), at + 1)
                             && eff.script.is_some()

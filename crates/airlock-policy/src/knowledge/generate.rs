@@ -149,6 +149,7 @@ fn effect(s: &mut String, e: &Effect) {
     let trigger = match &e.trigger {
         Trigger::Option(o) => format!("T::Option({o:?})"),
         Trigger::Argument(n) => format!("T::Argument({n})"),
+        Trigger::AnyArgument => "T::AnyArgument".to_string(),
         Trigger::Always { min_args } => format!("T::Always {{ min_args: {min_args} }}"),
     };
     let mut fields = vec![

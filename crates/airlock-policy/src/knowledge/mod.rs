@@ -142,6 +142,8 @@ pub enum Trigger {
     Option(Text),
     /// The n-th positional argument after the program (and its subcommand).
     Argument(usize),
+    /// Any positional argument (`make ... SHELL=x` wherever it stands).
+    AnyArgument,
     /// The program (or subcommand) itself, with at least this many positionals.
     Always { min_args: usize },
 }

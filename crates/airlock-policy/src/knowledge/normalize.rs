@@ -286,19 +286,34 @@ fn stops(owner: &ProgramEntry, last: Option<&Word<'_>>) -> bool {
         .is_some_and(|k| owner.stop_after.iter().any(|s| *s == k))
 }
 
-/// A single-dash whole-word option of this entry: (key, takes, short, attached value).
-fn whole_word<'e>(
+/// A single-dash whole-word option of this entry: (key, takes, short, attached
+/// value). One that takes a value may also carry it attached, as `-key=VALUE`
+/// (go's flags, gcc's `-fplugin=`) or glued as `-keyVALUE` (zip's `-TTcmd`);
+/// an exact name wins, then the longest key.
+fn whole_word<'e, 'w>(
     e: &'e ProgramEntry,
-    w: &str,
-) -> Option<(&'e str, Takes, Option<char>, Option<&'static str>)> {
+    w: &'w str,
+) -> Option<(&'e str, Takes, Option<char>, Option<&'w str>)> {
     if w.starts_with("--") {
         return None;
+    }
+    let whole = |o: &&crate::knowledge::LongOption| o.name.starts_with('-');
+    if let Some(o) = e.long.iter().filter(whole).find(|o| o.key == w) {
+        return Some((&o.key, o.takes, o.short, None));
     }
     let o = e
         .long
         .iter()
-        .find(|o| o.name.starts_with('-') && o.key == w)?;
-    Some((&o.key, o.takes, o.short, None))
+        .filter(whole)
+        .filter(|o| o.takes == Takes::Required && o.key.len() >= 3 && w.starts_with(&*o.key))
+        .max_by_key(|o| o.key.len())?;
+    let rest = &w[o.key.len()..];
+    Some((
+        &o.key,
+        o.takes,
+        o.short,
+        Some(rest.strip_prefix('=').unwrap_or(rest)),
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]

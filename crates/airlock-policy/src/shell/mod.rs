@@ -357,6 +357,32 @@ const DATA_ONLY: &[&str] = &[
     "declare", "typeset", "local", "readonly", "let", "shopt", "trap",
 ];
 
+/// Builtins that take variable names (or arithmetic) as arguments and so
+/// evaluate an array subscript in them.
+const NAME_EVALUATING: &[&str] = &[
+    "test",
+    "[",
+    "[[",
+    "((",
+    "let",
+    "read",
+    "printf",
+    "unset",
+    "declare",
+    "typeset",
+    "local",
+    "export",
+    "readonly",
+    "mapfile",
+    "readarray",
+    "getopts",
+    "wait",
+    "shift",
+    "return",
+    "exit",
+    "for",
+];
+
 /// Builtins whose effect cannot be known before running.
 fn never_known(program: &str, argv: &[String]) -> Option<String> {
     let why = match program {
@@ -661,10 +687,10 @@ impl Analyzer {
                 self.extended_test_words(b, seg, vars);
             }
             E::Not(a) | E::Parenthesized(a) => self.extended_test_words(a, seg, vars),
-            E::UnaryTest(_, w) => self.data_word(&w.value, seg, vars),
+            E::UnaryTest(_, w) => self.test_word(&w.value, seg, vars),
             E::BinaryTest(_, a, b) => {
-                self.data_word(&a.value, seg, vars);
-                self.data_word(&b.value, seg, vars);
+                self.test_word(&a.value, seg, vars);
+                self.test_word(&b.value, seg, vars);
             }
         }
     }
@@ -673,6 +699,27 @@ impl Analyzer {
     fn data_word(&self, raw: &str, seg: &mut Segment, vars: &Vars) {
         if let Expansion::Executes { why } = expand(raw, vars, &self.home) {
             seg.unknown.get_or_insert(why);
+        }
+    }
+
+    /// An operand of a `[[` test: data, except that its arithmetic operators
+    /// and `-v` evaluate array subscripts, so a subscript holding
+    /// command-substitution text runs it.
+    fn test_word(&self, raw: &str, seg: &mut Segment, vars: &Vars) {
+        match expand(raw, vars, &self.home) {
+            Expansion::Executes { why } => {
+                seg.unknown.get_or_insert(why);
+            }
+            Expansion::Known { values, .. }
+                if values
+                    .iter()
+                    .any(|v| v.contains('[') && (v.contains("$(") || v.contains('`'))) =>
+            {
+                seg.unknown.get_or_insert(
+                    "a test would evaluate an array subscript holding a command substitution, which runs a command the gate cannot follow".into(),
+                );
+            }
+            _ => {}
         }
     }
 
@@ -1108,6 +1155,13 @@ impl Analyzer {
                     let raw = w.value.split_once('=').map(|x| x.1).unwrap_or("");
                     let raw = raw.to_string();
                     if let ast::AssignmentValue::Array(_) = a.value {
+                        // Its elements are not expanded here: one that runs a
+                        // command is refused whole.
+                        if ["$(", "`", "<(", ">("].iter().any(|t| w.value.contains(t)) {
+                            seg.unknown.get_or_insert(
+                                "an array assignment with a command substitution runs a command the gate cannot follow".into(),
+                            );
+                        }
                         assignments.push((name, String::from("(")));
                     } else {
                         assignments.push((name, raw));
@@ -1380,6 +1434,21 @@ impl Analyzer {
             }
         }
 
+        // Bash evaluates the subscript of an array name as arithmetic, and
+        // that runs a command substitution: `test -v 'a[$(cmd)]'`, `read`,
+        // `printf -v`, `unset`, `declare`, the operands of `[[ -eq ]]`. The
+        // words are looked at once quotes are gone (`$'a[\x24(cmd)]'`).
+        if NAME_EVALUATING.contains(&program.as_str())
+            && seg
+                .argv
+                .iter()
+                .skip(1)
+                .any(|a| a.contains('[') && (a.contains("$(") || a.contains('`')))
+        {
+            seg.unknown.get_or_insert(format!(
+                "`{program}` would evaluate an array subscript holding a command substitution, which runs a command the gate cannot follow"
+            ));
+        }
         seg.data_only = DATA_ONLY.contains(&program.as_str());
         // Builtins that change the shell's state for later commands.
         match program.as_str() {

@@ -135,9 +135,45 @@ pub fn unwrap(argv: &[String]) -> Unwrap {
     }
 }
 
+/// GNU env's long options: (name, takes a value: 0 no, 1 required, 2 only attached).
+const ENV_LONG: &[(&str, u8)] = &[
+    ("unset", 1),
+    ("chdir", 1),
+    ("split-string", 1),
+    ("argv0", 1),
+    ("ignore-environment", 0),
+    ("null", 0),
+    ("debug", 0),
+    ("list-signal-handling", 0),
+    ("help", 0),
+    ("version", 0),
+    ("default-signal", 2),
+    ("ignore-signal", 2),
+    ("block-signal", 2),
+];
+
+/// The long option `name` names, as getopt_long reads it: exact, or the one
+/// option it is a prefix of.
+fn env_long(name: &str) -> Option<(&'static str, u8)> {
+    if let Some(&o) = ENV_LONG.iter().find(|(n, _)| *n == name) {
+        return Some(o);
+    }
+    let mut hits = ENV_LONG
+        .iter()
+        .filter(|(n, _)| !name.is_empty() && n.starts_with(name));
+    match (hits.next(), hits.next()) {
+        (Some(&o), None) => Some(o),
+        _ => None,
+    }
+}
+
+/// `env`'s options are read as env reads them (clusters such as `-iS'cmd'`,
+/// abbreviations such as `--spl=cmd`), so that none hides the command; an
+/// option env does not have makes the command unknown.
 fn unwrap_env(argv: &[String]) -> Unwrap {
     let mut chdir = None;
     let mut env = Vec::new();
+    let mut split: Option<(String, usize)> = None;
     let mut i = 1;
     while i < argv.len() {
         let a = argv[i].as_str();
@@ -145,49 +181,66 @@ fn unwrap_env(argv: &[String]) -> Unwrap {
             i += 1;
             break;
         }
-        if a == "-C" || a == "--chdir" {
-            chdir = argv.get(i + 1).cloned();
-            i += 2;
-        } else if let Some(d) = a.strip_prefix("--chdir=") {
-            chdir = Some(d.to_string());
-            i += 1;
-        } else if a.starts_with("-C") && a.len() > 2 {
-            chdir = Some(a[2..].to_string());
-            i += 1;
-        } else if a == "-u" || a == "--unset" {
-            i += 2;
-        } else if a == "-S"
-            || a.starts_with("--split-string")
-            || (a.starts_with("-S") && a.len() > 2)
-        {
-            // `env -S 'prog args'`: the string is split into the command.
-            let (text, next) = if a == "-S" {
-                (argv.get(i + 1).cloned().unwrap_or_default(), i + 2)
-            } else if let Some(t) = a.strip_prefix("--split-string=") {
-                (t.to_string(), i + 1)
-            } else if a == "--split-string" {
-                (argv.get(i + 1).cloned().unwrap_or_default(), i + 2)
-            } else {
-                (a[2..].to_string(), i + 1)
+        if let Some(long) = a.strip_prefix("--") {
+            let (name, attached) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
             };
-            if text.contains(['\'', '"', '\\', '$', '`']) {
-                return Unwrap::Unknown("`env -S` with quotes or expansions splits its string in ways the gate does not follow".into());
+            let Some((name, takes)) = env_long(name) else {
+                return Unwrap::Unknown(format!(
+                    "`env {a}` is not an env option the gate knows (or an ambiguous abbreviation)"
+                ));
+            };
+            let (value, next) = match (takes, attached) {
+                (_, Some(v)) => (Some(v), i + 1),
+                (1, None) => (argv.get(i + 1).cloned(), i + 2),
+                _ => (None, i + 1),
+            };
+            match name {
+                "chdir" => chdir = value,
+                "split-string" => {
+                    split = Some((value.unwrap_or_default(), next));
+                    break;
+                }
+                _ => {}
             }
-            let mut inner_argv: Vec<String> = text.split_whitespace().map(String::from).collect();
-            inner_argv.extend(argv[next.min(argv.len())..].iter().cloned());
-            return Unwrap::Inner(Inner {
-                wrapper: argv[..i].to_vec(),
-                inners: if inner_argv.is_empty() {
-                    vec![]
-                } else {
-                    vec![inner_argv]
-                },
-                chdir,
-                env,
-                paths: vec![],
-            });
-        } else if a.starts_with('-') {
-            // Other options, and `-` (same as -i).
+            i = next;
+        } else if a.len() > 1 && a.starts_with('-') {
+            // A cluster of short options; a letter that takes a value takes
+            // the rest of the word, else the next word.
+            let letters: Vec<char> = a[1..].chars().collect();
+            let mut next = i + 1;
+            for (k, c) in letters.iter().enumerate() {
+                match c {
+                    'i' | '0' | 'v' => continue,
+                    'u' | 'C' | 'S' | 'a' => {
+                        let rest: String = letters[k + 1..].iter().collect();
+                        let value = if rest.is_empty() {
+                            next = i + 2;
+                            argv.get(i + 1).cloned().unwrap_or_default()
+                        } else {
+                            rest
+                        };
+                        match c {
+                            'C' => chdir = Some(value),
+                            'S' => split = Some((value, next)),
+                            _ => {}
+                        }
+                        break;
+                    }
+                    other => {
+                        return Unwrap::Unknown(format!(
+                            "`env {a}`: `-{other}` is not an env option the gate knows"
+                        ))
+                    }
+                }
+            }
+            i = next;
+            if split.is_some() {
+                break;
+            }
+        } else if a == "-" {
+            // Same as -i.
             i += 1;
         } else if let Some((name, value)) = a.split_once('=') {
             env.push((name.to_string(), value.to_string()));
@@ -195,6 +248,26 @@ fn unwrap_env(argv: &[String]) -> Unwrap {
         } else {
             break;
         }
+    }
+    if let Some((text, next)) = split {
+        // `env -S 'prog args'`: the string is split into the command.
+        if text.contains(['\'', '"', '\\', '$', '`']) {
+            return Unwrap::Unknown("`env -S` with quotes or expansions splits its string in ways the gate does not follow".into());
+        }
+        let next = next.min(argv.len());
+        let mut inner_argv: Vec<String> = text.split_whitespace().map(String::from).collect();
+        inner_argv.extend(argv[next..].iter().cloned());
+        return Unwrap::Inner(Inner {
+            wrapper: argv[..next].to_vec(),
+            inners: if inner_argv.is_empty() {
+                vec![]
+            } else {
+                vec![inner_argv]
+            },
+            chdir,
+            env,
+            paths: vec![],
+        });
     }
     let i = i.min(argv.len());
     Unwrap::Inner(Inner {
@@ -209,6 +282,18 @@ fn unwrap_env(argv: &[String]) -> Unwrap {
         paths: vec![],
     })
 }
+
+/// Programs whose arguments can choose code or a program to run (wrappers,
+/// interpreters, and programs with such options): behind `xargs`, whose
+/// appended words the gate cannot see, they are not judged as written.
+const XARGS_STEERED: &[&str] = &[
+    "env", "command", "builtin", "exec", "nice", "nohup", "setsid", "timeout", "stdbuf", "time",
+    "sudo", "doas", "busybox", "xargs", "parallel", "awk", "gawk", "mawk", "nawk", "sed", "gsed",
+    "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "tclsh", "git", "tar", "gtar",
+    "bsdtar", "zip", "make", "gmake", "find", "rsync", "ssh", "scp", "vim", "vi", "nvim", "less",
+    "more", "man", "npm", "npx", "pnpm", "yarn", "pip", "pip3", "cargo", "go", "gcc", "cc", "g++",
+    "clang", "cmake", "jq", "curl", "wget",
+];
 
 fn unwrap_xargs(argv: &[String]) -> Unwrap {
     let with_value = [
@@ -254,6 +339,19 @@ fn unwrap_xargs(argv: &[String]) -> Unwrap {
     } else {
         vec!["echo".to_string()]
     };
+    // xargs appends words read from stdin, which the gate never sees: for a
+    // program whose arguments can name the program it runs, its code or its
+    // options that run one (`echo touch x | xargs env`, `| xargs awk`,
+    // `| xargs tar` with `--to-command=`), they decide what runs.
+    let inner_program = crate::rules::program_name(&inner_argv[0]);
+    if XARGS_STEERED.contains(&inner_program)
+        || SHELLS.contains(&inner_program)
+        || inner_program.starts_with("python")
+    {
+        return Unwrap::Unknown(format!(
+            "`xargs {inner_program}` adds words from standard input to the command, and for `{inner_program}` they can choose what it runs"
+        ));
+    }
     Unwrap::Inner(Inner {
         wrapper: argv[..i].to_vec(),
         inners: vec![inner_argv],

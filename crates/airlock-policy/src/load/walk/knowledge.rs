@@ -29,8 +29,20 @@ const PROGRAM_KEYS: &[&str] = &[
     "effect",
 ];
 const EFFECT_KEYS: &[&str] = &[
-    "option", "argument", "always", "min_args", "when", "requires", "unless", "kind", "action",
-    "path", "inner", "script", "reason",
+    "option",
+    "argument",
+    "any_argument",
+    "always",
+    "min_args",
+    "when",
+    "requires",
+    "unless",
+    "kind",
+    "action",
+    "path",
+    "inner",
+    "script",
+    "reason",
 ];
 const ENV_ENTRY_KEYS: &[&str] = &["names", "kind", "action", "reason"];
 const ACCESS: [(&str, Access); 2] = [("read", Access::Read), ("write", Access::Write)];
@@ -264,7 +276,7 @@ impl Walker<'_> {
         let mut kind = None;
         let mut action = None;
         for (key, v) in self.entries(t, "effect", EFFECT_KEYS) {
-            trigger_given |= matches!(key, "option" | "argument" | "always");
+            trigger_given |= matches!(key, "option" | "argument" | "any_argument" | "always");
             kind_given |= key == "kind";
             action_given |= key == "action";
             match key {
@@ -279,6 +291,10 @@ impl Walker<'_> {
                     if let Some(n) = self.integer(v, key, 1, 64) {
                         trigger = Some(Trigger::Argument(n as usize - 1));
                     }
+                }
+                "any_argument" => {
+                    let any = self.boolean(v, key);
+                    trigger = any.then_some(Trigger::AnyArgument).or(trigger);
                 }
                 "always" => {
                     let always = self.boolean(v, key);
@@ -327,7 +343,7 @@ impl Walker<'_> {
             self.error(
                 span,
                 format!(
-                    "an effect of `{}` needs `option`, `argument` or `always = true`",
+                    "an effect of `{}` needs `option`, `argument`, `any_argument = true` or `always = true`",
                     p.title()
                 ),
             );
