@@ -434,10 +434,13 @@ fn run_in(
     };
     let flags = namespaces::init_clone_flags(isolate_network && net_ns.is_none());
     let (init_pid, placement) = match cgroup.clone_init(flags, &entry, &mut report.notes) {
-        Ok((0, _)) => {
+        Ok((0, placement)) => {
             drop(go_w);
             drop(msg_r);
-            init::run(&plan)
+            // The command's side may be made before the launch only where
+            // nothing moves init into its cgroup after this clone.
+            let settled = placement == Placement::Settled && !super::cgroup_glue::attach_late();
+            init::run(&plan, request.pooled && settled)
         }
         Ok(spawned) => spawned,
         Err(e) => {

@@ -106,8 +106,29 @@ fn fail_msg(e: SandboxError) -> InitMsg {
     }
 }
 
+/// When the command's side is made and what it waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// A cold run: the go came before the fork; exec at once.
+    Now,
+    /// A pooled sandbox whose launch init read: exec on the go byte.
+    AfterGo,
+    /// A pooled sandbox made ready ahead: the command's side is forked and
+    /// set up before any request, reads the launch itself, then execs on the
+    /// go byte (see [`run`]).
+    LaunchThenGo,
+}
+
 /// Runs init. Never returns.
-pub fn run(plan: &InitPlan) -> ! {
+///
+/// `prepare_early` (a pooled sandbox whose init is in its cgroup from its
+/// birth or by its own join, so that nothing moves it later): the command's
+/// side is forked, its process state set and its landlock rules opened while
+/// the sandbox waits in the pool, and a request only has to bring its argv,
+/// cwd, environment and CPU limit. Where the helper moves init into its
+/// cgroup after the clone, nothing forks before the launch, so that the
+/// command cannot be born outside the cgroup.
+pub fn run(plan: &InitPlan, prepare_early: bool) -> ! {
     let _ = sys::set_pdeathsig(libc::SIGKILL);
     // The helper's report pipe came along with the clone: the caller reads
     // the report to EOF, which must not wait for init's own exit.
@@ -124,21 +145,25 @@ pub fn run(plan: &InitPlan) -> ! {
         steps: Vec::new(),
     };
     marks.mark("started");
-    let launch = match setup(plan, &mut marks) {
+    let early = prepare_early && plan.built_signal.is_some();
+    let launch = match setup(plan, &mut marks, early) {
         Ok(l) => l,
         Err(e) => {
             send(plan.report, &fail_msg(e));
             sys::exit_now(1);
         }
     };
-    // A pooled sandbox learns its command only now (see protocol::Launch).
-    let mut spec = plan.spec.clone();
-    if let Some(l) = &launch {
-        l.apply_to(&mut spec);
-    }
     // A pooled sandbox gets its command before the gate has passed: the
     // command's side is prepared meanwhile and execs only on the go byte.
-    supervise(plan, &spec, launch.is_some(), marks)
+    match launch {
+        _ if early => supervise(plan, plan.spec, Start::LaunchThenGo, marks),
+        Some(l) => {
+            let mut spec = plan.spec.clone();
+            l.apply_to(&mut spec);
+            supervise(plan, &spec, Start::AfterGo, marks)
+        }
+        None => supervise(plan, plan.spec, Start::Now, marks),
+    }
 }
 
 fn layer(layer: Layer, what: &str, e: impl std::fmt::Display) -> SandboxError {
@@ -149,8 +174,9 @@ fn layer(layer: Layer, what: &str, e: impl std::fmt::Display) -> SandboxError {
 }
 
 /// Builds the sandbox, then waits for the helper's go: a plain go byte, or a
-/// [`Launch`] frame for a pooled sandbox (returned).
-fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxError> {
+/// [`Launch`] frame for a pooled sandbox (returned). With `early`, nothing is
+/// read here: the command's side reads the launch.
+fn setup(plan: &InitPlan, marks: &mut Marks, early: bool) -> Result<Option<Launch>, SandboxError> {
     let spec = plan.spec;
     // First, so that everything init allocates and every process of the
     // sandbox is counted against the run's limits.
@@ -186,23 +212,27 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxEr
     // its cgroup (a fallback), it says go once that is done.
     mounts::build(&view)?;
     marks.mark("view built");
-    if let Some(fd) = plan.built_signal {
-        // Only the pool's bookkeeping depends on it: a pool that is gone
-        // shows on the go pipe next.
+    // Only the pool's bookkeeping depends on it: a pool that is gone shows on
+    // the go pipe next. Early, the command's side says it, once it is ready.
+    if let Some(fd) = plan.built_signal.filter(|_| !early) {
         let _ = sys::write_all(fd, &[protocol::PREPARED]);
         sys::close(fd);
     }
     let mut b = [0u8; 1];
-    if !matches!(sys::read(plan.go, &mut b), Ok(1)) {
-        sys::exit_now(1);
-    }
-    marks.mark("go received");
-    let launch = match b[0] {
-        CONTROL_LAUNCH => Some(
-            Launch::read_after_tag(plan.go)
-                .map_err(|e| layer(Layer::Helper, "pooled launch", e))?,
-        ),
-        _ => None,
+    let launch = if early {
+        None
+    } else {
+        if !matches!(sys::read(plan.go, &mut b), Ok(1)) {
+            sys::exit_now(1);
+        }
+        marks.mark("go received");
+        match b[0] {
+            CONTROL_LAUNCH => Some(
+                Launch::read_after_tag(plan.go)
+                    .map_err(|e| layer(Layer::Helper, "pooled launch", e))?,
+            ),
+            _ => None,
+        }
     };
     sys::unshare(libc::CLONE_NEWCGROUP)
         .map_err(|e| layer(Layer::Namespaces, "unshare(CLONE_NEWCGROUP)", e))?;
@@ -211,7 +241,7 @@ fn setup(plan: &InitPlan, marks: &mut Marks) -> Result<Option<Launch>, SandboxEr
     sys::set_pdeathsig(libc::SIGKILL)
         .map_err(|e| layer(Layer::Namespaces, "PR_SET_PDEATHSIG", e))?;
     // (A pooled sandbox's next byte is its go, read by the command's side.)
-    if launch.is_none() {
+    if launch.is_none() && !early {
         if let Ok(r) = sys::poll(&[plan.go], 0) {
             if r[0] & (libc::POLLHUP | libc::POLLIN) != 0
                 && sys::read(plan.go, &mut b).unwrap_or(0) == 0
@@ -240,6 +270,16 @@ fn report_exec_failure(err_w: RawFd, e: SandboxError) -> ! {
 /// Where the command's side keeps the go pipe while it waits for its go.
 const GO_FD: RawFd = 4;
 
+/// Where an early-prepared command's side keeps the pool's "prepared" pipe
+/// until it is ready for its launch.
+const PREPARED_FD: RawFd = GO_FD + 1;
+
+/// What the command's side of an early-prepared sandbox writes on the error
+/// pipe when the pool closed its launch pipe without a launch (the sandbox
+/// was dropped): init then leaves without a report, as a sandbox that never
+/// ran anything.
+const ABANDONED: &str = "abandoned";
+
 /// How long the init of a pooled (warm) sandbox stays after its last report
 /// before it exits. Its exit starts the sandbox's teardown (its mount and
 /// network namespaces, then the helper's cgroup and run directory), and that
@@ -250,15 +290,16 @@ const GO_FD: RawFd = 4;
 /// caller waits for the teardown, so there the delay would only add time.
 const POOLED_TEARDOWN_DELAY: Duration = Duration::from_millis(3);
 
-/// The command's side of the fork: privileges, limits, walls, exec. With
-/// `wait_go`, the exec waits for the helper's go byte on [`InitPlan::go`]
-/// (EOF: not allowed to start), once everything else is in place.
+/// The command's side of the fork: privileges, limits, walls, exec, in the
+/// order `start` sets (see [`Start`]). An early-prepared one reads its launch
+/// before the limits that depend on it and before landlock and seccomp close
+/// the process down; every other step is done while it waits in the pool.
 fn exec_command(
     plan: &InitPlan,
-    spec: &SandboxSpec,
+    template: &SandboxSpec,
     err_w: RawFd,
     sigmask: &libc::sigset_t,
-    wait_go: bool,
+    start: Start,
 ) -> ! {
     let report = |e: SandboxError| -> ! { report_exec_failure(err_w, e) };
     // SAFETY: restoring the mask and default dispositions before exec; the
@@ -279,11 +320,71 @@ fn exec_command(
             std::io::Error::last_os_error(),
         ));
     }
-    // A pooled sandbox learns its run's CPU time limit with the launch.
-    if let Err(e) = rlimits::apply(&plan.rlimits.with_cpu_time_of(&spec.limits)) {
+    if let Err(e) = rlimits::apply_stand_ins(&plan.stand_ins) {
         report(e);
     }
-    if let Err(e) = rlimits::apply_stand_ins(&plan.stand_ins) {
+    let waits_for_go = start != Start::Now;
+    // Only 0-2 and the error pipe survive (the pipe closes itself at exec).
+    // SAFETY: dup3 takes integers only.
+    if unsafe { libc::dup3(err_w, 3, libc::O_CLOEXEC) } < 0 {
+        report(layer(
+            Layer::Privileges,
+            "dup3 error pipe",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: dup3 takes integers only.
+    if waits_for_go && unsafe { libc::dup3(plan.go, GO_FD, libc::O_CLOEXEC) } < 0 {
+        report(layer(
+            Layer::Helper,
+            "dup3 go pipe",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    let early = start == Start::LaunchThenGo;
+    if let Some(fd) = plan.built_signal.filter(|_| early) {
+        // SAFETY: dup3 takes integers only.
+        if unsafe { libc::dup3(fd, PREPARED_FD, libc::O_CLOEXEC) } < 0 {
+            report(layer(
+                Layer::Helper,
+                "dup3 prepared pipe",
+                std::io::Error::last_os_error(),
+            ));
+        }
+    }
+    sys::close_from(match start {
+        Start::LaunchThenGo => PREPARED_FD as u32 + 1,
+        Start::AfterGo => GO_FD as u32 + 1,
+        Start::Now => GO_FD as u32,
+    });
+    reopen_dev_null_stdio();
+    let err_w = 3;
+    let report = |e: SandboxError| -> ! { report_exec_failure(err_w, e) };
+    // The landlock rules: each path opened now, enforced last.
+    let landlock = landlock::prepare(&plan.landlock).unwrap_or_else(|e| report(e));
+    // An early-prepared sandbox waits here, in the pool, for its command.
+    let launched;
+    let spec = if early {
+        if plan.built_signal.is_some() {
+            let _ = sys::write_all(PREPARED_FD, &[protocol::PREPARED]);
+            sys::close(PREPARED_FD);
+        }
+        let mut b = [0u8; 1];
+        if !matches!(sys::read(GO_FD, &mut b), Ok(1)) || b[0] != CONTROL_LAUNCH {
+            let _ = sys::write_all(err_w, format!("{ABANDONED}\0").as_bytes());
+            sys::exit_now(1);
+        }
+        let launch = Launch::read_after_tag(GO_FD)
+            .unwrap_or_else(|e| report(layer(Layer::Helper, "pooled launch", e)));
+        let mut s = template.clone();
+        launch.apply_to(&mut s);
+        launched = s;
+        &launched
+    } else {
+        template
+    };
+    // A pooled sandbox learns its run's CPU time limit with the launch.
+    if let Err(e) = rlimits::apply(&plan.rlimits.with_cpu_time_of(&spec.limits)) {
         report(e);
     }
     let cwd = match sys::cpath(&spec.cwd) {
@@ -298,34 +399,9 @@ fn exec_command(
             std::io::Error::last_os_error(),
         ));
     }
-    // Only 0-2 and the error pipe survive (the pipe closes itself at exec).
-    // SAFETY: dup3 takes integers only.
-    if unsafe { libc::dup3(err_w, 3, libc::O_CLOEXEC) } < 0 {
-        report(layer(
-            Layer::Privileges,
-            "dup3 error pipe",
-            std::io::Error::last_os_error(),
-        ));
-    }
-    // SAFETY: dup3 takes integers only.
-    if wait_go && unsafe { libc::dup3(plan.go, GO_FD, libc::O_CLOEXEC) } < 0 {
-        report(layer(
-            Layer::Helper,
-            "dup3 go pipe",
-            std::io::Error::last_os_error(),
-        ));
-    }
-    sys::close_from(if wait_go {
-        GO_FD as u32 + 1
-    } else {
-        GO_FD as u32
-    });
-    reopen_dev_null_stdio();
-    let err_w = 3;
-    let report = |e: SandboxError| -> ! { report_exec_failure(err_w, e) };
     // A pooled sandbox (the one that waits for its go here) always has a
     // stdin pipe; a launch without stdin gets /dev/null, as a cold run does.
-    if wait_go && spec.stdin.is_none() {
+    if waits_for_go && spec.stdin.is_none() {
         let null = sys::open(Path::new("/dev/null"), libc::O_RDONLY, 0)
             .unwrap_or_else(|e| report(layer(Layer::Exec, "open /dev/null for stdin", e)));
         if let Err(e) = sys::dup_to(null.as_raw_fd(), 0) {
@@ -353,7 +429,7 @@ fn exec_command(
         .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
         .collect();
     let candidates = program_candidates(&spec.argv[0], &spec.env);
-    if let Err(e) = landlock::restrict(&plan.landlock) {
+    if let Err(e) = landlock.restrict_self() {
         report(e);
     }
     if let Err(e) = seccomp::install(plan.seccomp) {
@@ -363,7 +439,7 @@ fn exec_command(
     argv_p.push(std::ptr::null());
     let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
     envp_p.push(std::ptr::null());
-    if wait_go {
+    if waits_for_go {
         let mut b = [0u8; 1];
         if !matches!(sys::read(GO_FD, &mut b), Ok(1)) || b[0] != b'g' {
             report(SandboxError::Layer {
@@ -432,7 +508,7 @@ fn program_candidates(prog: &str, env: &[(String, String)]) -> Vec<CString> {
         .collect()
 }
 
-fn supervise(plan: &InitPlan, spec: &SandboxSpec, wait_go: bool, mut marks: Marks) -> ! {
+fn supervise(plan: &InitPlan, spec: &SandboxSpec, start: Start, mut marks: Marks) -> ! {
     // Block the signals we handle; they are read from a signalfd.
     // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -502,7 +578,7 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, wait_go: bool, mut marks: Mark
         // SAFETY: closes this child's copy of the pipe's read end (its fd
         // table is its own: no CLONE_FILES).
         unsafe { libc::close(err_r_fd) };
-        exec_command(plan, spec, err_w_fd, &old, wait_go)
+        exec_command(plan, spec, err_w_fd, &old, start)
     };
     let child = match sys::spawn_sharing_memory(&mut command) {
         Ok(pid) => pid,
@@ -517,6 +593,11 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, wait_go: bool, mut marks: Mark
     if !err.is_empty() {
         let text = String::from_utf8_lossy(&err);
         let (l, d) = text.split_once('\0').unwrap_or(("exec", &text));
+        if l == ABANDONED {
+            // The pool dropped this sandbox before any launch: nothing ran.
+            let _ = sys::waitpid(child, 0);
+            sys::exit_now(1);
+        }
         let _ = sys::waitpid(child, 0);
         let failed = match Layer::from_name(l) {
             Some(layer) => InitMsg::Failed {
@@ -601,7 +682,7 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, wait_go: bool, mut marks: Mark
                         violations,
                     },
                 );
-                if wait_go {
+                if start != Start::Now {
                     std::thread::sleep(POOLED_TEARDOWN_DELAY);
                 }
                 sys::exit_now(0);
