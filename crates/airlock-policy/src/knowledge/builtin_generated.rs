@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0xeaa95116098f898b;
+pub const SOURCE_HASH: u64 = 0x28258c44af128789;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -383,9 +383,9 @@ pub static PROGRAMS: &[P] = &[
         ],
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, unless: &["-f", "-E", "-S"], script: Some(Script::Awk),
-                reason: "the awk program runs a command or writes a file", ..EFFECT },
+                reason: "the awk program runs a command, or reads or writes a file it names", ..EFFECT },
             E { trigger: T::Option("--source"), kind: Kind::Exec, action: Action::ApprovalRequired, unless: &["-S"], script: Some(Script::Awk),
-                reason: "the awk program runs a command or writes a file", ..EFFECT },
+                reason: "the awk program runs a command, or reads or writes a file it names", ..EFFECT },
             E { trigger: T::Option("-f"), kind: Kind::Exec, action: Action::ApprovalRequired, unless: &["-S"], path: Some(Access::Read),
                 reason: "runs an awk program from a file, which may call `system()` or pipe to commands the gate cannot see", ..EFFECT },
             E { trigger: T::Option("-E"), kind: Kind::Exec, action: Action::ApprovalRequired, path: Some(Access::Read),

@@ -189,7 +189,8 @@ pub fn sed(text: &str) -> Vec<Hit> {
 }
 
 /// awk: `system(…)`, a pipe to or from a command (`print | "cmd"`, `"cmd" |
-/// getline`) and output redirection in a print statement (`print > "f"`).
+/// getline`), output redirection in a print statement (`print > "f"`) and
+/// input redirection of `getline` (`getline line < "/etc/shadow"`).
 /// Strings, regular expressions and comments are skipped; `||` is logical.
 pub fn awk(text: &str) -> Vec<Hit> {
     let b = text.as_bytes();
@@ -198,25 +199,32 @@ pub fn awk(text: &str) -> Vec<Hit> {
     // The last significant byte: a `/` after an operand divides, else it opens a regex.
     let mut last: u8 = b'(';
     let mut in_print = false;
+    let mut in_getline = false;
     let mut word_start: Option<usize> = None;
-    let flush_word =
-        |start: Option<usize>, end: usize, in_print: &mut bool, hits: &mut Vec<Hit>| {
-            if let Some(s) = start {
-                let w = &text[s..end];
-                if w == "print" || w == "printf" {
-                    *in_print = true;
-                }
-                if w == "system" {
-                    hits.push(Hit::Effect(Kind::Exec, "`system()` runs a command".into()));
-                }
-                if w == "@load" || w == "@include" {
-                    hits.push(Hit::Effect(
-                        Kind::Exec,
-                        format!("`{w}` loads code the gate cannot see"),
-                    ));
-                }
+    let flush_word = |start: Option<usize>,
+                      end: usize,
+                      in_print: &mut bool,
+                      in_getline: &mut bool,
+                      hits: &mut Vec<Hit>| {
+        if let Some(s) = start {
+            let w = &text[s..end];
+            if w == "print" || w == "printf" {
+                *in_print = true;
             }
-        };
+            if w == "getline" {
+                *in_getline = true;
+            }
+            if w == "system" {
+                hits.push(Hit::Effect(Kind::Exec, "`system()` runs a command".into()));
+            }
+            if w == "@load" || w == "@include" {
+                hits.push(Hit::Effect(
+                    Kind::Exec,
+                    format!("`{w}` loads code the gate cannot see"),
+                ));
+            }
+        }
+    };
     while i < b.len() {
         let c = b[i];
         let is_word = c.is_ascii_alphanumeric() || c == b'_' || c == b'@';
@@ -228,7 +236,13 @@ pub fn awk(text: &str) -> Vec<Hit> {
             last = b'a';
             continue;
         }
-        flush_word(word_start.take(), i, &mut in_print, &mut hits);
+        flush_word(
+            word_start.take(),
+            i,
+            &mut in_print,
+            &mut in_getline,
+            &mut hits,
+        );
         match c {
             b'"' => {
                 i += 1;
@@ -271,7 +285,16 @@ pub fn awk(text: &str) -> Vec<Hit> {
                     "`print >` writes to a file named at run time".into(),
                 ));
             }
-            b';' | b'\n' | b'{' | b'}' => in_print = false,
+            b'<' if in_getline => {
+                hits.push(Hit::Effect(
+                    Kind::Read,
+                    "`getline <` reads a file named at run time".into(),
+                ));
+            }
+            b';' | b'\n' | b'{' | b'}' => {
+                in_print = false;
+                in_getline = false;
+            }
             _ => {}
         }
         if !c.is_ascii_whitespace() {
@@ -279,7 +302,13 @@ pub fn awk(text: &str) -> Vec<Hit> {
         }
         i += 1;
     }
-    flush_word(word_start.take(), b.len(), &mut in_print, &mut hits);
+    flush_word(
+        word_start.take(),
+        b.len(),
+        &mut in_print,
+        &mut in_getline,
+        &mut hits,
+    );
     hits
 }
 
@@ -337,5 +366,12 @@ mod tests {
         assert_eq!(kinds(&awk("{print | \"sh\"}")), [Kind::Exec]);
         assert_eq!(kinds(&awk("BEGIN{\"id\" | getline x}")), [Kind::Exec]);
         assert_eq!(kinds(&awk("{print > \"/tmp/x\"}")), [Kind::Write]);
+        assert_eq!(
+            kinds(&awk(
+                "BEGIN{while((getline l < \"/etc/shadow\")>0) print l}"
+            )),
+            [Kind::Read]
+        );
+        assert!(kinds(&awk("{ if ($1 < 3) print }")).is_empty());
     }
 }
