@@ -200,3 +200,51 @@ fn a_refused_second_server_leaves_the_first_ones_socket() {
     );
     stop_cleanly(first, "the first server, after the refusal");
 }
+
+/// A line that is not JSON gets JSON-RPC's parse error on stdout, not
+/// silence, and the session goes on: the next request is answered.
+#[test]
+fn mcp_over_stdio_answers_a_line_it_cannot_parse() {
+    use std::io::{BufRead, BufReader, Write};
+    let site = Site::new();
+    let mut child = Command::new(front())
+        .arg("mcp")
+        .env("AIRLOCK_STATE_DIR", site.dir.path().join("state"))
+        .current_dir(&site.ws)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{not json\n[1, 2]\n").unwrap();
+    stdin
+        .write_all(
+            br#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}
+"#,
+        )
+        .unwrap();
+    stdin.flush().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut got: Vec<serde_json::Value> = Vec::new();
+    for _ in 0..3 {
+        let line = lines.next().expect("a line").unwrap();
+        got.push(serde_json::from_str(&line).unwrap());
+    }
+    drop(stdin);
+    let codes: Vec<i64> = got
+        .iter()
+        .filter_map(|v| v["error"]["code"].as_i64())
+        .collect();
+    assert!(
+        codes.contains(&-32700) && codes.contains(&-32600),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|v| v["id"] == 7 && v["result"]["serverInfo"]["name"] == "airlock"),
+        "{got:?}"
+    );
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}

@@ -555,12 +555,89 @@ impl ServerHandler for AirlockMcp {
 }
 
 /// Serve MCP over stdin/stdout until the client closes it.
+///
+/// rmcp's stdio transport drops a line it cannot parse without a word, and a
+/// client then waits for an answer that never comes. The lines are read here
+/// first: one that is not JSON (a lone UTF-16 surrogate included) gets
+/// JSON-RPC's parse error (-32700), one that is JSON but not an object its
+/// invalid-request error (-32600), both with `id: null`; the rest go on to
+/// rmcp through an in-memory pipe. rmcp's lines and these answers leave
+/// through one writer, a whole line at a time.
 pub async fn serve_stdio(service: Arc<Service>, tenant: Arc<Tenant>) -> anyhow::Result<()> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (mut to_rmcp, rmcp_in) = tokio::io::duplex(1 << 20);
+    let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
+    let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let reader = tokio::spawn(async move {
+        let mut lines = BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<serde_json::Value>(&line) {
+                Ok(serde_json::Value::Object(_)) => {
+                    let forwarded = async {
+                        to_rmcp.write_all(line.as_bytes()).await?;
+                        to_rmcp.write_all(b"\n").await
+                    };
+                    if forwarded.await.is_err() {
+                        break;
+                    }
+                }
+                Ok(_) => {
+                    let _ = answers.send(rpc_error(
+                        -32600,
+                        "Invalid Request: a JSON-RPC message is a JSON object".into(),
+                    ));
+                }
+                Err(e) => {
+                    let _ = answers.send(rpc_error(-32700, format!("Parse error: {e}")));
+                }
+            }
+        }
+        // Dropping `to_rmcp` ends rmcp's input: the session closes.
+    });
+    let writer = tokio::spawn(async move {
+        let mut out = tokio::io::stdout();
+        let mut lines = BufReader::new(from_rmcp).lines();
+        let (mut rmcp_open, mut answers_open) = (true, true);
+        loop {
+            let line = tokio::select! {
+                l = lines.next_line(), if rmcp_open => match l {
+                    Ok(Some(l)) => l,
+                    _ => { rmcp_open = false; continue; }
+                },
+                a = answered.recv(), if answers_open => match a {
+                    Some(a) => a,
+                    None => { answers_open = false; continue; }
+                },
+                else => break,
+            };
+            if out.write_all(format!("{line}\n").as_bytes()).await.is_err()
+                || out.flush().await.is_err()
+            {
+                break;
+            }
+        }
+    });
     let server = AirlockMcp::new(service, Some(tenant))
-        .serve(rmcp::transport::stdio())
+        .serve((rmcp_in, rmcp_out))
         .await?;
     server.waiting().await?;
+    // The session is over: stdin is not read on (the client may keep it open).
+    reader.abort();
+    let _ = writer.await;
     Ok(())
+}
+
+/// A JSON-RPC error answer to a message whose id could not be read.
+fn rpc_error(code: i64, message: String) -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code, "message": message },
+    })
+    .to_string()
 }
 
 /// The `/mcp` route for `airlock serve`: streamable HTTP, with the `Origin`
