@@ -1370,7 +1370,12 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("ln -s ../../x src/up", "default", D, "symlink's target"),
     ("ln -s README.md src/readme", "default", A, ""),
     ("ln -s ../README.md src/readme", "default", A, ""),
-    ("awk 'BEGIN{while((getline l < \"/etc/shadow\")>0) print l}'", "default", Q, "getline"),
+    (
+        "awk 'BEGIN{while((getline l < \"/etc/shadow\")>0) print l}'",
+        "default",
+        Q,
+        "getline",
+    ),
 ];
 
 #[test]
