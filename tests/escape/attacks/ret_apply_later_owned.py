@@ -20,15 +20,6 @@ def setup(ws):
         f.write(d.policy_text(ws, mode="overlay", allow='"sh", "python3"'))
 
 
-def airlock(*args, cwd):
-    r = subprocess.run([d.AIRLOCK] + list(args), cwd=cwd, capture_output=True, timeout=120)
-    try:
-        return r.returncode, json.loads(r.stdout or b"{}")
-    except ValueError:
-        return r.returncode, {"raw": r.stdout[-300:].decode("utf-8", "replace"),
-                              "stderr": r.stderr[-300:].decode("utf-8", "replace")}
-
-
 def main(ws):
     change = (f'open("airlock.toml", "w").write({OPEN_POLICY!r}); '
               f'import os; os.makedirs(".git", exist_ok=True); '
@@ -38,15 +29,15 @@ def main(ws):
         subprocess.run(["python3", "-c", change], cwd=ws, check=True)
         return
     pol = os.path.join(ws, "airlock.toml")
-    code, first = airlock("run", "--policy", pol, "--cwd", ws, "--json", "--", "python3", "-c", change, cwd=ws)
+    code, first = d.airlock("run", "--policy", pol, "--cwd", ws, "--json", "--", "python3", "-c", change, cwd=ws)
     run_id = first.get("request_id")
     d.say(f"run {run_id}: kept={first.get('kept')} applied={first.get('applied')}")
     if not first.get("kept"):
         d.say(f"the change set was not kept: {json.dumps(first)[:300]}")
         return
-    code, shown = airlock("changes", run_id, "--policy", pol, "--cwd", ws, "--json", cwd=ws)
+    code, shown = d.airlock("changes", run_id, "--policy", pol, "--cwd", ws, "--json", cwd=ws)
     d.say(f"airlock changes: {shown.get('message')}")
-    code, applied = airlock("apply", run_id, "--policy", pol, "--cwd", ws, "--json", cwd=ws)
+    code, applied = d.airlock("apply", run_id, "--policy", pol, "--cwd", ws, "--json", cwd=ws)
     d.say(f"airlock apply: {applied.get('status')}: {applied.get('message')}")
     if not os.path.exists(os.path.join(ws, f"later-{MARK}.txt")):
         d.say("the ordinary file did not arrive (the set is held for the git config)")

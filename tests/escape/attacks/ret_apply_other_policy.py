@@ -21,29 +21,20 @@ def setup(ws):
         f.write(d.policy_text(ws, mode="overlay", allow='"sh", "python3"'))
 
 
-def airlock(*args, cwd):
-    r = subprocess.run([d.AIRLOCK] + list(args), cwd=cwd, capture_output=True, timeout=120)
-    try:
-        return r.returncode, json.loads(r.stdout or b"{}")
-    except ValueError:
-        return r.returncode, {"raw": r.stdout[-300:].decode("utf-8", "replace"),
-                              "stderr": r.stderr[-300:].decode("utf-8", "replace")}
-
-
 def main(ws):
     change = f'open({POLICY!r}, "a").write({LOOSER!r})'
     if d.HOST_MODE:
         subprocess.run(["python3", "-c", change], cwd=ws, check=True)
         return
     pol = os.path.join(ws, POLICY)
-    code, first = airlock("run", "--policy", pol, "--cwd", ws, "--json", "--", "python3", "-c", change, cwd=ws)
+    code, first = d.airlock("run", "--policy", pol, "--cwd", ws, "--json", "--", "python3", "-c", change, cwd=ws)
     run_id = first.get("request_id")
     d.say(f"run {run_id}: kept={first.get('kept')} applied={first.get('applied')}")
     if not first.get("kept"):
         d.say(f"the change set was not kept: {json.dumps(first)[:300]}")
         return
     # As a user following the hint without its --policy: the default judges.
-    code, applied = airlock("apply", run_id, "--cwd", ws, "--json", cwd=ws)
+    code, applied = d.airlock("apply", run_id, "--cwd", ws, "--json", cwd=ws)
     d.say(f"airlock apply (built-in policy): {applied.get('status')}: {applied.get('message')}")
     d.blocked("apply RUN_ID under another policy rewrites the run's policy file", "judged by the runner on the host")
 

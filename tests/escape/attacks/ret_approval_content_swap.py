@@ -17,15 +17,6 @@ def setup(ws):
         f.write("echo reviewed build step\n")
 
 
-def airlock(*args, cwd):
-    r = subprocess.run([d.AIRLOCK] + list(args), cwd=cwd, capture_output=True, timeout=120)
-    try:
-        return r.returncode, json.loads(r.stdout or b"{}")
-    except ValueError:
-        return r.returncode, {"raw": r.stdout[-300:].decode("utf-8", "replace"),
-                              "stderr": r.stderr[-300:].decode("utf-8", "replace")}
-
-
 def main(ws):
     rewrite = f'open("build.sh", "w").write("echo {SWAPPED}\\n")'
     if d.HOST_MODE:
@@ -38,20 +29,20 @@ def main(ws):
     pol = d.policy(ws, mode="overlay", allow='"sh", "python3"',
                    extra='[[rule]]\nprefix = ["bash", "build.sh"]\ndecision = "approval_required"\n'
                          'reason = "the build script needs a person"\n')
-    code, first = airlock("run", "--policy", pol, "--cwd", ws, "--json", "--", "bash", "build.sh", cwd=ws)
+    code, first = d.airlock("run", "--policy", pol, "--cwd", ws, "--json", "--", "bash", "build.sh", cwd=ws)
     approval = (first.get("approval") or {}).get("id")
     if not approval:
         d.escaped("setup", f"no approval was asked for (exit {code}): {json.dumps(first)[:300]}")
         return
     r = subprocess.run([d.AIRLOCK, "approvals", "approve", approval], cwd=ws, capture_output=True, timeout=60)
     d.say(f"approved {approval}: exit {r.returncode}")
-    code, applied = airlock("run", "--policy", pol, "--cwd", ws, "--json", "--apply", "--",
+    code, applied = d.airlock("run", "--policy", pol, "--cwd", ws, "--json", "--apply", "--",
                             "python3", "-c", rewrite, cwd=ws)
     with open(os.path.join(ws, "build.sh")) as f:
         if SWAPPED not in f.read():
             d.escaped("setup", f"the --apply run did not rewrite build.sh (exit {code}): {json.dumps(applied)[:300]}")
             return
-    code, used = airlock("run", "--policy", pol, "--cwd", ws, "--json", "--approval", approval, "--",
+    code, used = d.airlock("run", "--policy", pol, "--cwd", ws, "--json", "--approval", approval, "--",
                          "bash", "build.sh", cwd=ws)
     stdout = str(used.get("stdout") or "")
     refusal = used.get("refusal") or {}

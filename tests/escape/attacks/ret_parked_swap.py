@@ -21,15 +21,6 @@ def setup(ws):
     pass
 
 
-def airlock(*args, cwd):
-    r = subprocess.run([d.AIRLOCK] + list(args), cwd=cwd, capture_output=True, timeout=120)
-    try:
-        return r.returncode, json.loads(r.stdout or b"{}")
-    except ValueError:
-        return r.returncode, {"raw": r.stdout[-300:].decode("utf-8", "replace"),
-                              "stderr": r.stderr[-300:].decode("utf-8", "replace")}
-
-
 def envrc(ws):
     try:
         with open(os.path.join(ws, ".envrc")) as f:
@@ -45,7 +36,7 @@ def main(ws):
         subprocess.run(["python3", "-c", write(SWAPPED)], cwd=ws, check=True)
     else:
         pol = d.policy(ws, mode="overlay", allow='"sh", "python3"')
-        code, a = airlock("run", "--policy", pol, "--cwd", ws, "--json", "--apply", "--",
+        code, a = d.airlock("run", "--policy", pol, "--cwd", ws, "--json", "--apply", "--",
                           "python3", "-c", write(REVIEWED), cwd=ws)
         run_a = a.get("request_id")
         approval = ((a.get("apply") or {}).get("approval") or {}).get("id")
@@ -54,23 +45,23 @@ def main(ws):
             r = subprocess.run([d.AIRLOCK, "approvals", "approve", approval], cwd=ws,
                                capture_output=True, timeout=60)
             d.say(f"a person approved {approval}: exit {r.returncode}")
-        code, b = airlock("run", "--policy", pol, "--cwd", ws, "--json", "--apply", "--",
+        code, b = d.airlock("run", "--policy", pol, "--cwd", ws, "--json", "--apply", "--",
                           "python3", "-c", write(SWAPPED), cwd=ws)
         run_b = b.get("request_id")
         if approval and run_b:
-            code, used = airlock("apply", run_b, "--policy", pol, "--cwd", ws, "--json",
+            code, used = d.airlock("apply", run_b, "--policy", pol, "--cwd", ws, "--json",
                                  "--approval", approval, cwd=ws)
             refusal = (used.get("refusal") or {}).get("code")
             if refusal == "wrong_kind" and not used.get("applied"):
                 d.blocked("apply run B under run A's approval", f"refused: {refusal}")
             else:
                 d.say(f"apply B under A's approval answered (exit {code}): {json.dumps(used)[:300]}")
-            code, ran = airlock("run", "--policy", pol, "--cwd", ws, "--json", "--approval", approval,
+            code, ran = d.airlock("run", "--policy", pol, "--cwd", ws, "--json", "--approval", approval,
                                 "--", "python3", "-c", write(SWAPPED), cwd=ws)
             if (ran.get("refusal") or {}).get("code") == "wrong_kind" or ran.get("status") == "ran":
                 # an allowed command runs without needing the approval; what matters is the host file
                 d.say(f"run under A's approval: {ran.get('status')} {(ran.get('refusal') or {}).get('code')}")
-            code, applied = airlock("apply", run_a, "--policy", pol, "--cwd", ws, "--json",
+            code, applied = d.airlock("apply", run_a, "--policy", pol, "--cwd", ws, "--json",
                                     "--approval", approval, cwd=ws)
             d.say(f"apply A under its approval: {applied.get('status')}: {applied.get('message')}")
             if envrc(ws) == REVIEWED:

@@ -198,6 +198,16 @@ def refused(what, r, codes=None):
     return False
 
 
+def airlock(*args, cwd):
+    """The airlock CLI with --json: (exit code, the answer; its raw tail if not JSON)."""
+    r = subprocess.run([AIRLOCK] + list(args), cwd=cwd, capture_output=True, timeout=120)
+    try:
+        return r.returncode, json.loads(r.stdout or b"{}")
+    except ValueError:
+        return r.returncode, {"raw": r.stdout[-300:].decode("utf-8", "replace"),
+                              "stderr": r.stderr[-300:].decode("utf-8", "replace")}
+
+
 def git(ws, *args):
     env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", HOME=T.get("FAKE_HOME", "/nonexistent"),
                GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
