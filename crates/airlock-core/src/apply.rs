@@ -253,7 +253,9 @@ impl Engine {
             .map(|p| p.sha256.as_str());
         match sk::apply(&loaded.dir, &loaded.ws, &loaded.limits, pin) {
             Ok((f, _)) => {
-                r.status = if f.applied {
+                // A set whose every change was denied wrote nothing: not applied.
+                let wrote = f.summary.total - f.summary.discarded > f.summary.denied;
+                r.status = if f.applied && wrote {
                     ApplyStatus::Applied
                 } else {
                     ApplyStatus::NotApplied

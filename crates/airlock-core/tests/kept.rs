@@ -269,3 +269,35 @@ fn an_approval_of_one_run_never_applies_another() {
     assert_eq!(shown.status, ApplyStatus::Report);
     assert_eq!(shown.change_summary.unwrap().held, 1);
 }
+
+/// An apply that writes nothing because every change is denied says so: not
+/// applied (exit 1 at the CLI), "nothing applied", the workspace untouched.
+#[test]
+fn an_apply_whose_every_change_is_denied_is_not_applied() {
+    let f = fx();
+    let agent = Caller::token("agent-1");
+    let e = engine(&f, "echo x\n");
+    let r = run_apply(&e, &f, &agent);
+    assert!(
+        r.outcome
+            .as_ref()
+            .unwrap()
+            .change_summary
+            .as_ref()
+            .unwrap()
+            .kept
+    );
+    let strict = airlock_policy::load::from_str(
+        &format!("{POLICY}\n[changes]\ndeny = [\"**\"]\n"),
+        "strict.toml",
+        &f.ws,
+    )
+    .unwrap()
+    .policy;
+    let a = e
+        .apply_kept(&agent, &strict, &r.request_id, RunOptions::default())
+        .unwrap();
+    assert_eq!(a.status, ApplyStatus::NotApplied, "{}", a.message);
+    assert!(a.message.starts_with("nothing applied"), "{}", a.message);
+    assert!(!f.ws.join("ok.txt").exists() && !f.ws.join(".envrc").exists());
+}
