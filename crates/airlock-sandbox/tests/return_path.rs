@@ -64,11 +64,19 @@ fn ordinary_changes_apply_with_modes_normalised() {
     fs::create_dir_all(d.upper.join("__pycache__")).unwrap();
     fs::write(d.upper.join("__pycache__/a.pyc"), "x").unwrap();
     symlink("a.py", d.upper.join("src/link")).unwrap();
+    // A 0777 directory arrives as reported (0775), not as the umask makes it.
+    fs::set_permissions(d.upper.join("src"), fs::Permissions::from_mode(0o777)).unwrap();
     let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
     assert!(f.applied, "{:?}", f.violations);
     assert!(f.violations.is_empty(), "{:?}", f.violations);
     let m = fs::metadata(d.ws.join("src/a.py")).unwrap();
     assert_eq!(m.mode() & 0o7777, 0o664);
+    let reported = f.changes.iter().find(|c| c.path.ends_with("/src")).unwrap();
+    assert_eq!(reported.mode.as_deref(), Some("0775"));
+    assert_eq!(
+        fs::metadata(d.ws.join("src")).unwrap().mode() & 0o7777,
+        0o775
+    );
     assert_eq!(
         fs::read_link(d.ws.join("src/link")).unwrap(),
         Path::new("a.py")

@@ -857,8 +857,20 @@ fn apply_one(
                 if rc < 0 && sys::last_errno() != libc::EEXIST {
                     return Err(io::Error::last_os_error());
                 }
-                // SAFETY: as above.
-                unsafe { libc::fchownat(p, name_c.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW) };
+                // The mode as reported, not as the umask left it (mkdirat's
+                // 0775 came out 0755), also for a directory that was there;
+                // set through the directory itself, never a link.
+                let dir = sys::openat(
+                    p,
+                    &name_c,
+                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+                    0,
+                )?;
+                // SAFETY: fchown/fchmod on an fd we own.
+                unsafe {
+                    libc::fchown(dir.as_raw_fd(), uid, gid);
+                    libc::fchmod(dir.as_raw_fd(), mode);
+                }
                 Ok(())
             } else if m.file_type().is_symlink() {
                 let target = fs::read_link(&src)?;
