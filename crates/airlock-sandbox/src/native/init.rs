@@ -383,6 +383,9 @@ fn exec_command(
     } else {
         template
     };
+    if spec.argv.is_empty() {
+        report(layer(Layer::Exec, "argv", "no program to run"));
+    }
     // A pooled sandbox learns its run's CPU time limit with the launch.
     if let Err(e) = rlimits::apply(&plan.rlimits.with_cpu_time_of(&spec.limits)) {
         report(e);
