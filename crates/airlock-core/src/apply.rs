@@ -254,8 +254,7 @@ impl Engine {
         match sk::apply(&loaded.dir, &loaded.ws, &loaded.limits, pin) {
             Ok((f, _)) => {
                 // A set whose every change was denied wrote nothing: not applied.
-                let wrote = f.summary.total - f.summary.discarded > f.summary.denied;
-                r.status = if f.applied && wrote {
+                r.status = if f.applied && f.summary.allowed() > 0 {
                     ApplyStatus::Applied
                 } else {
                     ApplyStatus::NotApplied
@@ -425,12 +424,12 @@ fn fill(r: &mut ApplyResponse, f: Finished) {
 fn summary_line(f: &Finished, apply: bool) -> String {
     let s = &f.summary;
     let n = s.total - s.discarded;
-    if apply && f.applied && n == s.denied {
+    if apply && f.applied && s.allowed() == 0 {
         format!("nothing applied: the {n} change(s) were all denied")
     } else if apply && f.applied {
         format!(
             "applied: {} change(s), {} bytes written{}",
-            n - s.denied,
+            s.allowed(),
             s.applied_bytes,
             if s.denied > 0 {
                 format!("; {} denied change(s) left out", s.denied)

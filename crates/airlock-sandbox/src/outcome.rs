@@ -64,6 +64,16 @@ pub struct ChangeSummary {
     pub kept: bool,
 }
 
+impl ChangeSummary {
+    /// Changes the change-set policy lets through: all but the discarded and
+    /// the denied (what an apply writes, held ones included once approved).
+    pub fn allowed(&self) -> u64 {
+        self.total
+            .saturating_sub(self.discarded)
+            .saturating_sub(self.denied)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KillReason {

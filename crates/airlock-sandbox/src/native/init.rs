@@ -365,10 +365,9 @@ fn exec_command(
     // An early-prepared sandbox waits here, in the pool, for its command.
     let launched;
     let spec = if early {
-        if plan.built_signal.is_some() {
-            let _ = sys::write_all(PREPARED_FD, &[protocol::PREPARED]);
-            sys::close(PREPARED_FD);
-        }
+        // (`early` is a pooled sandbox's, which has the pipe.)
+        let _ = sys::write_all(PREPARED_FD, &[protocol::PREPARED]);
+        sys::close(PREPARED_FD);
         let mut b = [0u8; 1];
         if !matches!(sys::read(GO_FD, &mut b), Ok(1)) || b[0] != CONTROL_LAUNCH {
             let _ = sys::write_all(err_w, format!("{ABANDONED}\0").as_bytes());
@@ -596,12 +595,11 @@ fn supervise(plan: &InitPlan, spec: &SandboxSpec, start: Start, mut marks: Marks
     if !err.is_empty() {
         let text = String::from_utf8_lossy(&err);
         let (l, d) = text.split_once('\0').unwrap_or(("exec", &text));
+        let _ = sys::waitpid(child, 0);
         if l == ABANDONED {
             // The pool dropped this sandbox before any launch: nothing ran.
-            let _ = sys::waitpid(child, 0);
             sys::exit_now(1);
         }
-        let _ = sys::waitpid(child, 0);
         let failed = match Layer::from_name(l) {
             Some(layer) => InitMsg::Failed {
                 layer,
