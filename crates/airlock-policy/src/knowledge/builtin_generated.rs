@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0x28258c44af128789;
+pub const SOURCE_HASH: u64 = 0x2cf1ec9044c4d98c;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -878,7 +878,7 @@ pub static PROGRAMS: &[P] = &[
         names: &["env"], origin: "<built-in knowledge base>:790",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
-        short_values: &['u', 'C', 'S'],
+        short_values: &['u', 'C', 'S', 'a'],
         long: &[
             L { name: "unset", key: "--unset", takes: Takes::Required, short: Some('u') },
             L { name: "chdir", key: "--chdir", takes: Takes::Required, short: Some('C') },

@@ -49,6 +49,14 @@ impl Word<'_> {
         }
     }
 
+    /// Index in the argv of the word it came from.
+    pub fn at(&self) -> usize {
+        match self {
+            Word::Short { at, .. } | Word::Long { at, .. } | Word::Arg { at, .. } => *at,
+            Word::End { at } => *at,
+        }
+    }
+
     pub fn owner(&self) -> Option<&ProgramEntry> {
         match self {
             Word::Short { owner, .. } | Word::Long { owner, .. } | Word::Arg { owner, .. } => {

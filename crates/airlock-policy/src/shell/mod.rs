@@ -1336,7 +1336,8 @@ impl Analyzer {
             return;
         }
         self.knowledge(&mut seg, st, depth, nest, unwraps);
-        match unwrap::unwrap(&seg.argv) {
+        let kb_arc = self.kb.clone();
+        match unwrap::unwrap(&seg.argv, Kb::new(&kb_arc)) {
             unwrap::Unwrap::NotWrapper => {}
             unwrap::Unwrap::Unknown(why) => {
                 seg.unknown = Some(why);

@@ -2,6 +2,7 @@
 //! Each is unwrapped so that the inner command is what gets judged.
 
 use super::Access;
+use crate::knowledge::{self, Kb, Word};
 
 /// What a wrapper runs.
 #[derive(Debug, Clone)]
@@ -71,13 +72,13 @@ fn skip_options(argv: &[String], start: usize, with_value: &[&str]) -> usize {
     i.min(argv.len())
 }
 
-pub fn unwrap(argv: &[String]) -> Unwrap {
+pub fn unwrap(argv: &[String], kb: Kb<'_>) -> Unwrap {
     let Some(first) = argv.first() else {
         return Unwrap::NotWrapper;
     };
     let program = crate::rules::program_name(first);
     match program {
-        "env" => unwrap_env(argv),
+        "env" => unwrap_env(argv, kb),
         "command" => {
             let i = skip_options(argv, 1, &[]);
             if argv[1..i]
@@ -135,118 +136,62 @@ pub fn unwrap(argv: &[String]) -> Unwrap {
     }
 }
 
-/// GNU env's long options: (name, takes a value: 0 no, 1 required, 2 only attached).
-const ENV_LONG: &[(&str, u8)] = &[
-    ("unset", 1),
-    ("chdir", 1),
-    ("split-string", 1),
-    ("argv0", 1),
-    ("ignore-environment", 0),
-    ("null", 0),
-    ("debug", 0),
-    ("list-signal-handling", 0),
-    ("help", 0),
-    ("version", 0),
-    ("default-signal", 2),
-    ("ignore-signal", 2),
-    ("block-signal", 2),
-];
-
-/// The long option `name` names, as getopt_long reads it: exact, or the one
-/// option it is a prefix of.
-fn env_long(name: &str) -> Option<(&'static str, u8)> {
-    if let Some(&o) = ENV_LONG.iter().find(|(n, _)| *n == name) {
-        return Some(o);
-    }
-    let mut hits = ENV_LONG
-        .iter()
-        .filter(|(n, _)| !name.is_empty() && n.starts_with(name));
-    match (hits.next(), hits.next()) {
-        (Some(&o), None) => Some(o),
-        _ => None,
-    }
-}
-
-/// `env`'s options are read as env reads them (clusters such as `-iS'cmd'`,
+/// `env`'s options are read as env reads them, by the knowledge base's
+/// normaliser over its `env` entry (clusters such as `-iS'cmd'`,
 /// abbreviations such as `--spl=cmd`), so that none hides the command; an
-/// option env does not have makes the command unknown.
-fn unwrap_env(argv: &[String]) -> Unwrap {
+/// option the entry does not name makes the command unknown.
+fn unwrap_env(argv: &[String], kb: Kb<'_>) -> Unwrap {
+    let norm = knowledge::normalize(argv, kb);
+    let Some(entry) = norm.entry else {
+        return Unwrap::Unknown("`env` has no entry in the knowledge base".into());
+    };
+    let knows = |c: char| {
+        entry.short_values.contains(&c)
+            || entry.short_optional.contains(&c)
+            || entry.long.iter().any(|o| o.short == Some(c))
+    };
     let mut chdir = None;
     let mut env = Vec::new();
     let mut split: Option<(String, usize)> = None;
-    let mut i = 1;
-    while i < argv.len() {
-        let a = argv[i].as_str();
-        if a == "--" {
-            i += 1;
-            break;
-        }
-        if let Some(long) = a.strip_prefix("--") {
-            let (name, attached) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (long, None),
-            };
-            let Some((name, takes)) = env_long(name) else {
-                return Unwrap::Unknown(format!(
-                    "`env {a}` is not an env option the gate knows (or an ambiguous abbreviation)"
-                ));
-            };
-            let (value, next) = match (takes, attached) {
-                (_, Some(v)) => (Some(v), i + 1),
-                (1, None) => (argv.get(i + 1).cloned(), i + 2),
-                _ => (None, i + 1),
-            };
-            match name {
-                "chdir" => chdir = value,
-                "split-string" => {
-                    split = Some((value.unwrap_or_default(), next));
-                    break;
-                }
-                _ => {}
-            }
-            i = next;
-        } else if a.len() > 1 && a.starts_with('-') {
-            // A cluster of short options; a letter that takes a value takes
-            // the rest of the word, else the next word.
-            let letters: Vec<char> = a[1..].chars().collect();
-            let mut next = i + 1;
-            for (k, c) in letters.iter().enumerate() {
-                match c {
-                    'i' | '0' | 'v' => continue,
-                    'u' | 'C' | 'S' | 'a' => {
-                        let rest: String = letters[k + 1..].iter().collect();
-                        let value = if rest.is_empty() {
-                            next = i + 2;
-                            argv.get(i + 1).cloned().unwrap_or_default()
-                        } else {
-                            rest
-                        };
-                        match c {
-                            'C' => chdir = Some(value),
-                            'S' => split = Some((value, next)),
-                            _ => {}
-                        }
-                        break;
-                    }
-                    other => {
-                        return Unwrap::Unknown(format!(
-                            "`env {a}`: `-{other}` is not an env option the gate knows"
-                        ))
-                    }
-                }
-            }
-            i = next;
-            if split.is_some() {
+    // Where the command starts: past the options and NAME=VALUE words.
+    let mut i = argv.len();
+    for w in &norm.words {
+        match w {
+            Word::End { at } => {
+                i = at + 1;
                 break;
             }
-        } else if a == "-" {
-            // Same as -i.
-            i += 1;
-        } else if let Some((name, value)) = a.split_once('=') {
-            env.push((name.to_string(), value.to_string()));
-            i += 1;
-        } else {
-            break;
+            // `-` alone is -i.
+            Word::Arg { text: "-", .. } => {}
+            Word::Arg { text, at, .. } => match text.split_once('=') {
+                Some((name, value)) => env.push((name.to_string(), value.to_string())),
+                None => {
+                    i = *at;
+                    break;
+                }
+            },
+            Word::Short { letter, .. } if !knows(*letter) => {
+                return Unwrap::Unknown(format!(
+                    "`env {}`: `-{letter}` is not an env option the gate knows",
+                    argv[w.at()]
+                ));
+            }
+            Word::Long { owner: None, .. } => {
+                return Unwrap::Unknown(format!(
+                    "`env {}` is not an env option the gate knows (or an ambiguous abbreviation)",
+                    argv[w.at()]
+                ));
+            }
+            Word::Short { value, next, .. } | Word::Long { value, next, .. } => {
+                match w.key().as_deref() {
+                    Some("-C") => chdir = value.map(str::to_string),
+                    Some("-S") => {
+                        split = Some((value.unwrap_or_default().to_string(), *next));
+                        break;
+                    }
+                    _ => {}
+                }
+            }
         }
     }
     if let Some((text, next)) = split {
