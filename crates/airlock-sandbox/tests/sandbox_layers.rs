@@ -203,14 +203,15 @@ fn new_session_and_landlock_are_in_force() {
     // The command leads its own session (setsid): the shell's session id is its pid.
     // Landlock: `/` (a read-only tmpfs whose mode lets anyone list it) has no
     // landlock rule, so listing it is refused although the mounts would allow it.
+    // It belongs to sandbox root, as a container's root does.
     let o = sh(
         &f,
-        "echo SID $(cut -d' ' -f6 /proc/$$/stat) PID $$; stat -c 'MODE %a' /; ls / 2>&1 | head -1",
+        "echo SID $(cut -d' ' -f6 /proc/$$/stat) PID $$; stat -c 'MODE %a OWNER %u:%g' /; ls / 2>&1 | head -1",
     );
     let sid = o.stdout.lines().next().unwrap();
     let parts: Vec<&str> = sid.split_whitespace().collect();
     assert_eq!(parts[1], parts[3], "not a session leader: {sid}");
-    assert!(o.stdout.contains("MODE 755"), "{o:?}");
+    assert!(o.stdout.contains("MODE 755 OWNER 0:0"), "{o:?}");
     assert!(o.stdout.contains("Permission denied"), "{o:?}");
 }
 

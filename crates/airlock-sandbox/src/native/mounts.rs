@@ -76,12 +76,26 @@ pub fn build(plan: &ViewPlan) -> Result<(), SandboxError> {
         sys::clone_tree(&spec.workspace.root, true)
             .map_err(|e| fail(Layer::Workspace, spec.workspace.root.display(), e))?,
     );
+    // The root belongs to sandbox root, as a container's does: tools that
+    // check `/`'s owner (ssh's StrictModes, `find -user`) see root, and
+    // stat("/") reads ids Python keeps cached. It is read-only after the
+    // pivot, so owning it allows no change. Rootless, init's own namespace
+    // makes it, whose root is already the one the sandbox maps.
+    let root_options = match plan.rootless {
+        true => c"mode=0755,size=4m".to_owned(),
+        false => std::ffi::CString::new(format!(
+            "mode=0755,size=4m,uid={},gid={}",
+            super::namespaces::SANDBOX_HOST_UID,
+            super::namespaces::SANDBOX_HOST_GID
+        ))
+        .map_err(|e| fail(Layer::Mounts, "tmpfs root", e))?,
+    };
     sys::mount(
         Some(c"airlock"),
         &root,
         Some(c"tmpfs"),
         libc::MS_NOSUID | libc::MS_NODEV,
-        Some(c"mode=0755,size=4m"),
+        Some(&root_options),
     )
     .map_err(|e| fail(Layer::Mounts, "tmpfs root", e))?;
     let root_fd = sys::open(&root, libc::O_PATH | libc::O_DIRECTORY, 0)
