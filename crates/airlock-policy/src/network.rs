@@ -69,6 +69,10 @@ pub const BUILTIN_SUBCOMMANDS: &[&str] = &[
     "pip3 download",
     "pip wheel",
     "pip3 wheel",
+    "pip index",
+    "pip search",
+    "pip list --outdated",
+    "pip list --uptodate",
     "pipx install",
     "pipx run",
     "uv pip install",
@@ -85,6 +89,12 @@ pub const BUILTIN_SUBCOMMANDS: &[&str] = &[
     "npm add",
     "npm exec",
     "npm pack",
+    "npm view",
+    "npm show",
+    "npm info",
+    "npm outdated",
+    "npm audit",
+    "npm search",
     "npx",
     "yarn add",
     "yarn install",
@@ -187,6 +197,17 @@ pub fn touches_network_shaped(
         }
         return None;
     }
+    if matches!(program, "tar" | "gtar") {
+        return remote_tar_archive(argv).map(|a| {
+            format!("`tar` with the archive `{a}` reaches another host (GNU tar opens `host:path` through rsh; `--force-local` reads it as a file)")
+        });
+    }
+    // `go run pkg@version` fetches the module first, as `go install` does.
+    if program == "go" && shape.positionals.first() == Some(&"run") {
+        if let Some(pkg) = shape.positionals.get(1).filter(|p| module_at_version(p)) {
+            return Some(format!("`go run {pkg}` downloads that module"));
+        }
+    }
     // `python3 -m pip install`: judge the module as the program.
     if program == "python" {
         if let Some(i) = argv.iter().position(|a| a == "-m") {
@@ -224,6 +245,42 @@ pub fn touches_network_shaped(
         }
     }
     None
+}
+
+/// The archive of a GNU tar command that names it `host:path`, unless
+/// `--force-local` says it is a file.
+fn remote_tar_archive(argv: &[String]) -> Option<&str> {
+    let n = crate::knowledge::normalize(argv, crate::knowledge::Kb::builtin_only());
+    let mut archive = None;
+    for w in &n.words {
+        match w {
+            crate::knowledge::Word::Long {
+                key: "--force-local",
+                ..
+            } => return None,
+            crate::knowledge::Word::Short {
+                letter: 'f',
+                value: Some(v),
+                ..
+            }
+            | crate::knowledge::Word::Long {
+                short: Some('f'),
+                value: Some(v),
+                ..
+            } => archive = Some(*v),
+            _ => {}
+        }
+    }
+    archive.filter(|a| remote_operand(a))
+}
+
+/// `example.com/tool@v1.2.0`, `golang.org/x/tools/cmd/stringer@latest`: a
+/// module path with a version, not a local directory or file.
+fn module_at_version(pkg: &str) -> bool {
+    !pkg.starts_with(['.', '/'])
+        && pkg
+            .rsplit_once('@')
+            .is_some_and(|(path, v)| !path.is_empty() && !v.is_empty())
 }
 
 /// `user@host:path` or `host:path` (a colon before any slash).

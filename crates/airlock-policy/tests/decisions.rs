@@ -298,6 +298,18 @@ const CASES: &[(&str, &str, &str, Verdict)] = &[
     ("python3 -m pip install requests", ".", "default", D),
     ("npm install left-pad", ".", "default", D),
     ("npm ci", ".", "default", D),
+    ("pip list --outdated", ".", "default", D),
+    ("pip list -o", ".", "default", D),
+    ("pip3 list --format json --uptodate", ".", "default", D),
+    ("pip list", ".", "default", A),
+    ("pip index versions requests", ".", "default", D),
+    ("tar -xf host:backup.tar", ".", "default", D),
+    ("tar xf user@host:/backup.tar", ".", "default", D),
+    ("tar --file=host:backup.tar -x", ".", "default", D),
+    ("tar -xf ./a:b.tar", ".", "default", A),
+    ("tar -xf host:backup.tar --force-local", ".", "default", A),
+    ("go run example.com/tool@v1.2.0", ".", "default", D),
+    ("go run ./cmd/tool", ".", "default", A),
     ("cargo install ripgrep", ".", "default", D),
     ("apt-get install -y jq", ".", "default", D),
     ("echo hi > /dev/tcp/127.0.0.1/80", ".", "default", D),
@@ -523,6 +535,28 @@ fn interpreters_are_judged_as_programs_the_sandbox_is_the_wall() {
         },
     );
     assert_eq!(d.decision, A, "{}", d.reason);
+}
+
+#[test]
+fn options_and_operands_that_reach_the_network_are_named() {
+    let f = fixture();
+    for (cmd, reason) in [
+        (
+            "tar -xf host:backup.tar",
+            "`tar` with the archive `host:backup.tar` reaches another host",
+        ),
+        (
+            "go run example.com/tool@v1.2.0",
+            "`go run example.com/tool@v1.2.0` downloads that module",
+        ),
+        ("pip list -o", "`pip list --outdated` reaches the network"),
+        ("npm view left-pad", "`npm view` reaches the network"),
+    ] {
+        let d = judge(&f, cmd, ".", "default");
+        assert_eq!(d.decision, D, "{cmd}: {}", d.reason);
+        assert!(d.reason.starts_with(reason), "{cmd}: {}", d.reason);
+        assert_eq!(d.step, airlock_policy::Step::Network, "{cmd}");
+    }
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0x2cf1ec9044c4d98c;
+pub const SOURCE_HASH: u64 = 0x4700389fbb1d4a23;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -438,6 +438,8 @@ pub static PROGRAMS: &[P] = &[
             L { name: "exclude", key: "--exclude", takes: Takes::Required, short: None },
             L { name: "exclude-from", key: "--exclude-from", takes: Takes::Required, short: Some('X') },
             L { name: "files-from", key: "--files-from", takes: Takes::Required, short: Some('T') },
+            L { name: "force-local", key: "--force-local", takes: Takes::No, short: None },
+            L { name: "rmt-command", key: "--rmt-command", takes: Takes::Required, short: None },
             L { name: "transform", key: "--transform", takes: Takes::Required, short: None },
             L { name: "xform", key: "--xform", takes: Takes::Required, short: None },
             L { name: "strip-components", key: "--strip-components", takes: Takes::Required, short: None },
@@ -1951,6 +1953,8 @@ pub static PROGRAMS: &[P] = &[
             L { name: "no-deps", key: "--no-deps", takes: Takes::No, short: None },
             L { name: "pre", key: "--pre", takes: Takes::No, short: None },
             L { name: "dry-run", key: "--dry-run", takes: Takes::No, short: None },
+            L { name: "outdated", key: "--outdated", takes: Takes::No, short: Some('o') },
+            L { name: "uptodate", key: "--uptodate", takes: Takes::No, short: Some('u') },
             L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
             L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
         ],
