@@ -9,7 +9,7 @@
 //!
 //! The strictest segment decides.
 
-use crate::knowledge::{Action, Finding, Kb};
+use crate::knowledge::{normalize, Action, Finding, Kb, Word};
 use crate::network::{host_matches, named_hosts, touches_network_shaped};
 use crate::paths::{system_program, Boundary};
 use crate::rules::{prefix_matches, ArgvShape, RuleIndex};
@@ -636,6 +636,20 @@ impl<'p> Judge<'p> {
         let access = arg_access(program, &seg.argv);
         let already: Vec<&str> = seg.paths.iter().map(|p| p.text.as_str()).collect();
         let pattern = grep_pattern(program, &seg.argv);
+        // Option words the knowledge base cannot read (a program it does not
+        // describe, or a script's own arguments): where a value attached to
+        // one starts is not known, so `-o../x` is checked as `../x`.
+        let normalized = normalize(&seg.argv, self.kb());
+        let opaque = |i: usize| {
+            normalized.words.iter().any(|w| {
+                w.at() == i
+                    && match w {
+                        Word::Arg { text, .. } => text.len() > 1 && text.starts_with('-'),
+                        Word::Short { owner: None, .. } | Word::Long { owner: None, .. } => true,
+                        _ => false,
+                    }
+            })
+        };
         for (i, arg) in seg.argv.iter().enumerate().skip(1) {
             if seg.unknown_args.iter().any(|(shown, _)| shown == arg)
                 || pattern == Some(i)
@@ -644,7 +658,7 @@ impl<'p> Judge<'p> {
             {
                 continue;
             }
-            for candidate in path_candidates(arg) {
+            for candidate in path_candidates(arg, opaque(i)) {
                 if already.contains(&candidate) {
                     continue;
                 }
@@ -813,15 +827,18 @@ fn not_allowlisted(written: &str) -> String {
     }
 }
 
-/// The strings in an argument that may name a path: the word, or the value of
-/// `--opt=value` / `key=value`.
-fn path_candidates(arg: &str) -> Vec<&str> {
+/// The strings in an argument that may name a path: the word, the value of
+/// `--opt=value` / `key=value`, and with `opaque` (an option word whose
+/// letters the knowledge base does not know) a path attached to a
+/// single-dash word: `-o../x`.
+fn path_candidates(arg: &str, opaque: bool) -> Vec<&str> {
     if arg.is_empty() {
         return vec![];
     }
-    if arg.starts_with('-') {
+    if let Some(body) = arg.strip_prefix('-') {
         return match arg.split_once('=') {
             Some((_, v)) if !v.is_empty() => vec![v],
+            _ if opaque && !body.starts_with('-') => attached_path(body).into_iter().collect(),
             _ => vec![],
         };
     }
@@ -836,6 +853,19 @@ fn path_candidates(arg: &str) -> Vec<&str> {
         out.retain(|c| !c.contains("://"));
     }
     out
+}
+
+/// A path attached to one option letter (`-o../x`, `-I/usr/include`): what
+/// follows the letter, when it starts as a path does. Only one letter: in
+/// `-obuild/out` the value is `build/out`, and reading it as the cluster
+/// `-obuild` with the value `/out` would refuse everyday commands. A cluster
+/// before a path (`-xf/abs`) of a program the knowledge base does not
+/// describe is therefore not seen here; the sandbox's mounts still hold it.
+fn attached_path(body: &str) -> Option<&str> {
+    let rest = &body[body.chars().next()?.len_utf8()..];
+    let pathlike =
+        ["/", "~/", "./", "../"].iter().any(|p| rest.starts_with(p)) || matches!(rest, ".." | "~");
+    pathlike.then_some(rest)
 }
 
 /// The index of grep's pattern operand, which is data, not a path
@@ -1011,6 +1041,21 @@ fn arg_access<'a>(program: &'a str, argv: &'a [String]) -> impl Fn(usize) -> Acc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_attached_to_an_opaque_option_is_a_candidate() {
+        assert_eq!(path_candidates("-o../x", true), ["../x"]);
+        assert_eq!(path_candidates("-I/usr/include", true), ["/usr/include"]);
+        assert!(path_candidates("-obuild/out", true).is_empty());
+        assert_eq!(path_candidates("-o./out", true), ["./out"]);
+        assert_eq!(path_candidates("-o~/x", true), ["~/x"]);
+        assert!(path_candidates("-Isrc", true).is_empty());
+        assert!(path_candidates("-a..b", true).is_empty());
+        assert!(path_candidates("--out/x", true).is_empty());
+        // Options the knowledge base reads are its business (`awk -F/`).
+        assert!(path_candidates("-F/", false).is_empty());
+        assert_eq!(path_candidates("--out=/x", false), ["/x"]);
+    }
 
     /// The trace's details are built only when explaining; both paths decide alike.
     #[test]

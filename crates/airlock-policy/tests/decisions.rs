@@ -298,6 +298,12 @@ const CASES: &[(&str, &str, &str, Verdict)] = &[
     ("python3 -m pip install requests", ".", "default", D),
     ("npm install left-pad", ".", "default", D),
     ("npm ci", ".", "default", D),
+    // A script's own options: where an attached value starts is unknown, so
+    // a path attached after the letter is checked.
+    ("python3 src/main.py -o../outside", ".", "default", D),
+    ("python3 src/main.py -o/etc/cron.d/x", ".", "default", D),
+    ("python3 src/main.py -o./build/out", ".", "default", A),
+    ("python3 src/main.py -obuild/out", ".", "default", A),
     ("pip list --outdated", ".", "default", D),
     ("pip list -o", ".", "default", D),
     ("pip3 list --format json --uptodate", ".", "default", D),
