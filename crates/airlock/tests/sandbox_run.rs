@@ -154,6 +154,30 @@ fn apply_flag_copies_changes_back() {
 }
 
 #[test]
+fn a_run_whose_every_change_is_denied_says_nothing_was_applied() {
+    let e = Env::new();
+    std::fs::create_dir_all(e.ws().join(".git/hooks")).unwrap();
+    let p = e.policy("");
+    let o = e.airlock(&[
+        "run",
+        "--policy",
+        &p,
+        "--apply",
+        "--",
+        "python3",
+        "-c",
+        "open('.git/hooks/pre-commit', 'w').write('pwned')",
+    ]);
+    let err = text(&o.stderr);
+    assert!(!e.ws().join(".git/hooks/pre-commit").exists(), "{err}");
+    assert!(
+        err.contains("1 workspace change(s) not applied: every one was denied"),
+        "{err}"
+    );
+    assert!(!err.contains("applied except"), "{err}");
+}
+
+#[test]
 fn timeout_and_memory_have_their_own_exit_codes() {
     let e = Env::new();
     let p = e.policy("[limits]\ntimeout = \"1s\"\nmemory = \"64MiB\"\n");

@@ -561,7 +561,10 @@ pub(super) fn report_to_terminal(r: &RunResponse, policy: Option<&airlock_policy
             id = r.request_id
         );
         let denied = o.change_summary.as_ref().map_or(0, |s| s.denied);
-        let verb = if o.applied && denied > 0 {
+        let none_allowed = o.change_summary.as_ref().is_some_and(|s| s.allowed() == 0);
+        let verb = if o.applied && denied > 0 && none_allowed {
+            "not applied: every one was denied (see below)".to_string()
+        } else if o.applied && denied > 0 {
             format!("applied except {denied} denied (see below)")
         } else if o.applied {
             "applied".to_string()
