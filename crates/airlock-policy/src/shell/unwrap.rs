@@ -129,7 +129,7 @@ pub fn unwrap(argv: &[String], kb: Kb<'_>) -> Unwrap {
             let i = skip_options(argv, 1, &["-i", "-o", "-e"]);
             inner(&argv[..i], &argv[i..])
         }
-        "xargs" => unwrap_xargs(argv),
+        "xargs" => unwrap_xargs(argv, kb),
         "find" => unwrap_find(argv),
         p if SHELLS.contains(&p) => unwrap_shell(argv),
         _ => Unwrap::NotWrapper,
@@ -240,7 +240,53 @@ const XARGS_STEERED: &[&str] = &[
     "clang", "cmake", "jq", "curl", "wget",
 ];
 
-fn unwrap_xargs(argv: &[String]) -> Unwrap {
+/// git subcommands whose arguments name files, paths and revisions and never
+/// a program or code: words xargs appends after one of them cannot choose
+/// what runs (git reads its global options, `-c` among them, only before the
+/// subcommand).
+const GIT_INERT_SUBCOMMANDS: &[&str] = &[
+    "add", "rm", "mv", "status", "ls-files", "log", "show", "diff", "blame", "restore", "checkout",
+];
+
+/// `xargs git add`, `xargs -I{} git rm {}`: the words xargs adds land after an
+/// inert subcommand written out in full, never in it or before it.
+fn git_inert_after_subcommand(inner: &[String], replace: Option<&str>, kb: Kb<'_>) -> bool {
+    let n = knowledge::normalize(inner, kb);
+    let Some((sub, at)) = n.words.iter().find_map(|w| match w {
+        Word::Arg { text, at, .. } => Some((*text, *at)),
+        _ => None,
+    }) else {
+        return false;
+    };
+    GIT_INERT_SUBCOMMANDS.contains(&sub)
+        && replace.is_none_or(|r| inner[..=at].iter().all(|w| !w.contains(r)))
+}
+
+/// The string `-I R`, `-IR`, `--replace[=R]` or `-i[R]` makes xargs replace
+/// in the command's words (`{}` when not given).
+fn xargs_replace(options: &[String]) -> Option<String> {
+    let mut replace = None;
+    let mut k = 0;
+    while k < options.len() {
+        let a = options[k].as_str();
+        if a == "-I" {
+            replace = options.get(k + 1).cloned();
+            k += 1;
+        } else if let Some(r) = a.strip_prefix("-I") {
+            replace = Some(r.to_string());
+        } else if let Some(r) = a.strip_prefix("--replace=") {
+            replace = Some(r.to_string());
+        } else if a == "--replace" || a == "-i" {
+            replace = Some("{}".to_string());
+        } else if let Some(r) = a.strip_prefix("-i") {
+            replace = Some(r.to_string());
+        }
+        k += 1;
+    }
+    replace
+}
+
+fn unwrap_xargs(argv: &[String], kb: Kb<'_>) -> Unwrap {
     let with_value = [
         "-I",
         "-L",
@@ -289,9 +335,12 @@ fn unwrap_xargs(argv: &[String]) -> Unwrap {
     // options that run one (`echo touch x | xargs env`, `| xargs awk`,
     // `| xargs tar` with `--to-command=`), they decide what runs.
     let inner_program = crate::rules::program_name(&inner_argv[0]);
-    if XARGS_STEERED.contains(&inner_program)
-        || SHELLS.contains(&inner_program)
-        || inner_program.starts_with("python")
+    let inert = inner_program == "git"
+        && git_inert_after_subcommand(&inner_argv, xargs_replace(&argv[1..i]).as_deref(), kb);
+    if !inert
+        && (XARGS_STEERED.contains(&inner_program)
+            || SHELLS.contains(&inner_program)
+            || inner_program.starts_with("python"))
     {
         return Unwrap::Unknown(format!(
             "`xargs {inner_program}` adds words from standard input to the command, and for `{inner_program}` they can choose what it runs"
