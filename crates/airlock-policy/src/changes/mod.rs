@@ -633,7 +633,17 @@ impl Rules {
                 ..allowed
             };
         }
-        // 6. Host-executable metadata.
+        // 6. Host-executable metadata, and what host git cannot rebuild.
+        if entry.kind == ChangeKind::Deleted {
+            if let Some(what) = git_history(rel) {
+                return approval(
+                    "builtin.git_history",
+                    format!(
+                        "deleting `{shown}` removes {what}, which host git cannot rebuild (commits that were never pushed are lost); a person must approve it, or add a pattern for it to [changes] allow"
+                    ),
+                );
+            }
+        }
         if let Some(why) = git_metadata(rel) {
             return approval(
                 "builtin.git_metadata",
@@ -705,6 +715,25 @@ fn git_metadata(rel: &Path) -> Option<String> {
         }
     }
     None
+}
+
+/// What of a repository's history deleting `rel` removes, when `rel` is one
+/// of the places git keeps it whole: git's own commands (gc, repack, branch
+/// -d) delete objects, packs and refs inside them, never these.
+fn git_history(rel: &Path) -> Option<&'static str> {
+    let comps: Vec<&[u8]> = rel.iter().map(|c| c.as_bytes()).collect();
+    let at = comps.iter().rposition(|c| *c == b".git")?;
+    Some(match &comps[at + 1..] {
+        [b"objects"] => "its object store (every commit, tree and file)",
+        [b"objects", b"pack"] => "its packed objects (most commits, trees and files)",
+        [b"refs"] => "every branch and tag",
+        [b"refs", b"heads"] => "every branch",
+        [b"refs", b"tags"] => "every tag",
+        [b"packed-refs"] => "its packed branches and tags",
+        [b"HEAD"] => "what is checked out (HEAD)",
+        [b"logs"] => "the reflogs, from which lost commits are recovered",
+        _ => return None,
+    })
 }
 
 /// `rel` lies inside a `.git` directory (at any depth).
@@ -999,6 +1028,7 @@ mod tests {
 
     /// A resulting workspace given as paths: `dir/` a directory, `link -> t`
     /// a symlink, anything else a file (with `.git/index` holding `index`).
+    #[derive(Default)]
     struct MapView {
         paths: Vec<&'static str>,
         index: Vec<u8>,
@@ -1031,6 +1061,49 @@ mod tests {
             symlink_target: Some(Path::new(target)),
             ..entry(rel, ChangeKind::Added, EntryType::Symlink)
         }
+    }
+
+    #[test]
+    fn deleting_where_git_keeps_history_needs_a_person() {
+        for p in [
+            ".git/objects",
+            ".git/objects/pack",
+            ".git/refs",
+            ".git/refs/heads",
+            ".git/HEAD",
+            ".git/packed-refs",
+            ".git/logs",
+            "vendor/lib/.git/objects",
+        ] {
+            let c = judge_in(
+                &MapView::default(),
+                &entry(p, ChangeKind::Deleted, EntryType::Dir),
+            );
+            assert_eq!(
+                (c.disposition, c.rule.as_str()),
+                (Disposition::ApprovalRequired, "builtin.git_history"),
+                "{p}"
+            );
+        }
+        // What gc, repack and branch -d delete stays allowed.
+        for p in [
+            ".git/objects/ab/cdef0123",
+            ".git/objects/pack/pack-1.pack",
+            ".git/refs/heads/topic",
+            ".git/logs/refs/heads/topic",
+        ] {
+            let c = judge_in(
+                &MapView::default(),
+                &entry(p, ChangeKind::Deleted, EntryType::File),
+            );
+            assert_eq!(c.disposition, Disposition::Allow, "{p}: {}", c.reason);
+        }
+        // Writing them is ordinary git work.
+        let c = judge_in(
+            &MapView::default(),
+            &entry(".git/HEAD", ChangeKind::Modified, EntryType::File),
+        );
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
     }
 
     #[test]
