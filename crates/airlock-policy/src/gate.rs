@@ -602,6 +602,22 @@ impl<'p> Judge<'p> {
                 rule: Some("workspace.protect".into()),
             })
         };
+        // A write that host git would read as its own metadata: a nested
+        // repository's config, `.git/commondir`, a gitfile. Git run there
+        // obeys it (core.fsmonitor, hooks), so a person decides.
+        let git_metadata = |text: &str| {
+            self.boundary
+                .git_metadata(cwd, text)
+                .map(|(rel, why)| Found {
+                    verdict: Verdict::ApprovalRequired,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "`{text}` writes {}, {why}, which git run there obeys; a person must approve it",
+                        rel.display()
+                    ),
+                    rule: Some("builtin.git_metadata".into()),
+                })
+        };
         for u in &seg.paths {
             if let Err(o) = self.boundary.check(cwd, &u.text, u.access) {
                 return Some(deny(
@@ -612,7 +628,7 @@ impl<'p> Judge<'p> {
                 ));
             }
             if u.access == Access::Write {
-                if let Some(f) = protected(&u.text) {
+                if let Some(f) = protected(&u.text).or_else(|| git_metadata(&u.text)) {
                     return Some(f);
                 }
             }
@@ -667,7 +683,7 @@ impl<'p> Judge<'p> {
                     return Some(deny("the argument", candidate, &o.resolved, a));
                 }
                 if a == Access::Write {
-                    if let Some(f) = protected(candidate) {
+                    if let Some(f) = protected(candidate).or_else(|| git_metadata(candidate)) {
                         return Some(f);
                     }
                 }

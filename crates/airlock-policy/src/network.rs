@@ -247,8 +247,9 @@ pub fn touches_network_shaped(
     None
 }
 
-/// The archive of a GNU tar command that names it `host:path`, unless
-/// `--force-local` says it is a file.
+/// An archive of a GNU tar command named `host:path`, unless `--force-local`
+/// says it is a file. Every `-f` counts: with `--multi-volume` tar opens them
+/// all, the first first.
 fn remote_tar_archive(argv: &[String]) -> Option<&str> {
     let n = crate::knowledge::normalize(argv, crate::knowledge::Kb::builtin_only());
     let mut archive = None;
@@ -267,11 +268,11 @@ fn remote_tar_archive(argv: &[String]) -> Option<&str> {
                 short: Some('f'),
                 value: Some(v),
                 ..
-            } => archive = Some(*v),
+            } if archive.is_none() && remote_operand(v) => archive = Some(*v),
             _ => {}
         }
     }
-    archive.filter(|a| remote_operand(a))
+    archive
 }
 
 /// `example.com/tool@v1.2.0`, `golang.org/x/tools/cmd/stringer@latest`: a

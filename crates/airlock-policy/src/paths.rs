@@ -125,6 +125,32 @@ fn pop_component(cur: &mut Vec<u8>) {
     }
 }
 
+/// What a path inside a workspace is to git when git obeys it (see
+/// [`Boundary::git_metadata`]).
+fn git_obeys(rel: &Path) -> Option<&'static str> {
+    let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
+    let last = comps.last()?.to_str().unwrap_or("");
+    if last == ".git" {
+        return Some("a `.git` gitfile or repository");
+    }
+    let inside = comps[..comps.len() - 1]
+        .iter()
+        .rposition(|c| *c == ".git")?;
+    let under = &comps[inside + 1..];
+    if under.iter().any(|c| *c == "hooks") {
+        return Some("a git hook");
+    }
+    match last {
+        "config" | "config.worktree" => {
+            Some("a git config (core.fsmonitor, core.pager and aliases run programs)")
+        }
+        "commondir" | "gitdir" => {
+            Some("a pointer to another git directory, whose config and hooks git then obeys")
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 thread_local! {
     /// Bytes of path the boundary's walk built on this thread: what it started
@@ -261,6 +287,17 @@ impl<'p> Boundary<'p> {
                 .collect()
         });
         protect.iter().find(|p| within(&resolved, p)).cloned()
+    }
+
+    /// Where `text` lands inside the workspace, and what it is to git, when
+    /// git run there would obey it as configuration: a `.git` (gitfile or
+    /// repository), a config, a hook, a `commondir` or `gitdir` pointer, at
+    /// any depth (a nested repository's `.git/config`). Lock files, the index
+    /// and objects are git's data and not named here.
+    pub fn git_metadata(&self, cwd: &Path, text: &str) -> Option<(PathBuf, &'static str)> {
+        let resolved = self.resolve(&joined(cwd, text));
+        let rel = resolved.strip_prefix(&self.root_real).ok()?;
+        git_obeys(rel).map(|what| (rel.to_path_buf(), what))
     }
 
     /// Check the program a segment runs, given as a path. Besides what a read

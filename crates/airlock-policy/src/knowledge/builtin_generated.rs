@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0x4700389fbb1d4a23;
+pub const SOURCE_HASH: u64 = 0xea7fe5bcb849c6f5;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -641,8 +641,30 @@ pub static PROGRAMS: &[P] = &[
             L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
             L { name: "-exec", key: "-exec", takes: Takes::Required, short: None },
+            L { name: "-C", key: "-C", takes: Takes::Required, short: None },
+            L { name: "-tags", key: "-tags", takes: Takes::Required, short: None },
+            L { name: "-gcflags", key: "-gcflags", takes: Takes::Required, short: None },
+            L { name: "-ldflags", key: "-ldflags", takes: Takes::Required, short: None },
+            L { name: "-asmflags", key: "-asmflags", takes: Takes::Required, short: None },
+            L { name: "-mod", key: "-mod", takes: Takes::Required, short: None },
+            L { name: "-modfile", key: "-modfile", takes: Takes::Required, short: None },
+            L { name: "-p", key: "-p", takes: Takes::Required, short: None },
+            L { name: "-pgo", key: "-pgo", takes: Takes::Required, short: None },
+            L { name: "-overlay", key: "-overlay", takes: Takes::Required, short: None },
+            L { name: "-buildmode", key: "-buildmode", takes: Takes::Required, short: None },
+            L { name: "-compiler", key: "-compiler", takes: Takes::Required, short: None },
+            L { name: "-gccgoflags", key: "-gccgoflags", takes: Takes::Required, short: None },
+            L { name: "-installsuffix", key: "-installsuffix", takes: Takes::Required, short: None },
+            L { name: "-pkgdir", key: "-pkgdir", takes: Takes::Required, short: None },
+            L { name: "-coverpkg", key: "-coverpkg", takes: Takes::Required, short: None },
+            L { name: "-covermode", key: "-covermode", takes: Takes::Required, short: None },
         ],
         effects: &[
+            E { trigger: T::Option("-C"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-modfile"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-overlay"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-pgo"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-pkgdir"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
             E { trigger: T::Option("-vettool"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "runs a program of the caller's choice as the analysis tool", ..EFFECT },
             E { trigger: T::Option("-toolexec"), kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -651,14 +673,36 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:585",
+        names: &["go"], origin: "<built-in knowledge base>:616",
         subcommand: Some("build"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
             L { name: "-exec", key: "-exec", takes: Takes::Required, short: None },
             L { name: "-o", key: "-o", takes: Takes::Required, short: None },
+            L { name: "-C", key: "-C", takes: Takes::Required, short: None },
+            L { name: "-tags", key: "-tags", takes: Takes::Required, short: None },
+            L { name: "-gcflags", key: "-gcflags", takes: Takes::Required, short: None },
+            L { name: "-ldflags", key: "-ldflags", takes: Takes::Required, short: None },
+            L { name: "-asmflags", key: "-asmflags", takes: Takes::Required, short: None },
+            L { name: "-mod", key: "-mod", takes: Takes::Required, short: None },
+            L { name: "-modfile", key: "-modfile", takes: Takes::Required, short: None },
+            L { name: "-p", key: "-p", takes: Takes::Required, short: None },
+            L { name: "-pgo", key: "-pgo", takes: Takes::Required, short: None },
+            L { name: "-overlay", key: "-overlay", takes: Takes::Required, short: None },
+            L { name: "-buildmode", key: "-buildmode", takes: Takes::Required, short: None },
+            L { name: "-compiler", key: "-compiler", takes: Takes::Required, short: None },
+            L { name: "-gccgoflags", key: "-gccgoflags", takes: Takes::Required, short: None },
+            L { name: "-installsuffix", key: "-installsuffix", takes: Takes::Required, short: None },
+            L { name: "-pkgdir", key: "-pkgdir", takes: Takes::Required, short: None },
+            L { name: "-coverpkg", key: "-coverpkg", takes: Takes::Required, short: None },
+            L { name: "-covermode", key: "-covermode", takes: Takes::Required, short: None },
         ],
         effects: &[
+            E { trigger: T::Option("-C"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-modfile"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-overlay"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-pgo"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-pkgdir"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
             E { trigger: T::Option("-toolexec"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "runs every build tool through a program of the caller's choice", ..EFFECT },
             E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
@@ -666,15 +710,37 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:602",
+        names: &["go"], origin: "<built-in knowledge base>:664",
         subcommand: Some("test"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
             L { name: "-exec", key: "-exec", takes: Takes::Required, short: None },
             L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
             L { name: "-o", key: "-o", takes: Takes::Required, short: None },
+            L { name: "-C", key: "-C", takes: Takes::Required, short: None },
+            L { name: "-tags", key: "-tags", takes: Takes::Required, short: None },
+            L { name: "-gcflags", key: "-gcflags", takes: Takes::Required, short: None },
+            L { name: "-ldflags", key: "-ldflags", takes: Takes::Required, short: None },
+            L { name: "-asmflags", key: "-asmflags", takes: Takes::Required, short: None },
+            L { name: "-mod", key: "-mod", takes: Takes::Required, short: None },
+            L { name: "-modfile", key: "-modfile", takes: Takes::Required, short: None },
+            L { name: "-p", key: "-p", takes: Takes::Required, short: None },
+            L { name: "-pgo", key: "-pgo", takes: Takes::Required, short: None },
+            L { name: "-overlay", key: "-overlay", takes: Takes::Required, short: None },
+            L { name: "-buildmode", key: "-buildmode", takes: Takes::Required, short: None },
+            L { name: "-compiler", key: "-compiler", takes: Takes::Required, short: None },
+            L { name: "-gccgoflags", key: "-gccgoflags", takes: Takes::Required, short: None },
+            L { name: "-installsuffix", key: "-installsuffix", takes: Takes::Required, short: None },
+            L { name: "-pkgdir", key: "-pkgdir", takes: Takes::Required, short: None },
+            L { name: "-coverpkg", key: "-coverpkg", takes: Takes::Required, short: None },
+            L { name: "-covermode", key: "-covermode", takes: Takes::Required, short: None },
         ],
         effects: &[
+            E { trigger: T::Option("-C"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-modfile"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-overlay"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-pgo"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-pkgdir"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
             E { trigger: T::Option("-toolexec"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "runs every build tool through a program of the caller's choice", ..EFFECT },
             E { trigger: T::Option("-exec"), kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -685,13 +751,35 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:625",
+        names: &["go"], origin: "<built-in knowledge base>:718",
         subcommand: Some("run"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
             L { name: "-exec", key: "-exec", takes: Takes::Required, short: None },
+            L { name: "-C", key: "-C", takes: Takes::Required, short: None },
+            L { name: "-tags", key: "-tags", takes: Takes::Required, short: None },
+            L { name: "-gcflags", key: "-gcflags", takes: Takes::Required, short: None },
+            L { name: "-ldflags", key: "-ldflags", takes: Takes::Required, short: None },
+            L { name: "-asmflags", key: "-asmflags", takes: Takes::Required, short: None },
+            L { name: "-mod", key: "-mod", takes: Takes::Required, short: None },
+            L { name: "-modfile", key: "-modfile", takes: Takes::Required, short: None },
+            L { name: "-p", key: "-p", takes: Takes::Required, short: None },
+            L { name: "-pgo", key: "-pgo", takes: Takes::Required, short: None },
+            L { name: "-overlay", key: "-overlay", takes: Takes::Required, short: None },
+            L { name: "-buildmode", key: "-buildmode", takes: Takes::Required, short: None },
+            L { name: "-compiler", key: "-compiler", takes: Takes::Required, short: None },
+            L { name: "-gccgoflags", key: "-gccgoflags", takes: Takes::Required, short: None },
+            L { name: "-installsuffix", key: "-installsuffix", takes: Takes::Required, short: None },
+            L { name: "-pkgdir", key: "-pkgdir", takes: Takes::Required, short: None },
+            L { name: "-coverpkg", key: "-coverpkg", takes: Takes::Required, short: None },
+            L { name: "-covermode", key: "-covermode", takes: Takes::Required, short: None },
         ],
         effects: &[
+            E { trigger: T::Option("-C"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-modfile"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-overlay"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-pgo"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-pkgdir"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
             E { trigger: T::Option("-toolexec"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "runs every build tool through a program of the caller's choice", ..EFFECT },
             E { trigger: T::Option("-exec"), kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -700,7 +788,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["patch"], origin: "<built-in knowledge base>:642",
+        names: &["patch"], origin: "<built-in knowledge base>:766",
         about: "GNU patch: where it writes and what it reads",
         abbreviations: true,
         short_values: &['d', 'i', 'o', 'p', 'r', 'B', 'D', 'F', 'V', 'Y', 'z', 'g'],
@@ -739,7 +827,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:679",
+        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:803",
         about: "linkers: the output file",
         short_values: &['o', 'L', 'l', 'T', 'e', 'u', 'y', 'Y', 'm', 'F', 'f', 'I', 'h', 'z'],
         long: &[
@@ -757,7 +845,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["jq"], origin: "<built-in knowledge base>:691",
+        names: &["jq"], origin: "<built-in knowledge base>:815",
         about: "jq: files it reads its program or arguments from",
         short_values: &['f', 'L'],
         long: &[
@@ -779,7 +867,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["find"], origin: "<built-in knowledge base>:711",
+        names: &["find"], origin: "<built-in knowledge base>:835",
         about: "GNU find: predicates are single-dash words; -exec and friends are unwrapped and their command judged",
         long: &[
             L { name: "-exec", key: "-exec", takes: Takes::Command, short: None },
@@ -846,7 +934,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xargs"], origin: "<built-in knowledge base>:773",
+        names: &["xargs"], origin: "<built-in knowledge base>:897",
         about: "GNU xargs: the command after its options is unwrapped and judged (echo when none)",
         abbreviations: true, options_first: true,
         short_values: &['I', 'a', 'E', 'd', 'L', 'n', 'P', 's'],
@@ -877,7 +965,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["env"], origin: "<built-in knowledge base>:790",
+        names: &["env"], origin: "<built-in knowledge base>:914",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
         short_values: &['u', 'C', 'S', 'a'],
@@ -902,7 +990,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nice"], origin: "<built-in knowledge base>:804",
+        names: &["nice"], origin: "<built-in knowledge base>:928",
         abbreviations: true, options_first: true,
         short_values: &['n'],
         long: &[
@@ -913,7 +1001,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["timeout"], origin: "<built-in knowledge base>:811",
+        names: &["timeout"], origin: "<built-in knowledge base>:935",
         abbreviations: true, options_first: true,
         short_values: &['s', 'k'],
         long: &[
@@ -928,7 +1016,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:818",
+        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:942",
         options_first: true,
         long: &[
             L { name: "fork", key: "--fork", takes: Takes::No, short: Some('f') },
@@ -940,7 +1028,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["stdbuf"], origin: "<built-in knowledge base>:823",
+        names: &["stdbuf"], origin: "<built-in knowledge base>:947",
         abbreviations: true, options_first: true,
         short_values: &['i', 'o', 'e'],
         long: &[
@@ -953,7 +1041,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:830",
+        names: &["busybox"], origin: "<built-in knowledge base>:954",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -968,7 +1056,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:844",
+        names: &["less"], origin: "<built-in knowledge base>:968",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -1001,11 +1089,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:869",
+        names: &["more"], origin: "<built-in knowledge base>:993",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:873",
+        names: &["man"], origin: "<built-in knowledge base>:997",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -1042,7 +1130,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:905",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1029",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -1071,7 +1159,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:948",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:1072",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -1090,7 +1178,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:968",
+        names: &["git"], origin: "<built-in knowledge base>:1092",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -1136,7 +1224,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1014",
+        names: &["git"], origin: "<built-in knowledge base>:1138",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -1158,7 +1246,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1020",
+        names: &["git"], origin: "<built-in knowledge base>:1144",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -1172,7 +1260,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1027",
+        names: &["git"], origin: "<built-in knowledge base>:1151",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -1211,7 +1299,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1046",
+        names: &["git"], origin: "<built-in knowledge base>:1170",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -1253,7 +1341,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1072",
+        names: &["git"], origin: "<built-in knowledge base>:1196",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -1308,7 +1396,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1134",
+        names: &["git"], origin: "<built-in knowledge base>:1258",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -1317,7 +1405,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1145",
+        names: &["git"], origin: "<built-in knowledge base>:1269",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -1326,7 +1414,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1156",
+        names: &["git"], origin: "<built-in knowledge base>:1280",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1335,7 +1423,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1166",
+        names: &["git"], origin: "<built-in knowledge base>:1290",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -1356,7 +1444,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1186",
+        names: &["git"], origin: "<built-in knowledge base>:1310",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1365,7 +1453,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1196",
+        names: &["git"], origin: "<built-in knowledge base>:1320",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -1374,7 +1462,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1206",
+        names: &["git"], origin: "<built-in knowledge base>:1330",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -1396,7 +1484,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1225",
+        names: &["git"], origin: "<built-in knowledge base>:1349",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -1422,7 +1510,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1232",
+        names: &["git"], origin: "<built-in knowledge base>:1356",
         subcommand: Some("grep"),
         abbreviations: true,
         short_optional: &['O'],
@@ -1445,7 +1533,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1251",
+        names: &["git"], origin: "<built-in knowledge base>:1375",
         subcommand: Some("fetch-pack"),
         abbreviations: true,
         long: &[
@@ -1475,7 +1563,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1269",
+        names: &["git"], origin: "<built-in knowledge base>:1393",
         subcommand: Some("ls-remote"),
         abbreviations: true,
         long: &[
@@ -1500,7 +1588,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1287",
+        names: &["git"], origin: "<built-in knowledge base>:1411",
         subcommand: Some("clone"),
         abbreviations: true,
         short_values: &['u', 'o', 'b', 'c', 'j'],
@@ -1537,7 +1625,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1313",
+        names: &["git"], origin: "<built-in knowledge base>:1437",
         subcommand: Some("fetch"),
         abbreviations: true,
         long: &[
@@ -1571,7 +1659,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1325",
+        names: &["git"], origin: "<built-in knowledge base>:1449",
         subcommand: Some("pull"),
         abbreviations: true,
         short_values: &['s', 'X'],
@@ -1604,7 +1692,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1344",
+        names: &["git"], origin: "<built-in knowledge base>:1468",
         subcommand: Some("merge"),
         abbreviations: true,
         short_values: &['s', 'X', 'm', 'F'],
@@ -1639,7 +1727,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1363",
+        names: &["git"], origin: "<built-in knowledge base>:1487",
         subcommand: Some("cherry-pick"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -1665,7 +1753,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1376",
+        names: &["git"], origin: "<built-in knowledge base>:1500",
         subcommand: Some("revert"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -1689,7 +1777,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:1391",
+        names: &["cargo"], origin: "<built-in knowledge base>:1515",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -1749,7 +1837,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:1429",
+        names: &["rustc"], origin: "<built-in knowledge base>:1553",
         short_values: &['o', 'L', 'l', 'C', 'W'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -1776,7 +1864,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1455",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1579",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -1815,7 +1903,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1493",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1617",
         subcommand: Some("exec"),
         options_first: true,
         short_values: &['c'],
@@ -1832,7 +1920,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:1506",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:1630",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1841,7 +1929,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:1516",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:1640",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -1859,7 +1947,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:1529",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:1653",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -1896,7 +1984,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:1580",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:1704",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -1916,9 +2004,9 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1600",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1724",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
-        subcommands: true, globals_anywhere: true,
+        abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
         long: &[
             L { name: "requirement", key: "--requirement", takes: Takes::Required, short: Some('r') },
@@ -1953,8 +2041,6 @@ pub static PROGRAMS: &[P] = &[
             L { name: "no-deps", key: "--no-deps", takes: Takes::No, short: None },
             L { name: "pre", key: "--pre", takes: Takes::No, short: None },
             L { name: "dry-run", key: "--dry-run", takes: Takes::No, short: None },
-            L { name: "outdated", key: "--outdated", takes: Takes::No, short: Some('o') },
-            L { name: "uptodate", key: "--uptodate", takes: Takes::No, short: Some('u') },
             L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
             L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
         ],
@@ -1970,7 +2056,31 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:1638",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1764",
+        subcommand: Some("list"),
+        abbreviations: true,
+        long: &[
+            L { name: "outdated", key: "--outdated", takes: Takes::No, short: Some('o') },
+            L { name: "uptodate", key: "--uptodate", takes: Takes::No, short: Some('u') },
+            L { name: "editable", key: "--editable", takes: Takes::No, short: Some('e') },
+            L { name: "local", key: "--local", takes: Takes::No, short: Some('l') },
+            L { name: "user", key: "--user", takes: Takes::No, short: None },
+            L { name: "path", key: "--path", takes: Takes::Required, short: None },
+            L { name: "pre", key: "--pre", takes: Takes::No, short: None },
+            L { name: "format", key: "--format", takes: Takes::Required, short: None },
+            L { name: "not-required", key: "--not-required", takes: Takes::No, short: None },
+            L { name: "exclude-editable", key: "--exclude-editable", takes: Takes::No, short: None },
+            L { name: "include-editable", key: "--include-editable", takes: Takes::No, short: None },
+            L { name: "exclude", key: "--exclude", takes: Takes::Required, short: None },
+            L { name: "index-url", key: "--index-url", takes: Takes::Required, short: Some('i') },
+            L { name: "extra-index-url", key: "--extra-index-url", takes: Takes::Required, short: None },
+            L { name: "no-index", key: "--no-index", takes: Takes::No, short: None },
+            L { name: "find-links", key: "--find-links", takes: Takes::Required, short: Some('f') },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["perl"], origin: "<built-in knowledge base>:1770",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -1988,7 +2098,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:1663",
+        names: &["ruby"], origin: "<built-in knowledge base>:1795",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -2007,7 +2117,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:1690",
+        names: &["rsync"], origin: "<built-in knowledge base>:1822",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -2060,7 +2170,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:1734",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:1866",
         about: "ssh and friends: -o ProxyCommand/LocalCommand, -F and -S run or configure programs",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -2078,20 +2188,20 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "PYTEST_ADDOPTS", "NODE_ENV", "NODE_NO_WARNINGS", "GOFLAGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:1770",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "PYTEST_ADDOPTS", "NODE_ENV", "NODE_NO_WARNINGS", "GOFLAGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:1902",
         reason: "" },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1776",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1908",
         reason: "changes which programs and libraries run, or what the shell runs on its own" },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1783",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1915",
         reason: "makes git run a program or read configuration of the caller's choice" },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1789",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1921",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)" },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1796",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1928",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run" },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1803",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1935",
         reason: "makes an interpreter load code or options of the caller's choice" },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1809",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1941",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys" },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1815",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1947",
         reason: "sends network traffic through a proxy of the caller's choice" },
 ];

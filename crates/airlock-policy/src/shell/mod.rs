@@ -399,12 +399,45 @@ fn never_known(program: &str, argv: &[String]) -> Option<String> {
             format!("`{program} -C` runs a callback")
         }
         "coproc" => "`coproc` runs a command the gate cannot see".into(),
+        p if reads_response_files(p) && response_file(argv).is_some() => format!(
+            "`{program}` reads more options from the file `{}` (a response file), which the gate does not see; write them out instead",
+            response_file(argv).unwrap_or_default()
+        ),
         "git" if git_config_injection(argv) => {
             "`git -c`/`--config-env`/`--exec-path` can make git run arbitrary programs (core.pager, alias.*, core.sshCommand)".into()
         }
         _ => return None,
     };
     Some(why)
+}
+
+/// Programs that read more arguments from `@FILE` (gcc's and binutils'
+/// response files, javac's argument files): options there (`-wrapper`,
+/// `-fplugin=`, `-B`) are as strong as written ones.
+const RESPONSE_FILES: &[&str] = &[
+    "gcc", "g++", "cc", "c++", "cpp", "clang", "clang++", "gfortran", "ld", "ld.bfd", "ld.gold",
+    "ld.lld", "lld", "ar", "as", "nm", "objdump", "objcopy", "strip", "ranlib", "readelf", "size",
+    "strings", "javac", "java",
+];
+
+/// One of [`RESPONSE_FILES`], also as a versioned or cross tool
+/// (`gcc-12`, `x86_64-linux-gnu-gcc`, `x86_64-linux-gnu-ld.bfd`).
+fn reads_response_files(program: &str) -> bool {
+    RESPONSE_FILES.iter().any(|r| {
+        program == *r
+            || ["gcc", "g++", "clang", "clang++", "ld", "cpp", "gfortran"].contains(r)
+                && (program.starts_with(&format!("{r}-"))
+                    || program.ends_with(&format!("-{r}"))
+                    || program.contains(&format!("-{r}-")))
+    }) || program.contains("-ld.")
+}
+
+/// The first `@FILE` argument, if any.
+fn response_file(argv: &[String]) -> Option<&str> {
+    argv.iter()
+        .skip(1)
+        .find(|a| a.len() > 1 && a.starts_with('@'))
+        .map(String::as_str)
 }
 
 /// `. .venv/bin/activate`: a Python venv's activation script (it sets PATH,

@@ -145,11 +145,7 @@ fn unwrap_env(argv: &[String], kb: Kb<'_>) -> Unwrap {
     let Some(entry) = norm.entry else {
         return Unwrap::Unknown("`env` has no entry in the knowledge base".into());
     };
-    let knows = |c: char| {
-        entry.short_values.contains(&c)
-            || entry.short_optional.contains(&c)
-            || entry.long.iter().any(|o| o.short == Some(c))
-    };
+    let knows = |c: char| knows_letter(entry, c);
     let mut chdir = None;
     let mut env = Vec::new();
     let mut split: Option<(String, usize)> = None;
@@ -262,67 +258,57 @@ fn git_inert_after_subcommand(inner: &[String], replace: Option<&str>, kb: Kb<'_
         && replace.is_none_or(|r| inner[..=at].iter().all(|w| !w.contains(r)))
 }
 
-/// The string `-I R`, `-IR`, `--replace[=R]` or `-i[R]` makes xargs replace
-/// in the command's words (`{}` when not given).
-fn xargs_replace(options: &[String]) -> Option<String> {
-    let mut replace = None;
-    let mut k = 0;
-    while k < options.len() {
-        let a = options[k].as_str();
-        if a == "-I" {
-            replace = options.get(k + 1).cloned();
-            k += 1;
-        } else if let Some(r) = a.strip_prefix("-I") {
-            replace = Some(r.to_string());
-        } else if let Some(r) = a.strip_prefix("--replace=") {
-            replace = Some(r.to_string());
-        } else if a == "--replace" || a == "-i" {
-            replace = Some("{}".to_string());
-        } else if let Some(r) = a.strip_prefix("-i") {
-            replace = Some(r.to_string());
-        }
-        k += 1;
-    }
-    replace
+/// A short letter `entry` names (with or without a value, or as a long
+/// option's letter).
+fn knows_letter(entry: &knowledge::ProgramEntry, c: char) -> bool {
+    entry.short_values.contains(&c)
+        || entry.short_optional.contains(&c)
+        || entry.long.iter().any(|o| o.short == Some(c))
 }
 
+/// xargs's options are read by the knowledge base's normaliser over its
+/// `xargs` entry, as xargs reads them: which take a value (`--process-slot-var
+/// NAME`), which take one only attached (`--eof`, `--replace`, `--max-lines`),
+/// clusters (`-rI{}`) and abbreviations (`--repl=X`); an option the entry does
+/// not name makes the command unknown.
 fn unwrap_xargs(argv: &[String], kb: Kb<'_>) -> Unwrap {
-    let with_value = [
-        "-I",
-        "-L",
-        "-n",
-        "-P",
-        "-d",
-        "-E",
-        "-s",
-        "-a",
-        "--arg-file",
-        "--delimiter",
-        "--max-args",
-        "--max-procs",
-        "--max-lines",
-        "--eof",
-        "--replace",
-    ];
+    let norm = knowledge::normalize(argv, kb);
+    let Some(entry) = norm.entry else {
+        return Unwrap::Unknown("`xargs` has no entry in the knowledge base".into());
+    };
     let mut paths = Vec::new();
-    let mut i = 1;
-    while i < argv.len() {
-        let a = argv[i].as_str();
-        if a == "--" {
-            i += 1;
-            break;
-        }
-        if !a.starts_with('-') {
-            break;
-        }
-        if a == "-a" || a == "--arg-file" {
-            if let Some(f) = argv.get(i + 1) {
-                paths.push((f.clone(), Access::Read));
+    // The string xargs replaces in the command's words (-I, -i, --replace).
+    let mut replace: Option<String> = None;
+    let mut i = argv.len();
+    for w in &norm.words {
+        match w {
+            Word::End { at } => {
+                i = at + 1;
+                break;
             }
-        } else if let Some(f) = a.strip_prefix("--arg-file=") {
-            paths.push((f.to_string(), Access::Read));
+            Word::Arg { at, .. } => {
+                i = *at;
+                break;
+            }
+            Word::Short { letter, .. } if !knows_letter(entry, *letter) => {
+                return Unwrap::Unknown(format!(
+                    "`xargs {}`: `-{letter}` is not an xargs option the gate knows",
+                    argv[w.at()]
+                ));
+            }
+            Word::Long { owner: None, .. } => {
+                return Unwrap::Unknown(format!(
+                    "`xargs {}` is not an xargs option the gate knows (or an ambiguous abbreviation)",
+                    argv[w.at()]
+                ));
+            }
+            Word::Short { value, .. } | Word::Long { value, .. } => match w.key().as_deref() {
+                Some("-a") => paths.extend(value.map(|v| (v.to_string(), Access::Read))),
+                Some("-I") => replace = value.map(str::to_string),
+                Some("-i") => replace = Some(value.unwrap_or("{}").to_string()),
+                _ => {}
+            },
         }
-        i += if with_value.contains(&a) { 2 } else { 1 };
     }
     let i = i.min(argv.len());
     let inner_argv = if i < argv.len() {
@@ -335,8 +321,8 @@ fn unwrap_xargs(argv: &[String], kb: Kb<'_>) -> Unwrap {
     // options that run one (`echo touch x | xargs env`, `| xargs awk`,
     // `| xargs tar` with `--to-command=`), they decide what runs.
     let inner_program = crate::rules::program_name(&inner_argv[0]);
-    let inert = inner_program == "git"
-        && git_inert_after_subcommand(&inner_argv, xargs_replace(&argv[1..i]).as_deref(), kb);
+    let inert =
+        inner_program == "git" && git_inert_after_subcommand(&inner_argv, replace.as_deref(), kb);
     if !inert
         && (XARGS_STEERED.contains(&inner_program)
             || SHELLS.contains(&inner_program)
