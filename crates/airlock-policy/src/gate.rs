@@ -683,7 +683,15 @@ impl<'p> Judge<'p> {
                     return Some(deny("the argument", candidate, &o.resolved, a));
                 }
                 if a == Access::Write {
-                    if let Some(f) = protected(candidate).or_else(|| git_metadata(candidate)) {
+                    // Arguments count as writes conservatively (`git show
+                    // HEAD`): git's files only for programs that write them.
+                    let writer = matches!(
+                        program,
+                        "cp" | "mv" | "ln" | "install" | "tee" | "touch" | "truncate" | "mkdir"
+                    );
+                    if let Some(f) = protected(candidate)
+                        .or_else(|| writer.then(|| git_metadata(candidate)).flatten())
+                    {
                         return Some(f);
                     }
                 }

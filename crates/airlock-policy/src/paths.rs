@@ -133,9 +133,11 @@ fn git_obeys(rel: &Path) -> Option<&'static str> {
     if last == ".git" {
         return Some("a `.git` gitfile or repository");
     }
-    let inside = comps[..comps.len() - 1]
-        .iter()
-        .rposition(|c| *c == ".git")?;
+    let Some(inside) = comps[..comps.len() - 1].iter().rposition(|c| *c == ".git") else {
+        return (last == "HEAD").then_some(
+            "a `HEAD`, which beside `objects` and `refs` makes its directory a repository whose `config` git obeys",
+        );
+    };
     let under = &comps[inside + 1..];
     if under.iter().any(|c| *c == "hooks") {
         return Some("a git hook");

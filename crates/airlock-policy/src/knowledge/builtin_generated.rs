@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0xea7fe5bcb849c6f5;
+pub const SOURCE_HASH: u64 = 0x2b25618eac7b44dc;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -114,12 +114,14 @@ pub static PROGRAMS: &[P] = &[
             L { name: "version", key: "--version", takes: Takes::No, short: None },
         ],
         effects: &[
+            E { trigger: T::Option("-S"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "names the backup of each file it replaces with a suffix of the caller's choice (`-b -S rc` turns `~/.bash` into `~/.bashrc`), which the gate does not follow", ..EFFECT },
             E { trigger: T::Option("-t"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["mv"], origin: "<built-in knowledge base>:107",
+        names: &["mv"], origin: "<built-in knowledge base>:113",
         abbreviations: true,
         short_values: &['t', 'S'],
         long: &[
@@ -140,12 +142,14 @@ pub static PROGRAMS: &[P] = &[
             L { name: "version", key: "--version", takes: Takes::No, short: None },
         ],
         effects: &[
+            E { trigger: T::Option("-S"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "names the backup of each file it replaces with a suffix of the caller's choice (`-b -S rc` turns `~/.bash` into `~/.bashrc`), which the gate does not follow", ..EFFECT },
             E { trigger: T::Option("-t"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["ln"], origin: "<built-in knowledge base>:119",
+        names: &["ln"], origin: "<built-in knowledge base>:131",
         abbreviations: true,
         short_values: &['t', 'S'],
         long: &[
@@ -165,12 +169,14 @@ pub static PROGRAMS: &[P] = &[
             L { name: "version", key: "--version", takes: Takes::No, short: None },
         ],
         effects: &[
+            E { trigger: T::Option("-S"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "names the backup of each file it replaces with a suffix of the caller's choice (`-b -S rc` turns `~/.bash` into `~/.bashrc`), which the gate does not follow", ..EFFECT },
             E { trigger: T::Option("-t"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["install"], origin: "<built-in knowledge base>:131",
+        names: &["install"], origin: "<built-in knowledge base>:149",
         abbreviations: true,
         short_values: &['t', 'g', 'm', 'o', 'S', 'C'],
         long: &[
@@ -195,7 +201,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["mkdir", "rmdir", "touch"], origin: "<built-in knowledge base>:150",
+        names: &["mkdir", "rmdir", "touch"], origin: "<built-in knowledge base>:168",
         abbreviations: true,
         short_values: &['m', 'r', 'd', 't'],
         long: &[
@@ -215,7 +221,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["grep", "egrep", "fgrep"], origin: "<built-in knowledge base>:162",
+        names: &["grep", "egrep", "fgrep"], origin: "<built-in knowledge base>:180",
         about: "GNU grep",
         abbreviations: true,
         short_values: &['e', 'f', 'm', 'A', 'B', 'C', 'd', 'D'],
@@ -274,7 +280,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sort"], origin: "<built-in knowledge base>:182",
+        names: &["sort"], origin: "<built-in knowledge base>:200",
         about: "GNU sort",
         abbreviations: true,
         short_values: &['k', 'o', 't', 'S', 'T'],
@@ -321,7 +327,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sed", "gsed"], origin: "<built-in knowledge base>:222",
+        names: &["sed", "gsed"], origin: "<built-in knowledge base>:240",
         about: "GNU sed",
         abbreviations: true,
         short_values: &['e', 'f', 'l'],
@@ -359,7 +365,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:261",
+        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:279",
         about: "awk; gawk's long options",
         abbreviations: true,
         short_values: &['f', 'v', 'F', 'E', 'i', 'l', 'W'],
@@ -400,7 +406,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:321",
+        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:339",
         about: "GNU tar",
         abbreviations: true, old_style: true,
         short_values: &['f', 'C', 'I', 'F', 'b', 'H', 'K', 'L', 'N', 'g', 'V', 'T', 'X'],
@@ -504,7 +510,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zip"], origin: "<built-in knowledge base>:430",
+        names: &["zip"], origin: "<built-in knowledge base>:448",
         about: "Info-ZIP zip",
         abbreviations: true,
         short_values: &['b', 'n', 'x', 'i', 't'],
@@ -541,7 +547,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unzip"], origin: "<built-in knowledge base>:463",
+        names: &["unzip"], origin: "<built-in knowledge base>:481",
         about: "Info-ZIP unzip",
         short_values: &['d', 'x'],
         effects: &[
@@ -552,7 +558,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["make", "gmake"], origin: "<built-in knowledge base>:483",
+        names: &["make", "gmake"], origin: "<built-in knowledge base>:501",
         about: "GNU make",
         abbreviations: true,
         short_values: &['f', 'C', 'I', 'j', 'l', 'o', 'W', 'E'],
@@ -605,15 +611,19 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:527",
+        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:545",
         about: "GCC and Clang drivers: options that run or load other programs, and the output file",
         short_values: &['o', 'B'],
         long: &[
             L { name: "-wrapper", key: "-wrapper", takes: Takes::Required, short: None },
             L { name: "-fplugin", key: "-fplugin", takes: Takes::Required, short: None },
             L { name: "-specs", key: "-specs", takes: Takes::Required, short: None },
+            L { name: "specs", key: "--specs", takes: Takes::Required, short: None },
             L { name: "-fplugin-arg", key: "-fplugin-arg", takes: Takes::Required, short: None },
             L { name: "-print-prog-name", key: "-print-prog-name", takes: Takes::Required, short: None },
+            L { name: "-fuse-ld", key: "-fuse-ld", takes: Takes::Required, short: None },
+            L { name: "-Xlinker", key: "-Xlinker", takes: Takes::Required, short: None },
+            L { name: "-MF", key: "-MF", takes: Takes::Required, short: None },
         ],
         effects: &[
             E { trigger: T::Option("-wrapper"), kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -624,18 +634,25 @@ pub static PROGRAMS: &[P] = &[
                 reason: "reads a spec file, which can make the driver run other programs", ..EFFECT },
             E { trigger: T::Option("-B"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "makes the driver look for the compiler's own programs (cc1, as, ld) under a directory of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("--specs"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "reads a spec file, which can make the driver run other programs", ..EFFECT },
+            E { trigger: T::Option("-fuse-ld"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["/*", "./*", "../*", "~*"],
+                reason: "runs the linker at a path of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-Xlinker"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["-plugin*", "--plugin*"],
+                reason: "loads a linker plugin, code of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-MF"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
             E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:563",
+        names: &["go"], origin: "<built-in knowledge base>:607",
         about: "the go command: flags that run other programs in place of go's own tools",
         subcommands: true,
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:568",
+        names: &["go"], origin: "<built-in knowledge base>:612",
         subcommand: Some("vet"),
         long: &[
             L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
@@ -673,7 +690,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:616",
+        names: &["go"], origin: "<built-in knowledge base>:660",
         subcommand: Some("build"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -710,7 +727,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:664",
+        names: &["go"], origin: "<built-in knowledge base>:708",
         subcommand: Some("test"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -751,7 +768,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:718",
+        names: &["go"], origin: "<built-in knowledge base>:762",
         subcommand: Some("run"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -788,7 +805,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["patch"], origin: "<built-in knowledge base>:766",
+        names: &["patch"], origin: "<built-in knowledge base>:810",
         about: "GNU patch: where it writes and what it reads",
         abbreviations: true,
         short_values: &['d', 'i', 'o', 'p', 'r', 'B', 'D', 'F', 'V', 'Y', 'z', 'g'],
@@ -827,7 +844,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:803",
+        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:847",
         about: "linkers: the output file",
         short_values: &['o', 'L', 'l', 'T', 'e', 'u', 'y', 'Y', 'm', 'F', 'f', 'I', 'h', 'z'],
         long: &[
@@ -836,16 +853,22 @@ pub static PROGRAMS: &[P] = &[
             L { name: "entry", key: "--entry", takes: Takes::Required, short: Some('e') },
             L { name: "library", key: "--library", takes: Takes::Required, short: Some('l') },
             L { name: "library-path", key: "--library-path", takes: Takes::Required, short: Some('L') },
+            L { name: "plugin", key: "--plugin", takes: Takes::Required, short: None },
+            L { name: "-plugin", key: "-plugin", takes: Takes::Required, short: None },
             L { name: "help", key: "--help", takes: Takes::No, short: None },
             L { name: "version", key: "--version", takes: Takes::No, short: None },
         ],
         effects: &[
+            E { trigger: T::Option("--plugin"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "loads a linker plugin, code of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-plugin"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "loads a linker plugin, code of the caller's choice", ..EFFECT },
             E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["jq"], origin: "<built-in knowledge base>:815",
+        names: &["jq"], origin: "<built-in knowledge base>:871",
         about: "jq: files it reads its program or arguments from",
         short_values: &['f', 'L'],
         long: &[
@@ -867,7 +890,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["find"], origin: "<built-in knowledge base>:835",
+        names: &["find"], origin: "<built-in knowledge base>:891",
         about: "GNU find: predicates are single-dash words; -exec and friends are unwrapped and their command judged",
         long: &[
             L { name: "-exec", key: "-exec", takes: Takes::Command, short: None },
@@ -934,7 +957,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xargs"], origin: "<built-in knowledge base>:897",
+        names: &["xargs"], origin: "<built-in knowledge base>:953",
         about: "GNU xargs: the command after its options is unwrapped and judged (echo when none)",
         abbreviations: true, options_first: true,
         short_values: &['I', 'a', 'E', 'd', 'L', 'n', 'P', 's'],
@@ -965,7 +988,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["env"], origin: "<built-in knowledge base>:914",
+        names: &["env"], origin: "<built-in knowledge base>:970",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
         short_values: &['u', 'C', 'S', 'a'],
@@ -990,7 +1013,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nice"], origin: "<built-in knowledge base>:928",
+        names: &["nice"], origin: "<built-in knowledge base>:984",
         abbreviations: true, options_first: true,
         short_values: &['n'],
         long: &[
@@ -1001,7 +1024,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["timeout"], origin: "<built-in knowledge base>:935",
+        names: &["timeout"], origin: "<built-in knowledge base>:991",
         abbreviations: true, options_first: true,
         short_values: &['s', 'k'],
         long: &[
@@ -1016,7 +1039,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:942",
+        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:998",
         options_first: true,
         long: &[
             L { name: "fork", key: "--fork", takes: Takes::No, short: Some('f') },
@@ -1028,7 +1051,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["stdbuf"], origin: "<built-in knowledge base>:947",
+        names: &["stdbuf"], origin: "<built-in knowledge base>:1003",
         abbreviations: true, options_first: true,
         short_values: &['i', 'o', 'e'],
         long: &[
@@ -1041,7 +1064,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:954",
+        names: &["busybox"], origin: "<built-in knowledge base>:1010",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -1056,7 +1079,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:968",
+        names: &["less"], origin: "<built-in knowledge base>:1024",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -1089,11 +1112,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:993",
+        names: &["more"], origin: "<built-in knowledge base>:1049",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:997",
+        names: &["man"], origin: "<built-in knowledge base>:1053",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -1130,7 +1153,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1029",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1085",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -1159,7 +1182,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:1072",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:1128",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -1178,7 +1201,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1092",
+        names: &["git"], origin: "<built-in knowledge base>:1148",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -1224,7 +1247,29 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1138",
+        names: &["git"], origin: "<built-in knowledge base>:1194",
+        subcommand: Some("init"),
+        abbreviations: true,
+        long: &[
+            L { name: "template", key: "--template", takes: Takes::Required, short: None },
+            L { name: "separate-git-dir", key: "--separate-git-dir", takes: Takes::Required, short: None },
+            L { name: "object-format", key: "--object-format", takes: Takes::Required, short: None },
+            L { name: "ref-format", key: "--ref-format", takes: Takes::Required, short: None },
+            L { name: "initial-branch", key: "--initial-branch", takes: Takes::Required, short: Some('b') },
+            L { name: "shared", key: "--shared", takes: Takes::Optional, short: None },
+            L { name: "bare", key: "--bare", takes: Takes::No, short: None },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+        ],
+        effects: &[
+            E { trigger: T::Option("--template"), kind: Kind::Config, action: Action::ApprovalRequired,
+                reason: "copies a template directory into the new repository: its config and hooks, which git then obeys", ..EFFECT },
+            E { trigger: T::Option("--separate-git-dir"), kind: Kind::Config, action: Action::ApprovalRequired,
+                reason: "puts the repository's git directory elsewhere and leaves a gitfile pointing at it", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:1212",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -1246,7 +1291,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1144",
+        names: &["git"], origin: "<built-in knowledge base>:1218",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -1260,7 +1305,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1151",
+        names: &["git"], origin: "<built-in knowledge base>:1225",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -1299,7 +1344,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1170",
+        names: &["git"], origin: "<built-in knowledge base>:1244",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -1341,7 +1386,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1196",
+        names: &["git"], origin: "<built-in knowledge base>:1270",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -1396,7 +1441,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1258",
+        names: &["git"], origin: "<built-in knowledge base>:1332",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -1405,7 +1450,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1269",
+        names: &["git"], origin: "<built-in knowledge base>:1343",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -1414,7 +1459,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1280",
+        names: &["git"], origin: "<built-in knowledge base>:1354",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1423,7 +1468,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1290",
+        names: &["git"], origin: "<built-in knowledge base>:1364",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -1444,7 +1489,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1310",
+        names: &["git"], origin: "<built-in knowledge base>:1384",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1453,7 +1498,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1320",
+        names: &["git"], origin: "<built-in knowledge base>:1394",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -1462,7 +1507,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1330",
+        names: &["git"], origin: "<built-in knowledge base>:1404",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -1484,7 +1529,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1349",
+        names: &["git"], origin: "<built-in knowledge base>:1423",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -1510,7 +1555,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1356",
+        names: &["git"], origin: "<built-in knowledge base>:1430",
         subcommand: Some("grep"),
         abbreviations: true,
         short_optional: &['O'],
@@ -1533,7 +1578,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1375",
+        names: &["git"], origin: "<built-in knowledge base>:1449",
         subcommand: Some("fetch-pack"),
         abbreviations: true,
         long: &[
@@ -1563,7 +1608,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1393",
+        names: &["git"], origin: "<built-in knowledge base>:1467",
         subcommand: Some("ls-remote"),
         abbreviations: true,
         long: &[
@@ -1588,7 +1633,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1411",
+        names: &["git"], origin: "<built-in knowledge base>:1485",
         subcommand: Some("clone"),
         abbreviations: true,
         short_values: &['u', 'o', 'b', 'c', 'j'],
@@ -1625,7 +1670,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1437",
+        names: &["git"], origin: "<built-in knowledge base>:1511",
         subcommand: Some("fetch"),
         abbreviations: true,
         long: &[
@@ -1659,7 +1704,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1449",
+        names: &["git"], origin: "<built-in knowledge base>:1523",
         subcommand: Some("pull"),
         abbreviations: true,
         short_values: &['s', 'X'],
@@ -1692,7 +1737,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1468",
+        names: &["git"], origin: "<built-in knowledge base>:1542",
         subcommand: Some("merge"),
         abbreviations: true,
         short_values: &['s', 'X', 'm', 'F'],
@@ -1727,7 +1772,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1487",
+        names: &["git"], origin: "<built-in knowledge base>:1561",
         subcommand: Some("cherry-pick"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -1753,7 +1798,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1500",
+        names: &["git"], origin: "<built-in knowledge base>:1574",
         subcommand: Some("revert"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -1777,7 +1822,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:1515",
+        names: &["cargo"], origin: "<built-in knowledge base>:1589",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -1837,7 +1882,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:1553",
+        names: &["rustc"], origin: "<built-in knowledge base>:1627",
         short_values: &['o', 'L', 'l', 'C', 'W'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -1864,7 +1909,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1579",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1653",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -1903,7 +1948,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1617",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1691",
         subcommand: Some("exec"),
         options_first: true,
         short_values: &['c'],
@@ -1920,7 +1965,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:1630",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:1704",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1929,7 +1974,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:1640",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:1714",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -1947,7 +1992,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:1653",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:1727",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -1984,7 +2029,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:1704",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:1778",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -2004,7 +2049,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1724",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1798",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
@@ -2056,7 +2101,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1764",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1838",
         subcommand: Some("list"),
         abbreviations: true,
         long: &[
@@ -2080,7 +2125,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:1770",
+        names: &["perl"], origin: "<built-in knowledge base>:1844",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -2098,7 +2143,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:1795",
+        names: &["ruby"], origin: "<built-in knowledge base>:1869",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -2117,7 +2162,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:1822",
+        names: &["rsync"], origin: "<built-in knowledge base>:1896",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -2170,7 +2215,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:1866",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:1940",
         about: "ssh and friends: -o ProxyCommand/LocalCommand, -F and -S run or configure programs",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -2188,20 +2233,20 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "PYTEST_ADDOPTS", "NODE_ENV", "NODE_NO_WARNINGS", "GOFLAGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:1902",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:1976",
         reason: "" },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1908",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1982",
         reason: "changes which programs and libraries run, or what the shell runs on its own" },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1915",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:1989",
         reason: "makes git run a program or read configuration of the caller's choice" },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1921",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1995",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)" },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1928",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2002",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run" },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1935",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2009",
         reason: "makes an interpreter load code or options of the caller's choice" },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1941",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2015",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys" },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:1947",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2021",
         reason: "sends network traffic through a proxy of the caller's choice" },
 ];

@@ -232,9 +232,42 @@ fn analyze_with(text: &str, ctx: &Context, plain_fast_path: bool) -> Analysis {
     };
     let unknown = a.shell_text(text, &mut state, 0);
     let unknown = unknown.or(a.too_complex.take());
-    Analysis {
-        segments: a.segments,
-        unknown,
+    let mut segments = a.segments;
+    dotdot_after_links(&mut segments);
+    Analysis { segments, unknown }
+}
+
+/// A command that makes symbolic links can make a `..` in a later path lead
+/// anywhere (`ln -s . d/x && cat d/x/x/../../../etc/f`): the boundary is
+/// checked on the filesystem as it is before the command runs, where the
+/// links do not exist yet. Every other segment using such a path is unknown.
+fn dotdot_after_links(segments: &mut [Segment]) {
+    let makes_link = |seg: &Segment| {
+        let program = crate::rules::program_name(seg.argv.first().map_or("", String::as_str));
+        let symbolic = |a: &String| {
+            a == "--symbolic"
+                || a == "--symbolic-link"
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('s'))
+        };
+        matches!(program, "ln" | "cp") && seg.argv.iter().skip(1).any(symbolic)
+    };
+    if !segments.iter().any(makes_link) {
+        return;
+    }
+    let dotdot = |t: &str| t.split('/').any(|c| c == "..");
+    for seg in segments.iter_mut().filter(|s| !makes_link(s)) {
+        let word = seg
+            .paths
+            .iter()
+            .map(|p| p.text.as_str())
+            .chain(seg.argv.iter().skip(1).map(String::as_str))
+            .find(|t| dotdot(t))
+            .map(str::to_string);
+        if let Some(w) = word {
+            seg.unknown.get_or_insert(format!(
+                "the command makes symbolic links, so `..` in `{w}` may lead anywhere once they exist"
+            ));
+        }
     }
 }
 
@@ -411,6 +444,30 @@ fn never_known(program: &str, argv: &[String]) -> Option<String> {
     Some(why)
 }
 
+/// Why setting `name` from a value the gate cannot see is unknown.
+fn risky_set(how: &str, name: &str) -> String {
+    format!("{how} sets `{name}`, which programs obey (PATH, BASH_ENV, LD_PRELOAD, …), to a value the gate cannot see; set it as `{name}=VALUE` instead")
+}
+
+/// The names `${NAME:=word}` or `${NAME=word}` assign, anywhere in `text`
+/// (quotes are not followed: a name in single quotes counts too).
+fn assigned_in_expansion(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("${") {
+        rest = &rest[i + 2..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let name = &rest[..end];
+        let after = &rest[end..];
+        if !name.is_empty() && (after.starts_with(":=") || after.starts_with('=')) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 /// Programs that read more arguments from `@FILE` (gcc's and binutils'
 /// response files, javac's argument files): options there (`-wrapper`,
 /// `-fplugin=`, `-B`) are as strong as written ones.
@@ -581,6 +638,12 @@ impl Analyzer {
         if let Some(why) = hazards::refuse_before_parsing(text) {
             return Some(why);
         }
+        if let Some(name) = assigned_in_expansion(text)
+            .into_iter()
+            .find(|n| knowledge::env_known_risky(Kb::new(&self.kb), n))
+        {
+            return Some(risky_set(&format!("`${{{name}:=…}}`"), name));
+        }
         if self.plain_fast_path {
             if let Some(words) = plain::words(text) {
                 // What the parser would give: one simple command of these words,
@@ -643,14 +706,36 @@ impl Analyzer {
     }
 
     fn and_or(&mut self, ao: &ast::AndOrList, st: &mut State, depth: usize, nest: usize) {
+        let before = st.clone();
         self.pipeline(&ao.first, st, depth, nest);
-        for next in &ao.additional {
-            let (ast::AndOr::And(p) | ast::AndOr::Or(p)) = next;
-            // May or may not run.
-            let mut branch = st.clone();
-            self.pipeline(p, &mut branch, depth, nest);
-            st.merge(&branch);
+        if ao.additional.is_empty() {
+            return;
         }
+        // Where the list stands if the last command that ran succeeded
+        // (`ok`), and if it failed or was skipped (`failed`; a failed `cd`
+        // stays where it was). `a && cd b && ls ..` runs `ls` only in `b`.
+        let mut ok = st.clone();
+        let mut failed = before;
+        failed.merge(st);
+        for next in &ao.additional {
+            match next {
+                ast::AndOr::And(p) => {
+                    let mut ran = ok.clone();
+                    self.pipeline(p, &mut ran, depth, nest);
+                    failed.merge(&ok);
+                    failed.merge(&ran);
+                    ok = ran;
+                }
+                ast::AndOr::Or(p) => {
+                    let mut ran = failed.clone();
+                    self.pipeline(p, &mut ran, depth, nest);
+                    ok.merge(&ran);
+                    failed.merge(&ran);
+                }
+            }
+        }
+        ok.merge(&failed);
+        *st = ok;
     }
 
     fn pipeline(&mut self, p: &ast::Pipeline, st: &mut State, depth: usize, nest: usize) {
@@ -833,6 +918,10 @@ impl Analyzer {
                         }
                     }
                     None => known = false,
+                }
+                if knowledge::env_known_risky(Kb::new(&self.kb), &f.variable_name) {
+                    seg.unknown
+                        .get_or_insert(risky_set("a `for` loop", &f.variable_name));
                 }
                 if seg.unknown.is_some() {
                     seg.argv = vec!["for".into()];
@@ -1530,6 +1619,16 @@ impl Analyzer {
             }
             "export" | "declare" | "typeset" | "local" | "readonly" => {
                 let args: Vec<String> = seg.argv[1..].to_vec();
+                // A name reference (`local -n r=PATH`): assigning `r` later
+                // sets the variable it names, which the gate does not follow.
+                let nameref = args
+                    .iter()
+                    .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('n'));
+                if nameref {
+                    seg.unknown.get_or_insert(format!(
+                        "`{program} -n` makes a name that sets another variable, which the gate does not follow"
+                    ));
+                }
                 for a in args {
                     if let Some((name, value)) = a.split_once('=') {
                         let name = name.trim_end_matches('+');
@@ -1552,17 +1651,34 @@ impl Analyzer {
                 }
             }
             "read" | "mapfile" | "readarray" | "getopts" => {
+                let kb = Kb::new(&self.kb);
                 for a in seg.argv.iter().skip(1) {
                     if is_var_name(a) {
+                        if knowledge::env_known_risky(kb, a) {
+                            seg.unknown
+                                .get_or_insert(risky_set(&format!("`{program}`"), a));
+                        }
                         st.vars.known.remove(a.as_str());
                     }
                 }
             }
             "printf" => {
-                if let Some(i) = seg.argv.iter().position(|a| a == "-v") {
-                    if let Some(name) = seg.argv.get(i + 1) {
-                        st.vars.known.remove(name.as_str());
+                let named = seg
+                    .argv
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, a)| match a.as_str() {
+                        "-v" => seg.argv.get(i + 1).cloned(),
+                        _ => a
+                            .strip_prefix("-v")
+                            .filter(|n| is_var_name(n))
+                            .map(String::from),
+                    });
+                if let Some(name) = named {
+                    if knowledge::env_known_risky(Kb::new(&self.kb), &name) {
+                        seg.unknown.get_or_insert(risky_set("`printf -v`", &name));
                     }
+                    st.vars.known.remove(name.as_str());
                 }
             }
             "unset" => {
