@@ -145,13 +145,15 @@ fn unwrap_env(argv: &[String], kb: Kb<'_>) -> Unwrap {
     let Some(entry) = norm.entry else {
         return Unwrap::Unknown("`env` has no entry in the knowledge base".into());
     };
-    let knows = |c: char| knows_letter(entry, c);
     let mut chdir = None;
     let mut env = Vec::new();
     let mut split: Option<(String, usize)> = None;
     // Where the command starts: past the options and NAME=VALUE words.
     let mut i = argv.len();
     for w in &norm.words {
+        if let Some(u) = unknown_option("env", entry, argv, w) {
+            return u;
+        }
         match w {
             Word::End { at } => {
                 i = at + 1;
@@ -166,18 +168,6 @@ fn unwrap_env(argv: &[String], kb: Kb<'_>) -> Unwrap {
                     break;
                 }
             },
-            Word::Short { letter, .. } if !knows(*letter) => {
-                return Unwrap::Unknown(format!(
-                    "`env {}`: `-{letter}` is not an env option the gate knows",
-                    argv[w.at()]
-                ));
-            }
-            Word::Long { owner: None, .. } => {
-                return Unwrap::Unknown(format!(
-                    "`env {}` is not an env option the gate knows (or an ambiguous abbreviation)",
-                    argv[w.at()]
-                ));
-            }
             Word::Short { value, next, .. } | Word::Long { value, next, .. } => {
                 match w.key().as_deref() {
                     Some("-C") => chdir = value.map(str::to_string),
@@ -258,6 +248,30 @@ fn git_inert_after_subcommand(inner: &[String], replace: Option<&str>, kb: Kb<'_
         && replace.is_none_or(|r| inner[..=at].iter().all(|w| !w.contains(r)))
 }
 
+/// An option word the wrapper's entry does not name (a letter it lacks, a
+/// long option it has not, or an ambiguous abbreviation): the command is
+/// unknown, since the wrapper may read it as taking the next word.
+fn unknown_option(
+    program: &str,
+    entry: &knowledge::ProgramEntry,
+    argv: &[String],
+    w: &Word<'_>,
+) -> Option<Unwrap> {
+    match w {
+        Word::Short { letter, .. } if !knows_letter(entry, *letter) => {
+            Some(Unwrap::Unknown(format!(
+                "`{program} {}`: `-{letter}` is not an option of {program} that the gate knows",
+                argv[w.at()]
+            )))
+        }
+        Word::Long { owner: None, .. } => Some(Unwrap::Unknown(format!(
+            "`{program} {}` is not an option of {program} that the gate knows (or an ambiguous abbreviation)",
+            argv[w.at()]
+        ))),
+        _ => None,
+    }
+}
+
 /// A short letter `entry` names (with or without a value, or as a long
 /// option's letter).
 fn knows_letter(entry: &knowledge::ProgramEntry, c: char) -> bool {
@@ -281,6 +295,9 @@ fn unwrap_xargs(argv: &[String], kb: Kb<'_>) -> Unwrap {
     let mut replace: Option<String> = None;
     let mut i = argv.len();
     for w in &norm.words {
+        if let Some(u) = unknown_option("xargs", entry, argv, w) {
+            return u;
+        }
         match w {
             Word::End { at } => {
                 i = at + 1;
@@ -289,18 +306,6 @@ fn unwrap_xargs(argv: &[String], kb: Kb<'_>) -> Unwrap {
             Word::Arg { at, .. } => {
                 i = *at;
                 break;
-            }
-            Word::Short { letter, .. } if !knows_letter(entry, *letter) => {
-                return Unwrap::Unknown(format!(
-                    "`xargs {}`: `-{letter}` is not an xargs option the gate knows",
-                    argv[w.at()]
-                ));
-            }
-            Word::Long { owner: None, .. } => {
-                return Unwrap::Unknown(format!(
-                    "`xargs {}` is not an xargs option the gate knows (or an ambiguous abbreviation)",
-                    argv[w.at()]
-                ));
             }
             Word::Short { value, .. } | Word::Long { value, .. } => match w.key().as_deref() {
                 Some("-a") => paths.extend(value.map(|v| (v.to_string(), Access::Read))),
