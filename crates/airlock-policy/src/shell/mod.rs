@@ -444,6 +444,57 @@ fn never_known(program: &str, argv: &[String]) -> Option<String> {
     Some(why)
 }
 
+/// An assigned value that names a path the boundary must see: absolute,
+/// under `~`, or climbing with `..` (`TMPDIR=./../out`).
+fn path_like_value(v: &str) -> bool {
+    v.starts_with('/') || v.starts_with('~') || v.split('/').any(|c| c == "..")
+}
+
+/// A compiler driver's `-Wl,a,b,c` passes `a b c` to the linker: a plugin
+/// there loads code (approval), and `-o`/`--output` writes a path.
+fn linker_lists(program: &str, seg: &mut Segment) {
+    if !reads_response_files(program) {
+        return;
+    }
+    let lists: Vec<String> = seg
+        .argv
+        .iter()
+        .filter_map(|a| a.strip_prefix("-Wl,"))
+        .map(String::from)
+        .collect();
+    for list in lists {
+        let items: Vec<&str> = list.split(',').collect();
+        if items
+            .iter()
+            .any(|i| i.starts_with("-plugin") || i.starts_with("--plugin"))
+        {
+            seg.findings.push(knowledge::Finding {
+                action: knowledge::Action::ApprovalRequired,
+                entry: format!("{program} -Wl"),
+                origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
+                shown: format!("-Wl,{list}"),
+                kind: knowledge::Kind::Exec,
+                reason: "passes the linker a plugin to load, code of the caller's choice".into(),
+            });
+        }
+        for (k, item) in items.iter().enumerate() {
+            let out = match *item {
+                "-o" | "--output" => items.get(k + 1).copied(),
+                _ => item
+                    .strip_prefix("--output=")
+                    .or_else(|| item.strip_prefix("-o")),
+            };
+            if let Some(path) = out.filter(|p| !p.is_empty()) {
+                seg.paths.push(PathUse {
+                    text: path.to_string(),
+                    access: Access::Write,
+                    role: "linker output",
+                });
+            }
+        }
+    }
+}
+
 /// Why setting `name` from a value the gate cannot see is unknown.
 fn risky_set(how: &str, name: &str) -> String {
     format!("{how} sets `{name}`, which programs obey (PATH, BASH_ENV, LD_PRELOAD, …), to a value the gate cannot see; set it as `{name}=VALUE` instead")
@@ -1332,14 +1383,12 @@ impl Analyzer {
                         "`{name}` would hold command-substitution text, which arithmetic or prompt expansion can run"
                     ));
                 }
-                for v in &values {
-                    if v.starts_with('/') || v.starts_with("..") {
-                        seg.paths.push(PathUse {
-                            text: v.clone(),
-                            access: Access::Read,
-                            role: "assignment",
-                        });
-                    }
+                for v in values.iter().filter(|v| path_like_value(v)) {
+                    seg.paths.push(PathUse {
+                        text: v.clone(),
+                        access: Access::Read,
+                        role: "assignment",
+                    });
                 }
                 if persists {
                     st.vars.known.insert(name.to_string(), values);
@@ -1458,6 +1507,7 @@ impl Analyzer {
             return;
         }
         self.knowledge(&mut seg, st, depth, nest, unwraps);
+        linker_lists(&program, &mut seg);
         let kb_arc = self.kb.clone();
         match unwrap::unwrap(&seg.argv, Kb::new(&kb_arc)) {
             unwrap::Unwrap::NotWrapper => {}
@@ -1642,6 +1692,14 @@ impl Analyzer {
                             }
                             if value.contains("$(") || value.contains('`') {
                                 seg.unknown.get_or_insert(format!("`{name}` would hold command-substitution text, which arithmetic or prompt expansion can run"));
+                            }
+                            if path_like_value(value) {
+                                // `export TMPDIR=/elsewhere`: later programs use it.
+                                seg.paths.push(PathUse {
+                                    text: value.to_string(),
+                                    access: Access::Read,
+                                    role: "assignment",
+                                });
                             }
                             st.vars
                                 .known
