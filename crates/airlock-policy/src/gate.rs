@@ -9,7 +9,7 @@
 //!
 //! The strictest segment decides.
 
-use crate::knowledge::{normalize, Action, Finding, Kb, Word};
+use crate::knowledge::{normalize, Action, Finding, Kb, Normalized, Word};
 use crate::network::{host_matches, named_hosts, touches_network_shaped};
 use crate::paths::{system_program, Boundary};
 use crate::rules::{prefix_matches, ArgvShape, RuleIndex};
@@ -414,8 +414,12 @@ impl<'p> Judge<'p> {
     fn steps(&self, seg: &Segment, notes: &mut Notes<'_>) -> Found {
         let policy = self.policy;
         let on_unknown = policy.commands.on_unknown;
-        // Split once: the network step and the rules both read it.
-        let shape = ArgvShape::with(&seg.argv, self.kb());
+        // Normalised and split once: the paths, the network step and the
+        // rules all read it.
+        let normalized = (!seg.argv.is_empty()).then(|| normalize(&seg.argv, self.kb()));
+        let shape = normalized
+            .as_ref()
+            .map(|n| ArgvShape::from_normalized(&seg.argv[0], n));
         let program = shape.as_ref().map_or("", |s| s.program);
 
         // Step 0: can it be known?
@@ -471,7 +475,7 @@ impl<'p> Judge<'p> {
                             rule: Some("workspace.root".into()),
                         };
                     }
-                    if let Some(f) = self.check_paths(seg, cwd, program) {
+                    if let Some(f) = self.check_paths(seg, cwd, program, normalized.as_ref()) {
                         notes.add(Step::Workspace, "deny", || f.reason.clone());
                         return f;
                     }
@@ -559,7 +563,13 @@ impl<'p> Judge<'p> {
     }
 
     /// Step 1 for one working directory.
-    fn check_paths(&self, seg: &Segment, cwd: &Path, program: &str) -> Option<Found> {
+    fn check_paths(
+        &self,
+        seg: &Segment,
+        cwd: &Path,
+        program: &str,
+        normalized: Option<&Normalized<'_>>,
+    ) -> Option<Found> {
         let deny = |what: &str, text: &str, resolved: &Path, access: Access| {
             Found {
             verdict: Verdict::Deny,
@@ -655,17 +665,25 @@ impl<'p> Judge<'p> {
         // Option words the knowledge base cannot read (a program it does not
         // describe, or a script's own arguments): where a value attached to
         // one starts is not known, so `-o../x` is checked as `../x`.
-        let normalized = normalize(&seg.argv, self.kb());
-        let opaque = |i: usize| {
-            normalized.words.iter().any(|w| {
-                w.at() == i
-                    && match w {
-                        Word::Arg { text, .. } => text.len() > 1 && text.starts_with('-'),
-                        Word::Short { owner: None, .. } | Word::Long { owner: None, .. } => true,
-                        _ => false,
-                    }
-            })
-        };
+        let mut opaque = vec![false; seg.argv.len()];
+        for w in normalized.iter().flat_map(|n| &n.words) {
+            let unread = match w {
+                Word::Arg { text, .. } => text.len() > 1 && text.starts_with('-'),
+                Word::Short { owner: None, .. } | Word::Long { owner: None, .. } => true,
+                _ => false,
+            };
+            if unread {
+                if let Some(o) = opaque.get_mut(w.at()) {
+                    *o = true;
+                }
+            }
+        }
+        // Arguments count as writes conservatively (`git show HEAD`): git's
+        // own files only for programs that write them.
+        let writer = matches!(
+            program,
+            "cp" | "mv" | "ln" | "install" | "tee" | "touch" | "truncate" | "mkdir"
+        );
         for (i, arg) in seg.argv.iter().enumerate().skip(1) {
             if seg.unknown_args.iter().any(|(shown, _)| shown == arg)
                 || pattern == Some(i)
@@ -674,7 +692,7 @@ impl<'p> Judge<'p> {
             {
                 continue;
             }
-            for candidate in path_candidates(arg, opaque(i)) {
+            for candidate in path_candidates(arg, opaque[i]) {
                 if already.contains(&candidate) {
                     continue;
                 }
@@ -683,12 +701,6 @@ impl<'p> Judge<'p> {
                     return Some(deny("the argument", candidate, &o.resolved, a));
                 }
                 if a == Access::Write {
-                    // Arguments count as writes conservatively (`git show
-                    // HEAD`): git's files only for programs that write them.
-                    let writer = matches!(
-                        program,
-                        "cp" | "mv" | "ln" | "install" | "tee" | "touch" | "truncate" | "mkdir"
-                    );
                     if let Some(f) = protected(candidate)
                         .or_else(|| writer.then(|| git_metadata(candidate)).flatten())
                     {

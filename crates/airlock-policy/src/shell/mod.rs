@@ -432,7 +432,7 @@ fn never_known(program: &str, argv: &[String]) -> Option<String> {
             format!("`{program} -C` runs a callback")
         }
         "coproc" => "`coproc` runs a command the gate cannot see".into(),
-        p if reads_response_files(p) && response_file(argv).is_some() => format!(
+        p if response_file(argv).is_some() && reads_response_files(p) => format!(
             "`{program}` reads more options from the file `{}` (a response file), which the gate does not see; write them out instead",
             response_file(argv).unwrap_or_default()
         ),
@@ -453,7 +453,7 @@ fn path_like_value(v: &str) -> bool {
 /// A compiler driver's `-Wl,a,b,c` passes `a b c` to the linker: a plugin
 /// there loads code (approval), and `-o`/`--output` writes a path.
 fn linker_lists(program: &str, seg: &mut Segment) {
-    if !reads_response_files(program) {
+    if !seg.argv.iter().any(|a| a.starts_with("-Wl,")) || !reads_response_files(program) {
         return;
     }
     let lists: Vec<String> = seg
@@ -529,15 +529,11 @@ const RESPONSE_FILES: &[&str] = &[
 ];
 
 /// One of [`RESPONSE_FILES`], also as a versioned or cross tool
-/// (`gcc-12`, `x86_64-linux-gnu-gcc`, `x86_64-linux-gnu-ld.bfd`).
+/// (`gcc-12`, `x86_64-linux-gnu-gcc`, `x86_64-linux-gnu-ld.bfd`, `llvm-ar`).
 fn reads_response_files(program: &str) -> bool {
-    RESPONSE_FILES.iter().any(|r| {
-        program == *r
-            || ["gcc", "g++", "clang", "clang++", "ld", "cpp", "gfortran"].contains(r)
-                && (program.starts_with(&format!("{r}-"))
-                    || program.ends_with(&format!("-{r}"))
-                    || program.contains(&format!("-{r}-")))
-    }) || program.contains("-ld.")
+    program
+        .split('-')
+        .any(|part| RESPONSE_FILES.contains(&part))
 }
 
 /// The first `@FILE` argument, if any.
@@ -757,11 +753,12 @@ impl Analyzer {
     }
 
     fn and_or(&mut self, ao: &ast::AndOrList, st: &mut State, depth: usize, nest: usize) {
-        let before = st.clone();
-        self.pipeline(&ao.first, st, depth, nest);
         if ao.additional.is_empty() {
+            self.pipeline(&ao.first, st, depth, nest);
             return;
         }
+        let before = st.clone();
+        self.pipeline(&ao.first, st, depth, nest);
         // Where the list stands if the last command that ran succeeded
         // (`ok`), and if it failed or was skipped (`failed`; a failed `cd`
         // stays where it was). `a && cd b && ls ..` runs `ls` only in `b`.
