@@ -4,6 +4,7 @@
 //! prefixes (`git fetch`, `pip install`, …), extended by the policy's
 //! `network.programs` and `network.subcommands`.
 
+use crate::knowledge::{normalize, Kb, Word};
 use crate::rules::{prefix_matches, split_plain, ArgvShape};
 use crate::NetworkPolicy;
 
@@ -251,20 +252,20 @@ pub fn touches_network_shaped(
 /// says it is a file. Every `-f` counts: with `--multi-volume` tar opens them
 /// all, the first first.
 fn remote_tar_archive(argv: &[String]) -> Option<&str> {
-    let n = crate::knowledge::normalize(argv, crate::knowledge::Kb::builtin_only());
+    let n = normalize(argv, Kb::builtin_only());
     let mut archive = None;
     for w in &n.words {
         match w {
-            crate::knowledge::Word::Long {
+            Word::Long {
                 key: "--force-local",
                 ..
             } => return None,
-            crate::knowledge::Word::Short {
+            Word::Short {
                 letter: 'f',
                 value: Some(v),
                 ..
             }
-            | crate::knowledge::Word::Long {
+            | Word::Long {
                 short: Some('f'),
                 value: Some(v),
                 ..

@@ -254,14 +254,13 @@ fn dotdot_after_links(segments: &mut [Segment]) {
     if !segments.iter().any(makes_link) {
         return;
     }
-    let dotdot = |t: &str| t.split('/').any(|c| c == "..");
     for seg in segments.iter_mut().filter(|s| !makes_link(s)) {
         let word = seg
             .paths
             .iter()
             .map(|p| p.text.as_str())
             .chain(seg.argv.iter().skip(1).map(String::as_str))
-            .find(|t| dotdot(t))
+            .find(|t| climbs(t))
             .map(str::to_string);
         if let Some(w) = word {
             seg.unknown.get_or_insert(format!(
@@ -447,7 +446,12 @@ fn never_known(program: &str, argv: &[String]) -> Option<String> {
 /// An assigned value that names a path the boundary must see: absolute,
 /// under `~`, or climbing with `..` (`TMPDIR=./../out`).
 fn path_like_value(v: &str) -> bool {
-    v.starts_with('/') || v.starts_with('~') || v.split('/').any(|c| c == "..")
+    v.starts_with('/') || v.starts_with('~') || climbs(v)
+}
+
+/// A path with a `..` component.
+fn climbs(path: &str) -> bool {
+    path.split('/').any(|c| c == "..")
 }
 
 /// A compiler driver's `-Wl,a,b,c` passes `a b c` to the linker: a plugin
