@@ -135,7 +135,8 @@ pub struct RunOptions<'a> {
     pub stdin: Option<Vec<u8>>,
     /// Write the execution record but leave its `fdatasync` to
     /// [`Engine::sync_deferred`], which the caller runs once the answer is out:
-    /// one durable write (the decision record's) on a run's critical path.
+    /// one durable write (the decision record's) on a run's critical path,
+    /// and the head anchor moved there too, not before the command starts.
     /// For a server, whose process outlives the run; a CLI exits right after.
     pub defer_execution_sync: bool,
 }
@@ -261,6 +262,16 @@ pub struct Engine {
     deferred_failed: std::sync::Mutex<Option<String>>,
 }
 
+/// A run's decision record, written and not yet durable: the command starts
+/// only once it is on disk.
+struct DecisionSync {
+    pending: PendingSync,
+    /// Moves the head anchor after the answer, with the execution record's
+    /// (a server's run, [`RunOptions::defer_execution_sync`]); else the gate
+    /// moves it once the record is synced.
+    anchor_later: bool,
+}
+
 /// What the gate said, with the grants that loosened it.
 struct Judged {
     request: Request,
@@ -291,20 +302,33 @@ impl Engine {
         })
     }
 
+    /// Returns once the decision record is on disk.
+    fn decision_durable(&self, sync: DecisionSync) -> Result<(), AuditError> {
+        let audit = self.ledger.audit();
+        if !sync.anchor_later {
+            return audit.make_durable(sync.pending);
+        }
+        // Only the sync stands between the record and the command.
+        audit.sync(&sync.pending)?;
+        lock(&self.deferred).push(sync.pending);
+        Ok(())
+    }
+
     /// Make every execution record written by a run with
     /// [`RunOptions::defer_execution_sync`] durable (one `fdatasync` covers
-    /// them all). A failure is kept: every later run is refused with it, since
-    /// the trail may have lost a record.
+    /// them all), and move the head anchor to the last of them (such a run's
+    /// decision record was synced before its command started; its anchor
+    /// moves here). A failure is kept: every later run is refused with it,
+    /// since the trail may have lost a record.
     pub fn sync_deferred(&self) -> Result<(), AuditError> {
         let _one_at_a_time = lock(&self.syncing);
         let pending = std::mem::take(&mut *lock(&self.deferred));
-        for p in pending {
-            if let Err(e) = self.ledger.audit().make_durable(p) {
+        self.ledger
+            .audit()
+            .make_all_durable(pending)
+            .inspect_err(|e| {
                 lock(&self.deferred_failed).get_or_insert_with(|| e.to_string());
-                return Err(e);
-            }
-        }
-        Ok(())
+            })
     }
 
     /// Refuse to run while a deferred execution record is unaccounted for.
@@ -422,7 +446,10 @@ impl Engine {
                 self.write_run_decision(caller, policy, &request_id, &judged, approved.as_ref())?;
             audit_ids.push(id);
             prof.mark("decision record written");
-            Some(sync)
+            Some(DecisionSync {
+                pending: sync,
+                anchor_later: options.defer_execution_sync,
+            })
         } else {
             None
         };
@@ -708,19 +735,19 @@ impl Engine {
         judged: &Judged,
         spec: &mut SandboxSpec,
         sink: &mut dyn OutputSink,
-        mut pending: Option<PendingSync>,
+        mut pending: Option<DecisionSync>,
         prof: &mut Profile,
     ) -> Executed {
         let mut hashing = HashingSink::new(sink, self.ledger.config().audit.output_bytes);
-        let audit = self.ledger.audit();
         // The sync runs in the gate, on this thread: the native backend calls
         // its gate while its helper builds the sandbox, and a warm sandbox is
-        // built already, so a thread of the sync's own would only add a start
-        // and a join to a warm run's critical path. (Backends without a gate
-        // of their own call it before they build, as they joined it before.)
+        // built already. A thread of the sync's own, started as the record
+        // is written, was no faster on a warm run: its two hand-offs cost
+        // what the overlap saved (bench/results/warm-post-2026-12-06.txt).
+        // (Backends without a gate of their own call it before they build.)
         let mut first_error = None;
         let mut gate = || {
-            let durable = pending.take().map_or(Ok(()), |p| audit.make_durable(p));
+            let durable = pending.take().map_or(Ok(()), |d| self.decision_durable(d));
             prof.mark("gate: decision record durable");
             durable.map_err(|e| {
                 let layer = SandboxError::Layer {
@@ -760,7 +787,7 @@ impl Engine {
             ),
         };
         // Still pending when the run failed before its gate.
-        let durable = match pending.take().map_or(Ok(()), |p| audit.make_durable(p)) {
+        let durable = match pending.take().map_or(Ok(()), |d| self.decision_durable(d)) {
             Ok(()) => first_error.map_or(Ok(()), Err),
             Err(e) => Err(e),
         };

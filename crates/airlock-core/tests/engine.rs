@@ -890,7 +890,8 @@ fn a_grant_loosens_only_its_tenant_under_its_policy() {
 /// A server's run leaves its execution record's sync for after the answer:
 /// the record is in the chain at once, the head anchor (which only ever names
 /// a durable record) reaches it once `sync_deferred` ran, and the decision
-/// record was durable before the command started either way.
+/// record was durable before the command started either way (its anchor, too,
+/// moves after the answer).
 #[test]
 fn deferred_execution_record_is_written_at_once_and_anchored_after_its_sync() {
     let f = fixture();
@@ -911,16 +912,18 @@ fn deferred_execution_record_is_written_at_once_and_anchored_after_its_sync() {
     let anchor = |dir: &Path| {
         airlock_core::audit::log::read_anchor(dir)
             .unwrap()
-            .unwrap()
-            .seq
+            .map(|a| a.seq)
     };
-    assert_eq!(
-        anchor(&audit),
-        seq_of(last) - 1,
-        "the decision record is anchored"
+    assert!(
+        anchor(&audit) < Some(seq_of(last) - 1),
+        "the head anchor moves after the answer"
     );
     f.engine.sync_deferred().unwrap();
-    assert_eq!(anchor(&audit), seq_of(last), "the execution record now too");
+    assert_eq!(
+        anchor(&audit),
+        Some(seq_of(last)),
+        "the execution record is anchored"
+    );
     verify(&audit).unwrap();
     // Nothing left to sync: a second call is a no-op.
     f.engine.sync_deferred().unwrap();

@@ -248,6 +248,38 @@ impl AuditLog {
         })
     }
 
+    /// The `fdatasync` half of [`AuditLog::make_durable`]: the record is on
+    /// disk once this returns `Ok`, and the head anchor still names an earlier
+    /// one until [`AuditLog::make_durable`] or [`AuditLog::make_all_durable`]
+    /// takes the same `pending` (its sync is then covered). A lagging anchor
+    /// is a lower bound, as it is between any append and its checkpoint.
+    pub fn sync(&self, pending: &PendingSync) -> Result<(), AuditError> {
+        self.group_sync(&pending.file, &pending.path, &pending.anchor)
+    }
+
+    /// [`AuditLog::make_durable`] for several records: each synced (one
+    /// `fdatasync` covers the records of one file), then the head anchor
+    /// moved once, to the last of them.
+    pub fn make_all_durable(&self, pending: Vec<PendingSync>) -> Result<(), AuditError> {
+        let mut last: Option<HeadAnchor> = None;
+        for PendingSync { file, path, anchor } in pending {
+            self.group_sync(&file, &path, &anchor)?;
+            if last.as_ref().is_none_or(|l| l.seq < anchor.seq) {
+                last = Some(anchor);
+            }
+        }
+        let Some(anchor) = last else {
+            return Ok(());
+        };
+        self.with_lock(|log, _| {
+            let on_disk = read_anchor(&log.dir).ok().flatten();
+            if on_disk.is_none_or(|a| a.seq < anchor.seq) {
+                log.write_head(&anchor)?;
+            }
+            Ok(())
+        })
+    }
+
     /// Makes the record `anchor` names durable, sharing a sync with other
     /// threads: a sync in flight that began after the record was written
     /// covers it; otherwise this thread syncs, for every record of this file
