@@ -335,6 +335,40 @@ fn a_deferred_record_chains_at_once_and_anchors_after_its_sync() {
     assert_eq!(verify(&dir).unwrap().records, 5);
 }
 
+/// `sync` puts a record on disk and leaves the head anchor where it was (a
+/// server's decision record, before its command starts); `make_all_durable`
+/// later anchors the last of several records with one anchor write and no
+/// sync beyond the ones they need.
+#[test]
+fn a_synced_record_is_anchored_later_with_the_next() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let log = write_n(&dir, AuditConfig::default(), 2);
+    let anchor = || {
+        airlock_core::audit::log::read_anchor(&dir)
+            .unwrap()
+            .unwrap()
+            .seq
+    };
+    let (decision, first) = log.append_deferred(test_event(2)).unwrap();
+    log.sync(&first).unwrap();
+    assert_eq!(log.group_syncs(), 1);
+    assert_eq!(anchor(), 2, "sync alone does not move the anchor");
+    let (execution, second) = log.append_deferred(test_event(3)).unwrap();
+    assert_eq!(execution.seq, decision.seq + 1);
+    log.make_all_durable(vec![first, second]).unwrap();
+    assert_eq!(
+        log.group_syncs(),
+        2,
+        "the first record's sync is not repeated"
+    );
+    assert_eq!(anchor(), execution.seq);
+    assert_eq!(verify(&dir).unwrap().records, 4);
+    // Nothing to do: no sync, the anchor stays.
+    log.make_all_durable(Vec::new()).unwrap();
+    assert_eq!((log.group_syncs(), anchor()), (2, execution.seq));
+}
+
 /// A deferred record in a file that is then rotated away is synced before the
 /// next file's first record (the anchor never leads the log).
 #[test]
