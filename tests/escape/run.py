@@ -1512,6 +1512,15 @@ class Session:
                 f.append(f"host `git {' ; git '.join(runs)}` ran a command planted by the sandbox "
                          f"(canary {self.git_canary} written: {self.git_canary.read_text()[:80]!r})")
                 self.git_canary.unlink()
+            if spec.get("host_repo_survives"):
+                # What those commands did to the repository itself: it must
+                # still be one, with its history.
+                head = subprocess.run(["git", "-C", str(ws), "rev-parse", "--verify", "-q", "HEAD"],
+                                      env=self.git_env(), capture_output=True, timeout=30)
+                if not (ws / ".git").is_dir() or head.returncode != 0:
+                    f.append(f"after host `git {' ; git '.join(runs)}` the repository is gone "
+                             f"(.git is {'a directory' if (ws / '.git').is_dir() else 'not a directory'}, "
+                             f"HEAD {'resolves' if head.returncode == 0 else 'does not resolve'})")
         if "host_ws_max_bytes" in spec:
             cap = parse_size(spec["host_ws_max_bytes"])
             used = 0

@@ -40,28 +40,47 @@ impl fmt::Display for IndexProblem {
 }
 
 /// Checks every path the index `data` would have git write.
+///
+/// Git reads an index with its repository's object names, SHA-1 or SHA-256,
+/// and refuses one whose trailing checksum does not match (unless the
+/// checksum is all zeros: `index.skipHash`). So the reading whose checksum
+/// matches is git's, and it must parse and be clean; with a zero checksum
+/// both readings are git's as far as can be told here, and both must.
 pub fn check(data: &[u8]) -> Result<(), IndexProblem> {
-    let mut first_unreadable = None;
-    let mut parsed = false;
-    for oid_len in [20usize, 32] {
-        match paths(data, oid_len) {
-            Ok(list) => {
-                parsed = true;
-                if let Some(bad) = list.iter().find(|p| !path_ok(p)) {
-                    return Err(IndexProblem::BadPath(super::escape_bytes(bad)));
-                }
-            }
-            Err(e) => {
-                first_unreadable.get_or_insert(e);
-            }
+    let readings: Vec<usize> = [20usize, 32]
+        .into_iter()
+        .filter(|n| checksum_matches(data, *n))
+        .collect();
+    if readings.is_empty() {
+        return Err(IndexProblem::Unreadable(
+            "its checksum is neither a SHA-1 nor a SHA-256 index's, which git refuses to read"
+                .into(),
+        ));
+    }
+    for oid_len in readings {
+        let list = paths(data, oid_len).map_err(IndexProblem::Unreadable)?;
+        if let Some(bad) = list.iter().find(|p| !path_ok(p)) {
+            return Err(IndexProblem::BadPath(super::escape_bytes(bad)));
         }
     }
-    if parsed {
-        Ok(())
-    } else {
-        Err(IndexProblem::Unreadable(
-            first_unreadable.unwrap_or_else(|| "empty".into()),
-        ))
+    Ok(())
+}
+
+/// Whether the last `oid_len` bytes of `data` are the checksum git writes
+/// with object names of that length (all zeros: none written).
+fn checksum_matches(data: &[u8], oid_len: usize) -> bool {
+    use sha2::Digest;
+    let Some(split) = data.len().checked_sub(oid_len).filter(|s| *s >= 12) else {
+        return false;
+    };
+    let (body, trailer) = data.split_at(split);
+    if trailer.iter().all(|b| *b == 0) {
+        return true;
+    }
+    match oid_len {
+        20 => sha1::Sha1::digest(body).as_slice() == trailer,
+        32 => sha2::Sha256::digest(body).as_slice() == trailer,
+        _ => false,
     }
 }
 
@@ -170,6 +189,11 @@ fn paths(data: &[u8], oid_len: usize) -> Result<Vec<Vec<u8>>, String> {
             }
             r.take(2)?;
         }
+        // Git takes the name's length from the flags (the terminator only
+        // when the length does not fit in them) and steps to the next entry
+        // by that length: an index whose terminator says otherwise would be
+        // read one way here and another by git, so it is unreadable.
+        let stated = usize::from(flags & NAME_MASK);
         let name = if version == 4 {
             let strip = r.varint()?;
             let keep = previous
@@ -177,10 +201,17 @@ fn paths(data: &[u8], oid_len: usize) -> Result<Vec<Vec<u8>>, String> {
                 .checked_sub(strip)
                 .ok_or("prefix longer than the previous name")?;
             let mut name = previous[..keep].to_vec();
-            name.extend_from_slice(r.until_nul()?);
+            let suffix = r.until_nul()?;
+            if stated != usize::from(NAME_MASK) && keep + suffix.len() != stated {
+                return Err(length_mismatch(&name, suffix, stated));
+            }
+            name.extend_from_slice(suffix);
             name
         } else {
             let name = r.until_nul()?.to_vec();
+            if stated != usize::from(NAME_MASK) && name.len() != stated {
+                return Err(length_mismatch(&[], &name, stated));
+            }
             // Padded with NULs to a multiple of 8 bytes (the terminator counts).
             let len = r.at - start;
             let pad = (8 - len % 8) % 8;
@@ -210,6 +241,20 @@ fn paths(data: &[u8], oid_len: usize) -> Result<Vec<Vec<u8>>, String> {
         }
     }
     Ok(out)
+}
+
+/// The bits of an entry's flags that hold its name's length; all set: the
+/// name is longer, and its terminator ends it.
+const NAME_MASK: u16 = 0x0fff;
+
+fn length_mismatch(prefix: &[u8], rest: &[u8], stated: usize) -> String {
+    let mut name = prefix.to_vec();
+    name.extend_from_slice(rest);
+    format!(
+        "the entry `{}` is {} bytes long up to its terminator, but its flags say {stated}; git would read another name",
+        super::escape_bytes(&name),
+        name.len()
+    )
 }
 
 /// `REUC`: path NUL, three octal modes each NUL-terminated, then one object
@@ -253,8 +298,15 @@ pub(crate) mod tests {
                 d.push(0);
             }
         }
-        d.extend([0u8; 20]);
-        d
+        with_sha1(d)
+    }
+
+    /// `body` with the SHA-1 checksum git writes after it.
+    pub(crate) fn with_sha1(mut body: Vec<u8>) -> Vec<u8> {
+        use sha2::Digest;
+        let sum = sha1::Sha1::digest(&body);
+        body.extend_from_slice(&sum);
+        body
     }
 
     #[test]
@@ -294,15 +346,15 @@ pub(crate) mod tests {
         let mut d = b"DIRC".to_vec();
         d.extend(4u32.to_be_bytes());
         d.extend(2u32.to_be_bytes());
-        for (strip, suffix) in [(0u8, &b".gitx/ok"[..]), (4, b"/hooks/pre-commit")] {
+        for (strip, suffix, len) in [(0u8, &b".gitx/ok"[..], 8u16), (4, b"/hooks/pre-commit", 21)] {
             d.extend([0u8; 40]);
             d.extend([0xabu8; 20]);
-            d.extend(0u16.to_be_bytes());
+            d.extend(len.to_be_bytes());
             d.push(strip);
             d.extend(suffix);
             d.push(0);
         }
-        d.extend([0u8; 20]);
+        let d = with_sha1(d);
         // ".gitx/ok" minus 4 bytes is ".git", then "/hooks/pre-commit".
         assert_eq!(
             check(&d).unwrap_err(),
@@ -319,16 +371,63 @@ pub(crate) mod tests {
         d.extend(b"REUC");
         d.extend((reuc.len() as u32).to_be_bytes());
         d.extend(&reuc);
-        let mut with_reuc = d.clone();
-        with_reuc.extend([0u8; 20]);
+        let with_reuc = with_sha1(d);
         assert!(matches!(check(&with_reuc), Err(IndexProblem::BadPath(_))));
 
         let mut odd = index_v2(&[b"ok"]);
         odd.truncate(odd.len() - 20);
         odd.extend(b"ZZZZ");
         odd.extend(0u32.to_be_bytes());
-        odd.extend([0u8; 20]);
+        let odd = with_sha1(odd);
         assert!(matches!(check(&odd), Err(IndexProblem::Unreadable(_))));
+    }
+
+    /// Git steps from entry to entry by the length in the flags: `src/.gitZ`
+    /// whose flags say 8 is `src/.git` to git (and the next entry starts
+    /// where git says). Such an index is never read as this reader likes.
+    #[test]
+    fn a_name_length_that_disagrees_with_its_terminator_is_unreadable() {
+        let mut d = index_v2(&[b"src/.gitZ"]);
+        d.truncate(d.len() - 20);
+        d[12 + 60..12 + 62].copy_from_slice(&8u16.to_be_bytes());
+        let d = with_sha1(d);
+        match check(&d) {
+            Err(IndexProblem::Unreadable(why)) => assert!(why.contains("flags say 8"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // Version 4: the kept prefix counts toward the stated length.
+        let mut d = b"DIRC".to_vec();
+        d.extend(4u32.to_be_bytes());
+        d.extend(2u32.to_be_bytes());
+        for (strip, suffix, len) in [(0u8, &b"src/a"[..], 5u16), (1, b".gitZ", 8)] {
+            d.extend([0u8; 40]);
+            d.extend([0xabu8; 20]);
+            d.extend(len.to_be_bytes());
+            d.push(strip);
+            d.extend(suffix);
+            d.push(0);
+        }
+        assert!(matches!(
+            check(&with_sha1(d)),
+            Err(IndexProblem::Unreadable(_))
+        ));
+    }
+
+    /// Git refuses an index whose checksum does not match; an all-zero one
+    /// (`index.skipHash`) leaves the object name length open, and then both
+    /// readings must pass.
+    #[test]
+    fn the_checksum_picks_the_reading_git_uses() {
+        let good = index_v2(&[b"README.md"]);
+        check(&good).unwrap();
+        let mut wrong = good.clone();
+        let n = wrong.len();
+        wrong[n - 1] ^= 1;
+        assert!(matches!(check(&wrong), Err(IndexProblem::Unreadable(_))));
+        let mut zeros = index_v2(&[b".git/config"]);
+        let n = zeros.len();
+        zeros[n - 20..].fill(0);
+        assert!(check(&zeros).is_err());
     }
 
     #[test]
