@@ -44,6 +44,7 @@ fn the_lists_and_limits_load() {
         file_type: EntryType::File,
         mode: 0o644,
         host_mode: None,
+        host_type: None,
         symlink_target: None,
     };
     assert_eq!(
@@ -81,6 +82,7 @@ fn a_policy_file_is_denied_even_when_the_policy_allows_everything() {
         file_type: EntryType::File,
         mode: 0o644,
         host_mode: Some(0o644),
+        host_type: Some(EntryType::File),
         symlink_target: None,
     };
     let c = changes::classify(&e, &p.changes, &ctx);

@@ -216,6 +216,9 @@ pub struct Entry<'a> {
     pub mode: u32,
     /// Permission bits of the host entry it replaces, if there is one.
     pub host_mode: Option<u32>,
+    /// The type of the host entry it replaces, if there is one: a directory
+    /// replaced by a file removes the directory's whole tree on the host.
+    pub host_type: Option<EntryType>,
     /// For a symlink: its target, as stored.
     pub symlink_target: Option<&'a Path>,
 }
@@ -542,6 +545,7 @@ impl Rules {
                             file_type: EntryType::File,
                             mode: 0o644,
                             host_mode: None,
+                            host_type: None,
                             symlink_target: None,
                         };
                         let t = self.classify_with(&as_target, &NoIndexView(view));
@@ -634,12 +638,19 @@ impl Rules {
             };
         }
         // 6. Host-executable metadata, and what host git cannot rebuild.
-        if entry.kind == ChangeKind::Deleted {
+        // An entry of another type in its place removes the host's as a
+        // deletion does (a directory with its whole tree).
+        let removes = match entry.kind {
+            ChangeKind::Deleted => Some("deleting"),
+            _ if entry.host_type.is_some_and(|t| t != entry.file_type) => Some("replacing"),
+            _ => None,
+        };
+        if let Some(verb) = removes {
             if let Some(what) = git_history(rel) {
                 return approval(
                     "builtin.git_history",
                     format!(
-                        "deleting `{shown}` removes {what}, which host git cannot rebuild (commits that were never pushed are lost); a person must approve it, or add a pattern for it to [changes] allow"
+                        "{verb} `{shown}` removes {what}, which host git cannot rebuild (commits that were never pushed are lost); a person must approve it, or add a pattern for it to [changes] allow"
                     ),
                 );
             }
@@ -956,6 +967,7 @@ mod tests {
             file_type: t,
             mode: 0o644,
             host_mode: None,
+            host_type: None,
             symlink_target: None,
         }
     }
@@ -1104,6 +1116,23 @@ mod tests {
             &entry(".git/HEAD", ChangeKind::Modified, EntryType::File),
         );
         assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        // Another type in their place removes them as a deletion does: a
+        // file where `.git/objects` was, a directory where HEAD was.
+        for (p, was, now) in [
+            (".git/objects", EntryType::Dir, EntryType::File),
+            (".git/logs", EntryType::Dir, EntryType::File),
+            (".git/HEAD", EntryType::File, EntryType::Dir),
+        ] {
+            let mut e = entry(p, ChangeKind::Modified, now);
+            e.host_type = Some(was);
+            let c = judge_in(&MapView::default(), &e);
+            assert_eq!(
+                (c.disposition, c.rule.as_str()),
+                (Disposition::ApprovalRequired, "builtin.git_history"),
+                "{p}"
+            );
+            assert!(c.reason.starts_with("replacing"), "{}", c.reason);
+        }
     }
 
     #[test]

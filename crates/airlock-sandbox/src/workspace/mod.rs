@@ -127,6 +127,7 @@ impl Change {
             file_type: self.file_type,
             mode: self.mode,
             host_mode: self.host_mode,
+            host_type: self.host_stamp.map(|s| s.file_type),
             symlink_target: self.target.as_deref(),
         }
     }

@@ -326,6 +326,7 @@ fn change_verdict(ctx: &Ctx<'_>, rel: &Path, abs: &Path, shown: &str) -> Result<
         file_type: EntryType::File,
         mode: 0o644,
         host_mode: host.map(|st| st.st_mode & 0o7777),
+        host_type: host.map(|st| EntryType::from_mode(st.st_mode)),
         symlink_target: None,
     };
     let rules = airlock_policy::changes::Rules::new(&policy.changes, context);
