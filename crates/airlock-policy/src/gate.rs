@@ -684,6 +684,21 @@ impl<'p> Judge<'p> {
             program,
             "cp" | "mv" | "ln" | "install" | "tee" | "touch" | "truncate" | "mkdir"
         );
+        // A copy of a repository's `.git`, or of a `HEAD`, makes a directory
+        // that git run there takes for a repository, whose config it obeys
+        // (`cp -r .git ev`, then `ev/config` is only a file to the gate).
+        let copier = matches!(program, "cp" | "rsync" | "install");
+        let git_copy = |text: &str| {
+            let last = Path::new(text).file_name()?.to_str()?;
+            matches!(last, ".git" | "HEAD").then(|| Found {
+                verdict: Verdict::ApprovalRequired,
+                step: Step::Workspace,
+                reason: format!(
+                    "`{text}` is git's metadata: a copy of it makes a directory that git run there takes for a repository and whose config it obeys; a person must approve it"
+                ),
+                rule: Some("builtin.git_metadata".into()),
+            })
+        };
         for (i, arg) in seg.argv.iter().enumerate().skip(1) {
             if seg.unknown_args.iter().any(|(shown, _)| shown == arg)
                 || pattern == Some(i)
@@ -704,6 +719,10 @@ impl<'p> Judge<'p> {
                     if let Some(f) = protected(candidate)
                         .or_else(|| writer.then(|| git_metadata(candidate)).flatten())
                     {
+                        return Some(f);
+                    }
+                } else if copier {
+                    if let Some(f) = git_copy(candidate) {
                         return Some(f);
                     }
                 }
@@ -864,31 +883,40 @@ fn not_allowlisted(written: &str) -> String {
 }
 
 /// The strings in an argument that may name a path: the word, the value of
-/// `--opt=value` / `key=value`, and with `opaque` (an option word whose
-/// letters the knowledge base does not know) a path attached to a
-/// single-dash word: `-o../x`.
+/// `--opt=value` / `key=value` (and of `--opt=key=value`: rustc's
+/// `--emit=link=PATH`), and with `opaque` (an option word whose letters the
+/// knowledge base does not know) a path attached to a single-dash word:
+/// `-o../x`.
 fn path_candidates(arg: &str, opaque: bool) -> Vec<&str> {
     if arg.is_empty() {
         return vec![];
     }
     if let Some(body) = arg.strip_prefix('-') {
         return match arg.split_once('=') {
-            Some((_, v)) if !v.is_empty() => vec![v],
+            Some((_, v)) if !v.is_empty() => {
+                let mut out = vec![v];
+                out.extend(assigned_path(v));
+                out
+            }
             _ if opaque && !body.starts_with('-') => attached_path(body).into_iter().collect(),
             _ => vec![],
         };
     }
     let mut out = vec![arg];
-    if let Some((k, v)) = arg.split_once('=') {
-        if !k.contains('/') && (v.starts_with('/') || v.starts_with('~') || v.starts_with("..")) {
-            out.push(v);
-        }
-    }
+    out.extend(assigned_path(arg));
     // A URL names a host, not a local path.
     if arg.contains("://") {
         out.retain(|c| !c.contains("://"));
     }
     out
+}
+
+/// The value of `key=value` when it starts as an absolute or climbing path
+/// does (a key with a `/` is a path itself).
+fn assigned_path(word: &str) -> Option<&str> {
+    let (k, v) = word.split_once('=')?;
+    (!k.contains('/') && (v.starts_with('/') || v.starts_with('~') || v.starts_with("..")))
+        .then_some(v)
 }
 
 /// A path attached to one option letter (`-o../x`, `-I/usr/include`): what

@@ -209,14 +209,18 @@ pub fn touches_network_shaped(
             return Some(format!("`go run {pkg}` downloads that module"));
         }
     }
-    // `python3 -m pip install`: judge the module as the program.
+    // `python3 -m pip install`: judge the module as the program, and a
+    // submodule (`pip._internal`, `pip.__main__`) as its package.
     if program == "python" {
         if let Some(i) = argv.iter().position(|a| a == "-m") {
             if let Some(module) = argv.get(i + 1) {
-                let mut inner: Vec<String> = vec![module.clone()];
-                inner.extend(argv[i + 2..].iter().cloned());
-                if let Some(why) = touches_network(&inner, policy) {
-                    return Some(format!("`python -m` {why}"));
+                let package = module.split('.').next().unwrap_or(module);
+                for name in [module.as_str(), package] {
+                    let mut inner: Vec<String> = vec![name.to_string()];
+                    inner.extend(argv[i + 2..].iter().cloned());
+                    if let Some(why) = touches_network(&inner, policy) {
+                        return Some(format!("`python -m` {why}"));
+                    }
                 }
             }
         }

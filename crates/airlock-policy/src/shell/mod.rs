@@ -524,12 +524,12 @@ fn assigned_in_expansion(text: &str) -> Vec<&str> {
 }
 
 /// Programs that read more arguments from `@FILE` (gcc's and binutils'
-/// response files, javac's argument files): options there (`-wrapper`,
-/// `-fplugin=`, `-B`) are as strong as written ones.
+/// response files, javac's and rustc's argument files): options there
+/// (`-wrapper`, `-fplugin=`, `-B`, `-Clinker=`) are as strong as written ones.
 const RESPONSE_FILES: &[&str] = &[
     "gcc", "g++", "cc", "c++", "cpp", "clang", "clang++", "gfortran", "ld", "ld.bfd", "ld.gold",
     "ld.lld", "lld", "ar", "as", "nm", "objdump", "objcopy", "strip", "ranlib", "readelf", "size",
-    "strings", "javac", "java",
+    "strings", "javac", "java", "rustc",
 ];
 
 /// One of [`RESPONSE_FILES`], also as a versioned or cross tool
