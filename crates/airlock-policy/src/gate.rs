@@ -707,24 +707,43 @@ impl<'p> Judge<'p> {
             {
                 continue;
             }
-            for candidate in path_candidates(arg, opaque[i]) {
-                if already.contains(&candidate) {
-                    continue;
-                }
-                let a = access(i);
+            let a = access(i);
+            let check = |candidate: &str| -> Option<Found> {
                 if let Err(o) = self.boundary.check(cwd, candidate, a) {
                     return Some(deny("the argument", candidate, &o.resolved, a));
                 }
                 if a == Access::Write {
-                    if let Some(f) = protected(candidate)
+                    protected(candidate)
                         .or_else(|| writer.then(|| git_metadata(candidate)).flatten())
-                    {
-                        return Some(f);
-                    }
                 } else if copier {
-                    if let Some(f) = git_copy(candidate) {
-                        return Some(f);
-                    }
+                    git_copy(candidate)
+                } else {
+                    None
+                }
+            };
+            // What the shell puts in place of a pattern: `e?/hostname` is
+            // `el/hostname` where `el` is a link, and in sh `.?` is `..`.
+            if seg.glob_args.iter().any(|g| g == arg) {
+                let Some(named) = glob_paths(cwd, arg) else {
+                    return Some(Found {
+                        verdict: Verdict::Deny,
+                        step: Step::Workspace,
+                        reason: format!(
+                            "`{arg}` is a pattern that names more than {GLOB_MAX} paths here, and the gate checks each path a pattern names; name fewer at a time"
+                        ),
+                        rule: None,
+                    });
+                };
+                if let Some(f) = named.iter().find_map(|p| check(p)) {
+                    return Some(f);
+                }
+            }
+            for candidate in path_candidates(arg, opaque[i]) {
+                if already.contains(&candidate) {
+                    continue;
+                }
+                if let Some(f) = check(candidate) {
+                    return Some(f);
                 }
             }
         }
@@ -909,6 +928,131 @@ fn path_candidates(arg: &str, opaque: bool) -> Vec<&str> {
         out.retain(|c| !c.contains("://"));
     }
     out
+}
+
+/// The most paths one pattern may name for the gate to check them all.
+const GLOB_MAX: usize = 256;
+
+/// The paths an unquoted pattern names when the shell expands it in `cwd`:
+/// each component holding `*`, `?` or `[...]` matched against its
+/// directory's entries as sh matches them (a leading `.` only by a literal
+/// one, and `.` and `..` among the entries, as dash lists them; bash leaves
+/// those two out). Empty: nothing matches, and the shell passes the word as
+/// it is. `None`: more than [`GLOB_MAX`] names.
+fn glob_paths(cwd: &Path, pattern: &str) -> Option<Vec<String>> {
+    let absolute = pattern.starts_with('/');
+    let mut prefixes = vec![if absolute {
+        "/".to_string()
+    } else {
+        String::new()
+    }];
+    for comp in pattern.split('/').filter(|c| !c.is_empty()) {
+        let mut next = Vec::new();
+        for prefix in &prefixes {
+            if !comp.contains(['*', '?', '[']) {
+                next.push(format!("{prefix}{comp}/"));
+                continue;
+            }
+            let dir = cwd.join(if prefix.is_empty() { "." } else { prefix });
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let names = entries
+                .flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .chain([".".to_string(), "..".to_string()]);
+            for name in names {
+                if shell_match(comp.as_bytes(), name.as_bytes()) {
+                    next.push(format!("{prefix}{name}/"));
+                    if next.len() > GLOB_MAX {
+                        return None;
+                    }
+                }
+            }
+        }
+        prefixes = next;
+    }
+    Some(
+        prefixes
+            .into_iter()
+            .map(|p| match p.strip_suffix('/') {
+                Some("") | None => p,
+                Some(s) => s.to_string(),
+            })
+            .collect(),
+    )
+}
+
+/// sh's pattern match of one path component: `*`, `?`, `[...]` (with `!`
+/// or `^`, and ranges), `\\` quoting the next byte; a leading `.` of the
+/// name only by a literal one. Linear backtracking to the last `*`, so no
+/// pattern costs more than its length times the name's.
+fn shell_match(pattern: &[u8], name: &[u8]) -> bool {
+    if name.first() == Some(&b'.') && pattern.first() != Some(&b'.') {
+        return false;
+    }
+    let (mut p, mut n) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        if pattern.get(p) == Some(&b'*') {
+            star = Some((p + 1, n));
+            p += 1;
+            continue;
+        }
+        if let Some(len) = one_char(&pattern[p..], name[n]) {
+            p += len;
+            n += 1;
+            continue;
+        }
+        match star {
+            Some((sp, sn)) => {
+                p = sp;
+                n = sn + 1;
+                star = Some((sp, sn + 1));
+            }
+            None => return false,
+        }
+    }
+    pattern[p..].iter().all(|b| *b == b'*')
+}
+
+/// How many pattern bytes match the name byte `c` at the start of `p`
+/// (`?`, a bracket expression, an escaped or a plain byte); `None`: no match.
+fn one_char(p: &[u8], c: u8) -> Option<usize> {
+    match p.first()? {
+        b'?' => Some(1),
+        b'\\' if p.len() > 1 => (p[1] == c).then_some(2),
+        b'[' => {
+            let (negate, start) = match p.get(1) {
+                Some(b'!' | b'^') => (true, 2),
+                _ => (false, 1),
+            };
+            // A `]` right after the opening is a member; no closing `]`:
+            // a literal `[`.
+            let Some(close) = p
+                .iter()
+                .skip(start + 1)
+                .position(|b| *b == b']')
+                .map(|i| i + start + 1)
+            else {
+                return (c == b'[').then_some(1);
+            };
+            let set = &p[start..close];
+            let mut hit = false;
+            let mut i = 0;
+            while i < set.len() {
+                if i + 2 < set.len() && set[i + 1] == b'-' {
+                    hit |= set[i] <= c && c <= set[i + 2];
+                    i += 3;
+                } else {
+                    hit |= set[i] == c;
+                    i += 1;
+                }
+            }
+            (hit != negate).then_some(close + 1)
+        }
+        b => (*b == c).then_some(1),
+    }
 }
 
 /// The value of `key=value` when it starts as an absolute or climbing path
@@ -1105,6 +1249,53 @@ fn arg_access<'a>(program: &'a str, argv: &'a [String]) -> impl Fn(usize) -> Acc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn patterns_match_as_sh_matches_them() {
+        let m = |p: &str, n: &str| shell_match(p.as_bytes(), n.as_bytes());
+        assert!(m(".?", ".."));
+        assert!(m(".*", ".."));
+        assert!(m(".[.]", ".."));
+        assert!(m(".[!a]", ".."));
+        assert!(!m("*", ".."), "a leading dot only by a literal one");
+        assert!(!m("?.", ".."));
+        assert!(!m(".env*", ".."));
+        assert!(m("e?", "el"));
+        assert!(m("*.py", "a.py"));
+        assert!(!m("*.py", "a.pyc"));
+        assert!(m("[a-c]x", "bx"));
+        assert!(!m("[!a-c]x", "bx"));
+        assert!(m("[]]", "]"));
+        assert!(m("a[", "a["));
+        assert!(m("\\*", "*"));
+        assert!(!m("\\*", "x"));
+        assert!(m("*a*b*c", "xxaxxbxxc"));
+        // Many stars against a long name stay cheap.
+        let long = "a".repeat(255);
+        assert!(!m(&format!("{}b", "*a".repeat(40)), &long));
+    }
+
+    #[test]
+    fn a_pattern_names_what_the_shell_would_put_in_its_place() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path();
+        std::fs::create_dir(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/a.py"), "").unwrap();
+        std::fs::write(ws.join("src/b.py"), "").unwrap();
+        std::os::unix::fs::symlink("/etc", ws.join("el")).unwrap();
+        let mut got = glob_paths(ws, "src/*.py").unwrap();
+        got.sort();
+        assert_eq!(got, ["src/a.py", "src/b.py"]);
+        assert_eq!(glob_paths(ws, "e?/hostname").unwrap(), ["el/hostname"]);
+        let mut dots = glob_paths(ws, ".?").unwrap();
+        dots.sort();
+        assert_eq!(dots, [".."]);
+        assert!(glob_paths(ws, "nothing*").unwrap().is_empty());
+        for i in 0..300 {
+            std::fs::write(ws.join(format!("f{i}")), "").unwrap();
+        }
+        assert!(glob_paths(ws, "f*").is_none(), "more than GLOB_MAX");
+    }
 
     #[test]
     fn a_path_attached_to_an_opaque_option_is_a_candidate() {

@@ -1487,6 +1487,11 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("tar -xf t.tar --suff=c", "default", D, "suffix"),
     ("python3 -m pip._internal install x", "default", D, "pip._internal"),
     ("python3 -m pip.__main__ install x", "default", D, "pip.__main__"),
+    // Patterns are checked as the names the shell puts in their place: in
+    // sh, `.?` is `..`.
+    ("sh -c 'cd .?; touch x'", "default", D, "`..`"),
+    ("touch .[.]/y", "default", D, "`../y`"),
+    ("cat src/*.py", "default", A, ""),
     // Assigned path values are where later programs write.
     ("TMPDIR=./../out mktemp", "default", D, "./../out"),
     ("export TMPDIR=/root/outside; mktemp", "default", D, "/root/outside"),

@@ -134,6 +134,10 @@ pub struct Segment {
     pub normalized: Vec<String>,
     /// argv indices the knowledge base says are scripts, not paths (`sed 's/a/b/'`).
     pub data_args: Vec<usize>,
+    /// Argument values from words with an unquoted `*`, `?` or `[...]`: the
+    /// shell replaces them with the names they match. (Values, not indices:
+    /// unwrapping `env` or `xargs` moves the arguments.)
+    pub glob_args: Vec<String>,
 }
 
 impl Segment {
@@ -151,6 +155,7 @@ impl Segment {
             findings: Vec::new(),
             normalized: Vec::new(),
             data_args: Vec::new(),
+            glob_args: Vec::new(),
         }
     }
 }
@@ -1247,7 +1252,11 @@ impl Analyzer {
         first.push(program);
         let mut argvs: Vec<Vec<String>> = vec![first];
         for raw in raw_words.iter().skip(1) {
-            match expand(raw, &st.vars, &self.home) {
+            let expanded = expand(raw, &st.vars, &self.home);
+            if let Expansion::Known { glob: true, values } = &expanded {
+                seg.glob_args.extend(values.iter().cloned());
+            }
+            match expanded {
                 Expansion::Known { mut values, .. } if values.len() == 1 && argvs.len() == 1 => {
                     // The usual word: one value, so one argv grows.
                     argvs[0].extend(values.pop());
