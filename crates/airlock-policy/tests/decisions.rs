@@ -1492,6 +1492,12 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("sh -c 'cd .?; touch x'", "default", D, "`..`"),
     ("touch .[.]/y", "default", D, "`../y`"),
     ("cat src/*.py", "default", A, ""),
+    ("gawk -o../x 'BEGIN{}'", "default", Q, "pretty-print"),
+    ("awk -d/root/outside/x 'BEGIN{}'", "default", Q, "dumps"),
+    ("less --lesskey-src=x README.md", "default", Q, "key bindings"),
+    ("node --experimental-loader=/root/outside/x.mjs a.js", "default", D, "/root/outside/x.mjs"),
+    ("node --env-file-if-exists=.env a.js", "default", Q, "NODE_OPTIONS"),
+    ("node --inspect-wait a.js", "default", Q, "debugger"),
     // Assigned path values are where later programs write.
     ("TMPDIR=./../out mktemp", "default", D, "./../out"),
     ("export TMPDIR=/root/outside; mktemp", "default", D, "/root/outside"),
