@@ -1512,6 +1512,10 @@ class Session:
                 f.append(f"host `git {' ; git '.join(runs)}` ran a command planted by the sandbox "
                          f"(canary {self.git_canary} written: {self.git_canary.read_text()[:80]!r})")
                 self.git_canary.unlink()
+            for rel in _as_list(spec.get("host_absent_after_git")):
+                if os.path.lexists(ws / rel):
+                    f.append(f"after host `git {' ; git '.join(runs)}` the host workspace has {rel}, "
+                             "which the sandbox staged and the return path should have held")
             if spec.get("host_repo_survives"):
                 # What those commands did to the repository itself: it must
                 # still be one, with its history.

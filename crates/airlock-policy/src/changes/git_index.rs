@@ -47,6 +47,13 @@ impl fmt::Display for IndexProblem {
 /// matches is git's, and it must parse and be clean; with a zero checksum
 /// both readings are git's as far as can be told here, and both must.
 pub fn check(data: &[u8]) -> Result<(), IndexProblem> {
+    entries(data).map(|_| ())
+}
+
+/// What the index would have git write: each path with its object name(s),
+/// after [`check`]'s tests (every reading git may use parses and is clean;
+/// the first one's entries are returned).
+pub fn entries(data: &[u8]) -> Result<Vec<Staged>, IndexProblem> {
     let readings: Vec<usize> = [20usize, 32]
         .into_iter()
         .filter(|n| checksum_matches(data, *n))
@@ -57,13 +64,22 @@ pub fn check(data: &[u8]) -> Result<(), IndexProblem> {
                 .into(),
         ));
     }
+    let mut first = None;
     for oid_len in readings {
         let list = paths(data, oid_len).map_err(IndexProblem::Unreadable)?;
-        if let Some(bad) = list.iter().find(|p| !path_ok(p)) {
-            return Err(IndexProblem::BadPath(super::escape_bytes(bad)));
+        if let Some(bad) = list.iter().find(|s| !path_ok(&s.path)) {
+            return Err(IndexProblem::BadPath(super::escape_bytes(&bad.path)));
         }
+        first.get_or_insert(list);
     }
-    Ok(())
+    Ok(first.unwrap_or_default())
+}
+
+/// One path an index has git write, with the object(s) it writes there.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Staged {
+    pub path: Vec<u8>,
+    pub objects: Vec<u8>,
 }
 
 /// Whether the last `oid_len` bytes of `data` are the checksum git writes
@@ -162,7 +178,7 @@ impl<'a> Reader<'a> {
 
 /// Every path the index names for writing (entries and resolve-undo), read
 /// with object names of `oid_len` bytes.
-fn paths(data: &[u8], oid_len: usize) -> Result<Vec<Vec<u8>>, String> {
+fn paths(data: &[u8], oid_len: usize) -> Result<Vec<Staged>, String> {
     let mut r = Reader { data, at: 0 };
     if r.take(4)? != b"DIRC" {
         return Err("no DIRC signature".into());
@@ -181,7 +197,7 @@ fn paths(data: &[u8], oid_len: usize) -> Result<Vec<Vec<u8>>, String> {
     for _ in 0..count {
         let start = r.at;
         r.take(40)?; // ctime, mtime, dev, ino, mode, uid, gid, size
-        r.take(oid_len)?;
+        let oid = r.take(oid_len)?;
         let flags = r.u16()?;
         if flags & 0x4000 != 0 {
             if version < 3 {
@@ -224,7 +240,10 @@ fn paths(data: &[u8], oid_len: usize) -> Result<Vec<Vec<u8>>, String> {
             return Err("entries run into the checksum".into());
         }
         previous.clone_from(&name);
-        out.push(name);
+        out.push(Staged {
+            path: name,
+            objects: oid.to_vec(),
+        });
     }
     while r.at < body_end {
         let sig = r.take(4)?;
@@ -259,10 +278,10 @@ fn length_mismatch(prefix: &[u8], rest: &[u8], stated: usize) -> String {
 
 /// `REUC`: path NUL, three octal modes each NUL-terminated, then one object
 /// name per non-zero mode.
-fn resolve_undo(ext: &[u8], oid_len: usize, out: &mut Vec<Vec<u8>>) -> Result<(), String> {
+fn resolve_undo(ext: &[u8], oid_len: usize, out: &mut Vec<Staged>) -> Result<(), String> {
     let mut r = Reader { data: ext, at: 0 };
     while r.at < ext.len() {
-        out.push(r.until_nul()?.to_vec());
+        let path = r.until_nul()?.to_vec();
         let mut present = 0;
         for _ in 0..3 {
             let mode = r.until_nul()?;
@@ -271,7 +290,8 @@ fn resolve_undo(ext: &[u8], oid_len: usize, out: &mut Vec<Vec<u8>>) -> Result<()
                 present += 1;
             }
         }
-        r.take(present * oid_len)?;
+        let objects = r.take(present * oid_len)?.to_vec();
+        out.push(Staged { path, objects });
     }
     Ok(())
 }

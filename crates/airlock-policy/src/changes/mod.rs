@@ -242,6 +242,11 @@ pub trait View {
     fn read(&self, _p: &Path, _max: usize) -> Option<Vec<u8>> {
         None
     }
+    /// The contents of the host's regular file at `p` as it is now (before
+    /// the change set), if at most `max` bytes.
+    fn read_host(&self, _p: &Path, _max: usize) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// A view that knows nothing beyond the entry (see [`View`]'s defaults).
@@ -440,6 +445,58 @@ impl Rules {
     /// only lexically) and as strictly as that target; a directory the set
     /// makes look like a git repository, and a `.git/index` whose entries
     /// name git's own files, are caught.
+    /// The entries of a run's index that the host's index does not hold as
+    /// they are (new paths, or other objects at a path): the user's `git
+    /// restore .` or `git checkout` writes them into the work tree, so each
+    /// is judged as that write, and one the rules hold holds the index.
+    /// (A sandbox could stage a workflow or a hook manager's config and
+    /// delete it from the work tree: no change there, yet on the host.)
+    fn staged_writes(
+        &self,
+        staged: &[git_index::Staged],
+        view: &dyn View,
+        shown: &str,
+    ) -> Option<Classification> {
+        let host: std::collections::HashSet<git_index::Staged> = view
+            .read_host(Path::new(".git/index"), GIT_INDEX_MAX_BYTES)
+            .and_then(|d| git_index::entries(&d).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        for s in staged.iter().filter(|s| !host.contains(*s)) {
+            let path = PathBuf::from(std::ffi::OsStr::from_bytes(&s.path));
+            let written = Entry {
+                rel: &path,
+                kind: ChangeKind::Added,
+                file_type: EntryType::File,
+                mode: 0o644,
+                host_mode: None,
+                host_type: None,
+                symlink_target: None,
+            };
+            let why = if path.file_name().is_some_and(|n| n == "HEAD") {
+                Some("a `HEAD`, which beside `objects` and `refs` makes its directory a repository whose `config` git obeys".to_string())
+            } else {
+                let c = self.classify_with(&written, &NoIndexView(view));
+                matches!(
+                    c.disposition,
+                    Disposition::Deny | Disposition::ApprovalRequired
+                )
+                .then_some(c.reason)
+            };
+            if let Some(why) = why {
+                return Some(approval(
+                    "builtin.git_index",
+                    format!(
+                        "`{shown}` stages `{}`, which the user's `git restore .` or `git checkout` would write into the work tree, where a change is held ({why}); a person must approve it",
+                        escape_path(&path)
+                    ),
+                ));
+            }
+        }
+        None
+    }
+
     pub fn classify_with(&self, entry: &Entry<'_>, view: &dyn View) -> Classification {
         let links = |p: &Path| view.link(p);
         let ctx = &self.ctx;
@@ -573,9 +630,13 @@ impl Rules {
             if is_top_git_index(rel) && entry.file_type == EntryType::File {
                 match view
                     .read(rel, GIT_INDEX_MAX_BYTES)
-                    .map(|d| git_index::check(&d))
+                    .map(|d| git_index::entries(&d))
                 {
-                    Some(Ok(())) => {}
+                    Some(Ok(staged)) => {
+                        if let Some(held) = self.staged_writes(&staged, view, &shown) {
+                            return held;
+                        }
+                    }
                     Some(Err(p @ git_index::IndexProblem::BadPath(_))) => {
                         return deny(
                             "builtin.git_index",
@@ -770,6 +831,9 @@ impl View for NoIndexView<'_> {
     }
     fn exists(&self, p: &Path) -> bool {
         self.0.exists(p)
+    }
+    fn read_host(&self, p: &Path, max: usize) -> Option<Vec<u8>> {
+        self.0.read_host(p, max)
     }
 }
 
@@ -1044,6 +1108,8 @@ mod tests {
     struct MapView {
         paths: Vec<&'static str>,
         index: Vec<u8>,
+        /// The host's `.git/index` before the change set.
+        host_index: Vec<u8>,
     }
 
     impl View for MapView {
@@ -1062,6 +1128,50 @@ mod tests {
         fn read(&self, p: &Path, _max: usize) -> Option<Vec<u8>> {
             (p == Path::new(".git/index")).then(|| self.index.clone())
         }
+        fn read_host(&self, p: &Path, _max: usize) -> Option<Vec<u8>> {
+            (p == Path::new(".git/index") && !self.host_index.is_empty())
+                .then(|| self.host_index.clone())
+        }
+    }
+
+    /// `git restore .` writes what the index stages: a staged file the rules
+    /// hold in the work tree holds the index, unless the host's index stages
+    /// it as it is.
+    #[test]
+    fn an_index_staging_a_held_file_is_held_unless_the_host_stages_it_too() {
+        use git_index::tests::index_v2;
+        let judge = |index: Vec<u8>, host_index: Vec<u8>| {
+            let view = MapView {
+                index,
+                host_index,
+                ..MapView::default()
+            };
+            judge_in(
+                &view,
+                &entry(".git/index", ChangeKind::Modified, EntryType::File),
+            )
+        };
+        for held in [
+            &b".github/workflows/x.yml"[..],
+            b".envrc",
+            b".husky/pre-commit",
+            b"src/HEAD",
+        ] {
+            let c = judge(index_v2(&[b"README.md", held]), index_v2(&[b"README.md"]));
+            assert_eq!(
+                (c.disposition, c.rule.as_str()),
+                (Disposition::ApprovalRequired, "builtin.git_index"),
+                "{}",
+                String::from_utf8_lossy(held)
+            );
+            assert!(c.reason.contains("git restore"), "{}", c.reason);
+            // Staged as it is on the host already: nothing new is written.
+            let same = index_v2(&[b"README.md", held]);
+            let c = judge(same.clone(), same);
+            assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        }
+        let c = judge(index_v2(&[b"README.md", b"src/x.py"]), Vec::new());
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
     }
 
     fn judge_in(view: &MapView, e: &Entry<'_>) -> Classification {
@@ -1140,6 +1250,7 @@ mod tests {
         let view = MapView {
             paths: vec![".git/config", "src/"],
             index: Vec::new(),
+            host_index: Vec::new(),
         };
         // Host git writes COMMIT_EDITMSG in place: through the link, into config.
         let c = judge_in(&view, &link(".git/COMMIT_EDITMSG", "config"));
@@ -1187,6 +1298,7 @@ mod tests {
                 "src/config",
             ],
             index: Vec::new(),
+            host_index: Vec::new(),
         };
         for p in [
             "src/config",
@@ -1204,6 +1316,7 @@ mod tests {
         let worktree = MapView {
             paths: vec!["w/HEAD", "w/commondir"],
             index: Vec::new(),
+            host_index: Vec::new(),
         };
         let c = judge_in(
             &worktree,
@@ -1214,6 +1327,7 @@ mod tests {
         let project = MapView {
             paths: vec!["config/routes.rb", "src/hooks/use.js", "src/objects/x.py"],
             index: Vec::new(),
+            host_index: Vec::new(),
         };
         for p in ["config/routes.rb", "src/hooks/use.js", "src/objects/x.py"] {
             let c = judge_in(&project, &entry(p, ChangeKind::Modified, EntryType::File));
@@ -1227,6 +1341,7 @@ mod tests {
         let with = |names: &[&[u8]]| MapView {
             paths: vec![".git/index"],
             index: git_index::tests::index_v2(names),
+            host_index: Vec::new(),
         };
         assert_eq!(
             judge_in(&with(&[b"a", b"src/b"]), &e).disposition,
@@ -1241,6 +1356,7 @@ mod tests {
         let junk = MapView {
             paths: vec![".git/index"],
             index: b"junk".to_vec(),
+            host_index: Vec::new(),
         };
         assert_eq!(
             judge_in(&junk, &e).disposition,

@@ -457,21 +457,33 @@ impl airlock_policy::changes::View for SetView<'_> {
     }
 
     fn read(&self, p: &Path, max: usize) -> Option<Vec<u8>> {
-        use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
         let (m, at) = self.entry(p)?;
-        if !m.file_type().is_file() || m.len() > max as u64 {
-            return None;
-        }
-        let mut data = Vec::with_capacity(m.len() as usize);
-        let f = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(at)
-            .ok()?;
-        f.take(max as u64 + 1).read_to_end(&mut data).ok()?;
-        (data.len() <= max).then_some(data)
+        read_regular(&m, &at, max)
     }
+
+    fn read_host(&self, p: &Path, max: usize) -> Option<Vec<u8>> {
+        let at = self.host.join(p);
+        let m = fs::symlink_metadata(&at).ok()?;
+        read_regular(&m, &at, max)
+    }
+}
+
+/// The contents of the regular file `at` (metadata `m`), if at most `max`
+/// bytes; a link at `at` is not followed.
+fn read_regular(m: &fs::Metadata, at: &Path, max: usize) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !m.file_type().is_file() || m.len() > max as u64 {
+        return None;
+    }
+    let mut data = Vec::with_capacity(m.len() as usize);
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(at)
+        .ok()?;
+    f.take(max as u64 + 1).read_to_end(&mut data).ok()?;
+    (data.len() <= max).then_some(data)
 }
 
 /// The return path of one run: every change of the upper layer is judged by the
