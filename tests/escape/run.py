@@ -878,6 +878,15 @@ class Session:
                 for cmd in (["add", "-A"], ["commit", "-q", "-m", f"commit {i}"]):
                     subprocess.run(["git", "-C", str(ws)] + cmd, check=True, env=self.git_env(),
                                    capture_output=True)
+        elif setup == "nested_repo":
+            # a repository vendored inside the workspace, with a commit of its own
+            lib = ws / "vendor" / "lib"
+            lib.mkdir(parents=True)
+            subprocess.run(["git", "init", "-q", "-b", "main", str(lib)], check=True, env=self.git_env())
+            (lib / "lib.py").write_text("x = 1\n")
+            for cmd in (["add", "-A"], ["commit", "-q", "-m", "lib"]):
+                subprocess.run(["git", "-C", str(lib)] + cmd, check=True, env=self.git_env(),
+                               capture_output=True)
         elif setup:
             raise ValueError(f"unknown setup {setup!r}")
         if case.spec.get("policy_in_workspace"):

@@ -82,6 +82,18 @@ pub const DEFAULT_APPROVAL: &[&str] = &[
     ".husky/",
     ".githooks/",
     ".pre-commit-config.yaml",
+    // ... or the hooks a manager installed read them at every commit.
+    "lefthook.yml",
+    ".lefthook.yml",
+    "lefthook-local.yml",
+    ".lefthook-local.yml",
+    ".overcommit.yml",
+    ".lintstagedrc*",
+    "lint-staged.config.*",
+    // A workspace that is a home directory: git's and ssh's own configuration.
+    ".gitconfig",
+    ".config/git/",
+    ".ssh/",
 ];
 
 /// Names below a directory that, with a `HEAD` beside them, make host git take
@@ -245,6 +257,11 @@ pub trait View {
     /// The contents of the host's regular file at `p` as it is now (before
     /// the change set), if at most `max` bytes.
     fn read_host(&self, _p: &Path, _max: usize) -> Option<Vec<u8>> {
+        None
+    }
+    /// A `.git` below the host's directory `dir` (a nested repository that
+    /// deleting `dir` deletes), searched to a bounded depth and size.
+    fn nested_git(&self, _dir: &Path) -> Option<PathBuf> {
         None
     }
 }
@@ -715,6 +732,15 @@ impl Rules {
                     ),
                 );
             }
+            if let Some(git) = view.nested_git(rel) {
+                return approval(
+                    "builtin.git_history",
+                    format!(
+                        "{verb} `{shown}` removes the repository at `{}` with all its history, which host git cannot rebuild (commits that were never pushed are lost); a person must approve it, or add a pattern for it to [changes] allow",
+                        escape_path(&git)
+                    ),
+                );
+            }
         }
         if let Some(why) = git_metadata(rel) {
             return approval(
@@ -834,6 +860,9 @@ impl View for NoIndexView<'_> {
     }
     fn read_host(&self, p: &Path, max: usize) -> Option<Vec<u8>> {
         self.0.read_host(p, max)
+    }
+    fn nested_git(&self, dir: &Path) -> Option<PathBuf> {
+        self.0.nested_git(dir)
     }
 }
 

@@ -466,6 +466,42 @@ impl airlock_policy::changes::View for SetView<'_> {
         let m = fs::symlink_metadata(&at).ok()?;
         read_regular(&m, &at, max)
     }
+
+    fn nested_git(&self, dir: &Path) -> Option<PathBuf> {
+        nested_git(&self.host.join(dir)).map(|found| dir.join(found))
+    }
+}
+
+/// How deep and how far [`nested_git`] looks: a repository vendored or
+/// cloned inside the workspace sits a few levels down; a deeper one, or one
+/// in a tree larger than this, is not found (its deletion is still listed).
+const NESTED_GIT_DEPTH: usize = 6;
+const NESTED_GIT_ENTRIES: usize = 50_000;
+
+/// The first `.git` (directory or gitfile) below `dir` on the host, relative
+/// to `dir` (its parent: the repository); links are not followed.
+fn nested_git(dir: &Path) -> Option<PathBuf> {
+    let mut queue = std::collections::VecDeque::from([(PathBuf::new(), 0usize)]);
+    let mut seen = 0;
+    while let Some((rel, depth)) = queue.pop_front() {
+        let Ok(entries) = fs::read_dir(dir.join(&rel)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > NESTED_GIT_ENTRIES {
+                return None;
+            }
+            let name = e.file_name();
+            if name == ".git" {
+                return Some(rel);
+            }
+            if depth + 1 < NESTED_GIT_DEPTH && e.file_type().is_ok_and(|t| t.is_dir()) {
+                queue.push_back((rel.join(&name), depth + 1));
+            }
+        }
+    }
+    None
 }
 
 /// The contents of the regular file `at` (metadata `m`), if at most `max`
