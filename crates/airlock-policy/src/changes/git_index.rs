@@ -321,6 +321,23 @@ pub(crate) mod tests {
         with_sha1(d)
     }
 
+    /// A version 4 index (SHA-1) of entries (prefix bytes dropped from the
+    /// previous name, the name's rest, the name length its flags state).
+    fn index_v4(entries: &[(u8, &[u8], u16)]) -> Vec<u8> {
+        let mut d = b"DIRC".to_vec();
+        d.extend(4u32.to_be_bytes());
+        d.extend((entries.len() as u32).to_be_bytes());
+        for (strip, suffix, len) in entries {
+            d.extend([0u8; 40]);
+            d.extend([0xabu8; 20]);
+            d.extend(len.to_be_bytes());
+            d.push(*strip);
+            d.extend(*suffix);
+            d.push(0);
+        }
+        with_sha1(d)
+    }
+
     /// `body` with the SHA-1 checksum git writes after it.
     pub(crate) fn with_sha1(mut body: Vec<u8>) -> Vec<u8> {
         use sha2::Digest;
@@ -363,18 +380,7 @@ pub(crate) mod tests {
 
     #[test]
     fn version_4_prefix_compression_is_followed() {
-        let mut d = b"DIRC".to_vec();
-        d.extend(4u32.to_be_bytes());
-        d.extend(2u32.to_be_bytes());
-        for (strip, suffix, len) in [(0u8, &b".gitx/ok"[..], 8u16), (4, b"/hooks/pre-commit", 21)] {
-            d.extend([0u8; 40]);
-            d.extend([0xabu8; 20]);
-            d.extend(len.to_be_bytes());
-            d.push(strip);
-            d.extend(suffix);
-            d.push(0);
-        }
-        let d = with_sha1(d);
+        let d = index_v4(&[(0, b".gitx/ok", 8), (4, b"/hooks/pre-commit", 21)]);
         // ".gitx/ok" minus 4 bytes is ".git", then "/hooks/pre-commit".
         assert_eq!(
             check(&d).unwrap_err(),
@@ -416,21 +422,8 @@ pub(crate) mod tests {
             other => panic!("{other:?}"),
         }
         // Version 4: the kept prefix counts toward the stated length.
-        let mut d = b"DIRC".to_vec();
-        d.extend(4u32.to_be_bytes());
-        d.extend(2u32.to_be_bytes());
-        for (strip, suffix, len) in [(0u8, &b"src/a"[..], 5u16), (1, b".gitZ", 8)] {
-            d.extend([0u8; 40]);
-            d.extend([0xabu8; 20]);
-            d.extend(len.to_be_bytes());
-            d.push(strip);
-            d.extend(suffix);
-            d.push(0);
-        }
-        assert!(matches!(
-            check(&with_sha1(d)),
-            Err(IndexProblem::Unreadable(_))
-        ));
+        let d = index_v4(&[(0, b"src/a", 5), (1, b".gitZ", 8)]);
+        assert!(matches!(check(&d), Err(IndexProblem::Unreadable(_))));
     }
 
     /// Git refuses an index whose checksum does not match; an all-zero one
