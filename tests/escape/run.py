@@ -1524,7 +1524,7 @@ class Session:
             for rel in _as_list(spec.get("host_absent_after_git")):
                 if os.path.lexists(ws / rel):
                     f.append(f"after host `git {' ; git '.join(runs)}` the host workspace has {rel}, "
-                             "which the sandbox staged and the return path should have held")
+                             "which the sandbox staged or committed and the return path should have held")
             if spec.get("host_repo_survives"):
                 # What those commands did to the repository itself: it must
                 # still be one, with its history.

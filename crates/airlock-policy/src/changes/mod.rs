@@ -24,6 +24,7 @@
 //!    sticky bits stripped; no world-writable bit unless the host entry had it).
 
 pub mod git_index;
+pub mod git_objects;
 mod pattern;
 
 pub use pattern::Pattern;
@@ -263,6 +264,10 @@ pub trait View {
     /// deleting `dir` deletes), searched to a bounded depth and size.
     fn nested_git(&self, _dir: &Path) -> Option<PathBuf> {
         None
+    }
+    /// Whether the host has an entry at `p` (before the change set).
+    fn host_has(&self, _p: &Path) -> bool {
+        false
     }
 }
 
@@ -514,6 +519,73 @@ impl Rules {
         None
     }
 
+    /// A commit (or a pack) the run wrote: the files its new trees name, each
+    /// judged as the work-tree write `git reset --hard` or `git checkout`
+    /// makes of it, unless the resulting work tree holds that very content
+    /// already (see [`git_objects`]).
+    fn committed_writes(&self, rel: &Path, view: &dyn View, shown: &str) -> Option<Classification> {
+        use git_objects::Written;
+        if git_objects::is_pack(rel) {
+            return Some(approval(
+                "builtin.git_commit",
+                format!("`{shown}` is a pack of objects the run wrote; its commits are not read here, and one could bring any file into a branch, which `git reset --hard` writes into the work tree; a person must approve it"),
+            ));
+        }
+        let (blobs, trees) = match git_objects::written(view, rel) {
+            Written::Nothing => return None,
+            Written::Unreadable(why) => {
+                return Some(approval(
+                    "builtin.git_commit",
+                    format!("`{shown}` is a commit the run wrote that cannot be read to check the files it would have git write ({why}); a person must approve it"),
+                ))
+            }
+            Written::Files { blobs, trees } => (blobs, trees),
+        };
+        let held = |path: &Path, file_type: EntryType| -> Option<String> {
+            // Git refuses to write such a name from a tree.
+            if !git_index::path_ok(path.as_os_str().as_bytes()) {
+                return None;
+            }
+            let written = Entry {
+                rel: path,
+                kind: ChangeKind::Added,
+                file_type,
+                mode: 0o644,
+                host_mode: None,
+                host_type: None,
+                symlink_target: None,
+            };
+            let c = self.classify_with(&written, &NoIndexView(view));
+            matches!(
+                c.disposition,
+                Disposition::Deny | Disposition::ApprovalRequired
+            )
+            .then_some(c.reason)
+        };
+        let found = blobs
+            .iter()
+            .filter_map(|(path, oid)| {
+                let why = held(path, EntryType::File)?;
+                let same = view
+                    .read(path, GIT_INDEX_MAX_BYTES)
+                    .is_some_and(|d| git_objects::blob_name(&d, oid.len()) == *oid);
+                (!same).then_some((path, why))
+            })
+            .chain(trees.iter().filter_map(|dir| {
+                let why = held(dir, EntryType::Dir)?;
+                (!view.exists(dir)).then_some((dir, why))
+            }))
+            .next();
+        let (path, why) = found?;
+        Some(approval(
+            "builtin.git_commit",
+            format!(
+                "`{shown}` is a commit that puts `{}` into its tree, which the user's `git reset --hard` or `git checkout` would write into the work tree, where a change is held ({why}); a person must approve it (`git log -p` shows the commit once applied)",
+                escape_path(path)
+            ),
+        ))
+    }
+
     pub fn classify_with(&self, entry: &Entry<'_>, view: &dyn View) -> Classification {
         let links = |p: &Path| view.link(p);
         let ctx = &self.ctx;
@@ -672,6 +744,12 @@ impl Rules {
                             format!("`{shown}` could not be read to check the paths it lists (larger than {GIT_INDEX_MAX_BYTES} bytes, or gone); a person must approve it"),
                         );
                     }
+                }
+            }
+            // A commit the run wrote: `git reset --hard` writes its tree.
+            if entry.file_type == EntryType::File {
+                if let Some(held) = self.committed_writes(rel, view, &shown) {
+                    return held;
                 }
             }
         }
@@ -863,6 +941,9 @@ impl View for NoIndexView<'_> {
     }
     fn nested_git(&self, dir: &Path) -> Option<PathBuf> {
         self.0.nested_git(dir)
+    }
+    fn host_has(&self, p: &Path) -> bool {
+        self.0.host_has(p)
     }
 }
 
@@ -1139,6 +1220,8 @@ mod tests {
         index: Vec<u8>,
         /// The host's `.git/index` before the change set.
         host_index: Vec<u8>,
+        /// Regular files of the resulting workspace, with their contents.
+        files: Vec<(String, Vec<u8>)>,
     }
 
     impl View for MapView {
@@ -1152,15 +1235,118 @@ mod tests {
             self.paths.iter().any(|e| {
                 let name = e.split(" -> ").next().unwrap().trim_end_matches('/');
                 Path::new(name) == p || Path::new(name).starts_with(p)
-            })
+            }) || self.files.iter().any(|(f, _)| Path::new(f).starts_with(p))
         }
         fn read(&self, p: &Path, _max: usize) -> Option<Vec<u8>> {
+            if let Some((_, d)) = self.files.iter().find(|(f, _)| Path::new(f) == p) {
+                return Some(d.clone());
+            }
             (p == Path::new(".git/index")).then(|| self.index.clone())
         }
         fn read_host(&self, p: &Path, _max: usize) -> Option<Vec<u8>> {
             (p == Path::new(".git/index") && !self.host_index.is_empty())
                 .then(|| self.host_index.clone())
         }
+    }
+
+    /// A commit the run wrote writes its tree on `git reset --hard`: a file
+    /// its new trees name that the rules hold holds the commit, unless the
+    /// resulting work tree holds that very content.
+    #[test]
+    fn a_commit_naming_a_held_file_is_held_unless_the_work_tree_has_it() {
+        use git_objects::tests::{loose, name_of, tree};
+        let path_of = |oid: &[u8]| {
+            let h = hex::encode(oid);
+            format!(".git/objects/{}/{}", &h[..2], &h[2..])
+        };
+        let workflow = b"on: push\n".to_vec();
+        let readme = b"hello\n".to_vec();
+        let wf_tree = tree(&[("100644", "x.yml", &name_of("blob", &workflow))]);
+        let gh_tree = tree(&[("40000", "workflows", &name_of("tree", &wf_tree))]);
+        let root = tree(&[
+            ("40000", ".github", &name_of("tree", &gh_tree)),
+            ("100644", "README.md", &name_of("blob", &readme)),
+        ]);
+        let commit = format!(
+            "tree {}\nauthor a <a@a> 0 +0000\ncommitter a <a@a> 0 +0000\n\nx\n",
+            hex::encode(name_of("tree", &root))
+        )
+        .into_bytes();
+        let commit_path = path_of(&name_of("commit", &commit));
+        let objects = vec![
+            (path_of(&name_of("tree", &wf_tree)), loose("tree", &wf_tree)),
+            (path_of(&name_of("tree", &gh_tree)), loose("tree", &gh_tree)),
+            (path_of(&name_of("tree", &root)), loose("tree", &root)),
+            (commit_path.clone(), loose("commit", &commit)),
+        ];
+        let judge = |work_tree: Vec<(String, Vec<u8>)>| {
+            let mut files = objects.clone();
+            files.extend(work_tree);
+            let view = MapView {
+                files,
+                ..MapView::default()
+            };
+            judge_in(
+                &view,
+                &entry(&commit_path, ChangeKind::Added, EntryType::File),
+            )
+        };
+        // The work tree lacks the workflow: `git reset --hard` would write it.
+        let c = judge(vec![("README.md".into(), readme.clone())]);
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::ApprovalRequired, "builtin.git_commit"),
+            "{}",
+            c.reason
+        );
+        assert!(c.reason.contains(".github/workflows/x.yml"), "{}", c.reason);
+        // Other content there: the same.
+        let c = judge(vec![
+            ("README.md".into(), readme.clone()),
+            (".github/workflows/x.yml".into(), b"other".to_vec()),
+        ]);
+        assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
+        // The work tree holds that very content (it went through the rules as
+        // a work-tree change, or was there): an ordinary commit.
+        let c = judge(vec![
+            ("README.md".into(), b"changed".to_vec()),
+            (".github/workflows/x.yml".into(), workflow.clone()),
+        ]);
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        // Not a commit, or not an object at all: nothing to read.
+        let blob_path = path_of(&name_of("blob", &readme));
+        let view = MapView {
+            files: vec![(blob_path.clone(), loose("blob", &readme))],
+            ..MapView::default()
+        };
+        let c = judge_in(
+            &view,
+            &entry(&blob_path, ChangeKind::Added, EntryType::File),
+        );
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        // A commit that is not zlib: a person.
+        let view = MapView {
+            files: vec![(commit_path.clone(), b"junk".to_vec())],
+            ..MapView::default()
+        };
+        let c = judge_in(
+            &view,
+            &entry(&commit_path, ChangeKind::Added, EntryType::File),
+        );
+        assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
+        // A pack is not read: a person.
+        let c = judge_in(
+            &MapView::default(),
+            &entry(
+                ".git/objects/pack/pack-1.pack",
+                ChangeKind::Added,
+                EntryType::File,
+            ),
+        );
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::ApprovalRequired, "builtin.git_commit")
+        );
     }
 
     /// `git restore .` writes what the index stages: a staged file the rules
@@ -1280,6 +1466,7 @@ mod tests {
             paths: vec![".git/config", "src/"],
             index: Vec::new(),
             host_index: Vec::new(),
+            files: Vec::new(),
         };
         // Host git writes COMMIT_EDITMSG in place: through the link, into config.
         let c = judge_in(&view, &link(".git/COMMIT_EDITMSG", "config"));
@@ -1328,6 +1515,7 @@ mod tests {
             ],
             index: Vec::new(),
             host_index: Vec::new(),
+            files: Vec::new(),
         };
         for p in [
             "src/config",
@@ -1346,6 +1534,7 @@ mod tests {
             paths: vec!["w/HEAD", "w/commondir"],
             index: Vec::new(),
             host_index: Vec::new(),
+            files: Vec::new(),
         };
         let c = judge_in(
             &worktree,
@@ -1357,6 +1546,7 @@ mod tests {
             paths: vec!["config/routes.rb", "src/hooks/use.js", "src/objects/x.py"],
             index: Vec::new(),
             host_index: Vec::new(),
+            files: Vec::new(),
         };
         for p in ["config/routes.rb", "src/hooks/use.js", "src/objects/x.py"] {
             let c = judge_in(&project, &entry(p, ChangeKind::Modified, EntryType::File));
@@ -1371,6 +1561,7 @@ mod tests {
             paths: vec![".git/index"],
             index: git_index::tests::index_v2(names),
             host_index: Vec::new(),
+            files: Vec::new(),
         };
         assert_eq!(
             judge_in(&with(&[b"a", b"src/b"]), &e).disposition,
@@ -1386,6 +1577,7 @@ mod tests {
             paths: vec![".git/index"],
             index: b"junk".to_vec(),
             host_index: Vec::new(),
+            files: Vec::new(),
         };
         assert_eq!(
             judge_in(&junk, &e).disposition,

@@ -470,6 +470,10 @@ impl airlock_policy::changes::View for SetView<'_> {
     fn nested_git(&self, dir: &Path) -> Option<PathBuf> {
         nested_git(&self.host.join(dir)).map(|found| dir.join(found))
     }
+
+    fn host_has(&self, p: &Path) -> bool {
+        fs::symlink_metadata(self.host.join(p)).is_ok()
+    }
 }
 
 /// How deep and how far [`nested_git`] looks: a repository vendored or
