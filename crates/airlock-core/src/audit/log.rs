@@ -236,16 +236,7 @@ impl AuditLog {
     /// Sync the record of [`AuditLog::append_deferred`], then move the head
     /// anchor to it unless a later append already moved it further.
     pub fn make_durable(&self, pending: PendingSync) -> Result<(), AuditError> {
-        let PendingSync { file, path, anchor } = pending;
-        self.group_sync(&file, &path, &anchor)?;
-        drop(file);
-        self.with_lock(|log, _| {
-            let on_disk = read_anchor(&log.dir).ok().flatten();
-            if on_disk.is_none_or(|a| a.seq < anchor.seq) {
-                log.write_head(&anchor)?;
-            }
-            Ok(())
-        })
+        self.make_all_durable(vec![pending])
     }
 
     /// The `fdatasync` half of [`AuditLog::make_durable`]: the record is on

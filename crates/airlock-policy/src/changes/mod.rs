@@ -236,6 +236,22 @@ pub struct Entry<'a> {
     pub symlink_target: Option<&'a Path>,
 }
 
+impl<'a> Entry<'a> {
+    /// A plain write at `rel` (mode 0644, nothing on the host there): what
+    /// a link, an index entry or a commit turns into on the host.
+    pub fn written(rel: &'a Path, kind: ChangeKind, file_type: EntryType) -> Entry<'a> {
+        Entry {
+            rel,
+            kind,
+            file_type,
+            mode: 0o644,
+            host_mode: None,
+            host_type: None,
+            symlink_target: None,
+        }
+    }
+}
+
 /// The workspace as the change set would leave it, for the rules that look
 /// beyond the entry judged: where a symlink leads, whether a directory would
 /// look like a git repository, what a `.git/index` lists. Paths are relative
@@ -487,24 +503,10 @@ impl Rules {
             .collect();
         for s in staged.iter().filter(|s| !host.contains(*s)) {
             let path = PathBuf::from(std::ffi::OsStr::from_bytes(&s.path));
-            let written = Entry {
-                rel: &path,
-                kind: ChangeKind::Added,
-                file_type: EntryType::File,
-                mode: 0o644,
-                host_mode: None,
-                host_type: None,
-                symlink_target: None,
-            };
             let why = if path.file_name().is_some_and(|n| n == "HEAD") {
                 Some("a `HEAD`, which beside `objects` and `refs` makes its directory a repository whose `config` git obeys".to_string())
             } else {
-                let c = self.classify_with(&written, &NoIndexView(view));
-                matches!(
-                    c.disposition,
-                    Disposition::Deny | Disposition::ApprovalRequired
-                )
-                .then_some(c.reason)
+                self.held_write(&path, EntryType::File, view)
             };
             if let Some(why) = why {
                 return Some(approval(
@@ -517,6 +519,20 @@ impl Rules {
             }
         }
         None
+    }
+
+    /// Why the rules hold a new `file_type` at `path` (host git writing it
+    /// there from an index or a commit), or `None` where they allow it.
+    fn held_write(&self, path: &Path, file_type: EntryType, view: &dyn View) -> Option<String> {
+        let c = self.classify_with(
+            &Entry::written(path, ChangeKind::Added, file_type),
+            &NoIndexView(view),
+        );
+        matches!(
+            c.disposition,
+            Disposition::Deny | Disposition::ApprovalRequired
+        )
+        .then_some(c.reason)
     }
 
     /// A commit (or a pack) the run wrote: the files its new trees name, each
@@ -541,26 +557,11 @@ impl Rules {
             }
             Written::Files { blobs, trees } => (blobs, trees),
         };
-        let held = |path: &Path, file_type: EntryType| -> Option<String> {
+        let held = |path: &Path, file_type: EntryType| {
             // Git refuses to write such a name from a tree.
-            if !git_index::path_ok(path.as_os_str().as_bytes()) {
-                return None;
-            }
-            let written = Entry {
-                rel: path,
-                kind: ChangeKind::Added,
-                file_type,
-                mode: 0o644,
-                host_mode: None,
-                host_type: None,
-                symlink_target: None,
-            };
-            let c = self.classify_with(&written, &NoIndexView(view));
-            matches!(
-                c.disposition,
-                Disposition::Deny | Disposition::ApprovalRequired
-            )
-            .then_some(c.reason)
+            git_index::path_ok(path.as_os_str().as_bytes())
+                .then(|| self.held_write(path, file_type, view))
+                .flatten()
         };
         let found = blobs
             .iter()
@@ -685,15 +686,8 @@ impl Rules {
                     // What is written through the link lands on its target: the
                     // link is judged as strictly as a change of the target.
                     if !resolved.as_os_str().is_empty() {
-                        let as_target = Entry {
-                            rel: &resolved,
-                            kind: ChangeKind::Modified,
-                            file_type: EntryType::File,
-                            mode: 0o644,
-                            host_mode: None,
-                            host_type: None,
-                            symlink_target: None,
-                        };
+                        let as_target =
+                            Entry::written(&resolved, ChangeKind::Modified, EntryType::File);
                         let t = self.classify_with(&as_target, &NoIndexView(view));
                         if matches!(
                             t.disposition,
