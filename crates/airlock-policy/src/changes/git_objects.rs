@@ -1,5 +1,12 @@
-//! Reading the commits a run wrote, for the files they would have host git
-//! write.
+//! Reading the objects a run wrote: each loose object is checked against its
+//! name, and each commit is read for the files it would have host git write.
+//!
+//! Host git reads an object by its name and does not check that the content
+//! is that object: a run that rewrote a loose object the host already had
+//! (the tree of `HEAD`) would have the user's `git reset --hard` write
+//! whatever it put there. So every loose object a run adds or changes is
+//! inflated and hashed, and one that is not the object its name says is
+//! refused.
 //!
 //! `git reset --hard`, `git checkout` and `git restore --source` write a
 //! commit's tree into the work tree, and the change-set rules never see those
@@ -15,11 +22,18 @@
 
 use super::View;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Most bytes one object may inflate to.
+/// Most bytes one object may inflate to when its body is kept (a commit, a tree).
 const OBJECT_MAX_BYTES: usize = 64 << 20;
+/// Most compressed bytes of one loose object read to check it.
+const LOOSE_MAX_BYTES: usize = 256 << 20;
 /// Most tree entries one commit's walk reads.
 const WALK_MAX_ENTRIES: usize = 100_000;
+/// Most bytes the checks of one change set inflate, all objects together:
+/// zlib inflates up to about a thousand times its input, and the judgement
+/// must end.
+pub const INFLATE_BUDGET_BYTES: u64 = 2 << 30;
 
 /// What a loose object at a path is, as far as the work tree is concerned.
 pub enum Written {
@@ -31,7 +45,9 @@ pub enum Written {
         blobs: Vec<(PathBuf, Vec<u8>)>,
         trees: Vec<PathBuf>,
     },
-    /// A commit that cannot be read through (not zlib, too large, a tree
+    /// An object whose content is not the object its name says.
+    Forged,
+    /// An object that cannot be read through (not zlib, too large, a tree
     /// that does not parse, more entries than the walk reads).
     Unreadable(String),
 }
@@ -53,33 +69,25 @@ pub fn loose_object(rel: &Path) -> Option<(PathBuf, Vec<u8>)> {
     Some((objects.to_path_buf(), hex::decode(&hex).ok()?))
 }
 
-/// Whether `rel` is a pack a run wrote (`.git/objects/pack/*.pack`).
-pub fn is_pack(rel: &Path) -> bool {
-    rel.extension().is_some_and(|e| e == "pack")
-        && rel
-            .parent()
-            .is_some_and(|p| p.ends_with(".git/objects/pack"))
-}
-
-/// The files the commit at `rel` (a loose object in `view`) would write.
-pub fn written(view: &dyn View, rel: &Path) -> Written {
-    let Some((objects, _)) = loose_object(rel) else {
+/// The files the commit at `rel` (a loose object in `view`) would write,
+/// after checking that `rel` holds the object its name says. `budget` is
+/// what is left of the bytes this change set's checks may inflate.
+pub fn written(view: &dyn View, rel: &Path, budget: &AtomicU64) -> Written {
+    let Some((objects, name)) = loose_object(rel) else {
         return Written::Nothing;
     };
-    let Some(data) = view.read(rel, OBJECT_MAX_BYTES) else {
-        return Written::Unreadable("unreadable, or larger than the limit".into());
+    let Some(data) = view.read(rel, LOOSE_MAX_BYTES) else {
+        return Written::Unreadable(format!(
+            "unreadable, or larger than {LOOSE_MAX_BYTES} bytes"
+        ));
     };
-    // Most objects are blobs: their header says so without inflating them.
-    match kind_of(&data) {
-        Ok(kind) if kind != "commit" => return Written::Nothing,
-        Ok(_) => {}
-        Err(e) => return Written::Unreadable(e),
-    }
-    let (_, body) = match inflate(Some(data)) {
-        Ok(o) => o,
+    let body = match checked(&data, &name, budget) {
+        Ok(Checked::Named { kind, body }) if kind == "commit" => body,
+        Ok(Checked::Named { .. }) => return Written::Nothing,
+        Ok(Checked::Other) => return Written::Forged,
         Err(e) => return Written::Unreadable(e),
     };
-    let oid_len = rel.file_name().map_or(40, |n| n.len() + 2) / 2;
+    let oid_len = name.len();
     let Some(tree) = body
         .strip_prefix(b"tree ")
         .and_then(|b| b.get(..oid_len * 2))
@@ -135,22 +143,10 @@ pub fn written(view: &dyn View, rel: &Path) -> Written {
 
 /// Git's name for `data` as a blob, with the hash whose length `oid_len` is.
 pub fn blob_name(data: &[u8], oid_len: usize) -> Vec<u8> {
-    use sha2::Digest;
-    let header = format!("blob {}\0", data.len());
-    match oid_len {
-        32 => {
-            let mut h = sha2::Sha256::new();
-            h.update(header.as_bytes());
-            h.update(data);
-            h.finalize().to_vec()
-        }
-        _ => {
-            let mut h = sha1::Sha1::new();
-            h.update(header.as_bytes());
-            h.update(data);
-            h.finalize().to_vec()
-        }
-    }
+    let mut h = Hasher::new(oid_len);
+    h.update(format!("blob {}\0", data.len()).as_bytes());
+    h.update(data);
+    h.finish()
 }
 
 fn object_path(objects: &Path, oid: &[u8]) -> PathBuf {
@@ -158,19 +154,119 @@ fn object_path(objects: &Path, oid: &[u8]) -> PathBuf {
     objects.join(&hex[..2]).join(&hex[2..])
 }
 
-/// A loose object's kind, from the start of its inflated header.
-fn kind_of(data: &[u8]) -> Result<String, String> {
-    use miniz_oxide::inflate::{decompress_to_vec_zlib_with_limit, TINFLStatus};
-    let head = match decompress_to_vec_zlib_with_limit(data, 32) {
-        Ok(all) => all,
-        Err(e) if e.status == TINFLStatus::HasMoreOutput => e.output,
-        Err(e) => return Err(format!("not a zlib stream ({:?})", e.status)),
-    };
-    let sp = head
-        .iter()
-        .position(|b| *b == b' ')
-        .ok_or("no object header")?;
-    Ok(String::from_utf8_lossy(&head[..sp]).into_owned())
+/// A loose object's content against its name.
+enum Checked {
+    /// The object its name says: its kind, and its body if a commit.
+    Named { kind: String, body: Vec<u8> },
+    /// Another object, or bytes that hash to another name.
+    Other,
+}
+
+/// Inflates the loose object `data` as a stream, hashing it as it goes (the
+/// body is kept only for a commit), and compares the hash with `name`.
+fn checked(data: &[u8], name: &[u8], budget: &AtomicU64) -> Result<Checked, String> {
+    use miniz_oxide::inflate::stream::{inflate, InflateState};
+    use miniz_oxide::{DataFormat, MZFlush, MZStatus};
+    let mut hash = Hasher::new(name.len());
+    let mut state = InflateState::new_boxed(DataFormat::Zlib);
+    let mut input = data;
+    let mut buf = vec![0u8; 64 << 10];
+    // The header ("<kind> <length>\0"), then the body.
+    let mut head: Vec<u8> = Vec::new();
+    let mut header: Option<(String, u64)> = None;
+    let mut body = Vec::new();
+    let mut body_len = 0u64;
+    loop {
+        let r = inflate(&mut state, input, &mut buf, MZFlush::None);
+        input = &input[r.bytes_consumed..];
+        let out = &buf[..r.bytes_written];
+        let spent = r.bytes_written as u64;
+        if budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                b.checked_sub(spent)
+            })
+            .is_err()
+        {
+            return Err(format!(
+                "the run's objects inflate to more than {INFLATE_BUDGET_BYTES} bytes"
+            ));
+        }
+        hash.update(out);
+        let mut rest = out;
+        if header.is_none() {
+            match rest.iter().position(|b| *b == 0) {
+                Some(nul) => {
+                    head.extend_from_slice(&rest[..nul]);
+                    rest = &rest[nul + 1..];
+                    let h = std::str::from_utf8(&head).map_err(|_| "bad object header")?;
+                    let (kind, len) = h.split_once(' ').ok_or("bad object header")?;
+                    let len = len.parse().map_err(|_| "bad object header")?;
+                    header = Some((kind.to_string(), len));
+                }
+                None if head.len() + rest.len() > 64 => return Err("no object header".into()),
+                None => {
+                    head.extend_from_slice(rest);
+                    rest = &[];
+                }
+            }
+        }
+        if let Some((kind, _)) = &header {
+            body_len += rest.len() as u64;
+            if kind == "commit" {
+                if body.len() + rest.len() > OBJECT_MAX_BYTES {
+                    return Err(format!("a commit larger than {OBJECT_MAX_BYTES} bytes"));
+                }
+                body.extend_from_slice(rest);
+            }
+        }
+        match r.status {
+            Ok(MZStatus::StreamEnd) => break,
+            Ok(_) if r.bytes_consumed > 0 || r.bytes_written > 0 => {}
+            _ => return Err("not a whole zlib stream".into()),
+        }
+    }
+    if !input.is_empty() {
+        return Err("bytes after the object's zlib stream".into());
+    }
+    let (kind, len) = header.ok_or("no object header")?;
+    if len != body_len {
+        return Err("the object's length does not match its header".into());
+    }
+    Ok(if hash.finish() == name {
+        Checked::Named { kind, body }
+    } else {
+        Checked::Other
+    })
+}
+
+/// Git's object hash, SHA-1 or SHA-256 by the length of the names.
+enum Hasher {
+    Sha1(sha1::Sha1),
+    Sha256(sha2::Sha256),
+}
+
+impl Hasher {
+    fn new(oid_len: usize) -> Hasher {
+        use sha2::Digest;
+        match oid_len {
+            32 => Hasher::Sha256(sha2::Sha256::new()),
+            _ => Hasher::Sha1(sha1::Sha1::new()),
+        }
+    }
+    fn update(&mut self, data: &[u8]) {
+        use sha2::Digest;
+        match self {
+            Hasher::Sha1(h) => h.update(data),
+            Hasher::Sha256(h) => h.update(data),
+        }
+    }
+    fn finish(self) -> Vec<u8> {
+        use sha2::Digest;
+        match self {
+            Hasher::Sha1(h) => h.finalize().to_vec(),
+            Hasher::Sha256(h) => h.finalize().to_vec(),
+        }
+    }
 }
 
 /// A loose object's kind and body.
@@ -252,8 +348,6 @@ pub(crate) mod tests {
         assert_eq!(oid.len(), 20);
         assert!(loose_object(Path::new(".git/objects/pack/pack-1.pack")).is_none());
         assert!(loose_object(Path::new("src/objects/ab/cdef")).is_none());
-        assert!(is_pack(Path::new(".git/objects/pack/pack-1.pack")));
-        assert!(!is_pack(Path::new(".git/objects/pack/pack-1.idx")));
     }
 
     #[test]

@@ -439,6 +439,9 @@ pub struct Rules {
     discard: Vec<(String, Pattern)>,
     allow: Vec<(String, Pattern)>,
     approval: Vec<(String, Pattern)>,
+    /// What is left of the bytes the checks of git's objects may inflate,
+    /// shared by every entry these rules judge (see [`git_objects`]).
+    inflate_budget: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 fn compile<'a>(prefix: &str, list: impl Iterator<Item = &'a str>) -> Vec<(String, Pattern)> {
@@ -466,6 +469,9 @@ impl Rules {
             discard: compile("changes.discard", policy.discard.iter().map(String::as_str)),
             allow: compile("changes.allow", policy.allow.iter().map(String::as_str)),
             approval,
+            inflate_budget: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(
+                git_objects::INFLATE_BUDGET_BYTES,
+            )),
         }
     }
 
@@ -535,20 +541,21 @@ impl Rules {
         .then_some(c.reason)
     }
 
-    /// A commit (or a pack) the run wrote: the files its new trees name, each
+    /// A loose object the run wrote: refused unless it is the object its name
+    /// says; if a commit, the files its new trees name, each
     /// judged as the work-tree write `git reset --hard` or `git checkout`
     /// makes of it, unless the resulting work tree holds that very content
     /// already (see [`git_objects`]).
     fn committed_writes(&self, rel: &Path, view: &dyn View, shown: &str) -> Option<Classification> {
         use git_objects::Written;
-        if git_objects::is_pack(rel) {
-            return Some(approval(
-                "builtin.git_commit",
-                format!("`{shown}` is a pack of objects the run wrote; its commits are not read here, and one could bring any file into a branch, which `git reset --hard` writes into the work tree; a person must approve it"),
-            ));
-        }
-        let (blobs, trees) = match git_objects::written(view, rel) {
+        let (blobs, trees) = match git_objects::written(view, rel, &self.inflate_budget) {
             Written::Nothing => return None,
+            Written::Forged => {
+                return Some(deny(
+                    "builtin.git_objects",
+                    format!("`{shown}` is a loose object whose content is not the object its name says; host git reads an object by its name without checking it, and would take this for the one named (the host's, where it has one: a tree of `HEAD` replaced this way is what `git reset --hard` writes); nothing allows it"),
+                ))
+            }
             Written::Unreadable(why) => {
                 return Some(approval(
                     "builtin.git_commit",
@@ -740,6 +747,10 @@ impl Rules {
                     }
                 }
             }
+            // What changes which object a name stands for.
+            if let Some(held) = object_store_write(rel, view, &shown) {
+                return held;
+            }
             // A commit the run wrote: `git reset --hard` writes its tree.
             if entry.file_type == EntryType::File {
                 if let Some(held) = self.committed_writes(rel, view, &shown) {
@@ -904,6 +915,43 @@ fn git_history(rel: &Path) -> Option<&'static str> {
         [b"logs"] => "the reflogs, from which lost commits are recovered",
         _ => return None,
     })
+}
+
+/// A write (not a deletion) inside a `.git` that changes which object a name
+/// stands for, or which objects git finds, in ways the loose objects' checks
+/// ([`git_objects`]) cannot see: a replace ref, a packed-refs file that
+/// gains one, an alternates file or a commit-graph (`objects/info/`), and
+/// anything under `objects/pack/` (packs and their indexes are not read here).
+fn object_store_write(rel: &Path, view: &dyn View, shown: &str) -> Option<Classification> {
+    let comps: Vec<&[u8]> = rel.iter().map(|c| c.as_bytes()).collect();
+    let at = comps.iter().rposition(|c| *c == b".git")?;
+    let what = match &comps[at + 1..] {
+        [b"refs", b"replace", _, ..] => "a replace ref: host git reads the object it names in place of another everywhere (checkout, reset, diff), so a tree or file the rules never saw would be written into the work tree".to_string(),
+        [b"packed-refs"] => {
+            let replace = |d: Option<Vec<u8>>| -> Option<Vec<Vec<u8>>> {
+                Some(
+                    d?.split(|b| *b == b'\n')
+                        .filter(|l| l.windows(13).any(|w| w == b" refs/replace"))
+                        .map(<[u8]>::to_vec)
+                        .collect(),
+                )
+            };
+            let host = replace(view.read_host(rel, GIT_INDEX_MAX_BYTES)).unwrap_or_default();
+            match replace(view.read(rel, GIT_INDEX_MAX_BYTES)) {
+                Some(now) if now.iter().all(|l| host.contains(l)) => return None,
+                Some(_) => "a packed-refs file that names a replace ref the host's does not: host git reads the object such a ref names in place of another everywhere, so a tree or file the rules never saw would be written into the work tree".to_string(),
+                None => format!("a packed-refs file that could not be read to look for replace refs (larger than {GIT_INDEX_MAX_BYTES} bytes, or gone)"),
+            }
+        }
+        [b"objects", b"info", b"packs"] => return None,
+        [b"objects", b"info", ..] => "in `objects/info`: an alternates file adds object stores git reads names from, and a commit-graph gives commits' trees without git reading the commits, so a name could stand for objects the rules never saw".to_string(),
+        [b"objects", b"pack", ..] => "part of git's packed object store (a pack, its index or a file beside them); packs are not read or checked here, and one could bring any file into a branch or stand in for an object the host has, which `git reset --hard` writes into the work tree".to_string(),
+        _ => return None,
+    };
+    Some(approval(
+        "builtin.git_objects",
+        format!("`{shown}` is {what}; a person must approve it"),
+    ))
 }
 
 /// `rel` lies inside a `.git` directory (at any depth).
@@ -1166,15 +1214,15 @@ mod tests {
             ".git/ORIG_HEAD",
             ".git/FETCH_HEAD",
             ".git/COMMIT_EDITMSG",
-            ".git/packed-refs",
             "sub/.git/objects/x",
         ] {
             assert_eq!(judge(p), Disposition::Allow, "{p}");
         }
         for p in [
             ".git/commondir",
-            // Its entries are checked through a view; without one, unread.
+            // Their entries are checked through a view; without one, unread.
             ".git/index",
+            ".git/packed-refs",
             ".git/info/attributes",
             ".git/modules/lib/config",
             ".git/worktrees/w/gitdir",
@@ -1216,6 +1264,8 @@ mod tests {
         host_index: Vec<u8>,
         /// Regular files of the resulting workspace, with their contents.
         files: Vec<(String, Vec<u8>)>,
+        /// Regular files of the host before the change set.
+        host_files: Vec<(String, Vec<u8>)>,
     }
 
     impl View for MapView {
@@ -1238,6 +1288,9 @@ mod tests {
             (p == Path::new(".git/index")).then(|| self.index.clone())
         }
         fn read_host(&self, p: &Path, _max: usize) -> Option<Vec<u8>> {
+            if let Some((_, d)) = self.host_files.iter().find(|(f, _)| Path::new(f) == p) {
+                return Some(d.clone());
+            }
             (p == Path::new(".git/index") && !self.host_index.is_empty())
                 .then(|| self.host_index.clone())
         }
@@ -1339,8 +1392,110 @@ mod tests {
         );
         assert_eq!(
             (c.disposition, c.rule.as_str()),
-            (Disposition::ApprovalRequired, "builtin.git_commit")
+            (Disposition::ApprovalRequired, "builtin.git_objects")
         );
+    }
+
+    /// Host git reads an object by its name without checking it: a loose
+    /// object must be the object its name says, and what makes a name stand
+    /// for another object (replace refs, alternates, commit-graphs, pack
+    /// indexes) needs a person.
+    #[test]
+    fn what_makes_a_name_stand_for_another_object_is_held() {
+        use git_objects::tests::{loose, name_of, tree};
+        let path_of = |oid: &[u8]| {
+            let h = hex::encode(oid);
+            format!(".git/objects/{}/{}", &h[..2], &h[2..])
+        };
+        let judge = |files: Vec<(String, Vec<u8>)>, host: Vec<(String, Vec<u8>)>, rel: &str| {
+            let view = MapView {
+                files,
+                host_files: host,
+                ..MapView::default()
+            };
+            judge_in(&view, &entry(rel, ChangeKind::Modified, EntryType::File))
+        };
+        // The host's tree, and one with an `.envrc` stored under its name.
+        let readme = name_of("blob", b"hi\n");
+        let honest = tree(&[("100644", "README", &readme)]);
+        let evil = tree(&[
+            ("100644", ".envrc", &name_of("blob", b"echo pwned\n")),
+            ("100644", "README", &readme),
+        ]);
+        let at = path_of(&name_of("tree", &honest));
+        let c = judge(vec![(at.clone(), loose("tree", &evil))], vec![], &at);
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::Deny, "builtin.git_objects"),
+            "{}",
+            c.reason
+        );
+        // The object its name says (git freshening it) passes; so does a
+        // new blob; garbage needs a person.
+        let c = judge(vec![(at.clone(), loose("tree", &honest))], vec![], &at);
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        let blob_at = path_of(&readme);
+        let c = judge(
+            vec![(blob_at.clone(), loose("blob", b"hi\n"))],
+            vec![],
+            &blob_at,
+        );
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        let c = judge(
+            vec![(blob_at.clone(), b"not zlib".to_vec())],
+            vec![],
+            &blob_at,
+        );
+        assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
+        let mut trailing = loose("blob", b"hi\n");
+        trailing.push(0);
+        let c = judge(vec![(blob_at.clone(), trailing)], vec![], &blob_at);
+        assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
+        // Replace refs, alternates, commit-graphs and pack files: a person.
+        for rel in [
+            ".git/refs/replace/31418df53795275a494630ee06a6ad6abbf0989e",
+            ".git/objects/info/alternates",
+            ".git/objects/info/commit-graph",
+            ".git/objects/info/commit-graphs/graph-1.graph",
+            ".git/objects/pack/pack-1.idx",
+            ".git/objects/pack/multi-pack-index",
+        ] {
+            let c = judge(vec![(rel.into(), b"x".to_vec())], vec![], rel);
+            assert_eq!(
+                (c.disposition, c.rule.as_str()),
+                (Disposition::ApprovalRequired, "builtin.git_objects"),
+                "{rel}: {}",
+                c.reason
+            );
+        }
+        // packed-refs: held when it gains a replace ref, not otherwise.
+        let refs = "# pack-refs with: peeled fully-peeled sorted\n1111111111111111111111111111111111111111 refs/heads/main\n";
+        let replace = format!("{refs}2222222222222222222222222222222222222222 refs/replace/3333333333333333333333333333333333333333\n");
+        let p = ".git/packed-refs";
+        let c = judge(vec![(p.into(), refs.into())], vec![], p);
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        let c = judge(
+            vec![(p.into(), replace.clone().into())],
+            vec![(p.into(), refs.into())],
+            p,
+        );
+        assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
+        let c = judge(
+            vec![(p.into(), replace.clone().into())],
+            vec![(p.into(), replace.into())],
+            p,
+        );
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        // Deleting a replace ref puts the object back: allowed.
+        let c = judge_in(
+            &MapView::default(),
+            &entry(
+                ".git/refs/replace/31418df53795275a494630ee06a6ad6abbf0989e",
+                ChangeKind::Deleted,
+                EntryType::File,
+            ),
+        );
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
     }
 
     /// `git restore .` writes what the index stages: a staged file the rules
@@ -1461,6 +1616,7 @@ mod tests {
             index: Vec::new(),
             host_index: Vec::new(),
             files: Vec::new(),
+            host_files: Vec::new(),
         };
         // Host git writes COMMIT_EDITMSG in place: through the link, into config.
         let c = judge_in(&view, &link(".git/COMMIT_EDITMSG", "config"));
@@ -1510,6 +1666,7 @@ mod tests {
             index: Vec::new(),
             host_index: Vec::new(),
             files: Vec::new(),
+            host_files: Vec::new(),
         };
         for p in [
             "src/config",
@@ -1529,6 +1686,7 @@ mod tests {
             index: Vec::new(),
             host_index: Vec::new(),
             files: Vec::new(),
+            host_files: Vec::new(),
         };
         let c = judge_in(
             &worktree,
@@ -1541,6 +1699,7 @@ mod tests {
             index: Vec::new(),
             host_index: Vec::new(),
             files: Vec::new(),
+            host_files: Vec::new(),
         };
         for p in ["config/routes.rb", "src/hooks/use.js", "src/objects/x.py"] {
             let c = judge_in(&project, &entry(p, ChangeKind::Modified, EntryType::File));
@@ -1556,6 +1715,7 @@ mod tests {
             index: git_index::tests::index_v2(names),
             host_index: Vec::new(),
             files: Vec::new(),
+            host_files: Vec::new(),
         };
         assert_eq!(
             judge_in(&with(&[b"a", b"src/b"]), &e).disposition,
@@ -1572,6 +1732,7 @@ mod tests {
             index: b"junk".to_vec(),
             host_index: Vec::new(),
             files: Vec::new(),
+            host_files: Vec::new(),
         };
         assert_eq!(
             judge_in(&junk, &e).disposition,
