@@ -95,6 +95,39 @@ pub const DEFAULT_APPROVAL: &[&str] = &[
     ".gitconfig",
     ".config/git/",
     ".ssh/",
+    // Toolchain selectors and tool configuration that name a program to run
+    // on the tool's first call, before any of the project's code: rustup's
+    // `path =` toolchain (any `cargo` or `rustc` below it), cargo's
+    // `rustc-wrapper` (read from every parent directory; `cargo metadata`,
+    // which editors run on opening a folder, calls it), npm's `script-shell`
+    // (`npx`), yarn's `yarnPath`, pdb's start-up commands, mise's and asdf's
+    // tools and hooks.
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    "**/.cargo/config",
+    "**/.cargo/config.toml",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pdbrc",
+    "mise.toml",
+    "mise.*.toml",
+    ".mise.toml",
+    ".mise.*.toml",
+    ".mise/",
+    ".config/mise/",
+    ".tool-versions",
+    // Other version control systems' repository configuration: hooks that run
+    // on `hg status`, a pager or diff tool `jj` starts.
+    "**/.hg/hgrc",
+    "**/.hg/hgrc-not-shared",
+    "**/.jj/repo/config.toml",
+    // Editors' per-project configuration, executed or obeyed on opening.
+    ".nvim.lua",
+    ".nvimrc",
+    ".exrc",
+    ".zed/",
+    ".helix/",
 ];
 
 /// Names below a directory that, with a `HEAD` beside them, make host git take
@@ -527,6 +560,46 @@ impl Rules {
         None
     }
 
+    /// A symlink at `rel` stands in for a directory: a host tool looking up a
+    /// name below it (git reading `.config/git/config`) reads what the link
+    /// leads to, which was judged under its own path. So a link whose path
+    /// leads towards a name the rules protect, deny or hold is judged as that
+    /// name would be, whatever it points at now (its target could be filled
+    /// later).
+    fn held_below_link(&self, rel: &Path, shown: &str) -> Option<Classification> {
+        let ctx = &self.ctx;
+        if let Some(p) = ctx
+            .airlock_owned
+            .iter()
+            .chain(&ctx.protect)
+            .find(|p| p.starts_with(rel) && *p != rel)
+        {
+            return Some(deny(
+                "builtin.symlink_parent",
+                format!(
+                    "`{shown}` is a symlink where `{}`, which a run may not change (airlock's own file or workspace.protect), would be looked up through it; nothing allows it",
+                    escape_path(p)
+                ),
+            ));
+        }
+        let below = |list: &[(String, Pattern)]| {
+            list.iter()
+                .find(|(_, p)| !p.matches(rel) && p.may_match_below(rel))
+                .map(|(rule, p)| (rule.clone(), p.as_str().to_string()))
+        };
+        if let Some((rule, p)) = below(&self.deny) {
+            return Some(deny(
+                rule,
+                format!("`{shown}` is a symlink through which names matching `{p}` in [changes] deny would be reached; nothing allows it, make it a directory"),
+            ));
+        }
+        let (rule, p) = below(&self.approval)?;
+        Some(approval(
+            rule,
+            format!("`{shown}` is a symlink through which names matching `{p}` would be reached, which host tools execute or obey; a person must approve it, or make it a directory"),
+        ))
+    }
+
     /// Why the rules hold a new `file_type` at `path` (host git writing it
     /// there from an index or a commit), or `None` where they allow it.
     fn held_write(&self, path: &Path, file_type: EntryType, view: &dyn View) -> Option<String> {
@@ -664,6 +737,9 @@ impl Rules {
                     );
                 }
                 EntryType::Symlink => {
+                    if let Some(held) = self.held_below_link(rel, &shown) {
+                        return held;
+                    }
                     let target = entry.symlink_target.unwrap_or(Path::new(""));
                     let resolved = if target_inside(rel, target, &ctx.root) {
                         resolve_target(rel, target, &ctx.root, &links)
@@ -1853,6 +1929,50 @@ mod tests {
         assert_eq!(j("__pycache__/x.pyc"), Disposition::Allow);
         assert_eq!(judge("a/__pycache__/x.pyc"), Disposition::Discard);
         assert_eq!(judge(".pytest_cache/v"), Disposition::Discard);
+    }
+
+    /// A symlink stands in for a directory: one through which a held or
+    /// refused name would be looked up is judged as that name; other links
+    /// to directories (a package manager's) pass.
+    #[test]
+    fn a_symlink_leading_towards_a_held_name_is_judged_as_it() {
+        let p = ChangesPolicy {
+            deny: vec!["config/prod/".into()],
+            ..ChangesPolicy::default()
+        };
+        let ctx = Context::new(
+            Path::new("/w"),
+            &[PathBuf::from("/w/airlock.toml")],
+            &[PathBuf::from("secrets/key")],
+        );
+        let j = |rel: &str, target: &str| {
+            let e = Entry {
+                symlink_target: Some(Path::new(target)),
+                ..entry(rel, ChangeKind::Added, EntryType::Symlink)
+            };
+            let c = classify(&e, &p, &ctx);
+            (c.disposition, c.rule)
+        };
+        assert_eq!(j(".config", "cfg").0, Disposition::ApprovalRequired);
+        assert_eq!(j(".github", "gh").0, Disposition::ApprovalRequired);
+        assert_eq!(
+            j("a/b/.github", "../../gh").0,
+            Disposition::ApprovalRequired
+        );
+        assert_eq!(j(".cargo", "c").0, Disposition::ApprovalRequired);
+        assert_eq!(j("config", "cfg").0, Disposition::Deny);
+        assert_eq!(
+            j("secrets", "s"),
+            (Disposition::Deny, "builtin.symlink_parent".to_string())
+        );
+        for (rel, target) in [
+            ("node_modules/pkg", "../packages/pkg"),
+            ("node_modules/.bin/tool", "../pkg/cli.js"),
+            ("cfg", "config2"),
+            ("build", "."),
+        ] {
+            assert_eq!(j(rel, target).0, Disposition::Allow, "{rel}");
+        }
     }
 
     #[test]

@@ -71,6 +71,44 @@ impl Pattern {
     }
 }
 
+impl Pattern {
+    /// True when the pattern, anchored, may match a path below `rel` whose
+    /// match uses `rel`'s components: what a symlink at `rel` would stand in
+    /// for, were the names below it reached through it. (A pattern of one
+    /// component matches at any depth, so a name below `rel` matches it
+    /// wherever the link leads: only `rel` itself counts, as in [`matches`].)
+    ///
+    /// [`matches`]: Pattern::matches
+    pub fn may_match_below(&self, rel: &Path) -> bool {
+        if !self.anchored {
+            return self.matches(rel);
+        }
+        let comps: Vec<&[u8]> = rel
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.as_bytes()),
+                _ => None,
+            })
+            .collect();
+        may_extend(&self.parts, &comps)
+    }
+}
+
+/// True when `pat` matches `comps` followed by some further components,
+/// the last of `comps` matched by a part of the pattern other than `**` (a
+/// `**` that took the link's own name would match below its target as well).
+fn may_extend(pat: &[Vec<u8>], comps: &[&[u8]]) -> bool {
+    match (pat.split_first(), comps.split_first()) {
+        // Matched already (everything below matches), or `comps` used up
+        // with pattern left, which names below can satisfy.
+        (None, _) | (_, None) => true,
+        (Some((first, rest)), _) if first.as_slice() == b"**" => {
+            rest.is_empty() || (0..comps.len()).any(|i| may_extend(rest, &comps[i..]))
+        }
+        (Some((first, rest)), Some((c, tail))) => glob(first, c) && may_extend(rest, tail),
+    }
+}
+
 /// True when `pat` matches `comps[..k]` for some k >= 1.
 fn prefix_match(pat: &[Vec<u8>], comps: &[&[u8]]) -> bool {
     let Some((first, rest)) = pat.split_first() else {
@@ -127,6 +165,25 @@ mod tests {
 
     fn m(p: &str, path: &str) -> bool {
         Pattern::new(p).unwrap().matches(Path::new(path))
+    }
+
+    #[test]
+    fn a_link_may_stand_for_what_anchored_patterns_name_below_it() {
+        let below = |p: &str, rel: &str| Pattern::new(p).unwrap().may_match_below(Path::new(rel));
+        assert!(below(".config/git/", ".config"));
+        assert!(below(".config/git/", ".config/git"));
+        assert!(below("**/.github/workflows/", ".github"));
+        assert!(below("**/.github/workflows/", "a/b/.github"));
+        assert!(!below("**/.github/workflows/", "anything"));
+        assert!(!below("**/.github/workflows/", "node_modules/pkg"));
+        assert!(below("a/**", "a/x"));
+        assert!(!below(".config/git/", "cfg"));
+        assert!(!below(".config/git/", ".config2"));
+        assert!(!below("src/gen/", "lib"));
+        // One component: only the path itself.
+        assert!(below(".vscode/", ".vscode"));
+        assert!(below(".envrc", "a/.envrc"));
+        assert!(!below(".envrc", "cfg"));
     }
 
     #[test]
