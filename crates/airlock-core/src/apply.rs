@@ -467,8 +467,18 @@ pub fn change_line(c: &FileChange) -> String {
     if !matches!(c.file_type, EntryType::File | EntryType::Dir) {
         line.push_str(&format!(" ({})", c.file_type.as_str()));
     }
+
     if let Some(m) = &c.mode {
         line.push_str(&format!(" [{m}]"));
+    }
+    if let Some(t) = c.replaces {
+        // A file where a directory was takes the directory's whole tree.
+        let all = if t == EntryType::Dir {
+            " and everything in it"
+        } else {
+            ""
+        };
+        line.push_str(&format!(" (replaces a {}{all})", t.as_str()));
     }
     match c.disposition {
         Some(Disposition::Deny) => line.push_str(" DENIED"),
@@ -476,4 +486,37 @@ pub fn change_line(c: &FileChange) -> String {
         _ => {}
     }
     crate::terminal::escape_line(&line).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(kind: airlock_sandbox::ChangeKind, replaces: Option<EntryType>) -> FileChange {
+        FileChange {
+            path: "/w/src".into(),
+            kind,
+            file_type: EntryType::File,
+            size: 3,
+            mode: Some("0644".into()),
+            target: None,
+            replaces,
+            disposition: Some(Disposition::Allow),
+            reason: None,
+        }
+    }
+
+    /// A file where a directory was takes the directory's tree: the line says so.
+    #[test]
+    fn a_line_says_what_a_change_replaces() {
+        use airlock_sandbox::ChangeKind::Modified;
+        assert_eq!(
+            change_line(&change(Modified, Some(EntryType::Dir))),
+            "modified /w/src [0644] (replaces a dir and everything in it)"
+        );
+        assert_eq!(
+            change_line(&change(Modified, None)),
+            "modified /w/src [0644]"
+        );
+    }
 }

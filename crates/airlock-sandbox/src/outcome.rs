@@ -101,6 +101,11 @@ pub struct FileChange {
     /// A symlink's target, escaped like `path`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The type of the host entry this change puts another type in place of
+    /// (a file where a directory was: the directory and everything below it
+    /// go), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<airlock_policy::changes::EntryType>,
     /// What the change-set policy said: `allow`, `approval_required` or `deny`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disposition: Option<airlock_policy::changes::Disposition>,

@@ -147,6 +147,10 @@ impl Change {
             size: self.size,
             mode: mode.map(|m| format!("{m:04o}")),
             target: self.target.as_deref().map(escape_path),
+            replaces: self
+                .host_stamp
+                .map(|s| s.file_type)
+                .filter(|t| self.kind != ChangeKind::Deleted && *t != self.file_type),
             disposition: class.map(|c| c.disposition),
             reason: class
                 .filter(|c| !c.reason.is_empty())
