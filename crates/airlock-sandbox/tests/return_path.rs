@@ -339,3 +339,211 @@ fn symlinks_out_through_host_links_are_denied() {
     }
     assert!(fs::symlink_metadata(d.ws.join("inside")).is_ok());
 }
+
+/// `git` in `dir` with a fixed identity and no user or system configuration.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "a")
+        .env("GIT_AUTHOR_EMAIL", "a@a")
+        .env("GIT_COMMITTER_NAME", "a")
+        .env("GIT_COMMITTER_EMAIL", "a@a")
+        .output()
+        .expect("git runs (the return path's tests need it)");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// What a run in a copy of `lower` left, as an overlay's upper layer would
+/// hold it: each file that is new or differs, with its directories (no
+/// deletions).
+fn upper_of(lower: &Path, run: &Path, upper: &Path) {
+    for e in walk(run) {
+        let rel = e.strip_prefix(run).unwrap();
+        let (at, host) = (upper.join(rel), lower.join(rel));
+        let m = fs::symlink_metadata(&e).unwrap();
+        if m.is_dir() {
+            if !host.is_dir() {
+                fs::create_dir_all(&at).unwrap();
+            }
+        } else if fs::read(&host).ok() != fs::read(&e).ok() {
+            fs::create_dir_all(at.parent().unwrap()).unwrap();
+            fs::copy(&e, &at).unwrap();
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        out.push(e.path());
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&e.path()));
+        }
+    }
+    out
+}
+
+/// A repository whose history is packed (`git gc`): a directory with an
+/// `.envrc` and a README, committed.
+fn packed_repo(ws: &Path) {
+    git(ws, &["init", "-q", "-b", "main"]);
+    fs::create_dir(ws.join("env")).unwrap();
+    fs::write(ws.join("env/.envrc"), "echo sample\n").unwrap();
+    git(ws, &["add", "-A"]);
+    git(ws, &["commit", "-q", "-m", "one"]);
+    git(ws, &["gc", "-q"]);
+    assert!(
+        walk(&ws.join(".git/objects"))
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "pack")),
+        "git gc packed the history"
+    );
+}
+
+/// A commit that puts a tree the host already has (packed) at a new path
+/// writes its files there on `git reset --hard`: the tree is read from the
+/// host's pack and its files judged at the new path. An ordinary commit over
+/// a packed history passes.
+#[test]
+fn a_commit_is_read_through_the_hosts_packs() {
+    let d = dirs();
+    packed_repo(&d.ws);
+    let run = d._tmp.path().join("run");
+    let cp = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&d.ws)
+        .arg(&run)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    // The host's `env` tree at `app` as well, in a commit on main: `app`
+    // itself is no name the rules hold, `app/.envrc` is. The work tree and
+    // the index stay as they were.
+    let env = git(&run, &["rev-parse", "HEAD:env"]);
+    let readme = git(&run, &["rev-parse", "HEAD:readme.txt"]);
+    let tree = {
+        let mut c = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&run)
+            .arg("mktree")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        let input = format!(
+            "040000 tree {env}\tapp\n040000 tree {env}\tenv\n100644 blob {readme}\treadme.txt\n"
+        );
+        c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        String::from_utf8(c.wait_with_output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let commit = git(&run, &["commit-tree", &tree, "-p", "HEAD", "-m", "x"]);
+    git(&run, &["update-ref", "refs/heads/main", &commit]);
+    upper_of(&d.ws, &run, &d.upper);
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    let text: Vec<_> = f.violations.iter().map(|v| v.detail.as_str()).collect();
+    assert!(!f.applied, "{text:?}");
+    assert!(
+        text.iter()
+            .any(|t| t.contains("puts `app/.envrc` into its tree")),
+        "{text:?}"
+    );
+
+    // An ordinary commit over the same packed history applies.
+    let d = dirs();
+    packed_repo(&d.ws);
+    let run = d._tmp.path().join("run");
+    let cp = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&d.ws)
+        .arg(&run)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    fs::write(run.join("readme.txt"), "changed\n").unwrap();
+    git(&run, &["commit", "-q", "-am", "ordinary"]);
+    upper_of(&d.ws, &run, &d.upper);
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    let text: Vec<_> = f.violations.iter().map(|v| v.detail.as_str()).collect();
+    assert!(f.applied, "{text:?}");
+    assert_eq!(git(&d.ws, &["log", "-1", "--format=%s"]), "ordinary");
+}
+
+/// A tree stored as a delta in the host's pack (git deltifies an old version
+/// of a large tree against the new one) is read through its delta chain.
+#[test]
+fn a_deltified_tree_in_a_pack_is_read() {
+    let d = dirs();
+    let ws = &d.ws;
+    git(ws, &["init", "-q", "-b", "main"]);
+    fs::create_dir(ws.join("d")).unwrap();
+    fs::write(ws.join("d/.envrc"), "echo sample\n").unwrap();
+    for i in 0..300 {
+        fs::write(ws.join(format!("d/f{i:03}")), format!("{i}\n")).unwrap();
+    }
+    git(ws, &["add", "-A"]);
+    git(ws, &["commit", "-q", "-m", "one"]);
+    fs::write(ws.join("d/f000"), "changed\n").unwrap();
+    git(ws, &["commit", "-q", "-am", "two"]);
+    git(ws, &["gc", "-q", "--aggressive"]);
+    let old = git(ws, &["rev-parse", "HEAD~1:d"]);
+    let pack = walk(&ws.join(".git/objects/pack"))
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "idx"))
+        .unwrap();
+    let listing = git(ws, &["verify-pack", "-v", pack.to_str().unwrap()]);
+    assert!(
+        listing
+            .lines()
+            .any(|l| l.starts_with(&old) && l.split_whitespace().count() > 5),
+        "git stored the old tree as a delta:\n{listing}"
+    );
+    let run = d._tmp.path().join("run");
+    assert!(std::process::Command::new("cp")
+        .arg("-a")
+        .arg(ws)
+        .arg(&run)
+        .status()
+        .unwrap()
+        .success());
+    let head = git(&run, &["rev-parse", "HEAD^{tree}"]);
+    let mut c = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&run)
+        .args(["read-tree", &head])
+        .status()
+        .unwrap();
+    assert!(c.success());
+    c = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&run)
+        .args(["read-tree", "--prefix=app2/", &old])
+        .status()
+        .unwrap();
+    assert!(c.success());
+    let tree = git(&run, &["write-tree"]);
+    git(&run, &["read-tree", &head]);
+    let commit = git(&run, &["commit-tree", &tree, "-p", "HEAD", "-m", "x"]);
+    git(&run, &["update-ref", "refs/heads/main", &commit]);
+    upper_of(ws, &run, &d.upper);
+    let f = finish(&d.upper, &spec(ws), &limits(), true);
+    let text: Vec<_> = f.violations.iter().map(|v| v.detail.as_str()).collect();
+    assert!(!f.applied, "{text:?}");
+    assert!(
+        text.iter()
+            .any(|t| t.contains("puts `app2/.envrc` into its tree")),
+        "{text:?}"
+    );
+}

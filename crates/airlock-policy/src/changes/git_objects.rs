@@ -16,16 +16,18 @@
 //! every file its new trees name is judged as the work-tree write it can
 //! become, unless the resulting work tree already holds that very content.
 //!
-//! Only trees the run wrote are walked: a tree the host already has was part
-//! of its history before the run. Packs a run writes are not read here (the
-//! caller holds them for a person).
+//! The commit's tree is compared with its parents' (read from the host's
+//! packs, `git_pack`, or loose): a file or tree a parent has at the same
+//! path is what the work tree held there, and is skipped; any other, the
+//! host's old trees at new paths included, is walked. Packs a run writes are
+//! not read (the caller holds them for a person).
 
 use super::View;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Most bytes one object may inflate to when its body is kept (a commit, a tree).
-const OBJECT_MAX_BYTES: usize = 64 << 20;
+pub(super) const OBJECT_MAX_BYTES: usize = 64 << 20;
 /// Most compressed bytes of one loose object read to check it.
 const LOOSE_MAX_BYTES: usize = 256 << 20;
 /// Most tree entries one commit's walk reads.
@@ -39,8 +41,9 @@ pub const INFLATE_BUDGET_BYTES: u64 = 2 << 30;
 pub enum Written {
     /// Not a commit (a blob, a tree, a tag): it writes nothing by itself.
     Nothing,
-    /// A commit: the files (path, blob name) its new trees name, and the
-    /// directories (path) they name by old trees.
+    /// A commit: the files (path, blob name) its tree holds other than its
+    /// parents do at the same path, and the directories (path) whose trees
+    /// cannot be found to be read.
     Files {
         blobs: Vec<(PathBuf, Vec<u8>)>,
         trees: Vec<PathBuf>,
@@ -87,58 +90,185 @@ pub fn written(view: &dyn View, rel: &Path, budget: &AtomicU64) -> Written {
         Ok(Checked::Other) => return Written::Forged,
         Err(e) => return Written::Unreadable(e),
     };
-    let oid_len = name.len();
-    let Some(tree) = body
-        .strip_prefix(b"tree ")
-        .and_then(|b| b.get(..oid_len * 2))
-        .and_then(|h| hex::decode(h).ok())
-    else {
-        return Written::Unreadable("a commit without a tree line".into());
+    let store = Store::open(view, &objects, name.len(), budget);
+    match changed_files(&store, &body) {
+        Ok((blobs, trees)) => Written::Files { blobs, trees },
+        Err(e) => Written::Unreadable(e),
+    }
+}
+
+/// Files (path, blob name) and directories (path) a commit writes.
+type ChangedFiles = (Vec<(PathBuf, Vec<u8>)>, Vec<PathBuf>);
+
+/// A commit's tree and parents, from its body.
+fn commit_links(body: &[u8], oid_len: usize) -> Result<(Vec<u8>, Vec<Vec<u8>>), String> {
+    let name = |line: &[u8], key: &[u8]| {
+        line.strip_prefix(key)
+            .filter(|h| h.len() == oid_len * 2)
+            .and_then(|h| hex::decode(h).ok())
     };
+    let mut lines = body.split(|b| *b == b'\n');
+    let tree = lines
+        .next()
+        .and_then(|l| name(l, b"tree "))
+        .ok_or("a commit without a tree line")?;
+    let parents = lines.map_while(|l| name(l, b"parent ")).collect();
+    Ok((tree, parents))
+}
+
+/// The files (path, blob name) a commit's tree holds other than its parents
+/// do at the same path, and the directories (path) whose trees cannot be
+/// found to be read (an alternate object store of the host's): what `git
+/// reset --hard` from a parent writes. Trees and files a parent has at the
+/// same path are skipped; the same tree at a new path is read through.
+fn changed_files(store: &Store<'_>, commit: &[u8]) -> Result<ChangedFiles, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let (tree, parents) = commit_links(commit, store.oid_len)?;
+    // A parent that cannot be read counts as none: more is judged, not less.
+    let parent_trees: Vec<Vec<u8>> = parents
+        .iter()
+        .filter_map(|p| match store.read(p) {
+            Ok(Some((kind, body))) if kind == "commit" => {
+                commit_links(&body, store.oid_len).ok().map(|(t, _)| t)
+            }
+            _ => None,
+        })
+        .collect();
     let mut blobs = Vec::new();
     let mut trees = Vec::new();
-    let mut queue = vec![(PathBuf::new(), tree)];
+    let mut queue = vec![(PathBuf::new(), tree, parent_trees)];
     let mut seen = 0usize;
-    while let Some((dir, oid)) = queue.pop() {
-        let at = object_path(&objects, &oid);
-        // A tree the host has was in its history before the run; one not
-        // loose here is packed, the host's too.
-        if view.host_has(&at) || !view.exists(&at) {
-            if !dir.as_os_str().is_empty() {
-                trees.push(dir);
-            }
+    while let Some((dir, oid, theirs)) = queue.pop() {
+        if theirs.contains(&oid) {
             continue;
         }
-        let (kind, body) = match inflate(view.read(&at, OBJECT_MAX_BYTES)) {
-            Ok(o) => o,
-            Err(e) => return Written::Unreadable(e),
+        let body = match store.read(&oid)? {
+            Some((kind, body)) if kind == "tree" => body,
+            Some(_) => {
+                return Err(format!(
+                    "`{}` names an object that is not a tree",
+                    dir.display()
+                ))
+            }
+            None => {
+                if !dir.as_os_str().is_empty() {
+                    trees.push(dir);
+                }
+                continue;
+            }
         };
-        if kind != "tree" {
-            return Written::Unreadable(format!("`{}` is not a tree", at.display()));
+        let entries = tree_entries(&body, store.oid_len)?;
+        // The parents' entries here, by name.
+        let mut their_entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for t in &theirs {
+            if let Ok(Some((kind, b))) = store.read(t) {
+                if kind == "tree" {
+                    for (_, n, o) in tree_entries(&b, store.oid_len)? {
+                        their_entries.push((n.to_vec(), o.to_vec()));
+                    }
+                }
+            }
         }
-        let entries = match tree_entries(&body, oid_len) {
-            Ok(e) => e,
-            Err(e) => return Written::Unreadable(e),
-        };
         for (mode, name, oid) in entries {
             seen += 1;
             if seen > WALK_MAX_ENTRIES {
-                return Written::Unreadable(format!(
+                return Err(format!(
                     "its trees name more than {WALK_MAX_ENTRIES} entries"
                 ));
             }
-            let path = dir.join(std::ffi::OsStr::new(
-                std::str::from_utf8(name).unwrap_or("\u{fffd}"),
-            ));
+            let path = dir.join(std::ffi::OsStr::from_bytes(name));
+            let same_name: Vec<Vec<u8>> = their_entries
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, o)| o.clone())
+                .collect();
             match mode {
-                b"40000" => queue.push((path, oid.to_vec())),
+                b"40000" => queue.push((path, oid.to_vec(), same_name)),
                 // A submodule's commit: nothing of it is written here.
                 b"160000" => {}
+                _ if same_name.iter().any(|o| o == oid) => {}
                 _ => blobs.push((path, oid.to_vec())),
             }
         }
     }
-    Written::Files { blobs, trees }
+    Ok((blobs, trees))
+}
+
+/// A repository's objects as host git finds them: in its packs first, then
+/// loose. Packs a run wrote are held for a person by the rules, and every
+/// loose object it wrote is checked against its name, so what is read here
+/// is what git would read.
+struct Store<'a> {
+    view: &'a dyn View,
+    objects: PathBuf,
+    oid_len: usize,
+    packs: Vec<super::git_pack::Pack>,
+    budget: &'a AtomicU64,
+    /// How deep deltas against named bases have gone.
+    depth: std::cell::Cell<usize>,
+}
+
+impl<'a> Store<'a> {
+    fn open(view: &'a dyn View, objects: &Path, oid_len: usize, budget: &'a AtomicU64) -> Self {
+        let dir = objects.join("pack");
+        // An index that does not read hides its pack's objects: the trees
+        // among them are then judged by their path alone, as an alternate
+        // store's are.
+        let packs = view
+            .names(&dir)
+            .into_iter()
+            .filter(|n| Path::new(n).extension().is_some_and(|e| e == "idx"))
+            .filter_map(|n| super::git_pack::Pack::open(view, &dir.join(n), oid_len).ok())
+            .collect();
+        Store {
+            view,
+            objects: objects.to_path_buf(),
+            oid_len,
+            packs,
+            budget,
+            depth: std::cell::Cell::new(0),
+        }
+    }
+
+    fn spend(&self, n: usize) -> Result<(), String> {
+        self.budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                b.checked_sub(n as u64)
+            })
+            .map(|_| ())
+            .map_err(|_| {
+                format!("the run's objects inflate to more than {INFLATE_BUDGET_BYTES} bytes")
+            })
+    }
+
+    /// The object `oid`'s kind and body, or `None` where the repository does
+    /// not hold it.
+    fn read(&self, oid: &[u8]) -> Result<Option<super::git_pack::Object>, String> {
+        if self.depth.get() > 64 {
+            return Err("deltas against named bases nest too deep".into());
+        }
+        for pack in &self.packs {
+            if let Some(offset) = pack.find(oid) {
+                self.depth.set(self.depth.get() + 1);
+                let got = pack.read(self.view, offset, &|b| self.read(b), &|n| self.spend(n));
+                self.depth.set(self.depth.get() - 1);
+                return got.map(Some);
+            }
+        }
+        let at = object_path(&self.objects, oid);
+        if !self.view.exists(&at) {
+            return Ok(None);
+        }
+        let data = self.view.read(&at, LOOSE_MAX_BYTES).ok_or_else(|| {
+            format!(
+                "`{}` is unreadable or larger than {LOOSE_MAX_BYTES} bytes",
+                at.display()
+            )
+        })?;
+        let (kind, body) = inflate(Some(data))?;
+        self.spend(body.len())?;
+        Ok(Some((kind, body)))
+    }
 }
 
 /// Git's name for `data` as a blob, with the hash whose length `oid_len` is.

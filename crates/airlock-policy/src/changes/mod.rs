@@ -25,6 +25,7 @@
 
 pub mod git_index;
 pub mod git_objects;
+mod git_pack;
 mod pattern;
 
 pub use pattern::Pattern;
@@ -317,6 +318,15 @@ pub trait View {
     /// Whether the host has an entry at `p` (before the change set).
     fn host_has(&self, _p: &Path) -> bool {
         false
+    }
+    /// The names in the directory at `p` (a final symlink not followed).
+    fn names(&self, _p: &Path) -> Vec<std::ffi::OsString> {
+        Vec::new()
+    }
+    /// Up to `len` bytes of the regular file at `p` from `offset` (fewer at
+    /// its end).
+    fn read_at(&self, _p: &Path, _offset: u64, _len: usize) -> Option<Vec<u8>> {
+        None
     }
 }
 
@@ -1062,6 +1072,12 @@ impl View for NoIndexView<'_> {
     }
     fn host_has(&self, p: &Path) -> bool {
         self.0.host_has(p)
+    }
+    fn names(&self, p: &Path) -> Vec<std::ffi::OsString> {
+        self.0.names(p)
+    }
+    fn read_at(&self, p: &Path, offset: u64, len: usize) -> Option<Vec<u8>> {
+        self.0.read_at(p, offset, len)
     }
 }
 

@@ -478,6 +478,58 @@ impl airlock_policy::changes::View for SetView<'_> {
     fn host_has(&self, p: &Path) -> bool {
         fs::symlink_metadata(self.host.join(p)).is_ok()
     }
+
+    fn names(&self, p: &Path) -> Vec<std::ffi::OsString> {
+        let list = |d: &Path| -> Vec<(std::ffi::OsString, bool)> {
+            fs::read_dir(d)
+                .map(|it| {
+                    it.flatten()
+                        .map(|e| {
+                            let gone = e.metadata().is_ok_and(|m| is_whiteout(&m));
+                            (e.file_name(), gone)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let set = list(&self.set.join(p));
+        let mut out: Vec<std::ffi::OsString> = set
+            .iter()
+            .filter(|(_, gone)| !gone)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for (n, _) in list(&self.host.join(p)) {
+            if !set.iter().any(|(s, _)| *s == n) {
+                out.push(n);
+            }
+        }
+        out
+    }
+
+    fn read_at(&self, p: &Path, offset: u64, len: usize) -> Option<Vec<u8>> {
+        use std::os::unix::fs::{FileExt, OpenOptionsExt};
+        let (m, at) = self.entry(p)?;
+        if !m.file_type().is_file() {
+            return None;
+        }
+        let f = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(at)
+            .ok()?;
+        let mut buf = vec![0u8; len.min(m.len().saturating_sub(offset) as usize)];
+        let mut got = 0;
+        while got < buf.len() {
+            match f.read_at(&mut buf[got..], offset + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        buf.truncate(got);
+        Some(buf)
+    }
 }
 
 /// How deep and how far [`nested_git`] looks: a repository vendored or
