@@ -950,6 +950,9 @@ class Session:
         if ROOTLESS_BEST_EFFORT and not case.spec.get("_strict_limits") and "enforcement" not in limits:
             lines.append('enforcement = "best_effort"')
         lines += ["", "[env]", 'pass = ["LANG", "TERM"]', ""]
+        if case.spec.get("state_write_path"):
+            # a policy whose filesystem.write names the state dir itself
+            lines += ["[filesystem]", f'write = ["{ws}/.local/state/airlock"]', ""]
         if tier != "native":
             lines += ["[sandbox]", f'backend = "{tier_backend(tier)}"', ""]
         return "\n".join(lines)

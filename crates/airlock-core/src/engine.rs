@@ -1016,6 +1016,17 @@ impl Engine {
                 spec.write_paths.push(path.clone());
             }
         }
+        // The state directory (audit log, approvals, grants, kept sets) is
+        // never visible to a run, whichever tree would show it: the
+        // workspace, a `filesystem.read` or `filesystem.write` entry, a
+        // grant; named as written, resolved, and resolved under the root as
+        // written. Hidden last, over any bind.
+        let state = self.ledger.state_dir();
+        for form in crate::spec::owned_forms(&spec.workspace.root, &spec.cwd, state) {
+            if crate::spec::shown_by(spec, &form) && !spec.hide_paths.contains(&form) {
+                spec.hide_paths.push(form);
+            }
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

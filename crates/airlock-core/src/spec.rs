@@ -210,6 +210,16 @@ pub fn owned_forms(root: &Path, cwd: &Path, p: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Whether `p` lies in a tree the sandbox shows from the host: the
+/// workspace, a read path or a write path, each as written or resolved.
+pub fn shown_by(spec: &SandboxSpec, p: &Path) -> bool {
+    std::iter::once(&spec.workspace.root)
+        .chain(&spec.read_paths)
+        .chain(&spec.write_paths)
+        .flat_map(|t| std::iter::once(t.clone()).chain(std::fs::canonicalize(t).ok()))
+        .any(|t| p.starts_with(&t))
+}
+
 /// Build the spec for one execution.
 pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSpec {
     let caller_env: Vec<(String, String)> = std::env::vars_os()

@@ -547,3 +547,49 @@ fn a_wasm_run_without_airlock_wasm_beside_it_is_refused_with_a_hint() {
     let o = run(&["run", "--", "/bin/echo", "native"]);
     assert_eq!(text(&o.stdout), "native\n", "{}", text(&o.stderr));
 }
+
+/// The state directory is hidden however it is named: through a symlinked
+/// parent of the workspace, and when a `filesystem.write` entry names it.
+#[test]
+fn the_state_dir_is_hidden_through_a_link_and_under_a_write_path() {
+    let e = Env::new();
+    let link = e.dir.path().join("wsL");
+    std::os::unix::fs::symlink(e.ws(), &link).unwrap();
+    let state = link.join(".st");
+    let policy = e.policy(&format!(
+        "[filesystem]\nwrite = [\"{}\"]\n",
+        e.ws().join(".st").display()
+    ));
+    let run = |args: &[&str]| {
+        Command::new(AIRLOCK)
+            .args(args)
+            .current_dir(e.ws())
+            .env("AIRLOCK_STATE_DIR", &state)
+            .env_remove("AIRLOCK_POLICY")
+            .output()
+            .unwrap()
+    };
+    // A first run puts records in the log.
+    let o = run(&["run", "--policy", &policy, "--", "echo", "first"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(e.ws().join(".st/audit").is_dir());
+    let o = run(&[
+        "run",
+        "--policy",
+        &policy,
+        "--",
+        "sh",
+        "-c",
+        "cat .st/audit/* 2>/dev/null; cat .st/approvals/* 2>/dev/null; echo x > .st/audit/planted 2>/dev/null; echo done",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(
+        out,
+        "done\n",
+        "the state dir showed: {out} {}",
+        text(&o.stderr)
+    );
+    assert!(!e.ws().join(".st/audit/planted").exists());
+    let o = run(&["audit", "verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+}
