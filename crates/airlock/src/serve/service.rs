@@ -130,6 +130,11 @@ pub struct RunResult {
     /// The backend the command ran on (`native`, `gvisor`, ...); null when
     /// nothing ran.
     pub backend: Option<String>,
+    /// `GET /v1/runs/{id}` only: this run's stdout and stderr were dropped
+    /// from memory to stay within the server's budget for kept output (the
+    /// oldest runs' first); they are empty here. Omitted when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub output_evicted: bool,
 }
 
 /// One `AIRLOCK_PROFILE=1` line, in one write (stderr is unbuffered).
@@ -344,7 +349,7 @@ impl Service {
             admission,
             check_admission,
             metrics: Metrics::default(),
-            runs: RunRegistry::new(4096),
+            runs: RunRegistry::new(4096, crate::serve::runs::DEFAULT_OUTPUT_BUDGET),
             limits,
             languages,
             tokens_file: None,
@@ -700,6 +705,7 @@ impl Service {
             backend: response.outcome.as_ref().map(|_| backend.to_string()),
             outcome: response.outcome,
             audit_ids: response.audit_ids,
+            output_evicted: false,
         };
         self.runs.insert(&tenant.name, result.clone());
         if profiling {
