@@ -1261,6 +1261,34 @@ fn a_warm_sandbox_starts_its_command_only_after_the_gate() {
     assert_marker_written_after_the_gate(&f, entered.unwrap());
 }
 
+/// A warm sandbox that waited in its pool longer than its run's timeout plus
+/// the caller's grace for a stuck helper still runs its command: that grace
+/// counts from when the run is handed over, not from when the pool built the
+/// sandbox (a server left idle failed its next runs so).
+#[test]
+fn a_warm_sandbox_left_idle_past_its_timeout_still_runs() {
+    use airlock_sandbox::native::pool::RunPath;
+    let f = fixture();
+    let mut backend = NativeBackend::new(PathBuf::from(HELPER), f.runs.clone());
+    backend.set_stuck_helper_grace(std::time::Duration::from_millis(500));
+    let pool = airlock_sandbox::native::WarmPool::new(
+        backend,
+        airlock_sandbox::native::PoolLimits::size(1),
+    );
+    let mut s = spec(&f, "echo still-fine");
+    s.limits.timeout_ms = 1000;
+    pool.prime(&s);
+    wait_ready(&pool);
+    // Idle for longer than timeout + grace since the build.
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let (path, result) =
+        pool.run_reporting(&s, &mut airlock_sandbox::backend::Discard, &mut || Ok(()));
+    assert!(matches!(path, RunPath::Warm { .. }), "{path:?}");
+    let o = result.expect("a warm sandbox left idle must still run");
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+    assert_eq!(o.stdout, "still-fine\n", "{o:?}");
+}
+
 /// A pool stopped while its refill thread is building a warm sandbox leaves
 /// nothing behind once the stop returns: no helper still running, no run
 /// directory, no cgroup. `airlock serve` exits right after the stop, and a

@@ -1046,13 +1046,13 @@ fn rt_multi() -> tokio::runtime::Runtime {
 
 /// Finding 3: 200 connections from one peer send a request head a byte at a
 /// time. The per-peer cap holds 150 and answers the other 50 at once with 503
-/// `too_many_connections`; a normal client on another address gets every answer
+/// `too_many_connections`; a normal client on the unix socket gets every answer
 /// within 100 ms meanwhile; at the header timeout the server closes all 150.
 /// Without the header timeout they would be held for as long as they dawdle.
 #[test]
 fn slow_clients_are_capped_and_dropped_while_others_are_served() {
     let addr = format!("127.0.0.1:{}", free_port());
-    let _server = Server::start(&[
+    let server = Server::start(&[
         "--tokens",
         "tokens.toml",
         "--listen",
@@ -1093,16 +1093,17 @@ fn slow_clients_are_capped_and_dropped_while_others_are_served() {
                 )
             }));
         }
-        // A normal client from another address, while the slow ones are held.
+        // A normal client on the unix socket, while the slow ones are held
+        // (every loopback address is their peer: TCP is theirs up to the cap).
         let mut worst = Duration::ZERO;
         for i in 0..20 {
             let t = std::time::Instant::now();
-            let r = request(Target::Tcp(&addr), "GET", "/healthz", None, None).await;
+            let r = request(Target::Unix(&server.socket), "GET", "/healthz", None, None).await;
             assert_eq!(r.status, 200);
             if i % 5 == 0 {
                 let body = r#"{"command":"ls"}"#;
                 let c = request(
-                    Target::Tcp(&addr),
+                    Target::Unix(&server.socket),
                     "POST",
                     "/v1/check",
                     Some(TOKEN_A),
@@ -1150,7 +1151,14 @@ fn slow_clients_are_capped_and_dropped_while_others_are_served() {
             }
         }
         assert_eq!((refused, closed), (50, 150));
-        let metrics = request(Target::Tcp(&addr), "GET", "/metrics", Some(TOKEN_A), None).await;
+        let metrics = request(
+            Target::Unix(&server.socket),
+            "GET",
+            "/metrics",
+            Some(TOKEN_A),
+            None,
+        )
+        .await;
         let text = String::from_utf8_lossy(&metrics.body).into_owned();
         assert!(text.contains("airlock_connections_refused 50\n"), "{text}");
     });
@@ -1159,6 +1167,7 @@ fn slow_clients_are_capped_and_dropped_while_others_are_served() {
 /// The idle keep-alive timeout is its own: a kept-alive connection survives a
 /// pause longer than the header timeout, and is closed after the idle one. A
 /// body that does not arrive in time is a 408 and the connection closes.
+/// (Only a caller with a valid token is kept alive at all.)
 #[test]
 fn idle_keepalive_and_body_timeouts() {
     let addr = format!("127.0.0.1:{}", free_port());
@@ -1176,7 +1185,10 @@ fn idle_keepalive_and_body_timeouts() {
     ]);
     rt_multi().block_on(async {
         use tokio::io::AsyncWriteExt;
-        let get = b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n";
+        let get = format!(
+            "GET /healthz HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {TOKEN_A}\r\n\r\n"
+        );
+        let get = get.as_bytes();
         let mut c = connect_from("127.0.0.2", &addr).await;
         c.write_all(get).await.unwrap();
         let (got, closed) = read_for(&mut c, Duration::from_millis(500)).await;
@@ -1200,6 +1212,105 @@ fn idle_keepalive_and_body_timeouts() {
         let answer = String::from_utf8_lossy(&answer).into_owned();
         assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
         assert!(answer.contains("request_timeout") && closed, "{answer}");
+    });
+}
+
+/// One local user cannot take every connection: the loopback addresses are
+/// one peer (a user binding 127.0.0.2, .3, ... gets one per-peer cap, not one
+/// each), TCP cannot fill the unix socket's places, and without a valid token
+/// a connection is closed after each answer, `/healthz` included, so it cannot
+/// be kept open by a cheap request now and then.
+#[test]
+fn one_local_user_cannot_take_every_connection() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(&[
+        "--tokens",
+        "tokens.toml",
+        "--listen",
+        &addr,
+        "--max-connections",
+        "2",
+        "--max-connections-per-peer",
+        "2",
+    ]);
+    rt_multi().block_on(async {
+        use tokio::io::AsyncWriteExt;
+        let authed = format!(
+            "GET /healthz HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {TOKEN_A}\r\n\r\n"
+        );
+        // Two kept-alive connections from two loopback addresses.
+        let mut held = Vec::new();
+        for from in ["127.0.0.2", "127.0.0.3"] {
+            let mut c = connect_from(from, &addr).await;
+            c.write_all(authed.as_bytes()).await.unwrap();
+            let (got, closed) = read_for(&mut c, Duration::from_millis(500)).await;
+            assert!(got.starts_with(b"HTTP/1.1 200") && !closed, "kept alive");
+            held.push(c);
+        }
+        // A third address is the same peer: over the per-peer cap.
+        let mut third = connect_from("127.0.0.4", &addr).await;
+        let (got, closed) = read_for(&mut third, Duration::from_secs(2)).await;
+        let got = String::from_utf8_lossy(&got).into_owned();
+        assert!(got.starts_with("HTTP/1.1 503") && closed, "{got}");
+        assert!(
+            got.contains("too_many_connections")
+                && got.contains("loopback")
+                && got.contains("--max-connections-per-peer"),
+            "{got}"
+        );
+
+        // The unix socket has its own places: TCP at its cap leaves it
+        // untouched...
+        let r = request(Target::Unix(&server.socket), "GET", "/healthz", None, None).await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // ... and the unix socket at its cap leaves TCP untouched.
+        let mut unix_held = Vec::new();
+        for _ in 0..2 {
+            let mut u = tokio::net::UnixStream::connect(&server.socket)
+                .await
+                .unwrap();
+            u.write_all(authed.as_bytes()).await.unwrap();
+            let mut got = [0u8; 12];
+            tokio::io::AsyncReadExt::read_exact(&mut u, &mut got)
+                .await
+                .unwrap();
+            assert_eq!(&got, b"HTTP/1.1 200");
+            unix_held.push(u);
+        }
+        drop(held.pop());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut c = connect_from("127.0.0.5", &addr).await;
+        c.write_all(authed.as_bytes()).await.unwrap();
+        let (got, closed) = read_for(&mut c, Duration::from_millis(500)).await;
+        assert!(
+            got.starts_with(b"HTTP/1.1 200") && !closed,
+            "{}",
+            String::from_utf8_lossy(&got)
+        );
+        drop(c);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+
+        // Without a valid token, every answer closes the connection.
+        let anonymous = [
+            "GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n".to_string(),
+            "GET /openapi.json HTTP/1.1\r\nhost: localhost\r\n\r\n".to_string(),
+            "GET /metrics HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer nope\r\n\r\n"
+                .to_string(),
+        ];
+        for req in anonymous {
+            let mut c = connect_from("127.0.0.6", &addr).await;
+            c.write_all(req.as_bytes()).await.unwrap();
+            let (got, closed) = read_for(&mut c, Duration::from_secs(2)).await;
+            let got = String::from_utf8_lossy(&got).into_owned();
+            assert!(got.starts_with("HTTP/1.1 "), "{req}: {got}");
+            assert!(
+                got.contains("connection: close\r\n") && closed,
+                "{req}: {got}"
+            );
+            // Its place is given back as the server closes.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     });
 }
 

@@ -248,3 +248,63 @@ fn mcp_over_stdio_answers_a_line_it_cannot_parse() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// A line that is not UTF-8, and one longer than the limit for a message
+/// (the HTTP body limit, 1 MiB), each get JSON-RPC's parse error, and the
+/// session goes on: the next request is answered.
+#[test]
+fn mcp_over_stdio_survives_invalid_utf8_and_overlong_lines() {
+    use std::io::{BufRead, BufReader, Write};
+    let site = Site::new();
+    let mut child = Command::new(front())
+        .arg("mcp")
+        .env("AIRLOCK_STATE_DIR", site.dir.path().join("state"))
+        .current_dir(&site.ws)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"x\":\"\xff\xfe\"}\n")
+            .unwrap();
+        let mut long = vec![b' '; (1 << 20) + 10];
+        long.push(b'\n');
+        stdin.write_all(&long).unwrap();
+        stdin
+            .write_all(
+                br#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}
+"#,
+            )
+            .unwrap();
+        stdin.flush().unwrap();
+        stdin
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut got: Vec<serde_json::Value> = Vec::new();
+    for _ in 0..3 {
+        let line = lines.next().expect("a line").unwrap();
+        got.push(serde_json::from_str(&line).unwrap());
+    }
+    drop(writer.join().unwrap());
+    let parse_errors: Vec<&str> = got
+        .iter()
+        .filter(|v| v["error"]["code"] == -32700 && v["id"].is_null())
+        .filter_map(|v| v["error"]["message"].as_str())
+        .collect();
+    assert_eq!(parse_errors.len(), 2, "{got:?}");
+    assert!(parse_errors[0].contains("not valid UTF-8"), "{got:?}");
+    assert!(
+        parse_errors[1].contains("longer than 1048576 bytes"),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|v| v["id"] == 7 && v["result"]["serverInfo"]["name"] == "airlock"),
+        "{got:?}"
+    );
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}

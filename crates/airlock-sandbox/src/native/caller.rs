@@ -45,7 +45,14 @@ pub struct NativeBackend {
     forker: Option<Arc<Forker>>,
     /// When a helper of this backend last swept for crashed runs' leftovers.
     last_sweep: Arc<std::sync::Mutex<Option<Instant>>>,
+    /// How long past a run's timeout the caller waits for a helper that
+    /// stopped working before killing it ([`STUCK_HELPER_GRACE`]).
+    stuck_helper_grace: Duration,
 }
+
+/// The default of [`NativeBackend::set_stuck_helper_grace`]: the helper
+/// enforces the timeout itself, and tears down within this.
+pub const STUCK_HELPER_GRACE: Duration = Duration::from_secs(60);
 
 impl NativeBackend {
     pub fn new(helper_exe: PathBuf, runs_dir: PathBuf) -> NativeBackend {
@@ -56,7 +63,15 @@ impl NativeBackend {
             preforked: Arc::default(),
             forker: None,
             last_sweep: Arc::default(),
+            stuck_helper_grace: STUCK_HELPER_GRACE,
         }
+    }
+
+    /// How long past a run's timeout, counted from when the run was handed
+    /// to its sandbox, the caller waits for a helper that stopped responding
+    /// before it kills it. Tests shorten it; a server keeps the default.
+    pub fn set_stuck_helper_grace(&mut self, grace: Duration) {
+        self.stuck_helper_grace = grace;
     }
 
     /// Whether the next helper should sweep for crashed runs' leftovers: the
@@ -341,6 +356,7 @@ impl NativeBackend {
             started,
             ..
         } = helper;
+        let handed = Instant::now();
         let mut tap = None;
         let stdin_thread = match (child.stdin.take(), spec.stdin.clone()) {
             (Some(mut pipe), Some(data)) => Some(std::thread::spawn(move || {
@@ -358,9 +374,12 @@ impl NativeBackend {
         let stderr = output::take_pipe(child.stderr.take(), "stderr")?;
 
         // A backstop if the helper itself wedges: it enforces the timeout, this
-        // only catches a helper that stopped working.
+        // only catches a helper that stopped working. It counts from now, when
+        // the run is handed over (the helper's own setup and timeout clocks
+        // start after the go), not from the helper's start: a warm sandbox
+        // may have waited in its pool far longer than any timeout.
         let backstop =
-            started + Duration::from_millis(spec.limits.timeout_ms) + Duration::from_secs(60);
+            handed + Duration::from_millis(spec.limits.timeout_ms) + self.stuck_helper_grace;
         let pipes = output::Pipes {
             stdout: &stdout,
             stderr: &stderr,

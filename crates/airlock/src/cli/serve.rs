@@ -93,12 +93,13 @@ pub struct Args {
     /// Seconds a kept-alive connection may wait for its next request.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     pub idle_timeout: f64,
-    /// Connections open at once, all listeners together; past it, 503
-    /// too_many_connections and the connection is closed.
+    /// Connections open at once on each listener (the unix socket and TCP
+    /// each have their own); past it, 503 too_many_connections and the
+    /// connection is closed.
     #[arg(long, default_value_t = 512)]
     pub max_connections: usize,
-    /// Connections open at once from one peer (a TCP source address, or a uid
-    /// on the unix socket).
+    /// Connections open at once from one peer (a TCP source address, every
+    /// loopback address counting as one; or a uid on the unix socket).
     #[arg(long, default_value_t = 128)]
     pub max_connections_per_peer: usize,
     /// Do not serve MCP (streamable HTTP) at /mcp.

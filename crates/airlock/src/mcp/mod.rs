@@ -558,23 +558,51 @@ impl ServerHandler for AirlockMcp {
 ///
 /// rmcp's stdio transport drops a line it cannot parse without a word, and a
 /// client then waits for an answer that never comes. The lines are read here
-/// first: one that is not JSON (a lone UTF-16 surrogate included) gets
-/// JSON-RPC's parse error (-32700), one that is JSON but not an object its
-/// invalid-request error (-32600), both with `id: null`; the rest go on to
-/// rmcp through an in-memory pipe. rmcp's lines and these answers leave
-/// through one writer, a whole line at a time.
+/// first, as bytes: one that is not UTF-8 or not JSON (a lone UTF-16 surrogate
+/// included), or longer than the server's body limit (its bytes are skipped
+/// to the next newline, never held), gets JSON-RPC's parse error (-32700),
+/// one that is JSON but not an object its invalid-request error (-32600), both
+/// with `id: null`, and the session goes on; the rest go on to rmcp through an
+/// in-memory pipe. rmcp's lines and these answers leave through one writer, a
+/// whole line at a time.
 pub async fn serve_stdio(service: Arc<Service>, tenant: Arc<Tenant>) -> anyhow::Result<()> {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let (mut to_rmcp, rmcp_in) = tokio::io::duplex(1 << 20);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
     let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let max_line = service.limits.body_bytes;
     let reader = tokio::spawn(async move {
-        let mut lines = BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        let mut input = BufReader::new(tokio::io::stdin());
+        let mut bytes = Vec::new();
+        loop {
+            match read_bounded_line(&mut input, max_line, &mut bytes).await {
+                Ok(LineRead::Line) => {}
+                Ok(LineRead::TooLong) => {
+                    let _ = answers.send(rpc_error(
+                        -32700,
+                        format!(
+                            "Parse error: a line is longer than {max_line} bytes, the limit \
+                             for one message (the same as the HTTP body limit); it was skipped. \
+                             Send smaller messages"
+                        ),
+                    ));
+                    continue;
+                }
+                // EOF, or stdin failed: the session ends.
+                Ok(LineRead::End) | Err(_) => break,
+            }
+            let text = bytes.strip_suffix(b"\r").unwrap_or(&bytes);
+            let Ok(line) = std::str::from_utf8(text) else {
+                let _ = answers.send(rpc_error(
+                    -32700,
+                    "Parse error: the line is not valid UTF-8".into(),
+                ));
+                continue;
+            };
             if line.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_str::<serde_json::Value>(&line) {
+            match serde_json::from_str::<serde_json::Value>(line) {
                 Ok(serde_json::Value::Object(_)) => {
                     let forwarded = async {
                         to_rmcp.write_all(line.as_bytes()).await?;
@@ -628,6 +656,61 @@ pub async fn serve_stdio(service: Arc<Service>, tenant: Arc<Tenant>) -> anyhow::
     reader.abort();
     let _ = writer.await;
     Ok(())
+}
+
+/// What [`read_bounded_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum LineRead {
+    /// A line (without its newline) is in the buffer.
+    Line,
+    /// A line longer than the limit was skipped; the buffer is empty.
+    TooLong,
+    /// End of input.
+    End,
+}
+
+/// Reads one `\n`-terminated line of at most `max` bytes into `line`. A longer
+/// one is read on to its newline and dropped as it comes, so that no more than
+/// `max` bytes of it are ever held. A last line without a newline counts.
+async fn read_bounded_line<R>(
+    input: &mut R,
+    max: usize,
+    line: &mut Vec<u8>,
+) -> std::io::Result<LineRead>
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+{
+    use tokio::io::AsyncBufReadExt;
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let chunk = input.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => LineRead::TooLong,
+                (false, true) => LineRead::End,
+                (false, false) => LineRead::Line,
+            });
+        }
+        let newline = chunk.iter().position(|b| *b == b'\n');
+        let part = &chunk[..newline.unwrap_or(chunk.len())];
+        if !too_long {
+            if line.len() + part.len() > max {
+                too_long = true;
+                *line = Vec::new();
+            } else {
+                line.extend_from_slice(part);
+            }
+        }
+        let used = newline.map_or(chunk.len(), |i| i + 1);
+        input.consume(used);
+        if newline.is_some() {
+            return Ok(match too_long {
+                true => LineRead::TooLong,
+                false => LineRead::Line,
+            });
+        }
+    }
 }
 
 /// A JSON-RPC error answer to a message whose id could not be read.
@@ -696,4 +779,36 @@ pub fn http_router(
                 }
             },
         ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_bounded_line, LineRead};
+
+    /// Lines are read whole up to the limit, a longer one is skipped to its
+    /// newline, and the next line is read as usual, whatever the chunks.
+    #[tokio::test]
+    async fn a_line_past_the_limit_is_skipped_and_reading_goes_on() {
+        let input: &[u8] = b"abc\n0123456789\n\xff\nlast";
+        let mut r = tokio::io::BufReader::with_capacity(3, input);
+        let mut line = Vec::new();
+        let mut got = Vec::new();
+        loop {
+            let read = read_bounded_line(&mut r, 5, &mut line).await.unwrap();
+            if read == LineRead::End {
+                break;
+            }
+            assert!(line.len() <= 5);
+            got.push((read, line.clone()));
+        }
+        assert_eq!(
+            got,
+            vec![
+                (LineRead::Line, b"abc".to_vec()),
+                (LineRead::TooLong, vec![]),
+                (LineRead::Line, b"\xff".to_vec()),
+                (LineRead::Line, b"last".to_vec()),
+            ]
+        );
+    }
 }

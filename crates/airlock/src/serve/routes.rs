@@ -59,12 +59,49 @@ pub fn router(
             body_read,
             crate::serve::conn::body::read_body,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            close_unless_authenticated,
+        ))
         .with_state(state)
+}
+
+/// With tokens, only a caller that presented a valid one may keep its
+/// connection open: any other answer (`/healthz`, `/openapi.json`, a 401, a
+/// 404) says `Connection: close`, and hyper closes after it. Otherwise anyone
+/// who can reach the port could hold connection slots with a cheap
+/// unauthenticated request now and then, and lock out every client.
+async fn close_unless_authenticated(
+    State(state): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if !state.tenants.requires_tokens() {
+        return next.run(req).await;
+    }
+    let authenticated = match tenant_for(&state.tenants, req.headers()) {
+        Ok(tenant) => {
+            // `authenticate` takes it from here rather than hashing again.
+            req.extensions_mut().insert(tenant);
+            true
+        }
+        Err(_) => false,
+    };
+    let mut response = next.run(req).await;
+    if !authenticated {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// Resolve the caller: a bearer token when the server has a tokens file, else
 /// the local tenant (only reachable through the owner-only unix socket).
 async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    if req.extensions().get::<Arc<Tenant>>().is_some() {
+        return next.run(req).await;
+    }
     let tenant = match tenant_for(&state.tenants, req.headers()) {
         Ok(t) => t,
         Err(e) => {

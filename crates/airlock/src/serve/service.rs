@@ -130,6 +130,11 @@ pub struct RunResult {
     /// The backend the command ran on (`native`, `gvisor`, ...); null when
     /// nothing ran.
     pub backend: Option<String>,
+    /// `GET /v1/runs/{id}` only: this run's stdout and stderr were dropped
+    /// from memory to stay within the server's budget for kept output (the
+    /// oldest runs' first); they are empty here. Omitted when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub output_evicted: bool,
 }
 
 /// One `AIRLOCK_PROFILE=1` line, in one write (stderr is unbuffered).
@@ -256,19 +261,53 @@ pub struct Service {
 /// not exist is `404 not_found`, said at once (not a sandbox that fails to
 /// chdir). Paths that leave the workspace are not looked at here: the gate
 /// refuses them. A check only judges, so it does not need the folder.
+///
+/// The cwd is resolved beneath the root (`openat2` with `RESOLVE_BENEATH`): a
+/// symlink that leads out of the workspace is never followed, so the answer
+/// for it is the same whether or not its target exists. Following it would
+/// have this server (often root) tell any caller which host folders exist.
 fn cwd_exists(cwd: &Path, root: &Path) -> Result<(), ApiError> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
     let lexical = lexical_normal(cwd);
-    if lexical.starts_with(root) && !lexical.is_dir() {
-        let shown = lexical.strip_prefix(root).unwrap_or(&lexical);
-        return Err(ApiError::new(
-            ErrorCode::NotFound,
-            format!(
-                "cwd {:?} is not a folder of the workspace",
-                shown.display().to_string()
-            ),
-        ));
+    let Ok(rel) = lexical.strip_prefix(root) else {
+        return Ok(());
+    };
+    let Ok(root_fd) = rustix::fs::open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        // No workspace to look in: the run's own setup says what is wrong.
+        return Ok(());
+    };
+    let rel = match rel.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => rel,
+    };
+    let opened = rustix::fs::openat2(
+        &root_fd,
+        rel,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    );
+    match opened {
+        Ok(_) => Ok(()),
+        // Missing, or not a folder, inside the workspace (a symlink loop
+        // too: the walk never left it).
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {
+            Err(ApiError::new(
+                ErrorCode::NotFound,
+                format!(
+                    "cwd {:?} is not a folder of the workspace",
+                    rel.display().to_string()
+                ),
+            ))
+        }
+        // EXDEV: a symlink or `..` leads out of the workspace, which the gate
+        // refuses; anything else is left to the gate and the run too.
+        Err(_) => Ok(()),
     }
-    Ok(())
 }
 
 /// `path` with `.` and `..` folded away without touching the filesystem.
@@ -310,7 +349,7 @@ impl Service {
             admission,
             check_admission,
             metrics: Metrics::default(),
-            runs: RunRegistry::new(4096),
+            runs: RunRegistry::new(4096, crate::serve::runs::DEFAULT_OUTPUT_BUDGET),
             limits,
             languages,
             tokens_file: None,
@@ -666,6 +705,7 @@ impl Service {
             backend: response.outcome.as_ref().map(|_| backend.to_string()),
             outcome: response.outcome,
             audit_ids: response.audit_ids,
+            output_evicted: false,
         };
         self.runs.insert(&tenant.name, result.clone());
         if profiling {
@@ -724,6 +764,47 @@ impl Service {
                 ErrorCode::ShuttingDown,
                 "the server is shutting down",
             )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cwd_exists;
+    use std::os::unix::fs::symlink;
+
+    /// A symlink out of the workspace gets the same answer whether its target
+    /// exists or not (the gate refuses both); a folder of the workspace, or a
+    /// link to one, passes; what is missing or not a folder inside is 404.
+    #[test]
+    fn cwd_check_never_looks_outside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(ws.join("file"), "x").unwrap();
+        symlink(&outside, ws.join("to-existing")).unwrap();
+        symlink(outside.join("missing"), ws.join("to-missing")).unwrap();
+        symlink("../outside", ws.join("rel-existing")).unwrap();
+        symlink("../outside/missing", ws.join("rel-missing")).unwrap();
+        symlink("sub", ws.join("to-sub")).unwrap();
+        symlink("loop", ws.join("loop")).unwrap();
+
+        let answer = |p: &str| {
+            cwd_exists(&ws.join(p), &ws)
+                .map_err(|e| e.code.as_str())
+                .err()
+        };
+        for p in ["to-existing", "to-missing", "rel-existing", "rel-missing"] {
+            assert_eq!(answer(p), None, "{p}: left to the gate");
+            assert_eq!(answer(&format!("{p}/deeper")), None, "{p}/deeper");
+        }
+        for p in ["", ".", "sub", "to-sub", "sub/../sub"] {
+            assert_eq!(answer(p), None, "{p}");
+        }
+        for p in ["missing", "file", "loop", "sub/missing"] {
+            assert_eq!(answer(p), Some("not_found"), "{p}");
         }
     }
 }

@@ -2,9 +2,10 @@
 //! (or opens too many) gets. Finding 3 of issue 13: 50 connections sending
 //! headers a byte at a time were held forever.
 //!
-//! * [`limits`]: a cap on open connections overall and per peer (source address
-//!   on TCP, uid on the unix socket); past it, a clear `503 too_many_connections`
-//!   with `Retry-After`, then the connection is closed, never a hang.
+//! * [`limits`]: a cap on open connections per listener and per peer (source
+//!   address on TCP, every loopback address one peer; uid on the unix socket);
+//!   past it, a clear `503 too_many_connections` with `Retry-After`, then the
+//!   connection is closed, never a hang.
 //! * [`clock`]: per connection, a header read timeout (from the first byte of a
 //!   request, or from accept, to its complete head) and an idle keep-alive
 //!   timeout (between requests); a connection past either is closed.
@@ -34,7 +35,7 @@ pub struct ConnConfig {
     pub body_timeout: Duration,
     /// How long a kept-alive connection may wait for its next request.
     pub idle_timeout: Duration,
-    /// Open connections at once, all listeners together.
+    /// Open connections at once on each listener (the unix socket, TCP).
     pub max_connections: usize,
     /// Open connections at once from one peer.
     pub max_per_peer: usize,
@@ -72,7 +73,7 @@ impl Listener {
             Listener::Tcp(l) => {
                 let (s, addr) = l.accept().await?;
                 let _ = s.set_nodelay(true);
-                Ok((Box::new(s), Peer::Ip(addr.ip())))
+                Ok((Box::new(s), Peer::of_ip(addr.ip())))
             }
         }
     }
