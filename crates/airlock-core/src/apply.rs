@@ -39,6 +39,8 @@ pub enum ApplyStatus {
     Refused,
     /// Only a report was asked for (`airlock changes RUN_ID`).
     Report,
+    /// The kept set was removed without being applied (`--discard`).
+    Discarded,
 }
 
 impl ApplyStatus {
@@ -51,6 +53,7 @@ impl ApplyStatus {
             ApplyStatus::ApprovalRefused => "approval_refused",
             ApplyStatus::Refused => "refused",
             ApplyStatus::Report => "report",
+            ApplyStatus::Discarded => "discarded",
         }
     }
 }
@@ -75,6 +78,18 @@ pub struct ApplyResponse {
     pub applied: bool,
     pub violations: Vec<Violation>,
     pub audit_ids: Vec<String>,
+}
+
+/// One kept set, as `airlock changes` lists it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KeptSummary {
+    pub run_id: String,
+    /// When it was kept, in ms since the epoch.
+    pub created_ms: u64,
+    /// The bytes its files hold.
+    pub bytes: u64,
+    pub command: airlock_policy::Command,
+    pub cwd: PathBuf,
 }
 
 /// A kept set, loaded for one caller.
@@ -149,6 +164,73 @@ impl Engine {
             }
         }
         Ok(r)
+    }
+
+    /// Removes the kept set of `run_id` without applying any of it, and
+    /// records that in the audit log (`airlock changes RUN_ID --discard`).
+    /// Only the caller's tenant may; a pending approval of the set can then
+    /// apply nothing.
+    pub fn discard_kept(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        run_id: &str,
+    ) -> Result<ApplyResponse, EngineError> {
+        let request_id = crate::state::new_request_id();
+        let mut r = empty(&request_id, run_id);
+        let loaded = match self.load_kept(caller, policy, run_id) {
+            Ok(l) => l,
+            Err(why) => {
+                r.status = ApplyStatus::Refused;
+                r.message = why;
+                return Ok(r);
+            }
+        };
+        if let Ok(m) = sk::manifest(&loaded.dir) {
+            r.set_sha256 = m.set_sha256;
+        }
+        match sk::remove(&loaded.dir) {
+            Ok(()) => {
+                r.status = ApplyStatus::Discarded;
+                r.message = format!(
+                    "discarded the kept change set of run {run_id}; none of it was applied"
+                );
+            }
+            Err(e) => {
+                r.status = ApplyStatus::Refused;
+                r.message = format!(
+                    "cannot remove the kept change set {}: {e}",
+                    loaded.dir.display()
+                );
+            }
+        }
+        self.record_apply(caller, policy, &mut r, Some(&loaded), None)?;
+        Ok(r)
+    }
+
+    /// The kept sets the caller's tenant may see, oldest first.
+    pub fn kept_list(&self, caller: &Caller) -> Vec<KeptSummary> {
+        let root = crate::kept::root(self.ledger().state_dir());
+        let Ok(rd) = std::fs::read_dir(&root) else {
+            return Vec::new();
+        };
+        let mut out: Vec<KeptSummary> = rd
+            .flatten()
+            .filter_map(|e| {
+                let dir = e.path();
+                let (created_ms, bytes) = sk::stamp(&dir)?;
+                let info = crate::kept::read_info(&dir).ok()?;
+                (info.tenant == caller.tenant()).then_some(KeptSummary {
+                    run_id: info.run_id,
+                    created_ms,
+                    bytes,
+                    command: info.request.command,
+                    cwd: info.request.cwd,
+                })
+            })
+            .collect();
+        out.sort_by_key(|k| k.created_ms);
+        out
     }
 
     /// Applies the kept set of `run_id` through the return path. Changes that

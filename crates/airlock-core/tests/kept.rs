@@ -301,3 +301,38 @@ fn an_apply_whose_every_change_is_denied_is_not_applied() {
     assert!(a.message.starts_with("nothing applied"), "{}", a.message);
     assert!(!f.ws.join("ok.txt").exists() && !f.ws.join(".envrc").exists());
 }
+
+/// A kept set is listed for its own tenant only, and discarding it removes
+/// it without applying anything, with an audit record; a second discard, or
+/// an apply after it, is refused.
+#[test]
+fn a_kept_set_is_listed_and_discarded_without_being_applied() {
+    let f = fx();
+    let e = engine(&f, "export X=1\n");
+    let me = Caller::cli();
+    let r = run_apply(&e, &f, &me);
+    let run_id = r.request_id.clone();
+    let listed = e.kept_list(&me);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].run_id, run_id);
+    let other = Caller::token("agent-2");
+    assert!(e.kept_list(&other).is_empty());
+    assert_eq!(
+        e.discard_kept(&other, &f.policy, &run_id).unwrap().status,
+        ApplyStatus::Refused
+    );
+    let d = e.discard_kept(&me, &f.policy, &run_id).unwrap();
+    assert_eq!(d.status, ApplyStatus::Discarded, "{}", d.message);
+    assert!(!d.applied);
+    assert_eq!(d.audit_ids.len(), 1);
+    assert!(!f.ws.join("ok.txt").exists() && !f.ws.join(".envrc").exists());
+    assert!(e.kept_list(&me).is_empty());
+    assert_eq!(
+        e.discard_kept(&me, &f.policy, &run_id).unwrap().status,
+        ApplyStatus::Refused
+    );
+    let a = e
+        .apply_kept(&me, &f.policy, &run_id, RunOptions::default())
+        .unwrap();
+    assert_eq!(a.status, ApplyStatus::Refused);
+}

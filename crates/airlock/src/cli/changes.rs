@@ -12,9 +12,17 @@ use std::path::PathBuf;
 pub const NOT_APPLIED: i32 = 1;
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Without RUN_ID, lists the kept change sets (newest last). Exit status: 0
+shown, listed or discarded; 1 no such kept set (applied, discarded, expired,
+or another tenant's); 2 usage or setup error.")]
 pub struct ChangesArgs {
-    /// The run's request id (`request_id` in `airlock run --json`).
-    run_id: String,
+    /// The run's request id (`request_id` in `airlock run --json`); without
+    /// it, the kept sets are listed.
+    run_id: Option<String>,
+    /// Remove the kept set without applying any of it (recorded in the audit log).
+    #[arg(long, requires = "run_id")]
+    discard: bool,
     /// Policy file (default: $AIRLOCK_POLICY, ./airlock.toml, or the built-in default).
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
@@ -81,13 +89,51 @@ fn open(
 pub fn changes(args: ChangesArgs) -> anyhow::Result<i32> {
     let (engine, policy) = open(args.policy.as_ref(), args.cwd.as_ref())?;
     let caller = airlock_core::Caller::cli();
-    let r = engine.kept_changes(&caller, &policy, &args.run_id)?;
+    let Some(run_id) = &args.run_id else {
+        return list(&engine, &caller, args.json);
+    };
+    let r = if args.discard {
+        engine.discard_kept(&caller, &policy, run_id)?
+    } else {
+        engine.kept_changes(&caller, &policy, run_id)?
+    };
     print(&r, args.json)?;
     Ok(if r.status == ApplyStatus::Refused {
         NOT_APPLIED
     } else {
         0
     })
+}
+
+/// The caller's kept sets: one line each, or a JSON array.
+fn list(
+    engine: &airlock_core::Engine,
+    caller: &airlock_core::Caller,
+    json: bool,
+) -> anyhow::Result<i32> {
+    let sets = engine.kept_list(caller);
+    if json {
+        println!("{}", json_safe(&serde_json::to_string_pretty(&sets)?));
+        return Ok(0);
+    }
+    if sets.is_empty() {
+        eprintln!("airlock: no kept change sets");
+    }
+    for k in &sets {
+        let command = match &k.command {
+            airlock_policy::Command::Shell { command } => command.clone(),
+            airlock_policy::Command::Argv { argv } => argv.join(" "),
+            airlock_policy::Command::Code { language, .. } => format!("({language} code)"),
+        };
+        println!(
+            "{}  {}  {:>9} bytes  {}",
+            k.run_id,
+            airlock_core::clock::format_rfc3339(k.created_ms),
+            k.bytes,
+            escape_line(&command)
+        );
+    }
+    Ok(0)
 }
 
 pub fn apply(args: ApplyArgs) -> anyhow::Result<i32> {
@@ -121,7 +167,7 @@ pub fn apply(args: ApplyArgs) -> anyhow::Result<i32> {
 /// The exit status of an apply.
 pub fn status_of(r: &ApplyResponse) -> i32 {
     match r.status {
-        ApplyStatus::Applied | ApplyStatus::Report => 0,
+        ApplyStatus::Applied | ApplyStatus::Report | ApplyStatus::Discarded => 0,
         ApplyStatus::NotApplied | ApplyStatus::Refused => NOT_APPLIED,
         ApplyStatus::ApprovalPending
         | ApplyStatus::ApprovalDenied
