@@ -134,6 +134,26 @@ impl Engine {
         })
     }
 
+    /// A response for a new request about the kept set of `run_id`, and the
+    /// set loaded for `caller`; without it, the response is refused and says
+    /// why.
+    fn open_kept(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        run_id: &str,
+    ) -> (ApplyResponse, Option<Loaded>) {
+        let mut r = empty(&crate::state::new_request_id(), run_id);
+        match self.load_kept(caller, policy, run_id) {
+            Ok(l) => (r, Some(l)),
+            Err(why) => {
+                r.status = ApplyStatus::Refused;
+                r.message = why;
+                (r, None)
+            }
+        }
+    }
+
     /// What applying the kept set of `run_id` would do now, under `policy`.
     pub fn kept_changes(
         &self,
@@ -141,15 +161,9 @@ impl Engine {
         policy: &Policy,
         run_id: &str,
     ) -> Result<ApplyResponse, EngineError> {
-        let request_id = crate::state::new_request_id();
-        let mut r = empty(&request_id, run_id);
-        let loaded = match self.load_kept(caller, policy, run_id) {
-            Ok(l) => l,
-            Err(why) => {
-                r.status = ApplyStatus::Refused;
-                r.message = why;
-                return Ok(r);
-            }
+        let (mut r, loaded) = self.open_kept(caller, policy, run_id);
+        let Some(loaded) = loaded else {
+            return Ok(r);
         };
         match sk::report(&loaded.dir, &loaded.ws, &loaded.limits) {
             Ok((f, m)) => {
@@ -176,15 +190,9 @@ impl Engine {
         policy: &Policy,
         run_id: &str,
     ) -> Result<ApplyResponse, EngineError> {
-        let request_id = crate::state::new_request_id();
-        let mut r = empty(&request_id, run_id);
-        let loaded = match self.load_kept(caller, policy, run_id) {
-            Ok(l) => l,
-            Err(why) => {
-                r.status = ApplyStatus::Refused;
-                r.message = why;
-                return Ok(r);
-            }
+        let (mut r, loaded) = self.open_kept(caller, policy, run_id);
+        let Some(loaded) = loaded else {
+            return Ok(r);
         };
         if let Ok(m) = sk::manifest(&loaded.dir) {
             r.set_sha256 = m.set_sha256;
@@ -244,17 +252,12 @@ impl Engine {
         run_id: &str,
         mut options: RunOptions<'_>,
     ) -> Result<ApplyResponse, EngineError> {
-        let request_id = crate::state::new_request_id();
-        let mut r = empty(&request_id, run_id);
-        let loaded = match self.load_kept(caller, policy, run_id) {
-            Ok(l) => l,
-            Err(why) => {
-                r.status = ApplyStatus::Refused;
-                r.message = why;
-                self.record_apply(caller, policy, &mut r, None, None)?;
-                return Ok(r);
-            }
+        let (mut r, loaded) = self.open_kept(caller, policy, run_id);
+        let Some(loaded) = loaded else {
+            self.record_apply(caller, policy, &mut r, None, None)?;
+            return Ok(r);
         };
+        let request_id = r.request_id.clone();
         // What the set is now, and whether it needs a person.
         let (preview, manifest) = match sk::report(&loaded.dir, &loaded.ws, &loaded.limits) {
             Ok(x) => x,

@@ -392,6 +392,19 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A copy of the workspace `ws` in `dir`, where a run's git commands act.
+fn copy_of(ws: &Path, dir: &Path) -> PathBuf {
+    let run = dir.join("run");
+    let cp = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(ws)
+        .arg(&run)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    run
+}
+
 /// A repository whose history is packed (`git gc`): a directory with an
 /// `.envrc` and a README, committed.
 fn packed_repo(ws: &Path) {
@@ -417,14 +430,7 @@ fn packed_repo(ws: &Path) {
 fn a_commit_is_read_through_the_hosts_packs() {
     let d = dirs();
     packed_repo(&d.ws);
-    let run = d._tmp.path().join("run");
-    let cp = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(&d.ws)
-        .arg(&run)
-        .status()
-        .unwrap();
-    assert!(cp.success());
+    let run = copy_of(&d.ws, d._tmp.path());
     // The host's `env` tree at `app` as well, in a commit on main: `app`
     // itself is no name the rules hold, `app/.envrc` is. The work tree and
     // the index stay as they were.
@@ -464,14 +470,7 @@ fn a_commit_is_read_through_the_hosts_packs() {
     // An ordinary commit over the same packed history applies.
     let d = dirs();
     packed_repo(&d.ws);
-    let run = d._tmp.path().join("run");
-    let cp = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(&d.ws)
-        .arg(&run)
-        .status()
-        .unwrap();
-    assert!(cp.success());
+    let run = copy_of(&d.ws, d._tmp.path());
     fs::write(run.join("readme.txt"), "changed\n").unwrap();
     git(&run, &["commit", "-q", "-am", "ordinary"]);
     upper_of(&d.ws, &run, &d.upper);
@@ -510,14 +509,7 @@ fn a_deltified_tree_in_a_pack_is_read() {
             .any(|l| l.starts_with(&old) && l.split_whitespace().count() > 5),
         "git stored the old tree as a delta:\n{listing}"
     );
-    let run = d._tmp.path().join("run");
-    assert!(std::process::Command::new("cp")
-        .arg("-a")
-        .arg(ws)
-        .arg(&run)
-        .status()
-        .unwrap()
-        .success());
+    let run = copy_of(&d.ws, d._tmp.path());
     let head = git(&run, &["rev-parse", "HEAD^{tree}"]);
     let mut c = std::process::Command::new("git")
         .arg("-C")

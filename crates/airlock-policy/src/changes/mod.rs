@@ -955,13 +955,7 @@ pub fn classify(entry: &Entry<'_>, policy: &ChangesPolicy, ctx: &Context) -> Cla
 
 /// Why `rel` is git metadata that needs a person, if it is.
 fn git_metadata(rel: &Path) -> Option<String> {
-    let comps: Vec<&[u8]> = rel
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.as_bytes()),
-            _ => None,
-        })
-        .collect();
+    let comps = pattern::normal_components(rel);
     for (i, c) in comps.iter().enumerate() {
         if *c != b".git" {
             continue;

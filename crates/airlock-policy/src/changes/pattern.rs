@@ -56,22 +56,14 @@ impl Pattern {
 
     /// True when `rel` (relative to the workspace root) or one of its ancestors matches.
     pub fn matches(&self, rel: &Path) -> bool {
-        let comps: Vec<&[u8]> = rel
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.as_bytes()),
-                _ => None,
-            })
-            .collect();
+        let comps = normal_components(rel);
         if self.anchored {
             prefix_match(&self.parts, &comps)
         } else {
             (0..comps.len()).any(|i| prefix_match(&self.parts, &comps[i..]))
         }
     }
-}
 
-impl Pattern {
     /// True when the pattern, anchored, may match a path below `rel` whose
     /// match uses `rel`'s components: what a symlink at `rel` would stand in
     /// for, were the names below it reached through it. (A pattern of one
@@ -83,15 +75,20 @@ impl Pattern {
         if !self.anchored {
             return self.matches(rel);
         }
-        let comps: Vec<&[u8]> = rel
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.as_bytes()),
-                _ => None,
-            })
-            .collect();
+        let comps = normal_components(rel);
         may_extend(&self.parts, &comps)
     }
+}
+
+/// The names of `rel`'s plain components, as bytes (`.`, `..` and a root
+/// left out).
+pub(crate) fn normal_components(rel: &Path) -> Vec<&[u8]> {
+    rel.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.as_bytes()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// True when `pat` matches `comps` followed by some further components,
