@@ -129,6 +129,21 @@ const CASES: &[(&str, &str, &str, Verdict)] = &[
     ("grep -rn TODO src", ".", "default", A),
     ("grep curl README.md", ".", "default", A),
     ("rg -n 'fn main' .", ".", "default", A),
+    ("for i in 1 2 3; do echo $((i*2)); done", ".", "default", A),
+    (
+        "n=0; for f in *.md; do n=$((n+1)); done; echo $n",
+        ".",
+        "default",
+        A,
+    ),
+    ("echo $((SHLVL+1))", ".", "default", A),
+    (
+        "read -r x < README.md; echo \"$x\" ${x:-none}",
+        ".",
+        "default",
+        A,
+    ),
+    ("read -r x < README.md; [[ $x == y ]]", ".", "default", A),
     ("find . -name '*.py'", ".", "default", A),
     (
         "find . -name '*.py' -exec grep -l import {} +",
@@ -1345,6 +1360,29 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
         "array subscript",
     ),
     ("printf -v 'a[$(id)]' x", "default", D, "array subscript"),
+    // A value the gate cannot see, evaluated as arithmetic: bash runs the
+    // command substitution of an array subscript in it.
+    (
+        "read -r x < README.md; echo $((x))",
+        "default",
+        D,
+        "whose value the gate cannot see",
+    ),
+    (
+        "while read -r x; do echo $((x)); done < README.md",
+        "default",
+        D,
+        "whose value the gate cannot see",
+    ),
+    ("read -r x < README.md; [[ x -eq 1 ]]", "default", D, "`x`"),
+    ("read -r x < README.md; [[ $x -gt 1 ]]", "default", D, "`x`"),
+    ("read -r x < README.md; (( x ))", "default", D, "`x`"),
+    ("read -r x < README.md; echo ${a[x]}", "default", D, "`x`"),
+    ("read -r x < README.md; echo ${y:x}", "default", D, "`x`"),
+    ("read -r x < README.md; let y=x+1", "default", D, "`x`"),
+    ("read -r x < README.md; y=$x; echo $((y))", "default", D, "`y`"),
+    ("for f in *; do echo $((f)); done", "default", D, "`f`"),
+    ("f() { echo $(($1+1)); }; f 2", "default", D, "positional parameter"),
     (
         "[[ 1 -eq $'a[\\x24(id)]' ]]",
         "default",

@@ -369,6 +369,10 @@ impl State {
                 }
             }
         }
+        self.vars.unseen.extend(other.vars.unseen.iter().cloned());
+        for name in &other.vars.unseen {
+            self.vars.known.remove(name);
+        }
     }
 }
 
@@ -863,9 +867,23 @@ impl Analyzer {
             }
             E::Not(a) | E::Parenthesized(a) => self.extended_test_words(a, seg, vars),
             E::UnaryTest(_, w) => self.test_word(&w.value, seg, vars),
-            E::BinaryTest(_, a, b) => {
-                self.test_word(&a.value, seg, vars);
-                self.test_word(&b.value, seg, vars);
+            E::BinaryTest(op, a, b) => {
+                use ast::BinaryPredicate as P;
+                let arithmetic = matches!(
+                    op,
+                    P::ArithmeticEqualTo
+                        | P::ArithmeticNotEqualTo
+                        | P::ArithmeticLessThan
+                        | P::ArithmeticLessThanOrEqualTo
+                        | P::ArithmeticGreaterThan
+                        | P::ArithmeticGreaterThanOrEqualTo
+                );
+                for w in [a, b] {
+                    self.test_word(&w.value, seg, vars);
+                    if arithmetic {
+                        self.arithmetic_operand(&w.value, seg, vars);
+                    }
+                }
             }
         }
     }
@@ -873,6 +891,23 @@ impl Analyzer {
     /// A word that is data: only a substitution in it matters.
     fn data_word(&self, raw: &str, seg: &mut Segment, vars: &Vars) {
         if let Expansion::Executes { why } = expand(raw, vars, &self.home) {
+            seg.unknown.get_or_insert(why);
+        }
+    }
+
+    /// An operand of an arithmetic `[[` operator (`-eq`, `-lt`, …): bash
+    /// evaluates its value as an expression.
+    fn arithmetic_operand(&self, raw: &str, seg: &mut Segment, vars: &Vars) {
+        let why = match expand(raw, vars, &self.home) {
+            Expansion::Known { values, .. } => values.iter().find_map(|v| {
+                words::arithmetic_unseen(v, vars).map(|name| words::unseen_why(&name, raw))
+            }),
+            Expansion::Unknown { .. } => {
+                words::arithmetic_unseen(raw, vars).map(|name| words::unseen_why(&name, raw))
+            }
+            Expansion::Executes { .. } => None,
+        };
+        if let Some(why) = why {
             seg.unknown.get_or_insert(why);
         }
     }
@@ -912,15 +947,20 @@ impl Analyzer {
     }
 
     fn arithmetic(&mut self, expr: &str, st: &State) {
-        if expr.contains("$(") || expr.contains('`') {
-            let mut seg = Segment::new(&st.cwd);
-            seg.argv = vec!["((".into()];
-            seg.unknown = Some(format!(
+        let why = if expr.contains("$(") || expr.contains('`') {
+            format!(
                 "the arithmetic `{}` contains a command substitution",
                 short(expr)
-            ));
-            self.push(seg);
-        }
+            )
+        } else if let Some(name) = words::arithmetic_unseen(expr, &st.vars) {
+            words::unseen_why(&name, expr)
+        } else {
+            return;
+        };
+        let mut seg = Segment::new(&st.cwd);
+        seg.argv = vec!["((".into()];
+        seg.unknown = Some(why);
+        self.push(seg);
     }
 
     fn compound(
@@ -956,7 +996,7 @@ impl Analyzer {
                     Some(ws) => {
                         for w in ws {
                             match expand(&w.value, &st.vars, &self.home) {
-                                Expansion::Known { values: v, .. } => {
+                                Expansion::Known { values: v, glob } => {
                                     for x in &v {
                                         seg.paths.push(PathUse {
                                             text: x.clone(),
@@ -964,6 +1004,9 @@ impl Analyzer {
                                             role: "argument",
                                         });
                                     }
+                                    // A pattern's names are the workspace's
+                                    // files, which the gate does not read.
+                                    known &= !glob;
                                     values.extend(v)
                                 }
                                 Expansion::Unknown { .. } => known = false,
@@ -985,9 +1028,9 @@ impl Analyzer {
                     self.push(seg);
                 }
                 if known && !values.is_empty() && values.len() <= words::MAX_ALTERNATIVES {
-                    st.vars.known.insert(f.variable_name.clone(), values);
+                    st.vars.set_known(&f.variable_name, values);
                 } else {
-                    st.vars.known.remove(&f.variable_name);
+                    st.vars.set_unseen(&f.variable_name);
                 }
                 self.loop_body(&f.body.list, st, depth, nest, redirects);
             }
@@ -1401,18 +1444,18 @@ impl Analyzer {
                     });
                 }
                 if persists {
-                    st.vars.known.insert(name.to_string(), values);
+                    st.vars.set_known(name, values);
                 }
             }
             Expansion::Unknown { .. } => {
                 if persists {
-                    st.vars.known.remove(name);
+                    st.vars.set_unseen(name);
                 }
             }
             Expansion::Executes { why } => {
                 seg.unknown.get_or_insert(why);
                 if persists {
-                    st.vars.known.remove(name);
+                    st.vars.set_unseen(name);
                 }
             }
         }
@@ -1711,9 +1754,7 @@ impl Analyzer {
                                     role: "assignment",
                                 });
                             }
-                            st.vars
-                                .known
-                                .insert(name.to_string(), vec![value.to_string()]);
+                            st.vars.set_known(name, vec![value.to_string()]);
                         }
                     }
                 }
@@ -1726,7 +1767,7 @@ impl Analyzer {
                             seg.unknown
                                 .get_or_insert(risky_set(&format!("`{program}`"), a));
                         }
-                        st.vars.known.remove(a.as_str());
+                        st.vars.set_unseen(a);
                     }
                 }
             }
@@ -1746,12 +1787,12 @@ impl Analyzer {
                     if knowledge::env_known_risky(Kb::new(&self.kb), &name) {
                         seg.unknown.get_or_insert(risky_set("`printf -v`", &name));
                     }
-                    st.vars.known.remove(name.as_str());
+                    st.vars.set_unseen(&name);
                 }
             }
             "unset" => {
                 for a in seg.argv.iter().skip(1) {
-                    st.vars.known.remove(a.as_str());
+                    st.vars.unset(a);
                 }
             }
             "let" => {
@@ -1759,6 +1800,8 @@ impl Analyzer {
                     if a.contains("$(") || a.contains('`') {
                         seg.unknown
                             .get_or_insert("`let` would run a command substitution".into());
+                    } else if let Some(name) = words::arithmetic_unseen(a, &st.vars) {
+                        seg.unknown.get_or_insert(words::unseen_why(&name, a));
                     }
                 }
             }

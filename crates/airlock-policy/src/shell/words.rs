@@ -30,12 +30,140 @@ pub enum Expansion {
 pub struct Vars {
     /// Variables with known values (each value one alternative).
     pub known: HashMap<String, Vec<String>>,
+    /// Variables the script gives values the gate cannot see (`read`, a loop
+    /// over words it cannot expand, an assignment of such a word). In
+    /// arithmetic, bash evaluates a variable's value as an expression, where
+    /// an array subscript runs a command substitution: `read x < f; echo
+    /// $((x))` runs whatever `f` holds as `a[$(cmd)]`.
+    pub unseen: std::collections::HashSet<String>,
 }
 
 impl Vars {
     pub fn get(&self, name: &str) -> Option<&Vec<String>> {
         self.known.get(name)
     }
+    /// `name` now holds one of `values`.
+    pub fn set_known(&mut self, name: &str, values: Vec<String>) {
+        self.unseen.remove(name);
+        self.known.insert(name.to_string(), values);
+    }
+    /// `name` now holds a value the gate cannot see.
+    pub fn set_unseen(&mut self, name: &str) {
+        self.known.remove(name);
+        self.unseen.insert(name.to_string());
+    }
+    /// `name` is unset.
+    pub fn unset(&mut self, name: &str) {
+        self.known.remove(name);
+        self.unseen.remove(name);
+    }
+}
+
+/// Most levels of variables naming variables followed in arithmetic.
+const ARITHMETIC_DEPTH: usize = 8;
+
+/// The first variable that the arithmetic expression `expr` reads, directly
+/// or through known values that name it, whose value the gate cannot see
+/// (or a positional parameter, whose value comes from a caller); bash would
+/// evaluate that value as an expression.
+pub fn arithmetic_unseen(expr: &str, vars: &Vars) -> Option<String> {
+    arithmetic_unseen_at(expr, vars, 0)
+}
+
+fn arithmetic_unseen_at(expr: &str, vars: &Vars, depth: usize) -> Option<String> {
+    if depth > ARITHMETIC_DEPTH {
+        return Some(format!("`{}` (names nest too deep)", short(expr)));
+    }
+    let b = expr.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'$'
+            && matches!(b.get(i + 1), Some(d) if d.is_ascii_digit() || *d == b'@' || *d == b'*')
+            || b[i..].starts_with(b"${")
+                && matches!(b.get(i + 2), Some(d) if d.is_ascii_digit() || *d == b'@' || *d == b'*')
+        {
+            return Some("a positional parameter".into());
+        }
+        if (c.is_ascii_alphabetic() || c == b'_') && (i == 0 || !word(b[i - 1])) {
+            let end = (i..b.len()).find(|&j| !word(b[j])).unwrap_or(b.len());
+            let name = &expr[i..end];
+            if vars.unseen.contains(name) {
+                return Some(format!("`{name}`"));
+            }
+            if let Some(values) = vars.known.get(name) {
+                for v in values {
+                    if v.trim().parse::<i64>().is_err() {
+                        if let Some(found) = arithmetic_unseen_at(v, vars, depth + 1) {
+                            return Some(found);
+                        }
+                    }
+                }
+            }
+            i = end;
+            continue;
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The arithmetic parts of a raw word: `$(( … ))`, `$[ … ]`, an array
+/// subscript `${name[ … ]}` and a substring's offset and length `${name: … }`.
+pub fn arithmetic_parts(raw: &str) -> Vec<&str> {
+    let b = raw.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    // The end of a part opened at `from`, closed by `close` at depth 0.
+    let span = |from: usize, open: u8, close: u8| -> usize {
+        let mut depth = 0usize;
+        let mut j = from;
+        while j < b.len() {
+            if b[j] == open {
+                depth += 1;
+            } else if b[j] == close {
+                if depth == 0 {
+                    return j;
+                }
+                depth -= 1;
+            }
+            j += 1;
+        }
+        b.len()
+    };
+    while i < b.len() {
+        if b[i..].starts_with(b"$((") {
+            let end = span(i + 3, b'(', b')');
+            out.push(&raw[i + 3..end]);
+            i = end;
+        } else if b[i..].starts_with(b"$[") {
+            let end = span(i + 2, b'[', b']');
+            out.push(&raw[i + 2..end]);
+            i = end;
+        } else if b[i..].starts_with(b"${") {
+            let name_end = (i + 2..b.len())
+                .find(|&j| !(b[j].is_ascii_alphanumeric() || b[j] == b'_'))
+                .unwrap_or(b.len());
+            match b.get(name_end) {
+                Some(b'[') => {
+                    let end = span(name_end + 1, b'[', b']');
+                    out.push(&raw[name_end + 1..end]);
+                    i = end;
+                }
+                // `${x:-w}`, `${x:=w}`, `${x:?w}`, `${x:+w}` are not arithmetic.
+                Some(b':') if !matches!(b.get(name_end + 1), Some(b'-' | b'=' | b'?' | b'+')) => {
+                    let end = span(name_end + 1, b'{', b'}');
+                    out.push(&raw[name_end + 1..end]);
+                    i = end;
+                }
+                _ => i += 2,
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
 }
 
 pub fn options() -> ParserOptions {
@@ -58,6 +186,14 @@ pub fn expand(raw: &str, vars: &Vars, home: &str) -> Expansion {
 pub(super) fn expand_parsed(raw: &str, vars: &Vars, home: &str) -> Expansion {
     if let Some(why) = executes(raw) {
         return Expansion::Executes { why };
+    }
+    if let Some(name) = arithmetic_parts(raw)
+        .into_iter()
+        .find_map(|part| arithmetic_unseen(part, vars))
+    {
+        return Expansion::Executes {
+            why: unseen_why(&name, raw),
+        };
     }
     let texts = match brace_expand(raw) {
         Some(t) => t,
@@ -164,6 +300,14 @@ fn executes(raw: &str) -> Option<String> {
         i += 1;
     }
     None
+}
+
+/// Why arithmetic over `name` (in `text`) is more than the gate analyses.
+pub fn unseen_why(name: &str, text: &str) -> String {
+    format!(
+        "the arithmetic in `{}` reads {name}, whose value the gate cannot see; bash evaluates it as an expression, where an array subscript runs a command. Hint: check the value first (`case $x in *[!0-9]*) exit 1;; esac`) in a script the policy allows, or compute without it",
+        short(text)
+    )
 }
 
 pub fn short(s: &str) -> String {
