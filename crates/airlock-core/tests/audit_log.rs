@@ -445,3 +445,140 @@ fn concurrent_deferred_records_share_syncs() {
         log.group_syncs()
     );
 }
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+}
+
+/// Nothing in the audit directory is followed through a symlink or written
+/// unless it is a regular file: a planted link never redirects the torn-tail
+/// repair, an append or the anchor's in-place write outside the state dir.
+#[test]
+fn symlinks_in_the_audit_dir_are_refused_and_their_targets_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    // A torn tail (no final newline): the repair would cut it.
+    std::fs::write(&outside, "{\"not\":\"a record\"}\npartial line").unwrap();
+    let before = std::fs::read(&outside).unwrap();
+
+    // The log file.
+    let dir = tmp.path().join("a1");
+    std::fs::create_dir(&dir).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join(file_name(1))).unwrap();
+    let e = AuditLog::open(&dir, AuditConfig::default()).err().unwrap();
+    assert!(e.to_string().contains("a symlink (to "), "{e}");
+    assert!(e.to_string().contains("remove it"), "{e}");
+    assert!(verify(&dir).unwrap_err().problem.contains("a symlink"));
+    assert_eq!(std::fs::read(&outside).unwrap(), before);
+
+    // The lock, dangling: its target is not created.
+    let dir = tmp.path().join("a2");
+    std::fs::create_dir(&dir).unwrap();
+    let nowhere = tmp.path().join("created-by-airlock");
+    std::os::unix::fs::symlink(&nowhere, dir.join("lock")).unwrap();
+    let e = AuditLog::open(&dir, AuditConfig::default()).err().unwrap();
+    assert!(e.to_string().contains("a symlink"), "{e}");
+    assert!(!nowhere.exists());
+
+    // head.json, on a fresh log and on one with records.
+    for records in [0, 3] {
+        let dir = tmp.path().join(format!("a3-{records}"));
+        write_n(&dir, AuditConfig::default(), records);
+        std::fs::remove_file(dir.join(HEAD_FILE)).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(HEAD_FILE)).unwrap();
+        let e = AuditLog::open(&dir, AuditConfig::default()).err().unwrap();
+        assert!(e.to_string().contains("a symlink"), "{e}");
+        assert!(verify(&dir).unwrap_err().problem.contains("a symlink"));
+        assert_eq!(std::fs::read(&outside).unwrap(), before);
+    }
+
+    // The audit directory itself.
+    let real = tmp.path().join("real");
+    write_n(&real, AuditConfig::default(), 1);
+    let link = tmp.path().join("a4");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let e = AuditLog::open(&link, AuditConfig::default()).err().unwrap();
+    assert!(e.to_string().contains("a symlink"), "{e}");
+    assert!(verify(&link).unwrap_err().problem.contains("a symlink"));
+    assert_eq!(verify(&real).unwrap().records, 1);
+}
+
+/// A FIFO in place of the anchor, the lock or a log file neither hangs a
+/// writer nor `verify`: each refuses at once, naming it.
+#[test]
+fn fifos_in_the_audit_dir_are_refused_without_hanging() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in [HEAD_FILE.to_string(), "lock".into(), file_name(1)] {
+        let dir = tmp.path().join(name.replace('.', "_"));
+        write_n(&dir, AuditConfig::default(), 2);
+        std::fs::remove_file(dir.join(&name)).unwrap();
+        mkfifo(&dir.join(&name));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let d = dir.clone();
+        std::thread::spawn(move || {
+            let open = AuditLog::open(&d, AuditConfig::default())
+                .err()
+                .map(|e| e.to_string());
+            let verified = verify(&d).map_err(|f| f.to_string());
+            let _ = tx.send((open, verified));
+        });
+        let (open, verified) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("a FIFO as {name} hangs"));
+        let open = open.unwrap_or_else(|| panic!("a FIFO as {name} was accepted"));
+        assert!(open.contains("a FIFO"), "{name}: {open}");
+        let v = verified.unwrap_err();
+        assert!(v.contains("a FIFO"), "{name}: {v}");
+    }
+}
+
+/// A run's decision record is anchored only after its sync; a second writer
+/// arriving on a brand-new log in between must not take the missing anchor
+/// for a deleted one.
+#[test]
+fn first_use_by_many_writers_at_once_all_succeed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let first = AuditLog::open(&dir, AuditConfig::default()).unwrap();
+    let (_, pending) = first.append_deferred(test_event(0)).unwrap();
+    let second = AuditLog::open(&dir, AuditConfig::default()).unwrap();
+    second.append(test_event(1)).unwrap();
+    first.make_durable(pending).unwrap();
+    assert_eq!(verify(&dir).unwrap().records, 2);
+
+    // Many at once, each with a log of its own (as separate processes have).
+    let dir = tmp.path().join("parallel");
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(16));
+    let threads: Vec<_> = (0..16)
+        .map(|i| {
+            let dir = dir.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                let log = AuditLog::open(&dir, AuditConfig::default())?;
+                let (_, pending) = log.append_deferred(test_event(i))?;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                log.make_durable(pending)?;
+                log.append(test_event(100 + i)).map(|_| ())
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap().unwrap();
+    }
+    assert_eq!(verify(&dir).unwrap().records, 32);
+
+    // A deleted anchor on a log with records is still refused.
+    std::fs::remove_file(dir.join(HEAD_FILE)).unwrap();
+    let e = AuditLog::open(&dir, AuditConfig::default()).err().unwrap();
+    assert!(e.to_string().contains("head anchor is missing"), "{e}");
+    assert!(verify(&dir)
+        .unwrap_err()
+        .problem
+        .contains("head anchor missing"));
+}

@@ -9,7 +9,12 @@
 //!   head from the file itself, so that parallel CLI runs and a server never
 //!   interleave or fork the chain.
 //! * `head.json`: the seq and hash of the newest record, rewritten after each
-//!   append. It lets `verify` notice records cut off the end of the log.
+//!   append. It lets `verify` notice records cut off the end of the log. It
+//!   is created (seq 0) with the log, before the first record, so that a
+//!   missing anchor always means a deleted one.
+//!
+//! Every file here is opened without following a symlink and must be a
+//! regular file (see `regular.rs`).
 //!
 //! An append is one `write` of one whole line followed by `fdatasync`; the record
 //! is acknowledged only after both. [`AuditLog::append_deferred`] splits the two
@@ -40,10 +45,16 @@ pub const HEAD_BYTES: usize = 512;
 /// Read the head anchor holding the log's lock (shared), so that a writer is
 /// never caught half-way through rewriting it.
 pub fn read_anchor_locked(dir: &Path) -> std::io::Result<Option<HeadAnchor>> {
-    let lock = match File::open(dir.join(LOCK_FILE)) {
+    let lock_path = dir.join(LOCK_FILE);
+    let lock = match super::regular::open_read(&lock_path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return read_anchor(dir),
-        Err(e) => return Err(e),
+        Err(e) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("the lock {}: {e}", lock_path.display()),
+            ))
+        }
     };
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockShared)?;
     let anchor = read_anchor(dir);
@@ -82,6 +93,19 @@ pub struct HeadAnchor {
     pub id: String,
     pub hash: String,
     pub file: String,
+}
+
+impl HeadAnchor {
+    /// The anchor of a log that has no record yet (written when the log is
+    /// created): seq 0, the chain's genesis hash.
+    pub fn genesis() -> HeadAnchor {
+        HeadAnchor {
+            seq: 0,
+            id: "a0".into(),
+            hash: GENESIS.to_string(),
+            file: file_name(1),
+        }
+    }
 }
 
 /// The end of the chain: what the next record links to.
@@ -162,16 +186,21 @@ impl AuditLog {
     /// Open without reading the chain head or checking the anchor: only for
     /// [`AuditLog::reanchor`], which must work on a log that fails that check.
     pub fn open_unchecked(dir: &Path, config: AuditConfig) -> Result<AuditLog, AuditError> {
+        super::regular::check_dir(dir)
+            .map_err(|e| AuditError::io("opening the audit directory", dir, e))?;
         ensure_private_dir(dir)?;
         let lock_path = dir.join(LOCK_FILE);
-        let lock_file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .mode(0o600)
-            .open(&lock_path)
-            .map_err(|e| AuditError::io("opening the audit lock", &lock_path, e))?;
+        let lock_file = super::regular::open(
+            &lock_path,
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .mode(0o600),
+            true,
+        )
+        .map_err(|e| AuditError::io("opening the audit lock", &lock_path, e))?;
         let log = AuditLog {
             dir: dir.to_path_buf(),
             config,
@@ -483,6 +512,20 @@ impl AuditLog {
             len = keep;
         }
         let head = self.chain_head(&files, index, &mut file, len)?;
+        if head.seq == 0 {
+            // A fresh log gets its anchor now, under the lock and before its
+            // first record: a run's decision record is anchored only after
+            // its sync, and another writer arriving in between must find an
+            // anchor (that lags) rather than none (which means it was deleted).
+            let path = self.dir.join(HEAD_FILE);
+            let anchor = read_anchor(&self.dir)
+                .map_err(|e| AuditError::io("reading the head anchor", &path, e))?;
+            if anchor.is_none() {
+                self.write_head(&HeadAnchor::genesis())?;
+                sync_dir(&self.dir)
+                    .map_err(|e| AuditError::io("syncing the audit directory", &self.dir, e))?;
+            }
+        }
         if check_anchor {
             self.check_anchor(&head)?;
         }
@@ -554,8 +597,8 @@ impl AuditLog {
             });
         };
         let path = self.dir.join(file_name(prev_index));
-        let mut prev =
-            File::open(&path).map_err(|e| self.err("opening the audit file", prev_index, e))?;
+        let mut prev = super::regular::open_read(&path)
+            .map_err(|e| self.err("opening the audit file", prev_index, e))?;
         let prev_len = prev
             .metadata()
             .map_err(|e| self.err("reading the audit file", prev_index, e))?
@@ -697,12 +740,15 @@ impl AuditLog {
         bytes.resize(HEAD_BYTES - 1, b' ');
         bytes.push(b'\n');
         let write = || -> std::io::Result<()> {
-            let f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&path)?;
+            let f = super::regular::open(
+                &path,
+                OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .mode(0o600),
+                true,
+            )?;
             f.write_all_at(&bytes, 0)?;
             if f.metadata()?.len() != HEAD_BYTES as u64 {
                 f.set_len(HEAD_BYTES as u64)?;
@@ -719,7 +765,14 @@ impl AuditLog {
 
 /// The head anchor, if there is one.
 pub fn read_anchor(dir: &Path) -> std::io::Result<Option<HeadAnchor>> {
-    match std::fs::read(dir.join(HEAD_FILE)) {
+    let read = || -> std::io::Result<Vec<u8>> {
+        let file = super::regular::open_read(&dir.join(HEAD_FILE))?;
+        // It is 512 bytes; a larger one is not an anchor airlock wrote.
+        let mut bytes = Vec::with_capacity(HEAD_BYTES);
+        file.take(64 * 1024).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    match read() {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
@@ -729,12 +782,15 @@ pub fn read_anchor(dir: &Path) -> std::io::Result<Option<HeadAnchor>> {
 }
 
 fn open_append(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .mode(0o600)
-        .open(path)
+    super::regular::open(
+        path,
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .mode(0o600),
+        true,
+    )
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {

@@ -6,6 +6,7 @@ pub mod chain;
 pub mod log;
 pub mod query;
 pub mod record;
+pub(crate) mod regular;
 pub mod verify;
 
 pub use log::{AuditLog, PendingSync};

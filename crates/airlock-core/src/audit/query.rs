@@ -43,7 +43,7 @@ pub fn for_each(dir: &Path, mut f: impl FnMut(Record) -> bool) -> Result<(), Rea
     };
     for index in files {
         let path = dir.join(file_name(index));
-        let file = std::fs::File::open(&path).map_err(|source| ReadError::Io {
+        let file = super::regular::open_read(&path).map_err(|source| ReadError::Io {
             path: path.clone(),
             source,
         })?;

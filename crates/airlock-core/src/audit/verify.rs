@@ -34,6 +34,14 @@ pub struct VerifyFailure {
 }
 
 pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
+    if let Err(e) = super::regular::check_dir(dir) {
+        return Err(VerifyFailure {
+            file: dir.to_path_buf(),
+            line: None,
+            record_id: None,
+            problem: e.to_string(),
+        });
+    }
     // The anchor first: the log only grows after it, so a writer appending
     // while we read cannot make the anchor look ahead of the log.
     let anchor = read_anchor_locked(dir).map_err(|e| VerifyFailure {
@@ -82,7 +90,8 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
             );
         }
         let mut bytes = Vec::new();
-        if let Err(e) = std::fs::File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)) {
+        if let Err(e) = super::regular::open_read(&path).and_then(|mut f| f.read_to_end(&mut bytes))
+        {
             return fail(path, None, None, format!("cannot read: {e}"));
         }
         if bytes.is_empty() && position + 1 < files.len() {
