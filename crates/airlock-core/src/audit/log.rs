@@ -8,6 +8,9 @@
 //! * `lock`: every append takes an exclusive `flock` on it, then reads the chain
 //!   head from the file itself, so that parallel CLI runs and a server never
 //!   interleave or fork the chain.
+//! * `reserve`: disk space held (allocated, zeros) so that a run's execution
+//!   record can be written after its command ran even if the disk filled
+//!   meanwhile: a write that fails for lack of space frees it and retries.
 //! * `head.json`: the seq and hash of the newest record, rewritten after each
 //!   append. It lets `verify` notice records cut off the end of the log. It
 //!   is created (seq 0) with the log, before the first record, so that a
@@ -39,6 +42,8 @@ pub const FILE_PREFIX: &str = "audit-";
 pub const FILE_SUFFIX: &str = ".jsonl";
 pub const HEAD_FILE: &str = "head.json";
 pub const LOCK_FILE: &str = "lock";
+/// Room held for a run's execution record (see [`AuditLog::reserve`]).
+pub const RESERVE_FILE: &str = "reserve";
 /// `head.json` is always exactly this long (JSON padded with spaces).
 pub const HEAD_BYTES: usize = 512;
 
@@ -233,6 +238,59 @@ impl AuditLog {
 
     pub fn config(&self) -> &AuditConfig {
         &self.config
+    }
+
+    /// Hold `bytes` of disk for the log before a run starts, so that its
+    /// execution record can still be written if the disk fills meanwhile:
+    /// `audit/reserve` is kept allocated (`fallocate`) at that size, and a
+    /// record that fails for lack of space frees it and is written again. A
+    /// refusal here (the space is not there) comes before anything ran.
+    pub fn reserve(&self, bytes: u64) -> Result<(), AuditError> {
+        let path = self.dir.join(RESERVE_FILE);
+        let no_room = |e: std::io::Error| -> AuditError {
+            if e.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error())
+                || e.kind() == std::io::ErrorKind::StorageFull
+            {
+                let free = rustix::fs::statvfs(&self.dir)
+                    .map(|s| s.f_bavail.saturating_mul(s.f_frsize))
+                    .unwrap_or(0);
+                AuditError::NoRoom {
+                    dir: self.dir.clone(),
+                    needed: bytes,
+                    free,
+                }
+            } else {
+                AuditError::io("holding room for the execution record in", &path, e)
+            }
+        };
+        self.with_lock(|_, _| {
+            let file = super::regular::open(
+                &path,
+                OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .mode(0o600),
+                true,
+            )
+            .map_err(no_room)?;
+            let meta = file.metadata().map_err(no_room)?;
+            if meta.len() >= bytes && meta.blocks().saturating_mul(512) >= bytes {
+                return Ok(());
+            }
+            rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, bytes)
+                .map_err(|e| no_room(e.into()))
+        })
+    }
+
+    /// Free the room [`AuditLog::reserve`] held: true if there was some.
+    fn release_reserve(&self) -> bool {
+        let path = self.dir.join(RESERVE_FILE);
+        let Ok(file) = super::regular::open(&path, OpenOptions::new().write(true), true) else {
+            return false;
+        };
+        let had = file.metadata().is_ok_and(|m| m.blocks() > 0);
+        had && file.set_len(0).is_ok()
     }
 
     /// Append one event and return the record as written, after it is on disk.
@@ -691,9 +749,21 @@ impl AuditLog {
         let hash = line_hash(&line);
         line.push(b'\n');
         let path = self.dir.join(file_name(cur.index));
-        if let Err(e) = cur.file.write_all(&line) {
+        let mut written = cur.file.write_all(&line);
+        if let Err(e) = &written {
             // Leave no partial line behind: cut back to where we started.
             let _ = cur.file.set_len(cur.len);
+            // Out of space: the room held for this (see `reserve`) goes.
+            let full = e.kind() == std::io::ErrorKind::StorageFull
+                || e.kind() == std::io::ErrorKind::QuotaExceeded;
+            if full && self.release_reserve() {
+                written = cur.file.write_all(&line);
+                if written.is_err() {
+                    let _ = cur.file.set_len(cur.len);
+                }
+            }
+        }
+        if let Err(e) = written {
             let _ = cur.file.sync_data();
             return Err(AuditError::write(&path, e));
         }

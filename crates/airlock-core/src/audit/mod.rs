@@ -44,6 +44,12 @@ pub enum AuditError {
     State(#[from] crate::state::StateError),
     #[error("audit log {path}: no space left on device; nothing was run, because airlock refuses to act without an audit record")]
     DiskFull { path: PathBuf },
+    #[error("audit log {dir}: no space left on device for this run's execution record: it needs {needed} bytes held free on the state directory's filesystem, and {free} are free; nothing was run. Free space there (or lower AIRLOCK_AUDIT_OUTPUT_BYTES, which sets the room a record needs)")]
+    NoRoom {
+        dir: PathBuf,
+        needed: u64,
+        free: u64,
+    },
     #[error("audit log {path}: {context}: {source}")]
     Io {
         context: String,
@@ -81,6 +87,9 @@ impl AuditError {
 
     /// True when the disk (or quota) is full.
     pub fn is_disk_full(&self) -> bool {
-        matches!(self, AuditError::DiskFull { .. })
+        matches!(
+            self,
+            AuditError::DiskFull { .. } | AuditError::NoRoom { .. }
+        )
     }
 }
