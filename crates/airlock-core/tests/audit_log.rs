@@ -582,3 +582,91 @@ fn first_use_by_many_writers_at_once_all_succeed() {
         .problem
         .contains("head anchor missing"));
 }
+
+/// head.json set back (seq 0, or an anchor that is not one airlock wrote)
+/// fails `verify`: otherwise an edited or cut end of the log would pass.
+#[test]
+fn a_head_anchor_set_back_fails_verify_and_a_lagging_one_warns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    write_n(&dir, AuditConfig::default(), 30);
+    let head = dir.join(HEAD_FILE);
+    let set = |text: &str| std::fs::write(&head, text).unwrap();
+    assert_eq!(verify(&dir).unwrap().warnings, Vec::<String>::new());
+
+    set(r#"{"seq":0,"id":"a0","hash":"x","file":"y"}"#);
+    let f = verify(&dir).unwrap_err();
+    assert!(f.problem.contains("head anchor is malformed"), "{f}");
+
+    set(&serde_json::to_string(&airlock_core::audit::log::HeadAnchor::genesis()).unwrap());
+    let f = verify(&dir).unwrap_err();
+    assert!(f.problem.contains("names no record (seq 0)"), "{f}");
+    // … and with it, cutting the end or editing the last record still fails.
+    let path = dir.join(file_name(1));
+    let all = lines(&path);
+    write_lines(&path, &all[..27]);
+    assert!(verify(&dir).is_err());
+    write_lines(&path, &all);
+
+    // A genuine anchor that lags the end by more than a few records: a warning.
+    let third = airlock_core::audit::chain::line_hash(all[2].as_bytes());
+    set(&format!(
+        r#"{{"seq":3,"id":"a3","hash":"{third}","file":"{}"}}"#,
+        file_name(1)
+    ));
+    let report = verify(&dir).unwrap();
+    assert_eq!(report.warnings.len(), 1);
+    assert!(
+        report.warnings[0].contains("27 record(s) before the end"),
+        "{:?}",
+        report.warnings
+    );
+    // Naming a record with another hash is tampering.
+    set(&format!(
+        r#"{{"seq":3,"id":"a3","hash":"{}","file":"{}"}}"#,
+        "ab".repeat(32),
+        file_name(1)
+    ));
+    assert!(verify(&dir)
+        .unwrap_err()
+        .problem
+        .contains("does not match the head anchor"));
+    // A lag within the bound is quiet.
+    let h = airlock_core::audit::chain::line_hash(all[25].as_bytes());
+    set(&format!(
+        r#"{{"seq":26,"id":"a26","hash":"{h}","file":"{}"}}"#,
+        file_name(1)
+    ));
+    assert_eq!(verify(&dir).unwrap().warnings, Vec::<String>::new());
+}
+
+/// `verify` and the last records are read as streams: a log of tens of MB
+/// verifies, and its last records are found reading from the end.
+#[test]
+fn a_large_log_verifies_and_its_last_records_are_read_from_the_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let log = AuditLog::open(&dir, AuditConfig::default()).unwrap();
+    let pad = "p".repeat(64 * 1024);
+    for i in 0..400u64 {
+        let (_, pending) = log
+            .append_deferred(Event::Test(TestEvent {
+                writer: format!("{i}{pad}"),
+                n: i,
+            }))
+            .unwrap();
+        if i % 100 == 99 {
+            log.make_durable(pending).unwrap();
+        } else {
+            drop(pending);
+        }
+    }
+    log.append(test_event(400)).unwrap();
+    assert!(std::fs::metadata(dir.join(file_name(1))).unwrap().len() > 25_000_000);
+    assert_eq!(verify(&dir).unwrap().records, 401);
+    let last = airlock_core::audit::last_n(&dir, 2).unwrap();
+    assert_eq!(
+        last.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        vec![400, 401]
+    );
+}

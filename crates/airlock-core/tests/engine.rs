@@ -1103,3 +1103,40 @@ fn an_execution_record_that_cannot_be_written_says_the_command_ran() {
         "{msg}"
     );
 }
+
+/// A run decision whose execution record never came (its process was
+/// killed mid-run) is named by `verify` as a warning, not a failure.
+#[test]
+fn verify_warns_of_a_run_decision_with_no_execution_record() {
+    let f = fixture();
+    assert_eq!(
+        f.run("echo hi", RunOptions::default()).status,
+        RunStatus::Ran
+    );
+    let records = read_all(&f.state.join("audit")).unwrap();
+    let decision = records
+        .iter()
+        .find(|r| matches!(&r.event, Event::Decision(d) if d.disposition == "run"))
+        .unwrap()
+        .event
+        .clone();
+    let execution = records
+        .iter()
+        .find(|r| matches!(&r.event, Event::Execution(_)))
+        .unwrap()
+        .event
+        .clone();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let log = airlock_core::audit::AuditLog::open(&dir, Default::default()).unwrap();
+    log.append(decision.clone()).unwrap();
+    let report = verify(&dir).unwrap();
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    assert!(
+        report.warnings[0].contains("1 run decision(s) have no execution record: a1"),
+        "{:?}",
+        report.warnings
+    );
+    log.append(execution).unwrap();
+    assert_eq!(verify(&dir).unwrap().warnings, Vec::<String>::new());
+}

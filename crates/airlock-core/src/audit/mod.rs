@@ -10,7 +10,7 @@ pub(crate) mod regular;
 pub mod verify;
 
 pub use log::{AuditLog, PendingSync};
-pub use query::{find, read_all, Filter};
+pub use query::{find, last_n, read_all, Filter};
 pub use record::{Event, Record, SCHEMA_VERSION};
 pub use verify::{verify, VerifyFailure, VerifyReport};
 
