@@ -238,14 +238,20 @@ pub enum EngineError {
     Sandbox(#[from] SandboxError),
     /// The run happened, but its execution record could not be written: the
     /// decision record that allowed it is the last word on it in the log.
-    #[error("{what}, but its execution record could not be written to the audit log ({why}); the decision record {decision} that allowed it is in the log, and `airlock audit verify` names it as a run without an execution record")]
-    ExecutionUnrecorded {
-        what: String,
-        decision: String,
-        why: String,
-        #[source]
-        source: AuditError,
-    },
+    #[error(transparent)]
+    ExecutionUnrecorded(Box<Unrecorded>),
+}
+
+/// What [`EngineError::ExecutionUnrecorded`] says: what the run did, and why
+/// its execution record could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}, but its execution record could not be written to the audit log ({why}); the decision record {decision} that allowed it is in the log, and `airlock audit verify` names it as a run without an execution record")]
+pub struct Unrecorded {
+    pub what: String,
+    pub decision: String,
+    pub why: String,
+    #[source]
+    pub source: AuditError,
 }
 
 impl EngineError {
@@ -1227,12 +1233,12 @@ fn unrecorded(
     } else {
         source.to_string()
     };
-    EngineError::ExecutionUnrecorded {
+    EngineError::ExecutionUnrecorded(Box::new(Unrecorded {
         what,
         decision: audit_ids.last().cloned().unwrap_or_else(|| "?".into()),
         why,
         source,
-    }
+    }))
 }
 
 /// A bound on an execution record's size, for the room held before a run
