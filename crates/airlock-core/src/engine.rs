@@ -236,6 +236,22 @@ pub enum EngineError {
     Ledger(#[from] LedgerError),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    /// The run happened, but its execution record could not be written: the
+    /// decision record that allowed it is the last word on it in the log.
+    #[error(transparent)]
+    ExecutionUnrecorded(Box<Unrecorded>),
+}
+
+/// What [`EngineError::ExecutionUnrecorded`] says: what the run did, and why
+/// its execution record could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}, but its execution record could not be written to the audit log ({why}); the decision record {decision} that allowed it is in the log, and `airlock audit verify` names it as a run without an execution record")]
+pub struct Unrecorded {
+    pub what: String,
+    pub decision: String,
+    pub why: String,
+    #[source]
+    pub source: AuditError,
 }
 
 impl EngineError {
@@ -439,7 +455,14 @@ impl Engine {
             }
         };
 
-        // 2. The decision record: written now, made durable by the backend's
+        // 2. Room for the execution record, held before anything runs: a
+        //    full disk refuses the run here rather than leave a command that
+        //    ran (and changes applied) with no record of its outcome.
+        self.ledger
+            .audit()
+            .reserve(execution_record_bound(&self.ledger.config().audit))?;
+
+        //    The decision record: written now, made durable by the backend's
         //    gate while the sandbox is built; the command starts only after.
         let pending = if approved.is_none() || options.approval_id.is_some() {
             let (id, sync) =
@@ -477,16 +500,21 @@ impl Engine {
             executed.stdout,
             executed.stderr,
         )));
-        let record = if options.defer_execution_sync {
-            let (record, pending) = self.ledger.audit().append_deferred(event)?;
-            lock(&self.deferred).push(pending);
-            prof.mark("execution record written (synced after the answer)");
-            record
+        let appended = if options.defer_execution_sync {
+            self.ledger
+                .audit()
+                .append_deferred(event)
+                .map(|(record, pending)| {
+                    lock(&self.deferred).push(pending);
+                    prof.mark("execution record written (synced after the answer)");
+                    record
+                })
         } else {
-            let record = self.ledger.audit().append(event)?;
-            prof.mark("execution record durable");
-            record
+            self.ledger.audit().append(event).inspect(|_| {
+                prof.mark("execution record durable");
+            })
         };
+        let record = appended.map_err(|source| unrecorded(&executed.result, &audit_ids, source))?;
         audit_ids.push(record.id);
         // The decision record's own sync failed: its loss may not show in the
         // execution record's sync (an error is reported once per open file).
@@ -1180,6 +1208,59 @@ impl Engine {
             error,
         }
     }
+}
+
+/// What a run whose execution record failed did, for the error that says so.
+fn unrecorded(
+    result: &Result<Outcome, SandboxError>,
+    audit_ids: &[String],
+    source: AuditError,
+) -> EngineError {
+    let what = match result {
+        Ok(o) => {
+            let status = match (o.exit_code, o.signal, o.killed_by) {
+                (_, _, Some(k)) => format!("was stopped by airlock ({k:?} limit)").to_lowercase(),
+                (Some(code), _, _) => format!("exited with code {code}"),
+                (None, Some(sig), _) => format!("was killed by signal {sig}"),
+                _ => "ended".to_string(),
+            };
+            let changes = o
+                .change_summary
+                .as_ref()
+                .map_or(o.changes.len() as u64, |s| s.total);
+            let applied = if o.applied {
+                format!("its changes ({changes} file(s)) WERE applied to the host")
+            } else if changes > 0 {
+                format!("its changes ({changes} file(s)) were not applied")
+            } else {
+                "it changed no files".to_string()
+            };
+            format!("the command ran and {status}; {applied}")
+        }
+        Err(e) => format!("the run failed in the sandbox ({e})"),
+    };
+    let why = if source.is_disk_full() {
+        "no space left on device".to_string()
+    } else {
+        source.to_string()
+    };
+    EngineError::ExecutionUnrecorded(Box::new(Unrecorded {
+        what,
+        decision: audit_ids.last().cloned().unwrap_or_else(|| "?".into()),
+        why,
+        source,
+    }))
+}
+
+/// A bound on an execution record's size, for the room held before a run
+/// ([`crate::audit::AuditLog::reserve`]): three streams (stdout, stderr,
+/// stdin) of `output_bytes` each, every byte escaped as `\u00XX` in the
+/// worst case; [`AUDIT_CHANGES_LISTED`] changes of 1 KiB; 64 KiB for the
+/// rest (request, argv, limits, violations).
+pub fn execution_record_bound(config: &crate::audit::AuditConfig) -> u64 {
+    let streams = 3 * 6 * config.output_bytes as u64;
+    let changes = AUDIT_CHANGES_LISTED as u64 * 1024;
+    streams + changes + 64 * 1024
 }
 
 /// Changes listed one by one in an audit record; the record's `change_summary`

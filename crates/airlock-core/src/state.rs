@@ -19,6 +19,8 @@ pub enum StateError {
     },
     #[error("state directory {path} is not a directory")]
     NotADirectory { path: PathBuf },
+    #[error("state directory {path} is a symlink (to {target}); airlock never follows a link in its state directory, so that what it writes there cannot be redirected: set AIRLOCK_STATE_DIR to the real directory (or replace the link with a directory)")]
+    Symlink { path: PathBuf, target: String },
 }
 
 /// Where the state directory is, from the environment (nothing is created).
@@ -49,6 +51,16 @@ pub fn ensure_private_dir(path: &Path) -> Result<(), StateError> {
         path: path.to_path_buf(),
         source,
     };
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if meta.file_type().is_symlink() {
+            return Err(StateError::Symlink {
+                path: path.to_path_buf(),
+                target: std::fs::read_link(path)
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_else(|_| "?".into()),
+            });
+        }
+    }
     match std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -57,7 +69,7 @@ pub fn ensure_private_dir(path: &Path) -> Result<(), StateError> {
         Ok(()) => {}
         Err(e) => return Err(io(e)),
     }
-    let meta = std::fs::metadata(path).map_err(io)?;
+    let meta = std::fs::symlink_metadata(path).map_err(io)?;
     if !meta.is_dir() {
         return Err(StateError::NotADirectory {
             path: path.to_path_buf(),
@@ -140,6 +152,30 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_symlinked_state_dir_is_refused_and_its_target_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let e = ensure_private_dir(&link).unwrap_err().to_string();
+        assert!(e.contains("is a symlink (to "), "{e}");
+        assert!(
+            e.contains("set AIRLOCK_STATE_DIR to the real directory"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::metadata(&real).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        let dangling = tmp.path().join("dangling");
+        std::os::unix::fs::symlink(tmp.path().join("nowhere"), &dangling).unwrap();
+        assert!(ensure_private_dir(&dangling).is_err());
+        assert!(!tmp.path().join("nowhere").exists());
+    }
 
     #[test]
     fn private_dir_is_0700_even_if_it_existed_looser() {

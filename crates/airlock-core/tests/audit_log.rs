@@ -445,3 +445,228 @@ fn concurrent_deferred_records_share_syncs() {
         log.group_syncs()
     );
 }
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+}
+
+/// Nothing in the audit directory is followed through a symlink or written
+/// unless it is a regular file: a planted link never redirects the torn-tail
+/// repair, an append or the anchor's in-place write outside the state dir.
+#[test]
+fn symlinks_in_the_audit_dir_are_refused_and_their_targets_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    // A torn tail (no final newline): the repair would cut it.
+    std::fs::write(&outside, "{\"not\":\"a record\"}\npartial line").unwrap();
+    let before = std::fs::read(&outside).unwrap();
+
+    // The log file.
+    let dir = tmp.path().join("a1");
+    std::fs::create_dir(&dir).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join(file_name(1))).unwrap();
+    let e = AuditLog::open(&dir, AuditConfig::default()).err().unwrap();
+    assert!(e.to_string().contains("a symlink (to "), "{e}");
+    assert!(e.to_string().contains("remove it"), "{e}");
+    assert!(verify(&dir).unwrap_err().problem.contains("a symlink"));
+    assert_eq!(std::fs::read(&outside).unwrap(), before);
+
+    // The lock, dangling: its target is not created.
+    let dir = tmp.path().join("a2");
+    std::fs::create_dir(&dir).unwrap();
+    let nowhere = tmp.path().join("created-by-airlock");
+    std::os::unix::fs::symlink(&nowhere, dir.join("lock")).unwrap();
+    let e = AuditLog::open(&dir, AuditConfig::default()).err().unwrap();
+    assert!(e.to_string().contains("a symlink"), "{e}");
+    assert!(!nowhere.exists());
+
+    // head.json, on a fresh log and on one with records.
+    for records in [0, 3] {
+        let dir = tmp.path().join(format!("a3-{records}"));
+        write_n(&dir, AuditConfig::default(), records);
+        std::fs::remove_file(dir.join(HEAD_FILE)).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(HEAD_FILE)).unwrap();
+        let e = AuditLog::open(&dir, AuditConfig::default()).err().unwrap();
+        assert!(e.to_string().contains("a symlink"), "{e}");
+        assert!(verify(&dir).unwrap_err().problem.contains("a symlink"));
+        assert_eq!(std::fs::read(&outside).unwrap(), before);
+    }
+
+    // The audit directory itself.
+    let real = tmp.path().join("real");
+    write_n(&real, AuditConfig::default(), 1);
+    let link = tmp.path().join("a4");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let e = AuditLog::open(&link, AuditConfig::default()).err().unwrap();
+    assert!(e.to_string().contains("a symlink"), "{e}");
+    assert!(verify(&link).unwrap_err().problem.contains("a symlink"));
+    assert_eq!(verify(&real).unwrap().records, 1);
+}
+
+/// A FIFO in place of the anchor, the lock or a log file neither hangs a
+/// writer nor `verify`: each refuses at once, naming it.
+#[test]
+fn fifos_in_the_audit_dir_are_refused_without_hanging() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in [HEAD_FILE.to_string(), "lock".into(), file_name(1)] {
+        let dir = tmp.path().join(name.replace('.', "_"));
+        write_n(&dir, AuditConfig::default(), 2);
+        std::fs::remove_file(dir.join(&name)).unwrap();
+        mkfifo(&dir.join(&name));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let d = dir.clone();
+        std::thread::spawn(move || {
+            let open = AuditLog::open(&d, AuditConfig::default())
+                .err()
+                .map(|e| e.to_string());
+            let verified = verify(&d).map_err(|f| f.to_string());
+            let _ = tx.send((open, verified));
+        });
+        let (open, verified) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("a FIFO as {name} hangs"));
+        let open = open.unwrap_or_else(|| panic!("a FIFO as {name} was accepted"));
+        assert!(open.contains("a FIFO"), "{name}: {open}");
+        let v = verified.unwrap_err();
+        assert!(v.contains("a FIFO"), "{name}: {v}");
+    }
+}
+
+/// A run's decision record is anchored only after its sync; a second writer
+/// arriving on a brand-new log in between must not take the missing anchor
+/// for a deleted one.
+#[test]
+fn first_use_by_many_writers_at_once_all_succeed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let first = AuditLog::open(&dir, AuditConfig::default()).unwrap();
+    let (_, pending) = first.append_deferred(test_event(0)).unwrap();
+    let second = AuditLog::open(&dir, AuditConfig::default()).unwrap();
+    second.append(test_event(1)).unwrap();
+    first.make_durable(pending).unwrap();
+    assert_eq!(verify(&dir).unwrap().records, 2);
+
+    // Many at once, each with a log of its own (as separate processes have).
+    let dir = tmp.path().join("parallel");
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(16));
+    let threads: Vec<_> = (0..16)
+        .map(|i| {
+            let dir = dir.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                let log = AuditLog::open(&dir, AuditConfig::default())?;
+                let (_, pending) = log.append_deferred(test_event(i))?;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                log.make_durable(pending)?;
+                log.append(test_event(100 + i)).map(|_| ())
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap().unwrap();
+    }
+    assert_eq!(verify(&dir).unwrap().records, 32);
+
+    // A deleted anchor on a log with records is still refused.
+    std::fs::remove_file(dir.join(HEAD_FILE)).unwrap();
+    let e = AuditLog::open(&dir, AuditConfig::default()).err().unwrap();
+    assert!(e.to_string().contains("head anchor is missing"), "{e}");
+    assert!(verify(&dir)
+        .unwrap_err()
+        .problem
+        .contains("head anchor missing"));
+}
+
+/// head.json set back (seq 0, or an anchor that is not one airlock wrote)
+/// fails `verify`: otherwise an edited or cut end of the log would pass.
+#[test]
+fn a_head_anchor_set_back_fails_verify_and_a_lagging_one_warns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    write_n(&dir, AuditConfig::default(), 30);
+    let head = dir.join(HEAD_FILE);
+    let set = |text: &str| std::fs::write(&head, text).unwrap();
+    assert_eq!(verify(&dir).unwrap().warnings, Vec::<String>::new());
+
+    set(r#"{"seq":0,"id":"a0","hash":"x","file":"y"}"#);
+    let f = verify(&dir).unwrap_err();
+    assert!(f.problem.contains("head anchor is malformed"), "{f}");
+
+    set(&serde_json::to_string(&airlock_core::audit::log::HeadAnchor::genesis()).unwrap());
+    let f = verify(&dir).unwrap_err();
+    assert!(f.problem.contains("names no record (seq 0)"), "{f}");
+    // … and with it, cutting the end or editing the last record still fails.
+    let path = dir.join(file_name(1));
+    let all = lines(&path);
+    write_lines(&path, &all[..27]);
+    assert!(verify(&dir).is_err());
+    write_lines(&path, &all);
+
+    // A genuine anchor that lags the end by more than a few records: a warning.
+    let third = airlock_core::audit::chain::line_hash(all[2].as_bytes());
+    set(&format!(
+        r#"{{"seq":3,"id":"a3","hash":"{third}","file":"{}"}}"#,
+        file_name(1)
+    ));
+    let report = verify(&dir).unwrap();
+    assert_eq!(report.warnings.len(), 1);
+    assert!(
+        report.warnings[0].contains("27 record(s) before the end"),
+        "{:?}",
+        report.warnings
+    );
+    // Naming a record with another hash is tampering.
+    set(&format!(
+        r#"{{"seq":3,"id":"a3","hash":"{}","file":"{}"}}"#,
+        "ab".repeat(32),
+        file_name(1)
+    ));
+    assert!(verify(&dir)
+        .unwrap_err()
+        .problem
+        .contains("does not match the head anchor"));
+    // A lag within the bound is quiet.
+    let h = airlock_core::audit::chain::line_hash(all[25].as_bytes());
+    set(&format!(
+        r#"{{"seq":26,"id":"a26","hash":"{h}","file":"{}"}}"#,
+        file_name(1)
+    ));
+    assert_eq!(verify(&dir).unwrap().warnings, Vec::<String>::new());
+}
+
+/// `verify` and the last records are read as streams: a log of tens of MB
+/// verifies, and its last records are found reading from the end.
+#[test]
+fn a_large_log_verifies_and_its_last_records_are_read_from_the_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let log = AuditLog::open(&dir, AuditConfig::default()).unwrap();
+    let pad = "p".repeat(64 * 1024);
+    for i in 0..400u64 {
+        let (_, pending) = log
+            .append_deferred(Event::Test(TestEvent {
+                writer: format!("{i}{pad}"),
+                n: i,
+            }))
+            .unwrap();
+        if i % 100 == 99 {
+            log.make_durable(pending).unwrap();
+        } else {
+            drop(pending);
+        }
+    }
+    log.append(test_event(400)).unwrap();
+    assert!(std::fs::metadata(dir.join(file_name(1))).unwrap().len() > 25_000_000);
+    assert_eq!(verify(&dir).unwrap().records, 401);
+    let last = airlock_core::audit::last_n(&dir, 2).unwrap();
+    assert_eq!(
+        last.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        vec![400, 401]
+    );
+}

@@ -928,3 +928,215 @@ fn deferred_execution_record_is_written_at_once_and_anchored_after_its_sync() {
     // Nothing left to sync: a second call is a no-op.
     f.engine.sync_deferred().unwrap();
 }
+
+/// Mounts a tmpfs of `size` at `dir/small` (root only) and unmounts it when dropped.
+struct SmallDisk {
+    mnt: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<SmallDisk> {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("SKIPPED: mounting a tmpfs needs root");
+            return None;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let mnt = tmp.path().join("small");
+        std::fs::create_dir(&mnt).unwrap();
+        assert!(std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&mnt)
+            .status()
+            .unwrap()
+            .success());
+        Some(SmallDisk { mnt, _tmp: tmp })
+    }
+}
+
+/// Take every free byte left on the filesystem of `dir`.
+fn fill_disk(dir: &Path) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(dir.join("filler")).unwrap();
+    for chunk in [65536, 4096, 512, 1] {
+        while file.write_all(&vec![b'x'; chunk]).is_ok() {}
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.mnt).status();
+    }
+}
+
+/// A stand-in whose command fills the disk the state directory is on (as a
+/// command writing a big file there could), then reports `changes` applied.
+struct FillingBackend {
+    disk: PathBuf,
+    changes: Vec<airlock_sandbox::FileChange>,
+}
+
+impl Backend for FillingBackend {
+    fn name(&self) -> &'static str {
+        "filling-test-backend"
+    }
+    fn run(&self, _: &SandboxSpec, _: &mut dyn OutputSink) -> Result<Outcome, SandboxError> {
+        fill_disk(&self.disk);
+        Ok(Outcome {
+            exit_code: Some(0),
+            // More than the log file's last page can take.
+            stdout: "o".repeat(8000),
+            changes: self.changes.clone(),
+            applied: !self.changes.is_empty(),
+            ..Outcome::default()
+        })
+    }
+}
+
+fn change(path: String) -> airlock_sandbox::FileChange {
+    airlock_sandbox::FileChange {
+        path,
+        kind: airlock_sandbox::ChangeKind::Added,
+        file_type: airlock_policy::changes::EntryType::File,
+        size: 1,
+        mode: Some("0644".into()),
+        target: None,
+        replaces: None,
+        disposition: None,
+        reason: None,
+    }
+}
+
+fn filling_engine(disk: &SmallDisk, changes: Vec<airlock_sandbox::FileChange>) -> Engine {
+    Engine::open(EngineConfig::new(
+        disk.mnt.join("state"),
+        Box::new(FillingBackend {
+            disk: disk.mnt.clone(),
+            changes,
+        }),
+    ))
+    .unwrap()
+}
+
+/// The room held before a run keeps its execution record writable when the
+/// command itself fills the disk: a run never ends with a decision record only.
+#[test]
+fn a_disk_filled_by_the_command_still_takes_its_execution_record() {
+    let Some(disk) = SmallDisk::mount("2m") else {
+        return;
+    };
+    let engine = filling_engine(&disk, vec![change("/ws/applied".into())]);
+    let f = fixture();
+    let response = engine
+        .run(
+            &Caller::token("agent-1"),
+            &f.policy,
+            &f.request("echo hi"),
+            RunOptions::default(),
+            &mut Discard,
+        )
+        .unwrap();
+    assert_eq!(response.status, RunStatus::Ran);
+    let dir = disk.mnt.join("state/audit");
+    let records = read_all(&dir).unwrap();
+    assert!(
+        matches!(&records.last().unwrap().event, Event::Execution(e) if e.applied),
+        "{records:?}"
+    );
+    verify(&dir).unwrap();
+    // The room held was what took it.
+    assert_eq!(std::fs::metadata(dir.join("reserve")).unwrap().len(), 0);
+    // The next run finds no room to hold: refused before anything runs.
+    let err = engine
+        .run(
+            &Caller::token("agent-1"),
+            &f.policy,
+            &f.request("echo hi"),
+            RunOptions::default(),
+            &mut Discard,
+        )
+        .unwrap_err();
+    assert!(err.is_disk_full(), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("nothing was run"), "{msg}");
+    assert!(
+        msg.contains(&disk.mnt.join("state/audit").display().to_string()),
+        "{msg}"
+    );
+    assert!(msg.contains("bytes held free"), "{msg}");
+}
+
+/// An execution record too big for the room held, on a full disk: the error
+/// says that the command ran, how it ended and that its changes were applied.
+#[test]
+fn an_execution_record_that_cannot_be_written_says_the_command_ran() {
+    let Some(disk) = SmallDisk::mount("2m") else {
+        return;
+    };
+    let long = "d/".repeat(2000);
+    let changes = (0..100).map(|i| change(format!("/ws/{long}{i}"))).collect();
+    let engine = filling_engine(&disk, changes);
+    let f = fixture();
+    let err = engine
+        .run(
+            &Caller::token("agent-1"),
+            &f.policy,
+            &f.request("echo hi"),
+            RunOptions::default(),
+            &mut Discard,
+        )
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(!err.is_disk_full(), "{msg}");
+    assert!(!msg.contains("nothing was run"), "{msg}");
+    assert!(
+        msg.contains("the command ran and exited with code 0"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("its changes (100 file(s)) WERE applied to the host"),
+        "{msg}"
+    );
+    assert!(msg.contains("no space left on device"), "{msg}");
+    assert!(
+        msg.contains("execution record could not be written"),
+        "{msg}"
+    );
+}
+
+/// A run decision whose execution record never came (its process was
+/// killed mid-run) is named by `verify` as a warning, not a failure.
+#[test]
+fn verify_warns_of_a_run_decision_with_no_execution_record() {
+    let f = fixture();
+    assert_eq!(
+        f.run("echo hi", RunOptions::default()).status,
+        RunStatus::Ran
+    );
+    let records = read_all(&f.state.join("audit")).unwrap();
+    let decision = records
+        .iter()
+        .find(|r| matches!(&r.event, Event::Decision(d) if d.disposition == "run"))
+        .unwrap()
+        .event
+        .clone();
+    let execution = records
+        .iter()
+        .find(|r| matches!(&r.event, Event::Execution(_)))
+        .unwrap()
+        .event
+        .clone();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let log = airlock_core::audit::AuditLog::open(&dir, Default::default()).unwrap();
+    log.append(decision.clone()).unwrap();
+    let report = verify(&dir).unwrap();
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    assert!(
+        report.warnings[0].contains("1 run decision(s) have no execution record: a1"),
+        "{:?}",
+        report.warnings
+    );
+    log.append(execution).unwrap();
+    assert_eq!(verify(&dir).unwrap().warnings, Vec::<String>::new());
+}

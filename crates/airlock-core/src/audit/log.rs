@@ -8,8 +8,16 @@
 //! * `lock`: every append takes an exclusive `flock` on it, then reads the chain
 //!   head from the file itself, so that parallel CLI runs and a server never
 //!   interleave or fork the chain.
+//! * `reserve`: disk space held (allocated, zeros) so that a run's execution
+//!   record can be written after its command ran even if the disk filled
+//!   meanwhile: a write that fails for lack of space frees it and retries.
 //! * `head.json`: the seq and hash of the newest record, rewritten after each
-//!   append. It lets `verify` notice records cut off the end of the log.
+//!   append. It lets `verify` notice records cut off the end of the log. It
+//!   is created (seq 0) with the log, before the first record, so that a
+//!   missing anchor always means a deleted one.
+//!
+//! Every file here is opened without following a symlink and must be a
+//! regular file (see `regular.rs`).
 //!
 //! An append is one `write` of one whole line followed by `fdatasync`; the record
 //! is acknowledged only after both. [`AuditLog::append_deferred`] splits the two
@@ -34,16 +42,24 @@ pub const FILE_PREFIX: &str = "audit-";
 pub const FILE_SUFFIX: &str = ".jsonl";
 pub const HEAD_FILE: &str = "head.json";
 pub const LOCK_FILE: &str = "lock";
+/// Room held for a run's execution record (see [`AuditLog::reserve`]).
+pub const RESERVE_FILE: &str = "reserve";
 /// `head.json` is always exactly this long (JSON padded with spaces).
 pub const HEAD_BYTES: usize = 512;
 
 /// Read the head anchor holding the log's lock (shared), so that a writer is
 /// never caught half-way through rewriting it.
 pub fn read_anchor_locked(dir: &Path) -> std::io::Result<Option<HeadAnchor>> {
-    let lock = match File::open(dir.join(LOCK_FILE)) {
+    let lock_path = dir.join(LOCK_FILE);
+    let lock = match super::regular::open_read(&lock_path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return read_anchor(dir),
-        Err(e) => return Err(e),
+        Err(e) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("the lock {}: {e}", lock_path.display()),
+            ))
+        }
     };
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockShared)?;
     let anchor = read_anchor(dir);
@@ -82,6 +98,19 @@ pub struct HeadAnchor {
     pub id: String,
     pub hash: String,
     pub file: String,
+}
+
+impl HeadAnchor {
+    /// The anchor of a log that has no record yet (written when the log is
+    /// created): seq 0, the chain's genesis hash.
+    pub fn genesis() -> HeadAnchor {
+        HeadAnchor {
+            seq: 0,
+            id: "a0".into(),
+            hash: GENESIS.to_string(),
+            file: file_name(1),
+        }
+    }
 }
 
 /// The end of the chain: what the next record links to.
@@ -162,16 +191,21 @@ impl AuditLog {
     /// Open without reading the chain head or checking the anchor: only for
     /// [`AuditLog::reanchor`], which must work on a log that fails that check.
     pub fn open_unchecked(dir: &Path, config: AuditConfig) -> Result<AuditLog, AuditError> {
+        super::regular::check_dir(dir)
+            .map_err(|e| AuditError::io("opening the audit directory", dir, e))?;
         ensure_private_dir(dir)?;
         let lock_path = dir.join(LOCK_FILE);
-        let lock_file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .mode(0o600)
-            .open(&lock_path)
-            .map_err(|e| AuditError::io("opening the audit lock", &lock_path, e))?;
+        let lock_file = super::regular::open(
+            &lock_path,
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .mode(0o600),
+            true,
+        )
+        .map_err(|e| AuditError::io("opening the audit lock", &lock_path, e))?;
         let log = AuditLog {
             dir: dir.to_path_buf(),
             config,
@@ -204,6 +238,59 @@ impl AuditLog {
 
     pub fn config(&self) -> &AuditConfig {
         &self.config
+    }
+
+    /// Hold `bytes` of disk for the log before a run starts, so that its
+    /// execution record can still be written if the disk fills meanwhile:
+    /// `audit/reserve` is kept allocated (`fallocate`) at that size, and a
+    /// record that fails for lack of space frees it and is written again. A
+    /// refusal here (the space is not there) comes before anything ran.
+    pub fn reserve(&self, bytes: u64) -> Result<(), AuditError> {
+        let path = self.dir.join(RESERVE_FILE);
+        let no_room = |e: std::io::Error| -> AuditError {
+            if e.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error())
+                || e.kind() == std::io::ErrorKind::StorageFull
+            {
+                let free = rustix::fs::statvfs(&self.dir)
+                    .map(|s| s.f_bavail.saturating_mul(s.f_frsize))
+                    .unwrap_or(0);
+                AuditError::NoRoom {
+                    dir: self.dir.clone(),
+                    needed: bytes,
+                    free,
+                }
+            } else {
+                AuditError::io("holding room for the execution record in", &path, e)
+            }
+        };
+        self.with_lock(|_, _| {
+            let file = super::regular::open(
+                &path,
+                OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .mode(0o600),
+                true,
+            )
+            .map_err(no_room)?;
+            let meta = file.metadata().map_err(no_room)?;
+            if meta.len() >= bytes && meta.blocks().saturating_mul(512) >= bytes {
+                return Ok(());
+            }
+            rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, bytes)
+                .map_err(|e| no_room(e.into()))
+        })
+    }
+
+    /// Free the room [`AuditLog::reserve`] held: true if there was some.
+    fn release_reserve(&self) -> bool {
+        let path = self.dir.join(RESERVE_FILE);
+        let Ok(file) = super::regular::open(&path, OpenOptions::new().write(true), true) else {
+            return false;
+        };
+        let had = file.metadata().is_ok_and(|m| m.blocks() > 0);
+        had && file.set_len(0).is_ok()
     }
 
     /// Append one event and return the record as written, after it is on disk.
@@ -483,6 +570,20 @@ impl AuditLog {
             len = keep;
         }
         let head = self.chain_head(&files, index, &mut file, len)?;
+        if head.seq == 0 {
+            // A fresh log gets its anchor now, under the lock and before its
+            // first record: a run's decision record is anchored only after
+            // its sync, and another writer arriving in between must find an
+            // anchor (that lags) rather than none (which means it was deleted).
+            let path = self.dir.join(HEAD_FILE);
+            let anchor = read_anchor(&self.dir)
+                .map_err(|e| AuditError::io("reading the head anchor", &path, e))?;
+            if anchor.is_none() {
+                self.write_head(&HeadAnchor::genesis())?;
+                sync_dir(&self.dir)
+                    .map_err(|e| AuditError::io("syncing the audit directory", &self.dir, e))?;
+            }
+        }
         if check_anchor {
             self.check_anchor(&head)?;
         }
@@ -554,8 +655,8 @@ impl AuditLog {
             });
         };
         let path = self.dir.join(file_name(prev_index));
-        let mut prev =
-            File::open(&path).map_err(|e| self.err("opening the audit file", prev_index, e))?;
+        let mut prev = super::regular::open_read(&path)
+            .map_err(|e| self.err("opening the audit file", prev_index, e))?;
         let prev_len = prev
             .metadata()
             .map_err(|e| self.err("reading the audit file", prev_index, e))?
@@ -648,9 +749,21 @@ impl AuditLog {
         let hash = line_hash(&line);
         line.push(b'\n');
         let path = self.dir.join(file_name(cur.index));
-        if let Err(e) = cur.file.write_all(&line) {
+        let mut written = cur.file.write_all(&line);
+        if let Err(e) = &written {
             // Leave no partial line behind: cut back to where we started.
             let _ = cur.file.set_len(cur.len);
+            // Out of space: the room held for this (see `reserve`) goes.
+            let full = e.kind() == std::io::ErrorKind::StorageFull
+                || e.kind() == std::io::ErrorKind::QuotaExceeded;
+            if full && self.release_reserve() {
+                written = cur.file.write_all(&line);
+                if written.is_err() {
+                    let _ = cur.file.set_len(cur.len);
+                }
+            }
+        }
+        if let Err(e) = written {
             let _ = cur.file.sync_data();
             return Err(AuditError::write(&path, e));
         }
@@ -697,12 +810,15 @@ impl AuditLog {
         bytes.resize(HEAD_BYTES - 1, b' ');
         bytes.push(b'\n');
         let write = || -> std::io::Result<()> {
-            let f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&path)?;
+            let f = super::regular::open(
+                &path,
+                OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .mode(0o600),
+                true,
+            )?;
             f.write_all_at(&bytes, 0)?;
             if f.metadata()?.len() != HEAD_BYTES as u64 {
                 f.set_len(HEAD_BYTES as u64)?;
@@ -719,7 +835,14 @@ impl AuditLog {
 
 /// The head anchor, if there is one.
 pub fn read_anchor(dir: &Path) -> std::io::Result<Option<HeadAnchor>> {
-    match std::fs::read(dir.join(HEAD_FILE)) {
+    let read = || -> std::io::Result<Vec<u8>> {
+        let file = super::regular::open_read(&dir.join(HEAD_FILE))?;
+        // It is 512 bytes; a larger one is not an anchor airlock wrote.
+        let mut bytes = Vec::with_capacity(HEAD_BYTES);
+        file.take(64 * 1024).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    match read() {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
@@ -729,12 +852,15 @@ pub fn read_anchor(dir: &Path) -> std::io::Result<Option<HeadAnchor>> {
 }
 
 fn open_append(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .mode(0o600)
-        .open(path)
+    super::regular::open(
+        path,
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .mode(0o600),
+        true,
+    )
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {

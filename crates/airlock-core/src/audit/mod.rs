@@ -6,10 +6,11 @@ pub mod chain;
 pub mod log;
 pub mod query;
 pub mod record;
+pub(crate) mod regular;
 pub mod verify;
 
 pub use log::{AuditLog, PendingSync};
-pub use query::{find, read_all, Filter};
+pub use query::{find, last_n, read_all, Filter};
 pub use record::{Event, Record, SCHEMA_VERSION};
 pub use verify::{verify, VerifyFailure, VerifyReport};
 
@@ -43,6 +44,12 @@ pub enum AuditError {
     State(#[from] crate::state::StateError),
     #[error("audit log {path}: no space left on device; nothing was run, because airlock refuses to act without an audit record")]
     DiskFull { path: PathBuf },
+    #[error("audit log {dir}: no space left on device for this run's execution record: it needs {needed} bytes held free on the state directory's filesystem, and {free} are free; nothing was run. Free space there (or lower AIRLOCK_AUDIT_OUTPUT_BYTES, which sets the room a record needs)")]
+    NoRoom {
+        dir: PathBuf,
+        needed: u64,
+        free: u64,
+    },
     #[error("audit log {path}: {context}: {source}")]
     Io {
         context: String,
@@ -80,6 +87,9 @@ impl AuditError {
 
     /// True when the disk (or quota) is full.
     pub fn is_disk_full(&self) -> bool {
-        matches!(self, AuditError::DiskFull { .. })
+        matches!(
+            self,
+            AuditError::DiskFull { .. } | AuditError::NoRoom { .. }
+        )
     }
 }

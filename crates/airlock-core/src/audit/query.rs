@@ -43,7 +43,7 @@ pub fn for_each(dir: &Path, mut f: impl FnMut(Record) -> bool) -> Result<(), Rea
     };
     for index in files {
         let path = dir.join(file_name(index));
-        let file = std::fs::File::open(&path).map_err(|source| ReadError::Io {
+        let file = super::regular::open_read(&path).map_err(|source| ReadError::Io {
             path: path.clone(),
             source,
         })?;
@@ -68,6 +68,97 @@ pub fn for_each(dir: &Path, mut f: impl FnMut(Record) -> bool) -> Result<(), Rea
         }
     }
     Ok(())
+}
+
+/// The last `n` complete records of the log, oldest first, read from the end
+/// of the newest file backwards: memory holds `n` records and one chunk,
+/// however long the log. Lines that do not parse are skipped, as in
+/// [`read_all`], and so is a torn last line.
+pub fn last_n(dir: &Path, n: usize) -> Result<Vec<Record>, ReadError> {
+    let mut out = Vec::new();
+    if n == 0 {
+        return Ok(out);
+    }
+    let files = match list_files(dir) {
+        Ok(files) => files,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(source) => {
+            return Err(ReadError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    for index in files.into_iter().rev() {
+        let path = dir.join(file_name(index));
+        let io = |source| ReadError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut file = super::regular::open_read(&path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        lines_backwards(&mut file, len, |line| {
+            if let Ok(record) = serde_json::from_slice::<Record>(line) {
+                out.push(record);
+            }
+            out.len() < n
+        })
+        .map_err(io)?;
+        if out.len() >= n {
+            break;
+        }
+    }
+    out.reverse();
+    Ok(out)
+}
+
+/// Calls `f` with each complete line of `file` (without its `\n`), the last
+/// first, until it returns false. Bytes after the last `\n` are skipped.
+fn lines_backwards(
+    file: &mut std::fs::File,
+    len: u64,
+    mut f: impl FnMut(&[u8]) -> bool,
+) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    const CHUNK: u64 = 64 * 1024;
+    // `buf` holds the bytes from `start`; once `at_line_end`, it ends in `\n`.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut start = len;
+    let mut at_line_end = false;
+    loop {
+        if !at_line_end {
+            if let Some(p) = buf.iter().rposition(|&b| b == b'\n') {
+                buf.truncate(p + 1);
+                at_line_end = true;
+            }
+        }
+        if at_line_end {
+            let body = &buf[..buf.len() - 1];
+            match body.iter().rposition(|&b| b == b'\n') {
+                Some(p) => {
+                    if !f(&body[p + 1..]) {
+                        return Ok(());
+                    }
+                    buf.truncate(p + 1);
+                    continue;
+                }
+                None if start == 0 => {
+                    f(body);
+                    return Ok(());
+                }
+                None => {}
+            }
+        } else if start == 0 {
+            return Ok(());
+        }
+        let from = start.saturating_sub(CHUNK);
+        let mut chunk = vec![0u8; (start - from) as usize];
+        file.seek(SeekFrom::Start(from))?;
+        file.read_exact(&mut chunk)?;
+        chunk.extend_from_slice(&buf);
+        buf = chunk;
+        start = from;
+    }
 }
 
 /// The record with this record id (`a42`), or every record of this request id,
@@ -148,18 +239,20 @@ impl Filter {
     }
 
     pub fn apply(&self, dir: &Path) -> Result<Vec<Record>, ReadError> {
-        let mut out = Vec::new();
+        // With a limit, only the last `limit` matches are ever held.
+        let mut out = std::collections::VecDeque::new();
         for_each(dir, |r| {
             if self.matches(&r) {
-                out.push(r);
+                if self.limit.is_some_and(|l| out.len() >= l) {
+                    out.pop_front();
+                }
+                if self.limit != Some(0) {
+                    out.push_back(r);
+                }
             }
             true
         })?;
-        if let Some(limit) = self.limit {
-            let skip = out.len().saturating_sub(limit);
-            out.drain(..skip);
-        }
-        Ok(out)
+        Ok(out.into())
     }
 }
 
@@ -192,6 +285,40 @@ pub fn starts_with_words(text: &str, prefix: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_backwards_reads_every_line_from_the_end_and_skips_a_torn_tail() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f");
+        let long = "x".repeat(200_000);
+        let text = format!("one\n{long}\n\nthree\ntorn");
+        std::fs::write(&path, &text).unwrap();
+        let mut file = std::fs::File::open(&path).unwrap();
+        let mut seen = Vec::new();
+        lines_backwards(&mut file, text.len() as u64, |l| {
+            seen.push(String::from_utf8(l.to_vec()).unwrap());
+            true
+        })
+        .unwrap();
+        assert_eq!(
+            seen,
+            vec!["three".to_string(), String::new(), long, "one".into()]
+        );
+        let mut first = Vec::new();
+        lines_backwards(&mut file, text.len() as u64, |l| {
+            first.push(l.to_vec());
+            false
+        })
+        .unwrap();
+        assert_eq!(first, vec![b"three".to_vec()]);
+        let mut none = 0;
+        lines_backwards(&mut file, 0, |_| {
+            none += 1;
+            true
+        })
+        .unwrap();
+        assert_eq!(none, 0);
+    }
 
     #[test]
     fn prefix_matches_whole_words() {

@@ -6,12 +6,33 @@
 //! end (the head anchor names a record the log no longer has), a torn last line,
 //! and a missing or emptied file in the middle of a rotation. It reports the
 //! first problem, naming the file, line and record. Read-only: it repairs nothing.
+//! It streams the log (memory does not grow with it) and also returns
+//! warnings that are not failures: an anchor lagging the end by more than
+//! [`ANCHOR_LAG_WARN`] records, run decisions with no execution record.
 
 use super::chain::{line_hash, GENESIS};
 use super::log::{file_name, list_files, read_anchor_locked, HeadAnchor, HEAD_FILE};
-use super::record::{Record, SCHEMA_VERSION};
-use std::io::Read;
+use super::record::{Event, Record, SCHEMA_VERSION};
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+
+/// The head anchor may lag the end of the log by this many records without a
+/// warning. A CLI run anchors each record as it syncs it (a lag of one while
+/// a record is between its write and its sync); a server anchors a run's
+/// records after its answer, so its runs in flight lag the anchor.
+pub const ANCHOR_LAG_WARN: u64 = 16;
+
+/// Run decisions with no execution record, by id, named in the warning.
+const ORPHANS_NAMED: usize = 10;
+
+/// Decisions waiting for their execution record while the walk goes on; past
+/// this many, the oldest is counted as orphaned (memory stays bounded).
+const ORPHANS_TRACKED: usize = 4096;
+
+/// The longest line `verify` reads: far more than any record airlock writes
+/// (a line is one record; output is capped by AIRLOCK_AUDIT_OUTPUT_BYTES).
+pub const MAX_LINE_BYTES: u64 = 256 * 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct VerifyReport {
@@ -19,6 +40,9 @@ pub struct VerifyReport {
     pub records: u64,
     /// Id and hash of the last record (`None` for an empty log).
     pub last: Option<(String, String)>,
+    /// Worth a look, not a failure: a head anchor lagging the end of the log
+    /// by more than [`ANCHOR_LAG_WARN`], run decisions with no execution record.
+    pub warnings: Vec<String>,
 }
 
 /// The first bad spot in the log.
@@ -34,6 +58,110 @@ pub struct VerifyFailure {
 }
 
 pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
+    walk(dir, |_, _| Ok(()))
+}
+
+/// Run decisions waiting for their execution record.
+#[derive(Default)]
+struct Orphans {
+    by_seq: BTreeMap<u64, String>,
+    by_request: HashMap<String, u64>,
+    count: u64,
+    named: Vec<String>,
+}
+
+impl Orphans {
+    fn see(&mut self, record: &Record) {
+        match &record.event {
+            Event::Decision(d) if d.disposition == "run" => {
+                if let Some(old) = self.by_request.insert(d.request_id.clone(), record.seq) {
+                    self.by_seq.remove(&old);
+                }
+                self.by_seq.insert(record.seq, d.request_id.clone());
+                if self.by_seq.len() > ORPHANS_TRACKED {
+                    if let Some((seq, rid)) = self.by_seq.pop_first() {
+                        self.by_request.remove(&rid);
+                        self.orphan(seq);
+                    }
+                }
+            }
+            Event::Execution(e) => {
+                if let Some(seq) = self.by_request.remove(&e.request_id) {
+                    self.by_seq.remove(&seq);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn orphan(&mut self, seq: u64) {
+        self.count += 1;
+        if self.named.len() < ORPHANS_NAMED {
+            self.named.push(format!("a{seq}"));
+        }
+    }
+
+    fn warning(mut self) -> Option<String> {
+        for seq in std::mem::take(&mut self.by_seq).into_keys() {
+            self.orphan(seq);
+        }
+        (self.count > 0).then(|| {
+            let more = self.count - self.named.len() as u64;
+            format!(
+                "{} run decision(s) have no execution record: {}{} (the run's process was killed or died before the command's outcome was recorded, or it is still running); `airlock audit show ID` shows what was allowed",
+                self.count,
+                self.named.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            )
+        })
+    }
+}
+
+/// The anchor itself must be well-formed and, while the log has records,
+/// name one of them (seq 0 is the anchor of a log with none).
+fn check_anchor_shape(dir: &Path, anchor: &HeadAnchor) -> Result<(), VerifyFailure> {
+    let well_formed = anchor.id == format!("a{}", anchor.seq)
+        && anchor.hash.len() == 64
+        && anchor
+            .hash
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && list_files_name_ok(&anchor.file);
+    if well_formed {
+        return Ok(());
+    }
+    Err(VerifyFailure {
+        file: dir.join(HEAD_FILE),
+        line: None,
+        record_id: Some(anchor.id.clone()),
+        problem: format!(
+            "the head anchor is malformed (seq {}, id {:?}, hash {:?}, file {:?}): airlock never writes that, so head.json was edited; `airlock audit repair --reanchor` rewrites it from the log (and records that)",
+            anchor.seq, anchor.id, short(&anchor.hash), anchor.file
+        ),
+    })
+}
+
+fn list_files_name_ok(name: &str) -> bool {
+    name.strip_prefix(super::log::FILE_PREFIX)
+        .and_then(|n| n.strip_suffix(super::log::FILE_SUFFIX))
+        .and_then(|n| n.parse::<u64>().ok())
+        .is_some_and(|i| file_name(i) == name)
+}
+
+/// [`verify`], calling `each` with every record and its hash as it goes: the
+/// log is read line by line, so memory does not grow with it.
+pub(crate) fn walk(
+    dir: &Path,
+    mut each: impl FnMut(&Record, &str) -> Result<(), VerifyFailure>,
+) -> Result<VerifyReport, VerifyFailure> {
+    if let Err(e) = super::regular::check_dir(dir) {
+        return Err(VerifyFailure {
+            file: dir.to_path_buf(),
+            line: None,
+            record_id: None,
+            problem: e.to_string(),
+        });
+    }
     // The anchor first: the log only grows after it, so a writer appending
     // while we read cannot make the anchor look ahead of the log.
     let anchor = read_anchor_locked(dir).map_err(|e| VerifyFailure {
@@ -44,6 +172,9 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
             "head anchor unreadable ({e}); `airlock audit repair --reanchor` rewrites it from the log"
         ),
     })?;
+    if let Some(a) = &anchor {
+        check_anchor_shape(dir, a)?;
+    }
     let fail = |file: PathBuf, line: Option<u64>, record_id: Option<String>, problem: String| {
         Err(VerifyFailure {
             file,
@@ -67,6 +198,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
     let mut expected_seq = 1u64;
     let mut last: Option<(String, String)> = None;
     let mut last_file = None;
+    let mut orphans = Orphans::default();
     for (position, &index) in files.iter().enumerate() {
         let path = dir.join(file_name(index));
         let want_index = position as u64 + 1;
@@ -81,39 +213,51 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
                 ),
             );
         }
-        let mut bytes = Vec::new();
-        if let Err(e) = std::fs::File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)) {
-            return fail(path, None, None, format!("cannot read: {e}"));
-        }
-        if bytes.is_empty() && position + 1 < files.len() {
-            return fail(
-                path,
-                None,
-                None,
-                "log file is empty but later files exist (records were deleted)".into(),
-            );
-        }
+        let mut reader = match super::regular::open_read(&path) {
+            Ok(f) => BufReader::with_capacity(256 * 1024, f),
+            Err(e) => return fail(path, None, None, format!("cannot read: {e}")),
+        };
         let mut line_no = 0u64;
-        let mut rest = &bytes[..];
-        while !rest.is_empty() {
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = match (&mut reader)
+                .take(MAX_LINE_BYTES + 1)
+                .read_until(b'\n', &mut line)
+            {
+                Ok(n) => n,
+                Err(e) => return fail(path, Some(line_no + 1), None, format!("cannot read: {e}")),
+            };
+            if n == 0 {
+                break;
+            }
             line_no += 1;
-            let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+            if line.last() != Some(&b'\n') {
+                if n as u64 > MAX_LINE_BYTES {
+                    return fail(
+                        path,
+                        Some(line_no),
+                        None,
+                        format!(
+                            "a line longer than {MAX_LINE_BYTES} bytes: not a record airlock wrote"
+                        ),
+                    );
+                }
                 return fail(
                     path,
                     Some(line_no),
                     None,
                     format!(
                         "incomplete last record ({} bytes without a line end): a writer died mid-append or the file was truncated; `airlock audit repair` cuts it off and logs the repair",
-                        rest.len()
+                        line.len()
                     ),
                 );
-            };
-            let line = &rest[..end];
-            rest = &rest[end + 1..];
-            let record: Record = match serde_json::from_slice(line) {
+            }
+            line.pop();
+            let record: Record = match serde_json::from_slice(&line) {
                 Ok(r) => r,
                 Err(e) => {
-                    let claimed = claimed_id(line);
+                    let claimed = claimed_id(&line);
                     return fail(
                         path,
                         Some(line_no),
@@ -165,7 +309,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
                     ),
                 );
             }
-            prev_hash = line_hash(line);
+            prev_hash = line_hash(&line);
             if let Some(a) = anchor.as_ref().filter(|a| a.seq == record.seq) {
                 if a.hash != prev_hash {
                     return fail(
@@ -178,34 +322,59 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
                         ),
                     );
                 }
+                if a.file != file_name(index) {
+                    return fail(
+                        path,
+                        Some(line_no),
+                        id,
+                        format!(
+                            "the head anchor places {} in {}, but it is in {}: head.json was edited or the files were renamed",
+                            record.id,
+                            a.file,
+                            file_name(index)
+                        ),
+                    );
+                }
             }
+            orphans.see(&record);
+            each(&record, &prev_hash)?;
             expected_seq += 1;
             last = Some((record.id.clone(), prev_hash.clone()));
         }
+        if line_no == 0 && position + 1 < files.len() {
+            return fail(
+                path,
+                None,
+                None,
+                "log file is empty but later files exist (records were deleted)".into(),
+            );
+        }
         last_file = Some(path);
     }
-    check_head(dir, anchor, &last, last_file)?;
+    let records = expected_seq - 1;
+    let mut warnings = check_head(dir, anchor, records, &last, last_file)?;
+    warnings.extend(orphans.warning());
     Ok(VerifyReport {
         files: files.len(),
-        records: expected_seq - 1,
+        records,
         last,
+        warnings,
     })
 }
 
 /// The head anchor must name a record the log still has, with the same hash
-/// (the hash was compared during the walk, see `verify`).
+/// (the hash was compared during the walk, see `walk`); a log with records
+/// must have an anchor naming one of them. Returns the warnings.
 fn check_head(
     dir: &Path,
     anchor: Option<HeadAnchor>,
+    last_seq: u64,
     last: &Option<(String, String)>,
     last_file: Option<PathBuf>,
-) -> Result<(), VerifyFailure> {
+) -> Result<Vec<String>, VerifyFailure> {
     let file = last_file.unwrap_or_else(|| dir.to_path_buf());
-    let last_seq: u64 = last
-        .as_ref()
-        .map_or(0, |(id, _)| id[1..].parse().unwrap_or(0));
     match anchor {
-        None if last.is_none() => Ok(()),
+        None if last.is_none() => Ok(vec![]),
         None => Err(VerifyFailure {
             file: dir.join(HEAD_FILE),
             line: None,
@@ -222,9 +391,24 @@ fn check_head(
                 anchor.id
             ),
         }),
-        // anchor.seq < last_seq is normal: writers appended after we read the
-        // anchor, or one crashed between fsync of the log and the anchor write.
-        Some(_) => Ok(()),
+        Some(anchor) if anchor.seq == 0 && last_seq > 0 => Err(VerifyFailure {
+            file: dir.join(HEAD_FILE),
+            line: None,
+            record_id: None,
+            problem: format!(
+                "the head anchor names no record (seq 0) but the log has {last_seq}: head.json was set back, which would hide an edited or cut end of the log (or a writer died between the log's very first record and its anchor); `airlock audit repair --reanchor` accepts the log as it is (and records that)"
+            ),
+        }),
+        // A small lag is normal: writers appended after we read the anchor,
+        // a server's runs in flight, or a crash between a record's sync and
+        // its anchor.
+        Some(anchor) if last_seq - anchor.seq > ANCHOR_LAG_WARN => Ok(vec![format!(
+            "the head anchor names {}, {} record(s) before the end of the log ({}): those records are not covered by it, so an edit or cut among them would not show here. Expected only while a busy server answers runs or after a crash; if it stays, head.json may have been set back (signed checkpoints exported elsewhere are what proves the log's end: `verify --key --checkpoints`)",
+            anchor.id,
+            last_seq - anchor.seq,
+            last.as_ref().map_or("", |(id, _)| id.as_str()),
+        )]),
+        Some(_) => Ok(vec![]),
     }
 }
 
@@ -262,32 +446,24 @@ pub fn verify_anchored(
     external: &[super::record::CheckpointEvent],
 ) -> Result<AnchoredReport, VerifyFailure> {
     use super::anchor::check_signature;
-    use super::record::Event;
-    let chain = verify(dir)?;
     let fail = |record_id: Option<String>, problem: String| VerifyFailure {
         file: dir.to_path_buf(),
         line: None,
         record_id,
         problem,
     };
-    let records = super::query::read_all(dir).map_err(|e| fail(None, e.to_string()))?;
-    // The hash of record `seq` is the `prev` of the record after it; the last
-    // record's is the walk's.
-    let hash_of = |seq: u64| -> Option<String> {
-        if seq == 0 {
-            return None;
-        }
-        match records.get(seq as usize) {
-            Some(next) => Some(next.prev.clone()),
-            None if seq == chain.records => chain.last.as_ref().map(|(_, h)| h.clone()),
-            None => None,
-        }
-    };
+    // The hashes of the records exported checkpoints name, kept as the walk
+    // passes them (the log itself is never held in memory).
+    let mut wanted: HashMap<u64, Option<String>> =
+        external.iter().map(|c| (c.signed_seq, None)).collect();
     let mut checkpoints = 0;
     let mut anchored_through = 0;
-    for record in &records {
+    let chain = walk(dir, |record, hash| {
+        if let Some(slot) = wanted.get_mut(&record.seq) {
+            *slot = Some(hash.to_string());
+        }
         let Event::Checkpoint(c) = &record.event else {
-            continue;
+            return Ok(());
         };
         if let Err(why) = check_signature(key, c) {
             return Err(fail(
@@ -310,7 +486,9 @@ pub fn verify_anchored(
         }
         checkpoints += 1;
         anchored_through = anchored_through.max(c.signed_seq);
-    }
+        Ok(())
+    })?;
+    let hash_of = |seq: u64| -> Option<String> { wanted.get(&seq).cloned().flatten() };
     let mut matched = 0;
     for c in external {
         if let Err(why) = check_signature(key, c) {

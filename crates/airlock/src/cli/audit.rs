@@ -241,7 +241,7 @@ fn verify(dir: &std::path::Path, json: bool) -> anyhow::Result<i32> {
                     .map(|(id, hash)| serde_json::json!({"id": id, "sha256": hash}));
                 println!(
                     "{}",
-                    serde_json::json!({"ok": true, "files": report.files, "records": report.records, "last": last})
+                    json_safe(&serde_json::json!({"ok": true, "files": report.files, "records": report.records, "last": last, "warnings": report.warnings}).to_string())
                 );
             } else {
                 match &report.last {
@@ -251,6 +251,7 @@ fn verify(dir: &std::path::Path, json: bool) -> anyhow::Result<i32> {
                     ),
                     None => println!("ok: the log is empty"),
                 }
+                print_warnings(&report.warnings);
             }
             Ok(0)
         }
@@ -274,6 +275,12 @@ fn verify(dir: &std::path::Path, json: bool) -> anyhow::Result<i32> {
             }
             Ok(1)
         }
+    }
+}
+
+fn print_warnings(warnings: &[String]) {
+    for w in warnings {
+        println!("warning: {}", escape_line(w));
     }
 }
 
@@ -301,6 +308,7 @@ fn verify_with_key(
                     serde_json::json!({"ok": true, "files": r.chain.files, "records": r.chain.records,
                         "checkpoints": r.checkpoints, "external_checkpoints": r.external,
                         "anchored_through": r.anchored_through, "unanchored": r.unanchored,
+                        "warnings": r.chain.warnings,
                         "key_id": airlock_core::audit::anchor::key_id(&public)})
                 );
             } else {
@@ -315,10 +323,11 @@ fn verify_with_key(
                 );
                 if r.unanchored > 0 {
                     println!(
-                        "note: the last {} record(s) come after the last signed checkpoint; nothing can tell them from a rewrite until the next checkpoint (`airlock audit checkpoint`)",
+                        "note: the last {} record(s) come after the last signed checkpoint; nothing can tell them from a rewrite until the next checkpoint (`airlock audit checkpoint`); a rewrite that also deleted the checkpoints after it looks the same here: `--checkpoints FILE` with the exported checkpoints tells them apart",
                         r.unanchored
                     );
                 }
+                print_warnings(&r.chain.warnings);
             }
             Ok(0)
         }
@@ -349,13 +358,16 @@ fn show(dir: &std::path::Path, id: &str) -> anyhow::Result<i32> {
 }
 
 fn tail(dir: &std::path::Path, lines: usize, follow: bool, json: bool) -> anyhow::Result<i32> {
-    let records = audit::read_all(dir)?;
-    let start = records.len().saturating_sub(lines);
-    print_records(&records[start..], json)?;
+    // From the end of the log backwards: memory does not grow with the log.
+    let records = audit::last_n(dir, lines)?;
+    print_records(&records, json)?;
     if !follow {
         return Ok(0);
     }
-    let mut last_seq = records.last().map_or(0, |r| r.seq);
+    let mut last_seq = match records.last() {
+        Some(r) => r.seq,
+        None => audit::last_n(dir, 1)?.last().map_or(0, |r| r.seq),
+    };
     loop {
         std::thread::sleep(std::time::Duration::from_millis(250));
         let mut fresh = Vec::new();
