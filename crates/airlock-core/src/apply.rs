@@ -463,7 +463,7 @@ impl Engine {
                 .take(AUDIT_CHANGES_LISTED)
                 .cloned()
                 .collect(),
-            change_summary: r.change_summary.clone(),
+            change_summary: r.change_summary.clone().map(crate::engine::audit_summary),
             violations: r.violations.clone(),
             approval_id: approval
                 .map(|a| a.id.clone())

@@ -1197,7 +1197,11 @@ impl Engine {
             stderr,
             stdin: stdin_record(spec, result, limit),
             changes,
-            change_summary: result.as_ref().ok().and_then(|o| o.change_summary.clone()),
+            change_summary: result
+                .as_ref()
+                .ok()
+                .and_then(|o| o.change_summary.clone())
+                .map(audit_summary),
             applied,
             violations,
             loosened_by: judged.decision.loosened_by.clone(),
@@ -1266,6 +1270,15 @@ pub fn execution_record_bound(config: &crate::audit::AuditConfig) -> u64 {
 /// Changes listed one by one in an audit record; the record's `change_summary`
 /// counts all of them and holds the SHA-256 of the full list.
 pub const AUDIT_CHANGES_LISTED: usize = 100;
+
+/// A change summary as an audit record holds it: `listed` counts the changes
+/// that record lists, not the run's report.
+pub(crate) fn audit_summary(
+    mut s: airlock_sandbox::ChangeSummary,
+) -> airlock_sandbox::ChangeSummary {
+    s.listed = s.listed.min(AUDIT_CHANGES_LISTED as u64);
+    s
+}
 
 /// What the command was given on stdin: the request's text (`request`), or
 /// what the caller's own stdin streamed in by the command's end (`caller`).
