@@ -336,7 +336,13 @@ impl Engine {
             .as_ref()
             .and_then(|a| a.change_set.as_ref())
             .map(|p| p.sha256.as_str());
-        match sk::apply(&loaded.dir, &loaded.ws, &loaded.limits, pin) {
+        // A set longer than the apply record lists: its full list, as a run's.
+        let mut ws = loaded.ws.clone();
+        ws.list = Some(crate::ledger::change_list_path(
+            self.ledger().state_dir(),
+            &request_id,
+        ));
+        match sk::apply(&loaded.dir, &ws, &loaded.limits, pin) {
             Ok((f, _)) => {
                 // A set whose every change was denied wrote nothing: not applied.
                 r.status = if f.applied && f.summary.allowed() > 0 {

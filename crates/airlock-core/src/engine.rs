@@ -1044,6 +1044,11 @@ impl Engine {
                 spec.write_paths.push(path.clone());
             }
         }
+        // A change set longer than its audit record lists: its full list.
+        spec.workspace.list = Some(crate::ledger::change_list_path(
+            self.ledger.state_dir(),
+            &spec.request_id,
+        ));
         // The state directory (audit log, approvals, grants, kept sets) is
         // never visible to a run, whichever tree would show it: the
         // workspace, a `filesystem.read` or `filesystem.write` entry, a
@@ -1269,7 +1274,7 @@ pub fn execution_record_bound(config: &crate::audit::AuditConfig) -> u64 {
 
 /// Changes listed one by one in an audit record; the record's `change_summary`
 /// counts all of them and holds the SHA-256 of the full list.
-pub const AUDIT_CHANGES_LISTED: usize = 100;
+pub const AUDIT_CHANGES_LISTED: usize = airlock_sandbox::workspace::AUDIT_LISTED;
 
 /// A change summary as an audit record holds it: `listed` counts the changes
 /// that record lists, not the run's report.

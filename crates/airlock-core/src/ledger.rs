@@ -172,6 +172,14 @@ pub enum ApprovalCheck {
     Refused(RefusalCode, Option<Approval>),
 }
 
+/// Where the full list of a request's change set is kept, when its audit
+/// record lists only the first [`airlock_sandbox::workspace::AUDIT_LISTED`]:
+/// `<state>/changes/<request id>.list`, one line per change, the lines whose
+/// SHA-256 is the record's `change_summary.sha256`.
+pub fn change_list_path(state_dir: &std::path::Path, request_id: &str) -> std::path::PathBuf {
+    state_dir.join("changes").join(format!("{request_id}.list"))
+}
+
 pub struct Ledger {
     root: PathBuf,
     audit: AuditLog,

@@ -305,6 +305,7 @@ pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSp
             owned,
             // The engine names the run's directory under the state directory.
             keep: None,
+            list: None,
         },
         network,
         limits,

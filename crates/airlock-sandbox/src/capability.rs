@@ -416,6 +416,7 @@ pub(crate) mod tests {
                 changes: Default::default(),
                 owned: vec![],
                 keep: None,
+                list: None,
             },
             network: NetworkSpec::None,
             limits: crate::Limits {

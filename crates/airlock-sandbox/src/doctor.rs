@@ -302,6 +302,7 @@ fn end_to_end(helper: &Path, runs: &Path, limits: &NativeLimits) -> Result<Strin
             changes: Default::default(),
             owned: vec![],
             keep: None,
+            list: None,
         },
         network: NetworkSpec::None,
         limits: Limits {

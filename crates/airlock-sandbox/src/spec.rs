@@ -82,6 +82,13 @@ pub struct WorkspaceSpec {
     /// directory must not exist yet; `None`: the change set ends with the run.
     #[serde(default)]
     pub keep: Option<PathBuf>,
+    /// Where to write the full list of a change set of more than
+    /// [`crate::workspace::AUDIT_LISTED`] changes, one line per change (the
+    /// lines `change_summary.sha256` covers), for the audit trail, whose
+    /// records list only the first ones. Written and synced before the
+    /// return path reports; `None`: not written.
+    #[serde(default)]
+    pub list: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

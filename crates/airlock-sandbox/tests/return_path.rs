@@ -38,6 +38,7 @@ fn spec(ws: &Path) -> WorkspaceSpec {
         changes: Default::default(),
         owned: vec![ws.join("airlock.toml")],
         keep: None,
+        list: None,
     }
 }
 

@@ -74,6 +74,7 @@ fn spec(f: &Fixture, script: &str) -> SandboxSpec {
             changes: Default::default(),
             owned: vec![],
             keep: None,
+            list: None,
         },
         network: NetworkSpec::None,
         limits: limits(),

@@ -49,6 +49,7 @@ fn spec(ws: &Path, module: &str) -> SandboxSpec {
             changes: Default::default(),
             owned: vec![],
             keep: None,
+            list: None,
         },
         network: NetworkSpec::None,
         limits: Limits {

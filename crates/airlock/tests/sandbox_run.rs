@@ -593,3 +593,42 @@ fn the_state_dir_is_hidden_through_a_link_and_under_a_write_path() {
     let o = run(&["audit", "verify"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
 }
+
+/// A change set longer than its audit record lists keeps its full list
+/// beside the log, bound by the record's hash: every applied name is in the
+/// trail, and an edited list fails `audit verify`.
+#[test]
+fn a_long_change_set_keeps_its_full_list_for_the_audit_trail() {
+    let e = Env::new();
+    let o = e.airlock(&[
+        "run",
+        "--apply",
+        "--json",
+        "--",
+        "python3",
+        "-c",
+        "import pathlib\nfor i in range(150): pathlib.Path(f'f{i}').write_text('x')\npathlib.Path('zz-last').write_text('y')",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", text(&o.stdout), text(&o.stderr));
+    let id = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["request_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let list = e.dir.path().join(format!("state/changes/{id}.list"));
+    let body = std::fs::read_to_string(&list).unwrap();
+    assert_eq!(body.lines().count(), 151, "{body}");
+    assert!(body.contains("zz-last"), "{body}");
+    assert!(e.ws().join("zz-last").exists());
+    let o = e.airlock(&["audit", "verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", text(&o.stdout), text(&o.stderr));
+    // An edited list: verify names it.
+    std::fs::write(&list, body.replace("zz-last", "zz-else")).unwrap();
+    let o = e.airlock(&["audit", "verify"]);
+    assert_ne!(o.status.code(), Some(0));
+    let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+    assert!(all.contains("full change list"), "{all}");
+    // A short set writes none.
+    let o = e.airlock(&["run", "--apply", "--", "sh", "-c", "echo x > one"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read_dir(e.dir.path().join("state/changes")).unwrap().count(), 1);
+}

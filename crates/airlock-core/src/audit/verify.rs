@@ -61,6 +61,89 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, VerifyFailure> {
     walk(dir, |_, _| Ok(()))
 }
 
+/// The full change lists of records that list only the first changes of
+/// their set (`<state>/changes/<request id>.list`): each must hash to the
+/// record's `change_summary.sha256`; a missing one is a warning (lists kept
+/// before they were written, or removed).
+#[derive(Default)]
+struct ChangeLists {
+    missing: Vec<String>,
+    count: u64,
+}
+
+impl ChangeLists {
+    fn see(&mut self, dir: &Path, record: &Record) -> Result<(), String> {
+        let (request_id, summary) = match &record.event {
+            Event::Execution(e) => (&e.request_id, e.change_summary.as_ref()),
+            Event::Apply(a) => (&a.request_id, a.change_summary.as_ref()),
+            _ => return Ok(()),
+        };
+        let Some(summary) =
+            summary.filter(|s| s.total > airlock_sandbox::workspace::AUDIT_LISTED as u64)
+        else {
+            return Ok(());
+        };
+        let state = dir.parent().unwrap_or(dir);
+        let at = crate::ledger::change_list_path(state, request_id);
+        let file = match super::regular::open_read(&at) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.count += 1;
+                if self.missing.len() < ORPHANS_NAMED {
+                    self.missing.push(record.id.clone());
+                }
+                return Ok(());
+            }
+            Err(e) => {
+                return Err(format!(
+                    "the full change list {} cannot be read: {e}",
+                    at.display()
+                ))
+            }
+        };
+        let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+        let mut reader = std::io::BufReader::new(file);
+        std::io::copy(&mut reader, &mut DigestWriter(&mut hasher))
+            .map_err(|e| format!("the full change list {} cannot be read: {e}", at.display()))?;
+        let got = hex::encode(sha2::Digest::finalize(hasher));
+        if got != summary.sha256 {
+            return Err(format!(
+                "the full change list {} hashes to {got}, but {} says {} (the list was edited or replaced)",
+                at.display(),
+                record.id,
+                summary.sha256
+            ));
+        }
+        Ok(())
+    }
+
+    fn warning(self) -> Option<String> {
+        (self.count > 0).then(|| {
+            let more = self.count - self.missing.len() as u64;
+            format!(
+                "{} record(s) of more than {} changes have no full change list in changes/: {}{} (written by a version before the lists, or removed)",
+                self.count,
+                airlock_sandbox::workspace::AUDIT_LISTED,
+                self.missing.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            )
+        })
+    }
+}
+
+/// Feeds what is written into a hash.
+struct DigestWriter<'a>(&'a mut sha2::Sha256);
+
+impl std::io::Write for DigestWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(self.0, buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Run decisions waiting for their execution record.
 #[derive(Default)]
 struct Orphans {
@@ -199,6 +282,7 @@ pub(crate) fn walk(
     let mut last: Option<(String, String)> = None;
     let mut last_file = None;
     let mut orphans = Orphans::default();
+    let mut lists = ChangeLists::default();
     for (position, &index) in files.iter().enumerate() {
         let path = dir.join(file_name(index));
         let want_index = position as u64 + 1;
@@ -337,6 +421,9 @@ pub(crate) fn walk(
                 }
             }
             orphans.see(&record);
+            if let Err(problem) = lists.see(dir, &record) {
+                return fail(path, Some(line_no), id, problem);
+            }
             each(&record, &prev_hash)?;
             expected_seq += 1;
             last = Some((record.id.clone(), prev_hash.clone()));
@@ -354,6 +441,7 @@ pub(crate) fn walk(
     let records = expected_seq - 1;
     let mut warnings = check_head(dir, anchor, records, &last, last_file)?;
     warnings.extend(orphans.warning());
+    warnings.extend(lists.warning());
     Ok(VerifyReport {
         files: files.len(),
         records,

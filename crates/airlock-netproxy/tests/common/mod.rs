@@ -353,6 +353,7 @@ pub fn proxy_sandbox_spec(
             changes: Default::default(),
             owned: vec![],
             keep: None,
+            list: None,
         },
         network: NetworkSpec::Proxy {
             socket: socket.to_path_buf(),

@@ -408,6 +408,7 @@ mod tests {
                 changes: Default::default(),
                 owned: vec![],
                 keep: None,
+                list: None,
             },
             network: NetworkSpec::Proxy {
                 socket: "/var/lib/airlock/proxy/r1/proxy.sock".into(),

@@ -121,6 +121,9 @@ pub struct Launch {
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
     pub keep: Option<PathBuf>,
+    /// Where a long change set's full list goes ([`crate::WorkspaceSpec::list`]).
+    #[serde(default)]
+    pub list: Option<PathBuf>,
     /// The run's wall-clock limit: a request may lower its policy's
     /// (`timeout_s`, `airlock run --server --timeout`), and a warm sandbox
     /// built for one request's limit must serve the next one's.
@@ -151,6 +154,7 @@ impl Launch {
             cwd: spec.cwd.clone(),
             env: spec.env.clone(),
             keep: spec.workspace.keep.clone(),
+            list: spec.workspace.list.clone(),
             timeout_ms: spec.limits.timeout_ms,
             cpu_time_ms: spec.limits.cpu_time_ms,
             stdin: spec.stdin.is_some(),
@@ -166,6 +170,7 @@ impl Launch {
         t.cwd = PathBuf::new();
         t.env = Vec::new();
         t.workspace.keep = None;
+        t.workspace.list = None;
         t.limits.timeout_ms = TEMPLATE_TIME_LIMIT_MS;
         t.limits.cpu_time_ms = TEMPLATE_TIME_LIMIT_MS;
         // Every pooled sandbox is built with a stdin pipe; whether its
@@ -180,6 +185,7 @@ impl Launch {
         spec.cwd = self.cwd.clone();
         spec.env = self.env.clone();
         spec.workspace.keep = self.keep.clone();
+        spec.workspace.list = self.list.clone();
         spec.limits.timeout_ms = self.timeout_ms;
         spec.limits.cpu_time_ms = self.cpu_time_ms;
         spec.stdin = self.stdin.then(Vec::new);

@@ -657,6 +657,7 @@ mod tests {
                 changes: Default::default(),
                 owned: vec![],
                 keep: None,
+                list: None,
             },
             network: NetworkSpec::None,
             limits: crate::Limits {

@@ -369,6 +369,10 @@ fn added(upper: &Path, rel: PathBuf, m: &fs::Metadata, out: &mut Scanned) {
 
 /// Entries of a change list kept in the report; the rest is counted and hashed.
 pub const LISTED: usize = 1000;
+
+/// Entries of a change list an audit record lists; a longer set's full list
+/// goes to [`WorkspaceSpec::list`].
+pub const AUDIT_LISTED: usize = 100;
 /// Refusals listed one by one; the rest end in "… and N more".
 pub const REFUSALS_LISTED: usize = 20;
 
@@ -564,6 +568,27 @@ fn nested_git(dir: &Path) -> Option<PathBuf> {
     None
 }
 
+/// Writes a change set's full list to `at` (a new file, mode 0600, its
+/// directory made 0700 if missing), synced.
+fn write_list(at: &Path, data: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = at.parent() {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(at)?;
+    f.write_all(data)?;
+    f.sync_all()
+}
+
 /// The contents of the regular file `at` (metadata `m`), if at most `max`
 /// bytes; a link at `at` is not followed.
 fn read_regular(m: &fs::Metadata, at: &Path, max: usize) -> Option<Vec<u8>> {
@@ -699,6 +724,9 @@ pub fn settle(
     };
     let mut f = Finished::default();
     let mut hasher = Sha256::new();
+    // The full list, for the audit trail, when its records cannot list it all.
+    let mut full: Option<Vec<u8>> =
+        (ws.list.is_some() && judged.len() > AUDIT_LISTED).then(Vec::new);
     let mut denied = Vec::new();
     let mut held = Vec::new();
     for (c, class) in &judged {
@@ -709,7 +737,11 @@ pub fn settle(
             ChangeKind::Modified => s.modified += 1,
             ChangeKind::Deleted => s.deleted += 1,
         }
-        hasher.update(c.digest_line(class.disposition).as_bytes());
+        let line = c.digest_line(class.disposition);
+        hasher.update(line.as_bytes());
+        if let Some(full) = full.as_mut() {
+            full.extend_from_slice(line.as_bytes());
+        }
         match class.disposition {
             Disposition::Discard => {
                 s.discarded += 1;
@@ -741,6 +773,16 @@ pub fn settle(
     }
     f.summary.listed = f.changes.len() as u64;
     f.summary.sha256 = hex::encode(hasher.finalize());
+    if let (Some(at), Some(full)) = (&ws.list, full) {
+        if let Err(e) = write_list(at, &full) {
+            // The record then names the rest only by its hash: say so.
+            f.violations.push(fs_violation(format!(
+                "the full list of this run's {} changes could not be kept for the audit trail at {}: {e}; its record lists the first {AUDIT_LISTED} and the hash of all",
+                judged.len(),
+                at.display()
+            ), serde_json::Value::Null));
+        }
+    }
     let verb = if apply {
         "not applied"
     } else {
