@@ -1620,6 +1620,13 @@ class Session:
             # purpose for `airlock apply RUN_ID`, bounded by [changes] keep_for/keep_bytes
             if rel.split(os.sep)[0] == "kept":
                 continue
+            # a long change set's full list (changes/<request id>.list), part of the audit
+            # trail, bound by its record's hash; and the audit log's space reserve
+            parts = rel.split(os.sep)
+            if parts[0] == "changes" and len(parts) == 2 and re.fullmatch(r"r[0-9a-f-]+\.list", parts[1]):
+                continue
+            if parts == ["audit", "reserve"]:
+                continue
             # the prepared /etc (cache/etc/etc-<hash>/...): one directory per input hash, reused by
             # every run, renamed when a host file or the policy changes (native/prepared_etc.rs)
             parts = rel.split(os.sep)
