@@ -369,6 +369,23 @@ fn a_synced_record_is_anchored_later_with_the_next() {
     assert_eq!((log.group_syncs(), anchor()), (2, execution.seq));
 }
 
+/// A fresh log's first record, synced by a server's gate, is anchored at once:
+/// `verify` during that first run does not find an anchor that names no
+/// record.
+#[test]
+fn a_fresh_logs_first_synced_record_is_anchored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let log = AuditLog::open(&dir, AuditConfig::default()).unwrap();
+    let (record, pending) = log.append_deferred(test_event(1)).unwrap();
+    log.sync(&pending).unwrap();
+    let anchor = airlock_core::audit::log::read_anchor(&dir)
+        .unwrap()
+        .unwrap();
+    assert_eq!(anchor.seq, record.seq);
+    assert_eq!(verify(&dir).unwrap().records, 1);
+}
+
 /// A deferred record in a file that is then rotated away is synced before the
 /// next file's first record (the anchor never leads the log).
 #[test]

@@ -609,7 +609,13 @@ fn a_long_change_set_keeps_its_full_list_for_the_audit_trail() {
         "-c",
         "import pathlib\nfor i in range(150): pathlib.Path(f'f{i}').write_text('x')\npathlib.Path('zz-last').write_text('y')",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
     let id = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["request_id"]
         .as_str()
         .unwrap()
@@ -620,7 +626,13 @@ fn a_long_change_set_keeps_its_full_list_for_the_audit_trail() {
     assert!(body.contains("zz-last"), "{body}");
     assert!(e.ws().join("zz-last").exists());
     let o = e.airlock(&["audit", "verify"]);
-    assert_eq!(o.status.code(), Some(0), "{}{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
     // An edited list: verify names it.
     std::fs::write(&list, body.replace("zz-last", "zz-else")).unwrap();
     let o = e.airlock(&["audit", "verify"]);
@@ -630,5 +642,10 @@ fn a_long_change_set_keeps_its_full_list_for_the_audit_trail() {
     // A short set writes none.
     let o = e.airlock(&["run", "--apply", "--", "sh", "-c", "echo x > one"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    assert_eq!(std::fs::read_dir(e.dir.path().join("state/changes")).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read_dir(e.dir.path().join("state/changes"))
+            .unwrap()
+            .count(),
+        1
+    );
 }

@@ -153,6 +153,11 @@ pub struct AuditLog {
     current: Mutex<Option<Current>>,
     /// Concurrent [`AuditLog::make_durable`] calls share one `fdatasync`.
     group: GroupCommit,
+    /// Whether this process has seen the head anchor name a record: until
+    /// then [`AuditLog::sync`] anchors as well, so that a fresh log's first
+    /// record is never left behind an anchor that names none (which
+    /// `verify` refuses while a server's first run is still going).
+    anchored: std::sync::atomic::AtomicBool,
 }
 
 /// Group commit: one thread syncs (the leader) while the others whose records
@@ -212,6 +217,7 @@ impl AuditLog {
             lock_file,
             current: Mutex::new(None),
             group: GroupCommit::default(),
+            anchored: std::sync::atomic::AtomicBool::new(false),
         };
         Ok(log)
     }
@@ -332,7 +338,20 @@ impl AuditLog {
     /// takes the same `pending` (its sync is then covered). A lagging anchor
     /// is a lower bound, as it is between any append and its checkpoint.
     pub fn sync(&self, pending: &PendingSync) -> Result<(), AuditError> {
-        self.group_sync(&pending.file, &pending.path, &pending.anchor)
+        use std::sync::atomic::Ordering;
+        self.group_sync(&pending.file, &pending.path, &pending.anchor)?;
+        if self.anchored.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.with_lock(|log, _| {
+            let on_disk = read_anchor(&log.dir).ok().flatten();
+            if on_disk.is_some_and(|a| a.seq == 0) {
+                log.write_head(&pending.anchor)?;
+            }
+            Ok(())
+        })?;
+        self.anchored.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// [`AuditLog::make_durable`] for several records: each synced (one
