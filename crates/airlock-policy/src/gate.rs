@@ -379,7 +379,12 @@ impl<'p> Judge<'p> {
             .find_map(|u| found(&u.text));
         if hit.is_none() && !seg.data_only && !seg.function_call && seg.argv.len() > 1 {
             let program = crate::rules::program_name(&seg.argv[0]);
-            let access = arg_access(program, &seg.argv);
+            let normalized = normalize(&seg.argv, kb);
+            let access = arg_access(
+                program,
+                &seg.argv,
+                edits_in_place(program, Some(&normalized)),
+            );
             hit = (1..seg.argv.len())
                 .filter(|&i| access(i) == Access::Write && !seg.data_args.contains(&i))
                 .find_map(|i| found(&seg.argv[i]));
@@ -659,7 +664,8 @@ impl<'p> Judge<'p> {
                 ));
             }
         }
-        let access = arg_access(program, &seg.argv);
+        let in_place = edits_in_place(program, normalized);
+        let access = arg_access(program, &seg.argv, in_place);
         let already: Vec<&str> = seg.paths.iter().map(|p| p.text.as_str()).collect();
         let pattern = grep_pattern(program, &seg.argv);
         // Option words the knowledge base cannot read (a program it does not
@@ -680,10 +686,11 @@ impl<'p> Judge<'p> {
         }
         // Arguments count as writes conservatively (`git show HEAD`): git's
         // own files only for programs that write them.
-        let writer = matches!(
-            program,
-            "cp" | "mv" | "ln" | "install" | "tee" | "touch" | "truncate" | "mkdir"
-        );
+        let writer = in_place
+            || matches!(
+                program,
+                "cp" | "mv" | "ln" | "install" | "tee" | "touch" | "truncate" | "mkdir"
+            );
         // A copy of a repository's `.git`, or of a `HEAD`, makes a directory
         // that git run there takes for a repository, whose config it obeys
         // (`cp -r .git ev`, then `ev/config` is only a file to the gate).
@@ -1225,11 +1232,23 @@ fn symlink_targets(program: &str, argv: &[String]) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// Whether sed or perl edits its files in place: `-i` however spelled, as the
+/// knowledge base reads it (`-si`, `-ni`, `-i.bak`, `--in`, `--in-p=.b`).
+fn edits_in_place(program: &str, normalized: Option<&Normalized<'_>>) -> bool {
+    matches!(program, "sed" | "gsed" | "perl")
+        && normalized.is_some_and(|n| {
+            n.words
+                .iter()
+                .any(|w| w.owner().is_some() && w.key().as_deref() == Some("-i"))
+        })
+}
+
 /// Read or write, for the argument at an index of this program's argv.
-fn arg_access<'a>(program: &'a str, argv: &'a [String]) -> impl Fn(usize) -> Access + 'a {
-    let in_place = argv.iter().any(|a| {
-        a == "-i" || a.starts_with("--in-place") || (a.starts_with("-i") && program == "sed")
-    });
+fn arg_access<'a>(
+    program: &'a str,
+    argv: &'a [String],
+    in_place: bool,
+) -> impl Fn(usize) -> Access + 'a {
     let last = argv.len().saturating_sub(1);
     move |i| match program {
         "cp" | "install" | "ln" => {
@@ -1239,8 +1258,10 @@ fn arg_access<'a>(program: &'a str, argv: &'a [String]) -> impl Fn(usize) -> Acc
                 Access::Read
             }
         }
-        "sed" | "perl" if in_place => Access::Write,
-        "sed" | "sort" | "uniq" => Access::Read,
+        "sed" | "gsed" | "perl" if in_place => Access::Write,
+        // Where these write (`sort -o`, uniq's and xxd's second operand) the
+        // knowledge base names the path.
+        "sed" | "gsed" | "sort" | "uniq" => Access::Read,
         p if shell::reads_only(p) => Access::Read,
         _ => Access::Write,
     }

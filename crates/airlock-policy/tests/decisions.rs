@@ -1546,7 +1546,22 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
         "default",
         Q,
         "getline",
-    ),
+    ),    // A third outside pass (2026-12-06).
+    // 1. sed edits in place however `-i` is spelled, and into nested repositories.
+    ("sed -si 's/x/y/' .git/config", "default", D, "workspace.protect"),
+    ("sed -ni p .git/config", "default", D, "workspace.protect"),
+    ("sed -Ei s/a/b/ .git/config", "default", D, "workspace.protect"),
+    ("sed -zi s/a/b/ .git/config", "default", D, "workspace.protect"),
+    ("sed -ui s/a/b/ .git/config", "default", D, "workspace.protect"),
+    ("sed -si.bak s/a/b/ .git/config", "default", D, "workspace.protect"),
+    ("sed --in s/a/b/ .git/config", "default", D, "workspace.protect"),
+    ("sed --in-p=.b s/a/b/ .git/config", "default", D, "workspace.protect"),
+    ("perl -pi -e s/a/b/ .git/config", "default", D, "workspace.protect"),
+    ("sed -i -e s/a/b/ sub/.git/config", "default", Q, "git run there obeys"),
+    ("sed -si s/a/b/ sub/.git/config", "default", Q, "git run there obeys"),
+    ("sed -n p .git/config", "default", A, ""),
+    ("sed -ni p README.md", "default", A, ""),
+    ("sed -si s/a/b/ README.md src/main.py", "default", A, ""),
 ];
 
 #[test]
