@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0xc54f144defc0b9f8;
+pub const SOURCE_HASH: u64 = 0x8e38a864634ff5f0;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -327,7 +327,235 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sed", "gsed"], origin: "<built-in knowledge base>:240",
+        names: &["uniq"], origin: "<built-in knowledge base>:238",
+        about: "GNU uniq: its second operand is the file it writes",
+        abbreviations: true,
+        short_values: &['f', 's', 'w'],
+        long: &[
+            L { name: "count", key: "--count", takes: Takes::No, short: Some('c') },
+            L { name: "repeated", key: "--repeated", takes: Takes::No, short: Some('d') },
+            L { name: "all-repeated", key: "--all-repeated", takes: Takes::Optional, short: None },
+            L { name: "skip-fields", key: "--skip-fields", takes: Takes::Required, short: Some('f') },
+            L { name: "ignore-case", key: "--ignore-case", takes: Takes::No, short: Some('i') },
+            L { name: "skip-chars", key: "--skip-chars", takes: Takes::Required, short: Some('s') },
+            L { name: "unique", key: "--unique", takes: Takes::No, short: Some('u') },
+            L { name: "zero-terminated", key: "--zero-terminated", takes: Takes::No, short: Some('z') },
+            L { name: "check-chars", key: "--check-chars", takes: Takes::Required, short: Some('w') },
+            L { name: "group", key: "--group", takes: Takes::Optional, short: None },
+            L { name: "help", key: "--help", takes: Takes::No, short: None },
+            L { name: "version", key: "--version", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Argument(1), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["xxd"], origin: "<built-in knowledge base>:251",
+        about: "xxd: its second operand is the file it writes (with -r the binary, otherwise the dump)",
+        short_values: &['c', 'g', 'l', 'n', 'o', 's', 'R'],
+        effects: &[
+            E { trigger: T::Argument(1), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["tree"], origin: "<built-in knowledge base>:263",
+        about: "tree: -o names the file it writes its listing to",
+        short_values: &['L', 'P', 'I', 'o', 'H', 'T'],
+        long: &[
+            L { name: "charset", key: "--charset", takes: Takes::Required, short: None },
+            L { name: "filelimit", key: "--filelimit", takes: Takes::Required, short: None },
+            L { name: "timefmt", key: "--timefmt", takes: Takes::Required, short: None },
+            L { name: "sort", key: "--sort", takes: Takes::Required, short: None },
+            L { name: "gitfile", key: "--gitfile", takes: Takes::Required, short: None },
+            L { name: "infofile", key: "--infofile", takes: Takes::Required, short: None },
+            L { name: "hintro", key: "--hintro", takes: Takes::Required, short: None },
+            L { name: "houtro", key: "--houtro", takes: Takes::Required, short: None },
+            L { name: "fromfile", key: "--fromfile", takes: Takes::No, short: None },
+            L { name: "fromtabfile", key: "--fromtabfile", takes: Takes::No, short: None },
+            L { name: "noreport", key: "--noreport", takes: Takes::No, short: None },
+            L { name: "dirsfirst", key: "--dirsfirst", takes: Takes::No, short: None },
+            L { name: "filesfirst", key: "--filesfirst", takes: Takes::No, short: None },
+            L { name: "gitignore", key: "--gitignore", takes: Takes::No, short: None },
+            L { name: "info", key: "--info", takes: Takes::No, short: None },
+            L { name: "du", key: "--du", takes: Takes::No, short: None },
+            L { name: "prune", key: "--prune", takes: Takes::No, short: None },
+            L { name: "matchdirs", key: "--matchdirs", takes: Takes::No, short: None },
+            L { name: "metafirst", key: "--metafirst", takes: Takes::No, short: None },
+            L { name: "ignore-case", key: "--ignore-case", takes: Takes::No, short: None },
+            L { name: "inodes", key: "--inodes", takes: Takes::No, short: None },
+            L { name: "device", key: "--device", takes: Takes::No, short: None },
+            L { name: "hyperlink", key: "--hyperlink", takes: Takes::No, short: None },
+            L { name: "fflinks", key: "--fflinks", takes: Takes::No, short: None },
+            L { name: "nolinks", key: "--nolinks", takes: Takes::No, short: None },
+            L { name: "opt-toggle", key: "--opt-toggle", takes: Takes::No, short: None },
+            L { name: "help", key: "--help", takes: Takes::No, short: None },
+            L { name: "version", key: "--version", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["gzip", "gunzip"], origin: "<built-in knowledge base>:275",
+        about: "GNU gzip: decompressing writes each file under its name without the suffix (`gunzip x.gz` writes `x`); the gate checks that name as a write",
+        abbreviations: true,
+        short_values: &['S'],
+        long: &[
+            L { name: "stdout", key: "--stdout", takes: Takes::No, short: Some('c') },
+            L { name: "to-stdout", key: "--to-stdout", takes: Takes::No, short: Some('c') },
+            L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
+            L { name: "uncompress", key: "--uncompress", takes: Takes::No, short: Some('d') },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "keep", key: "--keep", takes: Takes::No, short: Some('k') },
+            L { name: "list", key: "--list", takes: Takes::No, short: Some('l') },
+            L { name: "license", key: "--license", takes: Takes::No, short: Some('L') },
+            L { name: "no-name", key: "--no-name", takes: Takes::No, short: Some('n') },
+            L { name: "name", key: "--name", takes: Takes::No, short: Some('N') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "recursive", key: "--recursive", takes: Takes::No, short: Some('r') },
+            L { name: "rsyncable", key: "--rsyncable", takes: Takes::No, short: None },
+            L { name: "suffix", key: "--suffix", takes: Takes::Required, short: Some('S') },
+            L { name: "synchronous", key: "--synchronous", takes: Takes::No, short: None },
+            L { name: "test", key: "--test", takes: Takes::No, short: Some('t') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "fast", key: "--fast", takes: Takes::No, short: Some('1') },
+            L { name: "best", key: "--best", takes: Takes::No, short: Some('9') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["xz", "unxz", "lzma", "unlzma"], origin: "<built-in knowledge base>:282",
+        about: "xz: decompressing writes each file under its name without the suffix; --files names the files in a file",
+        abbreviations: true,
+        short_values: &['S', 'F', 'C', 'T', 'M'],
+        long: &[
+            L { name: "compress", key: "--compress", takes: Takes::No, short: Some('z') },
+            L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
+            L { name: "uncompress", key: "--uncompress", takes: Takes::No, short: Some('d') },
+            L { name: "test", key: "--test", takes: Takes::No, short: Some('t') },
+            L { name: "list", key: "--list", takes: Takes::No, short: Some('l') },
+            L { name: "keep", key: "--keep", takes: Takes::No, short: Some('k') },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "stdout", key: "--stdout", takes: Takes::No, short: Some('c') },
+            L { name: "to-stdout", key: "--to-stdout", takes: Takes::No, short: Some('c') },
+            L { name: "single-stream", key: "--single-stream", takes: Takes::No, short: None },
+            L { name: "no-sparse", key: "--no-sparse", takes: Takes::No, short: None },
+            L { name: "suffix", key: "--suffix", takes: Takes::Required, short: Some('S') },
+            L { name: "files", key: "--files", takes: Takes::Optional, short: None },
+            L { name: "files0", key: "--files0", takes: Takes::Optional, short: None },
+            L { name: "format", key: "--format", takes: Takes::Required, short: Some('F') },
+            L { name: "check", key: "--check", takes: Takes::Required, short: Some('C') },
+            L { name: "ignore-check", key: "--ignore-check", takes: Takes::No, short: None },
+            L { name: "threads", key: "--threads", takes: Takes::Required, short: Some('T') },
+            L { name: "memlimit", key: "--memlimit", takes: Takes::Required, short: Some('M') },
+            L { name: "memory", key: "--memory", takes: Takes::Required, short: Some('M') },
+            L { name: "memlimit-compress", key: "--memlimit-compress", takes: Takes::Required, short: None },
+            L { name: "memlimit-decompress", key: "--memlimit-decompress", takes: Takes::Required, short: None },
+            L { name: "memlimit-mt-decompress", key: "--memlimit-mt-decompress", takes: Takes::Required, short: None },
+            L { name: "no-adjust", key: "--no-adjust", takes: Takes::No, short: None },
+            L { name: "block-size", key: "--block-size", takes: Takes::Required, short: None },
+            L { name: "block-list", key: "--block-list", takes: Takes::Required, short: None },
+            L { name: "flush-timeout", key: "--flush-timeout", takes: Takes::Required, short: None },
+            L { name: "extreme", key: "--extreme", takes: Takes::No, short: Some('e') },
+            L { name: "fast", key: "--fast", takes: Takes::No, short: Some('0') },
+            L { name: "best", key: "--best", takes: Takes::No, short: Some('9') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "no-warn", key: "--no-warn", takes: Takes::No, short: Some('Q') },
+            L { name: "robot", key: "--robot", takes: Takes::No, short: None },
+            L { name: "info-memory", key: "--info-memory", takes: Takes::No, short: None },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "long-help", key: "--long-help", takes: Takes::No, short: Some('H') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        effects: &[
+            E { trigger: T::Option("--files"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "reads the names of the files it writes from a file the gate does not see", ..EFFECT },
+            E { trigger: T::Option("--files0"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "reads the names of the files it writes from a file the gate does not see", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["bzip2", "bunzip2"], origin: "<built-in knowledge base>:301",
+        about: "bzip2: decompressing writes each file under its name without the suffix",
+        long: &[
+            L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
+            L { name: "compress", key: "--compress", takes: Takes::No, short: Some('z') },
+            L { name: "keep", key: "--keep", takes: Takes::No, short: Some('k') },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "test", key: "--test", takes: Takes::No, short: Some('t') },
+            L { name: "stdout", key: "--stdout", takes: Takes::No, short: Some('c') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "license", key: "--license", takes: Takes::No, short: Some('L') },
+            L { name: "small", key: "--small", takes: Takes::No, short: Some('s') },
+            L { name: "fast", key: "--fast", takes: Takes::No, short: Some('1') },
+            L { name: "best", key: "--best", takes: Takes::No, short: Some('9') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["zstd", "unzstd"], origin: "<built-in knowledge base>:307",
+        about: "zstd: decompressing writes each file under its name without the suffix; -o and the output directories name where it writes",
+        short_values: &['o', 'D'],
+        short_optional: &['T', 'M', 'B'],
+        long: &[
+            L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
+            L { name: "uncompress", key: "--uncompress", takes: Takes::No, short: Some('d') },
+            L { name: "compress", key: "--compress", takes: Takes::No, short: Some('z') },
+            L { name: "stdout", key: "--stdout", takes: Takes::No, short: Some('c') },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "keep", key: "--keep", takes: Takes::No, short: Some('k') },
+            L { name: "rm", key: "--rm", takes: Takes::No, short: None },
+            L { name: "test", key: "--test", takes: Takes::No, short: Some('t') },
+            L { name: "list", key: "--list", takes: Takes::No, short: Some('l') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "sparse", key: "--sparse", takes: Takes::No, short: None },
+            L { name: "no-sparse", key: "--no-sparse", takes: Takes::No, short: None },
+            L { name: "output-dir-flat", key: "--output-dir-flat", takes: Takes::Required, short: None },
+            L { name: "output-dir-mirror", key: "--output-dir-mirror", takes: Takes::Required, short: None },
+            L { name: "filelist", key: "--filelist", takes: Takes::Required, short: None },
+            L { name: "patch-from", key: "--patch-from", takes: Takes::Required, short: None },
+            L { name: "format", key: "--format", takes: Takes::Required, short: None },
+            L { name: "threads", key: "--threads", takes: Takes::Required, short: Some('T') },
+            L { name: "memory", key: "--memory", takes: Takes::Required, short: Some('M') },
+            L { name: "ultra", key: "--ultra", takes: Takes::No, short: None },
+            L { name: "long", key: "--long", takes: Takes::Optional, short: None },
+            L { name: "fast", key: "--fast", takes: Takes::Optional, short: None },
+            L { name: "adapt", key: "--adapt", takes: Takes::Optional, short: None },
+            L { name: "exclude-compressed", key: "--exclude-compressed", takes: Takes::No, short: None },
+            L { name: "no-check", key: "--no-check", takes: Takes::No, short: None },
+            L { name: "check", key: "--check", takes: Takes::No, short: None },
+            L { name: "rsyncable", key: "--rsyncable", takes: Takes::No, short: None },
+            L { name: "single-thread", key: "--single-thread", takes: Takes::No, short: None },
+            L { name: "trace", key: "--trace", takes: Takes::Required, short: None },
+            L { name: "pass-through", key: "--pass-through", takes: Takes::No, short: None },
+            L { name: "no-pass-through", key: "--no-pass-through", takes: Takes::No, short: None },
+            L { name: "recursive", key: "--recursive", takes: Takes::No, short: Some('r') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        effects: &[
+            E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("--output-dir-flat"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("--output-dir-mirror"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("--trace"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("--filelist"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "reads the names of the files it writes from a file the gate does not see", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["sed", "gsed"], origin: "<built-in knowledge base>:346",
         about: "GNU sed",
         abbreviations: true,
         short_values: &['e', 'f', 'l'],
@@ -365,7 +593,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:279",
+        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:385",
         about: "awk; gawk's long options",
         abbreviations: true,
         short_values: &['f', 'v', 'F', 'E', 'i', 'l', 'W'],
@@ -415,7 +643,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:357",
+        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:463",
         about: "GNU tar",
         abbreviations: true, old_style: true,
         short_values: &['f', 'C', 'I', 'F', 'b', 'H', 'K', 'L', 'N', 'g', 'V', 'T', 'X'],
@@ -523,7 +751,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zip"], origin: "<built-in knowledge base>:472",
+        names: &["zip"], origin: "<built-in knowledge base>:578",
         about: "Info-ZIP zip",
         abbreviations: true,
         short_values: &['b', 'n', 'x', 'i', 't'],
@@ -560,7 +788,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unzip"], origin: "<built-in knowledge base>:505",
+        names: &["unzip"], origin: "<built-in knowledge base>:611",
         about: "Info-ZIP unzip",
         short_values: &['d', 'x'],
         effects: &[
@@ -571,7 +799,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["make", "gmake"], origin: "<built-in knowledge base>:525",
+        names: &["make", "gmake"], origin: "<built-in knowledge base>:631",
         about: "GNU make",
         abbreviations: true,
         short_values: &['f', 'C', 'I', 'j', 'l', 'o', 'W', 'E'],
@@ -624,7 +852,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:569",
+        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:675",
         about: "GCC and Clang drivers: options that run or load other programs, and the output file",
         short_values: &['o', 'B'],
         long: &[
@@ -659,13 +887,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:631",
+        names: &["go"], origin: "<built-in knowledge base>:737",
         about: "the go command: flags that run other programs in place of go's own tools",
         subcommands: true,
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:636",
+        names: &["go"], origin: "<built-in knowledge base>:742",
         subcommand: Some("vet"),
         long: &[
             L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
@@ -703,7 +931,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:684",
+        names: &["go"], origin: "<built-in knowledge base>:790",
         subcommand: Some("build"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -740,7 +968,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:732",
+        names: &["go"], origin: "<built-in knowledge base>:838",
         subcommand: Some("test"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -781,7 +1009,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:786",
+        names: &["go"], origin: "<built-in knowledge base>:892",
         subcommand: Some("run"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -818,7 +1046,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["patch"], origin: "<built-in knowledge base>:834",
+        names: &["patch"], origin: "<built-in knowledge base>:940",
         about: "GNU patch: where it writes and what it reads",
         abbreviations: true,
         short_values: &['d', 'i', 'o', 'p', 'r', 'B', 'D', 'F', 'V', 'Y', 'z', 'g'],
@@ -857,7 +1085,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:871",
+        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:977",
         about: "archivers: a plugin to load",
         abbreviations: true,
         long: &[
@@ -874,7 +1102,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:883",
+        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:989",
         about: "linkers: the output file",
         short_values: &['o', 'L', 'l', 'T', 'e', 'u', 'y', 'Y', 'm', 'F', 'f', 'I', 'h', 'z'],
         long: &[
@@ -898,7 +1126,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["jq"], origin: "<built-in knowledge base>:907",
+        names: &["jq"], origin: "<built-in knowledge base>:1013",
         about: "jq: files it reads its program or arguments from",
         short_values: &['f', 'L'],
         long: &[
@@ -920,7 +1148,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["find"], origin: "<built-in knowledge base>:927",
+        names: &["find"], origin: "<built-in knowledge base>:1033",
         about: "GNU find: predicates are single-dash words; -exec and friends are unwrapped and their command judged",
         long: &[
             L { name: "-exec", key: "-exec", takes: Takes::Command, short: None },
@@ -987,7 +1215,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xargs"], origin: "<built-in knowledge base>:989",
+        names: &["xargs"], origin: "<built-in knowledge base>:1095",
         about: "GNU xargs: the command after its options is unwrapped and judged (echo when none)",
         abbreviations: true, options_first: true,
         short_values: &['I', 'a', 'E', 'd', 'L', 'n', 'P', 's'],
@@ -1018,7 +1246,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["env"], origin: "<built-in knowledge base>:1006",
+        names: &["env"], origin: "<built-in knowledge base>:1112",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
         short_values: &['u', 'C', 'S', 'a'],
@@ -1043,7 +1271,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nice"], origin: "<built-in knowledge base>:1020",
+        names: &["nice"], origin: "<built-in knowledge base>:1126",
         abbreviations: true, options_first: true,
         short_values: &['n'],
         long: &[
@@ -1054,7 +1282,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["timeout"], origin: "<built-in knowledge base>:1027",
+        names: &["timeout"], origin: "<built-in knowledge base>:1133",
         abbreviations: true, options_first: true,
         short_values: &['s', 'k'],
         long: &[
@@ -1069,7 +1297,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1034",
+        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1140",
         options_first: true,
         long: &[
             L { name: "fork", key: "--fork", takes: Takes::No, short: Some('f') },
@@ -1081,7 +1309,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["stdbuf"], origin: "<built-in knowledge base>:1039",
+        names: &["stdbuf"], origin: "<built-in knowledge base>:1145",
         abbreviations: true, options_first: true,
         short_values: &['i', 'o', 'e'],
         long: &[
@@ -1094,7 +1322,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:1046",
+        names: &["busybox"], origin: "<built-in knowledge base>:1152",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -1109,7 +1337,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:1060",
+        names: &["less"], origin: "<built-in knowledge base>:1166",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -1148,11 +1376,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:1097",
+        names: &["more"], origin: "<built-in knowledge base>:1203",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:1101",
+        names: &["man"], origin: "<built-in knowledge base>:1207",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -1189,7 +1417,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1133",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1239",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -1218,7 +1446,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:1176",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:1282",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -1237,7 +1465,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1196",
+        names: &["git"], origin: "<built-in knowledge base>:1302",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -1283,7 +1511,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1242",
+        names: &["git"], origin: "<built-in knowledge base>:1348",
         subcommand: Some("init"),
         abbreviations: true,
         long: &[
@@ -1305,7 +1533,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1260",
+        names: &["git"], origin: "<built-in knowledge base>:1366",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -1327,7 +1555,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1266",
+        names: &["git"], origin: "<built-in knowledge base>:1372",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -1341,7 +1569,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1273",
+        names: &["git"], origin: "<built-in knowledge base>:1379",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -1380,7 +1608,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1292",
+        names: &["git"], origin: "<built-in knowledge base>:1398",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -1422,7 +1650,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1318",
+        names: &["git"], origin: "<built-in knowledge base>:1424",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -1477,7 +1705,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1380",
+        names: &["git"], origin: "<built-in knowledge base>:1486",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -1486,7 +1714,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1391",
+        names: &["git"], origin: "<built-in knowledge base>:1497",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -1495,7 +1723,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1402",
+        names: &["git"], origin: "<built-in knowledge base>:1508",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1504,7 +1732,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1412",
+        names: &["git"], origin: "<built-in knowledge base>:1518",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -1525,7 +1753,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1432",
+        names: &["git"], origin: "<built-in knowledge base>:1538",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1534,7 +1762,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1442",
+        names: &["git"], origin: "<built-in knowledge base>:1548",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -1543,7 +1771,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1452",
+        names: &["git"], origin: "<built-in knowledge base>:1558",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -1565,7 +1793,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1471",
+        names: &["git"], origin: "<built-in knowledge base>:1577",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -1591,7 +1819,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1478",
+        names: &["git"], origin: "<built-in knowledge base>:1584",
         subcommand: Some("grep"),
         abbreviations: true,
         short_optional: &['O'],
@@ -1614,7 +1842,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1497",
+        names: &["git"], origin: "<built-in knowledge base>:1603",
         subcommand: Some("fetch-pack"),
         abbreviations: true,
         long: &[
@@ -1644,7 +1872,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1515",
+        names: &["git"], origin: "<built-in knowledge base>:1621",
         subcommand: Some("ls-remote"),
         abbreviations: true,
         long: &[
@@ -1669,7 +1897,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1533",
+        names: &["git"], origin: "<built-in knowledge base>:1639",
         subcommand: Some("clone"),
         abbreviations: true,
         short_values: &['u', 'o', 'b', 'c', 'j'],
@@ -1706,7 +1934,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1559",
+        names: &["git"], origin: "<built-in knowledge base>:1665",
         subcommand: Some("fetch"),
         abbreviations: true,
         long: &[
@@ -1740,7 +1968,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1571",
+        names: &["git"], origin: "<built-in knowledge base>:1677",
         subcommand: Some("pull"),
         abbreviations: true,
         short_values: &['s', 'X'],
@@ -1773,7 +2001,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1590",
+        names: &["git"], origin: "<built-in knowledge base>:1696",
         subcommand: Some("merge"),
         abbreviations: true,
         short_values: &['s', 'X', 'm', 'F'],
@@ -1808,7 +2036,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1609",
+        names: &["git"], origin: "<built-in knowledge base>:1715",
         subcommand: Some("cherry-pick"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -1834,7 +2062,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1622",
+        names: &["git"], origin: "<built-in knowledge base>:1728",
         subcommand: Some("revert"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -1858,7 +2086,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:1637",
+        names: &["cargo"], origin: "<built-in knowledge base>:1743",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -1918,7 +2146,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:1675",
+        names: &["rustc"], origin: "<built-in knowledge base>:1781",
         short_values: &['o', 'L', 'l', 'C', 'W', 'Z'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -1947,7 +2175,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1708",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1814",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -1986,7 +2214,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1748",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1854",
         subcommand: Some("exec"),
         abbreviations: true, options_first: true,
         short_values: &['c'],
@@ -2003,7 +2231,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:1762",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:1868",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2012,7 +2240,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:1772",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:1878",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -2030,7 +2258,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:1785",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:1891",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -2075,7 +2303,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:1861",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:1967",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -2095,7 +2323,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1881",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1987",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
@@ -2147,7 +2375,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1921",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2027",
         subcommand: Some("list"),
         abbreviations: true,
         long: &[
@@ -2171,7 +2399,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:1927",
+        names: &["perl"], origin: "<built-in knowledge base>:2033",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -2189,7 +2417,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:1952",
+        names: &["ruby"], origin: "<built-in knowledge base>:2058",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -2208,7 +2436,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:1979",
+        names: &["rsync"], origin: "<built-in knowledge base>:2085",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -2261,7 +2489,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2023",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2129",
         about: "ssh and friends: -o ProxyCommand/LocalCommand, -F and -S run or configure programs",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -2279,20 +2507,20 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:2059",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:2165",
         reason: "" },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2065",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2171",
         reason: "changes which programs and libraries run, or what the shell runs on its own" },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2072",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2178",
         reason: "makes git run a program or read configuration of the caller's choice" },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2078",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2184",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)" },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2085",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2191",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run" },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2092",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2198",
         reason: "makes an interpreter load code or options of the caller's choice" },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2098",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2204",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys" },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2104",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2210",
         reason: "sends network traffic through a proxy of the caller's choice" },
 ];

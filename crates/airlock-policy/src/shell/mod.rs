@@ -504,6 +504,79 @@ fn linker_lists(program: &str, seg: &mut Segment) {
     }
 }
 
+/// `gunzip x.gz`, `xz -d x.xz`, `zstd -d x.zst`: each operand is written
+/// again under its name without the suffix (`.git/config.gz` becomes
+/// `.git/config`), a write the boundary and the protections must see.
+fn decompressed_outputs(program: &str, seg: &mut Segment, kb: Kb<'_>) {
+    let unpacks = match program {
+        "gunzip" | "unxz" | "unlzma" | "bunzip2" | "unzstd" => true,
+        "gzip" | "xz" | "lzma" | "bzip2" | "zstd" => false,
+        _ => return,
+    };
+    let norm = knowledge::normalize(&seg.argv, kb);
+    if norm.entry.is_none() {
+        return;
+    }
+    let keys: Vec<String> = norm.words.iter().filter_map(|w| w.key()).collect();
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    // To standard output, only testing or listing, or one named output (-o).
+    if !(unpacks || has("-d")) || has("-c") || has("-t") || has("-l") || has("-o") {
+        return;
+    }
+    let suffix = norm.words.iter().find_map(|w| match w {
+        knowledge::Word::Short {
+            letter: 'S',
+            value: Some(v),
+            ..
+        }
+        | knowledge::Word::Long {
+            short: Some('S'),
+            value: Some(v),
+            ..
+        } => Some(v.to_string()),
+        _ => None,
+    });
+    let mut outputs = Vec::new();
+    for w in &norm.words {
+        let knowledge::Word::Arg { text, .. } = w else {
+            continue;
+        };
+        if *text == "-" {
+            continue;
+        }
+        outputs.extend(unpacked_names(text, suffix.as_deref()));
+    }
+    for text in outputs {
+        seg.paths.push(PathUse {
+            text,
+            access: Access::Write,
+            role: "decompressed file",
+        });
+    }
+}
+
+/// The names a decompressor may write for `name`: without its last suffix
+/// (`x.gz` → `x`, gzip's `x-gz`/`x_z` too), `x.tgz` → `x.tar`, and without a
+/// suffix given by `-S`.
+fn unpacked_names(name: &str, suffix: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(s) = suffix.filter(|s| !s.is_empty()) {
+        if let Some(stem) = name.strip_suffix(s).filter(|t| !t.is_empty()) {
+            out.push(stem.to_string());
+        }
+    }
+    let base_at = name.rfind('/').map_or(0, |i| i + 1);
+    let base = &name[base_at..];
+    if let Some(dot) = base.rfind(['.', '-', '_']).filter(|&d| d > 0) {
+        let stem = &name[..base_at + dot];
+        out.push(stem.to_string());
+        if base[dot + 1..].starts_with('t') {
+            out.push(format!("{stem}.tar"));
+        }
+    }
+    out
+}
+
 /// Why setting `name` from a value the gate cannot see is unknown.
 fn risky_set(how: &str, name: &str) -> String {
     format!("{how} sets `{name}`, which programs obey (PATH, BASH_ENV, LD_PRELOAD, …), to a value the gate cannot see; set it as `{name}=VALUE` instead")
@@ -1518,6 +1591,7 @@ impl Analyzer {
         }
         self.knowledge(&mut seg, st, depth, nest, unwraps);
         linker_lists(&program, &mut seg);
+        decompressed_outputs(&program, &mut seg, Kb::new(&self.kb.clone()));
         let kb_arc = self.kb.clone();
         match unwrap::unwrap(&seg.argv, Kb::new(&kb_arc)) {
             unwrap::Unwrap::NotWrapper => {}
