@@ -1597,6 +1597,27 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("gzip README.md", "default", A, ""),
     ("xz -d x.xz", "default", A, ""),
     ("bzip2 -d x.bz2", "default", A, ""),
+    // 4. make: -j/-l take only an attached value; assignments read as make reads them.
+    ("make -j --eval='$(shell touch x)'", "default", Q, "--eval"),
+    ("make -j SHELL=./x", "default", Q, "replaces the program"),
+    ("make -l SHELL=./x", "default", Q, "replaces the program"),
+    ("make 'SHELL = ./x'", "default", Q, "replaces the program"),
+    ("make 'SHELL := ./x' all", "default", Q, "replaces the program"),
+    ("make 'override SHELL=./x'", "default", Q, "replaces the program"),
+    ("make 'export SHELL=./x'", "default", Q, "replaces the program"),
+    ("make 'x!=touch y'", "default", Q, "`!=`"),
+    ("make 'x != touch y'", "default", Q, "`!=`"),
+    ("make 'x:=$(shell touch y)'", "default", Q, "function call"),
+    ("make 'x::=${shell touch y}'", "default", Q, "function call"),
+    ("make 'x=$(file >../y,z)'", "default", Q, "function call"),
+    ("make 'x=$($(f) touch y)'", "default", Q, "function call"),
+    ("make '$(n)=x'", "default", Q, "computes"),
+    ("make -j4", "default", A, ""),
+    ("make -j 4", "default", A, ""),
+    ("make -j 4 test", "default", A, ""),
+    ("make -l 2 -j", "default", A, ""),
+    ("make CFLAGS=-O2 PREFIX=out all", "default", A, ""),
+    ("make 'CC=$(CROSS)gcc'", "default", A, ""),
 ];
 
 #[test]

@@ -504,6 +504,98 @@ fn linker_lists(program: &str, seg: &mut Segment) {
     }
 }
 
+/// make's command-line variable assignments, read as make reads them: the
+/// name is trimmed of blanks (`'SHELL = ./x'`) and of `override`, `export`,
+/// `unexport` and `private`; `!=` runs its value in a shell; a value that calls
+/// a make function (`$(shell …)`, `$(file >…)`, `$($(f) x)`) runs or writes
+/// when it is expanded. Each of those needs approval, like `--eval`.
+fn make_assignments(program: &str, seg: &mut Segment, kb: Kb<'_>) {
+    if !matches!(program, "make" | "gmake") {
+        return;
+    }
+    let norm = knowledge::normalize(&seg.argv, kb);
+    let mut found = Vec::new();
+    for w in &norm.words {
+        let knowledge::Word::Arg { text, index, .. } = w else {
+            continue;
+        };
+        if let Some(why) = make_assignment_risk(text) {
+            found.push(((*text).to_string(), index.saturating_add(1), why));
+        }
+    }
+    for (shown, n, why) in found {
+        seg.findings.push(knowledge::Finding {
+            action: knowledge::Action::ApprovalRequired,
+            entry: format!("{program} argument {n}"),
+            origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
+            shown,
+            kind: knowledge::Kind::Exec,
+            reason: why.into(),
+        });
+    }
+}
+
+/// Why one command-line word of make, if it is an assignment, needs approval.
+fn make_assignment_risk(word: &str) -> Option<&'static str> {
+    let eq = word.find('=')?;
+    let (left, value) = (&word[..eq], &word[eq + 1..]);
+    if left.ends_with('!') {
+        return Some("is a `!=` assignment: make runs its value as a shell command");
+    }
+    let mut name = left.trim_end_matches([':', '+', '?']).trim();
+    loop {
+        let trimmed = ["override", "export", "unexport", "private"]
+            .iter()
+            .find_map(|k| {
+                name.strip_prefix(k)
+                    .filter(|r| r.starts_with([' ', '\t']))
+                    .map(str::trim_start)
+            });
+        match trimmed {
+            Some(rest) => name = rest,
+            None => break,
+        }
+    }
+    if name.contains(['$', ' ', '\t']) {
+        return Some("assigns a variable whose name make computes or cannot be read, so what it sets is not known");
+    }
+    if matches!(
+        name,
+        "SHELL" | ".SHELLFLAGS" | "MAKE" | "MAKEFLAGS" | "MFLAGS" | "GNUMAKEFLAGS" | "MAKEFILES"
+            | "MAKESHELL" | ".RECIPEPREFIX" | ".DEFAULT" | "MAKE_COMMAND"
+    ) {
+        return Some("replaces the program make runs recipes with, or the options and makefiles it obeys");
+    }
+    if makes_function_call(value) {
+        return Some("holds a make function call (`$(shell …)`, `$(file …)`), which runs a command or writes a file when make expands it");
+    }
+    None
+}
+
+/// A `$(…)`/`${…}` that is more than a plain variable reference (`$(CC)`).
+fn makes_function_call(value: &str) -> bool {
+    let b = value.as_bytes();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'$' && matches!(b[i + 1], b'(' | b'{') {
+            let close = if b[i + 1] == b'(' { b')' } else { b'}' };
+            let mut j = i + 2;
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'.' | b'-')) {
+                j += 1;
+            }
+            if j >= b.len() || b[j] != close {
+                return true;
+            }
+            i = j;
+        } else if b[i] == b'$' && b[i + 1] == b'$' {
+            i += 2;
+            continue;
+        }
+        i += 1;
+    }
+    false
+}
+
 /// `gunzip x.gz`, `xz -d x.xz`, `zstd -d x.zst`: each operand is written
 /// again under its name without the suffix (`.git/config.gz` becomes
 /// `.git/config`), a write the boundary and the protections must see.
@@ -1592,6 +1684,7 @@ impl Analyzer {
         self.knowledge(&mut seg, st, depth, nest, unwraps);
         linker_lists(&program, &mut seg);
         decompressed_outputs(&program, &mut seg, Kb::new(&self.kb.clone()));
+        make_assignments(&program, &mut seg, Kb::new(&self.kb.clone()));
         let kb_arc = self.kb.clone();
         match unwrap::unwrap(&seg.argv, Kb::new(&kb_arc)) {
             unwrap::Unwrap::NotWrapper => {}
