@@ -1618,6 +1618,31 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("make -l 2 -j", "default", A, ""),
     ("make CFLAGS=-O2 PREFIX=out all", "default", A, ""),
     ("make 'CC=$(CROSS)gcc'", "default", A, ""),
+    // 6. Lists passed to the linker, assembler and preprocessor.
+    ("gcc -Wl,@opts src/main.c", "default", D, "response file"),
+    ("gcc -Wa,@opts src/main.c", "default", D, "response file"),
+    ("gcc -Xlinker @opts src/main.c", "default", D, "response file"),
+    ("gcc -Wl,-Map,../x src/main.c", "default", D, "linker output"),
+    ("gcc -Wl,-Map=../x src/main.c", "default", D, "linker output"),
+    ("gcc -Wl,--out,../x src/main.c", "default", D, "linker output"),
+    ("gcc -Wl,--outp=../x src/main.c", "default", D, "linker output"),
+    // ld reads `-output` as `-o utput`: only two dashes spell --output.
+    ("gcc -Wl,-output,x src/main.c", "default", A, ""),
+    ("gcc -Wl,--out-implib,.git/config src/main.c", "default", D, "workspace.protect"),
+    ("gcc -Wl,--dependency-file=../x src/main.c", "default", D, "linker output"),
+    ("gcc -Xlinker --out=../x src/main.c", "default", D, "linker output"),
+    ("gcc -Wp,-MD,../x -c src/main.c", "default", D, "preprocessor output"),
+    ("gcc -Wp,-MMD,../x -c src/main.c", "default", D, "preprocessor output"),
+    ("gcc -Wp,-MF,../x -c src/main.c", "default", D, "preprocessor output"),
+    ("gcc -Wp,-MF../x -c src/main.c", "default", D, "preprocessor output"),
+    ("gcc -Wa,-a=../x -c src/main.c", "default", D, "assembler output"),
+    ("gcc -Wa,-ahls=../x -c src/main.c", "default", D, "assembler output"),
+    ("gcc -Wa,--MD,../x -c src/main.c", "default", D, "assembler output"),
+    ("gcc -Wa,-o,../x -c src/main.c", "default", D, "assembler output"),
+    ("gcc -Wl,-Map,build/x.map -o build/x src/main.c", "default", A, ""),
+    ("gcc -Wl,--as-needed,-rpath,/usr/lib src/main.c", "default", A, ""),
+    ("gcc -Wp,-MD,build/x.d -c src/main.c", "default", A, ""),
+    ("gcc -Wa,-adhln=build/x.lst -c src/main.c", "default", A, ""),
 ];
 
 #[test]

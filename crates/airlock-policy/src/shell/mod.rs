@@ -459,47 +459,166 @@ fn climbs(path: &str) -> bool {
     path.split('/').any(|c| c == "..")
 }
 
-/// A compiler driver's `-Wl,a,b,c` passes `a b c` to the linker: a plugin
-/// there loads code (approval), and `-o`/`--output` writes a path.
+/// What a compiler driver passes on to the linker, assembler or preprocessor
+/// (`-Wl,a,b`, `-Wa,…`, `-Wp,…`, `-Xlinker a`): each list, by tool.
+pub(crate) fn passed_lists(argv: &[String]) -> Vec<(Tool, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        let tool = |t: &str| match t {
+            "l" | "linker" => Some(Tool::Linker),
+            "a" | "assembler" => Some(Tool::Assembler),
+            "p" | "preprocessor" => Some(Tool::Preprocessor),
+            _ => None,
+        };
+        if let Some((t, list)) = a.strip_prefix("-W").and_then(|r| r.split_once(',')) {
+            if let Some(t) = tool(t) {
+                out.push((t, list.split(',').map(String::from).collect()));
+            }
+        } else if let Some(t) = a.strip_prefix("-X").and_then(tool) {
+            if let Some(v) = argv.get(i + 1) {
+                out.push((t, vec![v.clone()]));
+                i += 1;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Tool {
+    Linker,
+    Assembler,
+    Preprocessor,
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Linker => "linker",
+            Tool::Assembler => "assembler",
+            Tool::Preprocessor => "preprocessor",
+        }
+    }
+}
+
+/// What one list passed to a tool does: the files it writes, whether it names
+/// a response file (`@opts`, options the gate does not see), whether it loads
+/// a linker plugin.
+#[derive(Debug, Default)]
+pub(crate) struct ListEffects {
+    pub writes: Vec<String>,
+    pub response_file: Option<String>,
+    pub plugin: bool,
+}
+
+pub(crate) fn list_effects(tool: Tool, items: &[String]) -> ListEffects {
+    let mut fx = ListEffects::default();
+    let mut k = 0;
+    while k < items.len() {
+        let item = items[k].as_str();
+        let next = || items.get(k + 1).cloned();
+        let mut took_next = false;
+        let mut out: Option<String> = None;
+        if item.len() > 1 && item.starts_with('@') {
+            fx.response_file.get_or_insert(item.to_string());
+        } else if tool == Tool::Linker
+            && (item.starts_with("-plugin") || item.starts_with("--plugin"))
+        {
+            fx.plugin = true;
+        } else if item == "-o" {
+            out = next();
+            took_next = true;
+        } else if let Some(v) = item.strip_prefix("-o").filter(|_| !item.starts_with("--")) {
+            out = Some(v.to_string());
+        } else if let Some(body) = item.strip_prefix('-') {
+            // ld and as take long options with one dash or two, and
+            // unique abbreviations (`--out` is --output).
+            let body = body.strip_prefix('-').unwrap_or(body);
+            let (name, value) = match body.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (body, None),
+            };
+            let abbreviates = |full: &str| name.len() >= 2 && full.starts_with(name);
+            let writes = match tool {
+                Tool::Linker => {
+                    abbreviates("output")
+                        || abbreviates("out-implib")
+                        || name == "Map"
+                        || abbreviates("dependency-file")
+                }
+                Tool::Preprocessor => matches!(name, "MD" | "MMD" | "MF"),
+                Tool::Assembler => {
+                    abbreviates("MD") && name == "MD"
+                        || (name.starts_with('a') && value.is_some())
+                        || abbreviates("listing-lhs")
+                }
+            };
+            if tool == Tool::Preprocessor && name.len() > 2 && name.starts_with("MF") {
+                out = Some(name[2..].to_string());
+            } else if writes {
+                match value {
+                    Some(v) => out = Some(v),
+                    None => {
+                        out = next();
+                        took_next = true;
+                    }
+                }
+            }
+        }
+        if let Some(p) = out.filter(|p| !p.is_empty()) {
+            fx.writes.push(p);
+        }
+        k += if took_next { 2 } else { 1 };
+    }
+    fx
+}
+
+/// A compiler driver's `-Wl,a,b,c` passes `a b c` to the linker (and `-Wa,`
+/// to the assembler, `-Wp,` to the preprocessor): a plugin there loads code
+/// (approval), `@FILE` holds options the gate does not see (unknown, as the
+/// driver's own `@FILE`), and the files they write (`-o`, `--out`, `-Map`,
+/// `-MD`, `-MF`, `-a=`) are checked as writes.
 fn linker_lists(program: &str, seg: &mut Segment) {
-    if !seg.argv.iter().any(|a| a.starts_with("-Wl,")) || !reads_response_files(program) {
+    if !reads_response_files(program)
+        || !seg
+            .argv
+            .iter()
+            .any(|a| a.starts_with("-W") || a.starts_with("-X"))
+    {
         return;
     }
-    let lists: Vec<String> = seg
-        .argv
-        .iter()
-        .filter_map(|a| a.strip_prefix("-Wl,"))
-        .map(String::from)
-        .collect();
-    for list in lists {
-        let items: Vec<&str> = list.split(',').collect();
-        if items
-            .iter()
-            .any(|i| i.starts_with("-plugin") || i.starts_with("--plugin"))
-        {
+    for (tool, items) in passed_lists(&seg.argv) {
+        let fx = list_effects(tool, &items);
+        let shown = items.join(",");
+        if let Some(f) = fx.response_file {
+            seg.unknown.get_or_insert(format!(
+                "`{program}` passes the {} the response file `{f}`, whose options the gate does not see; write them out instead",
+                tool.name()
+            ));
+        }
+        if fx.plugin {
             seg.findings.push(knowledge::Finding {
                 action: knowledge::Action::ApprovalRequired,
                 entry: format!("{program} -Wl"),
                 origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
-                shown: format!("-Wl,{list}"),
+                shown: format!("-Wl,{shown}"),
                 kind: knowledge::Kind::Exec,
                 reason: "passes the linker a plugin to load, code of the caller's choice".into(),
             });
         }
-        for (k, item) in items.iter().enumerate() {
-            let out = match *item {
-                "-o" | "--output" => items.get(k + 1).copied(),
-                _ => item
-                    .strip_prefix("--output=")
-                    .or_else(|| item.strip_prefix("-o")),
-            };
-            if let Some(path) = out.filter(|p| !p.is_empty()) {
-                seg.paths.push(PathUse {
-                    text: path.to_string(),
-                    access: Access::Write,
-                    role: "linker output",
-                });
-            }
+        for path in fx.writes {
+            seg.paths.push(PathUse {
+                text: path,
+                access: Access::Write,
+                role: match tool {
+                    Tool::Linker => "linker output",
+                    Tool::Assembler => "assembler output",
+                    Tool::Preprocessor => "preprocessor output",
+                },
+            });
         }
     }
 }
@@ -524,9 +643,14 @@ fn make_assignments(program: &str, seg: &mut Segment, kb: Kb<'_>) {
         }
     }
     for (shown, n, why) in found {
+        let entry = format!("{program} argument {n}");
+        // The knowledge base's own entry may have named it already.
+        if seg.findings.iter().any(|f| f.entry == entry) {
+            continue;
+        }
         seg.findings.push(knowledge::Finding {
             action: knowledge::Action::ApprovalRequired,
-            entry: format!("{program} argument {n}"),
+            entry,
             origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
             shown,
             kind: knowledge::Kind::Exec,
