@@ -10,6 +10,7 @@
 
 pub mod hazards;
 mod plain;
+pub(crate) use plain::literal_word;
 mod unwrap;
 pub mod words;
 
