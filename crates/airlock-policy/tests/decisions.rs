@@ -1635,6 +1635,16 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("export CFLAGS=-O2; make", "default", A, ""),
     ("gcc -O2 -DNDEBUG -DBUILD=1 -Iinclude -c src/main.c", "default", A, ""),
     ("gcc -UBAR -LBlib -lBz src/main.c", "default", A, ""),
+    // 7. go's linker flags that run other programs.
+    ("go build -ldflags='-linkmode=external -extld=./x' .", "default", Q, "-extld"),
+    ("go build -ldflags=-extldflags=-wrapper=./x .", "default", Q, "-extld"),
+    ("go build -ldflags 'all=-extld ./x' .", "default", Q, "-extld"),
+    ("go test -ldflags=-extar=./x ./...", "default", Q, "-extld"),
+    ("go run -ldflags=-extld=./x .", "default", Q, "-extld"),
+    ("go vet -ldflags=-extld=./x .", "default", Q, "-extld"),
+    ("go build -compiler=gccgo -gccgoflags='-wrapper ./x' .", "default", Q, "gccgo"),
+    ("go build -ldflags='-s -w -X main.v=1' -o build/x .", "default", A, ""),
+    ("go test -gcflags=all=-N ./...", "default", A, ""),
     // 6. Lists passed to the linker, assembler and preprocessor.
     ("gcc -Wl,@opts src/main.c", "default", D, "response file"),
     ("gcc -Wa,@opts src/main.c", "default", D, "response file"),

@@ -11,13 +11,13 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0x326eddf2a231d698;
+pub const SOURCE_HASH: u64 = 0x580d5be81783474d;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
 pub static PROGRAMS: &[P] = &[
     P {
-        names: &["rm"], origin: "<built-in knowledge base>:66",
+        names: &["rm"], origin: "<built-in knowledge base>:67",
         about: "GNU rm",
         abbreviations: true,
         synonyms: &[('R', 'r')],
@@ -40,7 +40,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["chmod"], origin: "<built-in knowledge base>:79",
+        names: &["chmod"], origin: "<built-in knowledge base>:80",
         abbreviations: true,
         long: &[
             L { name: "recursive", key: "--recursive", takes: Takes::No, short: Some('R') },
@@ -60,7 +60,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["chown", "chgrp"], origin: "<built-in knowledge base>:90",
+        names: &["chown", "chgrp"], origin: "<built-in knowledge base>:91",
         abbreviations: true,
         long: &[
             L { name: "recursive", key: "--recursive", takes: Takes::No, short: Some('R') },
@@ -80,7 +80,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cp"], origin: "<built-in knowledge base>:95",
+        names: &["cp"], origin: "<built-in knowledge base>:96",
         abbreviations: true,
         short_values: &['t', 'S'],
         synonyms: &[('R', 'r')],
@@ -121,7 +121,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["mv"], origin: "<built-in knowledge base>:114",
+        names: &["mv"], origin: "<built-in knowledge base>:115",
         abbreviations: true,
         short_values: &['t', 'S'],
         long: &[
@@ -149,7 +149,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ln"], origin: "<built-in knowledge base>:132",
+        names: &["ln"], origin: "<built-in knowledge base>:133",
         abbreviations: true,
         short_values: &['t', 'S'],
         long: &[
@@ -176,7 +176,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["install"], origin: "<built-in knowledge base>:150",
+        names: &["install"], origin: "<built-in knowledge base>:151",
         abbreviations: true,
         short_values: &['t', 'g', 'm', 'o', 'S', 'C'],
         long: &[
@@ -201,7 +201,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["mkdir", "rmdir", "touch"], origin: "<built-in knowledge base>:169",
+        names: &["mkdir", "rmdir", "touch"], origin: "<built-in knowledge base>:170",
         abbreviations: true,
         short_values: &['m', 'r', 'd', 't'],
         long: &[
@@ -221,7 +221,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["grep", "egrep", "fgrep"], origin: "<built-in knowledge base>:181",
+        names: &["grep", "egrep", "fgrep"], origin: "<built-in knowledge base>:182",
         about: "GNU grep",
         abbreviations: true,
         short_values: &['e', 'f', 'm', 'A', 'B', 'C', 'd', 'D'],
@@ -280,7 +280,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sort"], origin: "<built-in knowledge base>:201",
+        names: &["sort"], origin: "<built-in knowledge base>:202",
         about: "GNU sort",
         abbreviations: true,
         short_values: &['k', 'o', 't', 'S', 'T'],
@@ -327,7 +327,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["uniq"], origin: "<built-in knowledge base>:239",
+        names: &["uniq"], origin: "<built-in knowledge base>:240",
         about: "GNU uniq: its second operand is the file it writes",
         abbreviations: true,
         short_values: &['f', 's', 'w'],
@@ -351,7 +351,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xxd"], origin: "<built-in knowledge base>:252",
+        names: &["xxd"], origin: "<built-in knowledge base>:253",
         about: "xxd: its second operand is the file it writes (with -r the binary, otherwise the dump)",
         short_values: &['c', 'g', 'l', 'n', 'o', 's', 'R'],
         effects: &[
@@ -360,7 +360,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["tree"], origin: "<built-in knowledge base>:264",
+        names: &["tree"], origin: "<built-in knowledge base>:265",
         about: "tree: -o names the file it writes its listing to",
         short_values: &['L', 'P', 'I', 'o', 'H', 'T'],
         long: &[
@@ -399,7 +399,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gzip", "gunzip"], origin: "<built-in knowledge base>:276",
+        names: &["gzip", "gunzip"], origin: "<built-in knowledge base>:277",
         about: "GNU gzip: decompressing writes each file under its name without the suffix (`gunzip x.gz` writes `x`); the gate checks that name as a write",
         abbreviations: true,
         short_values: &['S'],
@@ -429,7 +429,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xz", "unxz", "lzma", "unlzma"], origin: "<built-in knowledge base>:283",
+        names: &["xz", "unxz", "lzma", "unlzma"], origin: "<built-in knowledge base>:284",
         about: "xz: decompressing writes each file under its name without the suffix; --files names the files in a file",
         abbreviations: true,
         short_values: &['S', 'F', 'C', 'T', 'M'],
@@ -482,7 +482,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["bzip2", "bunzip2"], origin: "<built-in knowledge base>:302",
+        names: &["bzip2", "bunzip2"], origin: "<built-in knowledge base>:303",
         about: "bzip2: decompressing writes each file under its name without the suffix",
         long: &[
             L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
@@ -503,7 +503,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zstd", "unzstd"], origin: "<built-in knowledge base>:308",
+        names: &["zstd", "unzstd"], origin: "<built-in knowledge base>:309",
         about: "zstd: decompressing writes each file under its name without the suffix; -o and the output directories name where it writes",
         short_values: &['o', 'D'],
         short_optional: &['T', 'M', 'B'],
@@ -555,7 +555,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sed", "gsed"], origin: "<built-in knowledge base>:347",
+        names: &["sed", "gsed"], origin: "<built-in knowledge base>:348",
         about: "GNU sed",
         abbreviations: true,
         short_values: &['e', 'f', 'l'],
@@ -593,7 +593,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:386",
+        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:387",
         about: "awk; gawk's long options",
         abbreviations: true,
         short_values: &['f', 'v', 'F', 'E', 'i', 'l', 'W'],
@@ -643,7 +643,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:464",
+        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:465",
         about: "GNU tar",
         abbreviations: true, old_style: true,
         short_values: &['f', 'C', 'I', 'F', 'b', 'H', 'K', 'L', 'N', 'g', 'V', 'T', 'X'],
@@ -751,7 +751,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zip"], origin: "<built-in knowledge base>:579",
+        names: &["zip"], origin: "<built-in knowledge base>:580",
         about: "Info-ZIP zip",
         abbreviations: true,
         short_values: &['b', 'n', 'x', 'i', 't'],
@@ -788,7 +788,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unzip"], origin: "<built-in knowledge base>:612",
+        names: &["unzip"], origin: "<built-in knowledge base>:613",
         about: "Info-ZIP unzip",
         short_values: &['d', 'x'],
         effects: &[
@@ -799,7 +799,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["make", "gmake"], origin: "<built-in knowledge base>:632",
+        names: &["make", "gmake"], origin: "<built-in knowledge base>:633",
         about: "GNU make; its command-line variable assignments are read by the gate's own code (shell/mod.rs, make_assignments): `SHELL = x`, `override`/`export` prefixes, `!=`, and values calling make functions (`$(shell …)`) need approval",
         abbreviations: true,
         short_values: &['f', 'C', 'I', 'o', 'W', 'E'],
@@ -853,7 +853,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:679",
+        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:680",
         about: "GCC and Clang drivers: options that run or load other programs, and the output file",
         short_values: &['o', 'B', 'D', 'U', 'I', 'L', 'l', 'x', 'u', 'T', 'e', 'z', 'A', 'M'],
         long: &[
@@ -888,13 +888,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:743",
+        names: &["go"], origin: "<built-in knowledge base>:744",
         about: "the go command: flags that run other programs in place of go's own tools",
         subcommands: true,
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:748",
+        names: &["go"], origin: "<built-in knowledge base>:749",
         subcommand: Some("vet"),
         long: &[
             L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
@@ -928,11 +928,15 @@ pub static PROGRAMS: &[P] = &[
                 reason: "runs a program of the caller's choice as the analysis tool", ..EFFECT },
             E { trigger: T::Option("-toolexec"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "runs every build tool through a program of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-ldflags"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["*-extld*", "*-extar*"],
+                reason: "makes the Go linker run an external linker or archiver of the caller's choice (-extld), or pass it options (-extldflags: gcc's -wrapper, -B, plugins)", ..EFFECT },
+            E { trigger: T::Option("-gccgoflags"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "passes options to gccgo, a gcc driver (-wrapper, -B, -fplugin= run or load programs)", ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:796",
+        names: &["go"], origin: "<built-in knowledge base>:810",
         subcommand: Some("build"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -965,11 +969,15 @@ pub static PROGRAMS: &[P] = &[
             E { trigger: T::Option("-toolexec"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "runs every build tool through a program of the caller's choice", ..EFFECT },
             E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-ldflags"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["*-extld*", "*-extar*"],
+                reason: "makes the Go linker run an external linker or archiver of the caller's choice (-extld), or pass it options (-extldflags: gcc's -wrapper, -B, plugins)", ..EFFECT },
+            E { trigger: T::Option("-gccgoflags"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "passes options to gccgo, a gcc driver (-wrapper, -B, -fplugin= run or load programs)", ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:844",
+        names: &["go"], origin: "<built-in knowledge base>:871",
         subcommand: Some("test"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1006,11 +1014,15 @@ pub static PROGRAMS: &[P] = &[
                 reason: "runs the test binary through a program of the caller's choice", ..EFFECT },
             E { trigger: T::Option("-vettool"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "runs a program of the caller's choice as the analysis tool", ..EFFECT },
+            E { trigger: T::Option("-ldflags"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["*-extld*", "*-extar*"],
+                reason: "makes the Go linker run an external linker or archiver of the caller's choice (-extld), or pass it options (-extldflags: gcc's -wrapper, -B, plugins)", ..EFFECT },
+            E { trigger: T::Option("-gccgoflags"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "passes options to gccgo, a gcc driver (-wrapper, -B, -fplugin= run or load programs)", ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:898",
+        names: &["go"], origin: "<built-in knowledge base>:938",
         subcommand: Some("run"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1043,11 +1055,15 @@ pub static PROGRAMS: &[P] = &[
                 reason: "runs every build tool through a program of the caller's choice", ..EFFECT },
             E { trigger: T::Option("-exec"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "runs the program through another program of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-ldflags"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["*-extld*", "*-extar*"],
+                reason: "makes the Go linker run an external linker or archiver of the caller's choice (-extld), or pass it options (-extldflags: gcc's -wrapper, -B, plugins)", ..EFFECT },
+            E { trigger: T::Option("-gccgoflags"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "passes options to gccgo, a gcc driver (-wrapper, -B, -fplugin= run or load programs)", ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["patch"], origin: "<built-in knowledge base>:946",
+        names: &["patch"], origin: "<built-in knowledge base>:999",
         about: "GNU patch: where it writes and what it reads",
         abbreviations: true,
         short_values: &['d', 'i', 'o', 'p', 'r', 'B', 'D', 'F', 'V', 'Y', 'z', 'g'],
@@ -1086,7 +1102,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:983",
+        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1036",
         about: "archivers: a plugin to load",
         abbreviations: true,
         long: &[
@@ -1103,7 +1119,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:995",
+        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1048",
         about: "linkers: the output file",
         short_values: &['o', 'L', 'l', 'T', 'e', 'u', 'y', 'Y', 'm', 'F', 'f', 'I', 'h', 'z'],
         long: &[
@@ -1127,7 +1143,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["jq"], origin: "<built-in knowledge base>:1019",
+        names: &["jq"], origin: "<built-in knowledge base>:1072",
         about: "jq: files it reads its program or arguments from",
         short_values: &['f', 'L'],
         long: &[
@@ -1149,7 +1165,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["find"], origin: "<built-in knowledge base>:1039",
+        names: &["find"], origin: "<built-in knowledge base>:1092",
         about: "GNU find: predicates are single-dash words; -exec and friends are unwrapped and their command judged",
         long: &[
             L { name: "-exec", key: "-exec", takes: Takes::Command, short: None },
@@ -1216,7 +1232,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xargs"], origin: "<built-in knowledge base>:1101",
+        names: &["xargs"], origin: "<built-in knowledge base>:1154",
         about: "GNU xargs: the command after its options is unwrapped and judged (echo when none)",
         abbreviations: true, options_first: true,
         short_values: &['I', 'a', 'E', 'd', 'L', 'n', 'P', 's'],
@@ -1247,7 +1263,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["env"], origin: "<built-in knowledge base>:1118",
+        names: &["env"], origin: "<built-in knowledge base>:1171",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
         short_values: &['u', 'C', 'S', 'a'],
@@ -1272,7 +1288,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nice"], origin: "<built-in knowledge base>:1132",
+        names: &["nice"], origin: "<built-in knowledge base>:1185",
         abbreviations: true, options_first: true,
         short_values: &['n'],
         long: &[
@@ -1283,7 +1299,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["timeout"], origin: "<built-in knowledge base>:1139",
+        names: &["timeout"], origin: "<built-in knowledge base>:1192",
         abbreviations: true, options_first: true,
         short_values: &['s', 'k'],
         long: &[
@@ -1298,7 +1314,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1146",
+        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1199",
         options_first: true,
         long: &[
             L { name: "fork", key: "--fork", takes: Takes::No, short: Some('f') },
@@ -1310,7 +1326,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["stdbuf"], origin: "<built-in knowledge base>:1151",
+        names: &["stdbuf"], origin: "<built-in knowledge base>:1204",
         abbreviations: true, options_first: true,
         short_values: &['i', 'o', 'e'],
         long: &[
@@ -1323,7 +1339,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:1158",
+        names: &["busybox"], origin: "<built-in knowledge base>:1211",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -1338,7 +1354,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:1172",
+        names: &["less"], origin: "<built-in knowledge base>:1225",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -1377,11 +1393,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:1209",
+        names: &["more"], origin: "<built-in knowledge base>:1262",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:1213",
+        names: &["man"], origin: "<built-in knowledge base>:1266",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -1418,7 +1434,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1245",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1298",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -1447,7 +1463,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:1288",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:1341",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -1466,7 +1482,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1308",
+        names: &["git"], origin: "<built-in knowledge base>:1361",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -1512,7 +1528,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1354",
+        names: &["git"], origin: "<built-in knowledge base>:1407",
         subcommand: Some("init"),
         abbreviations: true,
         long: &[
@@ -1534,7 +1550,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1372",
+        names: &["git"], origin: "<built-in knowledge base>:1425",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -1556,7 +1572,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1378",
+        names: &["git"], origin: "<built-in knowledge base>:1431",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -1570,7 +1586,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1385",
+        names: &["git"], origin: "<built-in knowledge base>:1438",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -1609,7 +1625,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1404",
+        names: &["git"], origin: "<built-in knowledge base>:1457",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -1651,7 +1667,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1430",
+        names: &["git"], origin: "<built-in knowledge base>:1483",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -1706,7 +1722,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1492",
+        names: &["git"], origin: "<built-in knowledge base>:1545",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -1715,7 +1731,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1503",
+        names: &["git"], origin: "<built-in knowledge base>:1556",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -1724,7 +1740,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1514",
+        names: &["git"], origin: "<built-in knowledge base>:1567",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1733,7 +1749,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1524",
+        names: &["git"], origin: "<built-in knowledge base>:1577",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -1754,7 +1770,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1544",
+        names: &["git"], origin: "<built-in knowledge base>:1597",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1763,7 +1779,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1554",
+        names: &["git"], origin: "<built-in knowledge base>:1607",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -1772,7 +1788,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1564",
+        names: &["git"], origin: "<built-in knowledge base>:1617",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -1794,7 +1810,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1583",
+        names: &["git"], origin: "<built-in knowledge base>:1636",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -1820,7 +1836,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1590",
+        names: &["git"], origin: "<built-in knowledge base>:1643",
         subcommand: Some("grep"),
         abbreviations: true,
         short_optional: &['O'],
@@ -1843,7 +1859,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1609",
+        names: &["git"], origin: "<built-in knowledge base>:1662",
         subcommand: Some("fetch-pack"),
         abbreviations: true,
         long: &[
@@ -1873,7 +1889,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1627",
+        names: &["git"], origin: "<built-in knowledge base>:1680",
         subcommand: Some("ls-remote"),
         abbreviations: true,
         long: &[
@@ -1898,7 +1914,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1645",
+        names: &["git"], origin: "<built-in knowledge base>:1698",
         subcommand: Some("clone"),
         abbreviations: true,
         short_values: &['u', 'o', 'b', 'c', 'j'],
@@ -1935,7 +1951,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1671",
+        names: &["git"], origin: "<built-in knowledge base>:1724",
         subcommand: Some("fetch"),
         abbreviations: true,
         long: &[
@@ -1969,7 +1985,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1683",
+        names: &["git"], origin: "<built-in knowledge base>:1736",
         subcommand: Some("pull"),
         abbreviations: true,
         short_values: &['s', 'X'],
@@ -2002,7 +2018,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1702",
+        names: &["git"], origin: "<built-in knowledge base>:1755",
         subcommand: Some("merge"),
         abbreviations: true,
         short_values: &['s', 'X', 'm', 'F'],
@@ -2037,7 +2053,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1721",
+        names: &["git"], origin: "<built-in knowledge base>:1774",
         subcommand: Some("cherry-pick"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2063,7 +2079,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1734",
+        names: &["git"], origin: "<built-in knowledge base>:1787",
         subcommand: Some("revert"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2087,7 +2103,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:1749",
+        names: &["cargo"], origin: "<built-in knowledge base>:1802",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -2147,7 +2163,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:1787",
+        names: &["rustc"], origin: "<built-in knowledge base>:1840",
         short_values: &['o', 'L', 'l', 'C', 'W', 'Z'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -2176,7 +2192,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1820",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1873",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -2215,7 +2231,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1860",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1913",
         subcommand: Some("exec"),
         abbreviations: true, options_first: true,
         short_values: &['c'],
@@ -2232,7 +2248,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:1874",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:1927",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2241,7 +2257,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:1884",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:1937",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -2259,7 +2275,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:1897",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:1950",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -2304,7 +2320,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:1973",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2026",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -2324,7 +2340,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:1993",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2046",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
@@ -2376,7 +2392,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2033",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2086",
         subcommand: Some("list"),
         abbreviations: true,
         long: &[
@@ -2400,7 +2416,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:2039",
+        names: &["perl"], origin: "<built-in knowledge base>:2092",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -2418,7 +2434,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:2064",
+        names: &["ruby"], origin: "<built-in knowledge base>:2117",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -2437,7 +2453,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:2091",
+        names: &["rsync"], origin: "<built-in knowledge base>:2144",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -2490,7 +2506,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2135",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2188",
         about: "ssh and friends: -o ProxyCommand/LocalCommand, -F and -S run or configure programs",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -2508,22 +2524,22 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:2171",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:2224",
         reason: "", options_of: None },
-    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:2178",
+    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:2231",
         reason: "passes options to the compiler, which can make it run or load programs", options_of: Some("gcc") },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2186",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2239",
         reason: "changes which programs and libraries run, or what the shell runs on its own", options_of: None },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2193",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2246",
         reason: "makes git run a program or read configuration of the caller's choice", options_of: None },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2199",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2252",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)", options_of: None },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2206",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2259",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run", options_of: None },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2213",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2266",
         reason: "makes an interpreter load code or options of the caller's choice", options_of: None },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2219",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2272",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys", options_of: None },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2225",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2278",
         reason: "sends network traffic through a proxy of the caller's choice", options_of: None },
 ];
