@@ -22,6 +22,8 @@ struct Fixture {
     wide: Policy,
     /// The tight policy of issue 12.
     tight: Policy,
+    /// Allows the programs of the third outside pass, network none.
+    progs: Policy,
 }
 
 fn fixture() -> Fixture {
@@ -69,7 +71,11 @@ fn fixture() -> Fixture {
     let tight = extra(
         "[commands]\nallow = [\"ls\", \"cat\", \"grep\", \"git status\", \"python3\"]\napproval = [\"rm -rf\", \"chmod\", \"git reset --hard\"]\ndeny = [\"curl\", \"wget\"]\n",
     );
+    let progs = extra(
+        "[commands]\nallow = [\"ls\", \"echo\", \"cat\", \"flock\", \"watch\", \"ionice\", \"chrt\", \"taskset\", \"prlimit\", \"setpriv\", \"script\", \"unbuffer\", \"strace\", \"stdbuf\", \"nohup\", \"sqlite3\", \"cmake\", \"rg\", \"curl\", \"wget\", \"ssh\", \"date\", \"hostname\", \"git\", \"xargs\"]\n",
+    );
     Fixture {
+        progs,
         tight,
         _dir: dir,
         root,
@@ -94,6 +100,7 @@ fn policy<'a>(f: &'a Fixture, name: &str) -> &'a Policy {
         "allownet" => &f.allowlist_net,
         "wide" => &f.wide,
         "tight" => &f.tight,
+        "progs" => &f.progs,
         other => panic!("no policy {other}"),
     }
 }
@@ -1645,6 +1652,45 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("go build -compiler=gccgo -gccgoflags='-wrapper ./x' .", "default", Q, "gccgo"),
     ("go build -ldflags='-s -w -X main.v=1' -o build/x .", "default", A, ""),
     ("go test -gcflags=all=-N ./...", "default", A, ""),
+    // 12. Wrappers that run the rest of the line: the command is judged.
+    ("flock lk touch x", "progs", D, "`touch`"),
+    ("flock lk -c 'touch x'", "progs", D, "`touch`"),
+    ("flock -c 'touch x' lk", "progs", D, "`touch`"),
+    ("flock -w 5 lk curl h", "progs", D, "curl"),
+    ("flock .git/config ls", "progs", D, "workspace.protect"),
+    ("flock lk ls", "progs", A, ""),
+    ("flock -w 5 lk -c 'ls -la'", "progs", A, ""),
+    ("watch touch x", "progs", D, "`touch`"),
+    ("watch -n 1 'ls; touch x'", "progs", D, "`touch`"),
+    ("watch -x touch x", "progs", D, "`touch`"),
+    ("watch -n 1 ls -la", "progs", A, ""),
+    ("ionice -c 3 touch x", "progs", D, "`touch`"),
+    ("ionice -c3 -n7 ls", "progs", A, ""),
+    ("ionice -p 1", "progs", A, ""),
+    ("chrt 5 touch x", "progs", D, "`touch`"),
+    ("chrt -f 10 ls", "progs", A, ""),
+    ("taskset 0x1 touch x", "progs", D, "`touch`"),
+    ("taskset -c 0 touch x", "progs", D, "`touch`"),
+    ("taskset -c 0 ls", "progs", A, ""),
+    ("prlimit --nofile=1024 touch x", "progs", D, "`touch`"),
+    ("prlimit -n1024 ls", "progs", A, ""),
+    ("setpriv --nnp touch x", "progs", D, "`touch`"),
+    ("setpriv --reuid 1000 ls", "progs", A, ""),
+    ("script -qc 'touch x' /dev/null", "progs", D, "`touch`"),
+    ("script -c ls ../log", "progs", D, "../log"),
+    ("script", "progs", D, "runs a shell that reads"),
+    ("script -q -c ls log.txt", "progs", A, ""),
+    ("unbuffer touch x", "progs", D, "`touch`"),
+    ("unbuffer -p ls", "progs", A, ""),
+    ("strace -f touch x", "progs", D, "`touch`"),
+    ("strace -o '|touch x' ls", "progs", Q, "pipes the trace"),
+    ("strace -o ../t ls", "progs", D, "../t"),
+    ("strace -E LD_PRELOAD=./x.so ls", "progs", D, "LD_PRELOAD"),
+    ("strace --bogus touch x", "progs", D, "--bogus"),
+    ("strace -f -e trace=open -o t.txt ls", "progs", A, ""),
+    ("stdbuf -oL touch x", "progs", D, "`touch`"),
+    ("nohup touch x", "progs", D, "`touch`"),
+    ("ls | xargs flock lk", "progs", D, "xargs flock"),
     // 6. Lists passed to the linker, assembler and preprocessor.
     ("gcc -Wl,@opts src/main.c", "default", D, "response file"),
     ("gcc -Wa,@opts src/main.c", "default", D, "response file"),

@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0x580d5be81783474d;
+pub const SOURCE_HASH: u64 = 0xdf5f1fc4532d90cc;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -1339,7 +1339,283 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:1211",
+        names: &["flock"], origin: "<built-in knowledge base>:1211",
+        about: "util-linux flock: `flock FILE CMD…` and `flock FILE -c CMD` run the command (unwrapped and judged); the file is created",
+        abbreviations: true, options_first: true,
+        short_values: &['w', 'E', 'c'],
+        long: &[
+            L { name: "shared", key: "--shared", takes: Takes::No, short: Some('s') },
+            L { name: "exclusive", key: "--exclusive", takes: Takes::No, short: Some('x') },
+            L { name: "unlock", key: "--unlock", takes: Takes::No, short: Some('u') },
+            L { name: "nonblock", key: "--nonblock", takes: Takes::No, short: Some('n') },
+            L { name: "nb", key: "--nb", takes: Takes::No, short: Some('n') },
+            L { name: "close", key: "--close", takes: Takes::No, short: Some('o') },
+            L { name: "no-fork", key: "--no-fork", takes: Takes::No, short: Some('F') },
+            L { name: "timeout", key: "--timeout", takes: Takes::Required, short: Some('w') },
+            L { name: "wait", key: "--wait", takes: Takes::Required, short: Some('w') },
+            L { name: "conflict-exit-code", key: "--conflict-exit-code", takes: Takes::Required, short: Some('E') },
+            L { name: "command", key: "--command", takes: Takes::Required, short: Some('c') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: None },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["watch"], origin: "<built-in knowledge base>:1219",
+        about: "procps watch: runs its words through `sh -c` (with -x, as an argv); unwrapped and judged",
+        abbreviations: true, options_first: true,
+        short_values: &['n', 'q'],
+        short_optional: &['d'],
+        long: &[
+            L { name: "interval", key: "--interval", takes: Takes::Required, short: Some('n') },
+            L { name: "differences", key: "--differences", takes: Takes::Optional, short: Some('d') },
+            L { name: "chgexit", key: "--chgexit", takes: Takes::No, short: Some('g') },
+            L { name: "equexit", key: "--equexit", takes: Takes::Required, short: Some('q') },
+            L { name: "errexit", key: "--errexit", takes: Takes::No, short: Some('e') },
+            L { name: "beep", key: "--beep", takes: Takes::No, short: Some('b') },
+            L { name: "color", key: "--color", takes: Takes::No, short: Some('c') },
+            L { name: "no-color", key: "--no-color", takes: Takes::No, short: Some('C') },
+            L { name: "exec", key: "--exec", takes: Takes::No, short: Some('x') },
+            L { name: "no-title", key: "--no-title", takes: Takes::No, short: Some('t') },
+            L { name: "no-wrap", key: "--no-wrap", takes: Takes::No, short: Some('w') },
+            L { name: "precise", key: "--precise", takes: Takes::No, short: Some('p') },
+            L { name: "no-rerun", key: "--no-rerun", takes: Takes::No, short: Some('r') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('v') },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["ionice"], origin: "<built-in knowledge base>:1228",
+        about: "util-linux ionice: the command after its options is unwrapped and judged (none with -p/-P/-u)",
+        abbreviations: true, options_first: true,
+        short_values: &['c', 'n', 'p', 'P', 'u'],
+        long: &[
+            L { name: "class", key: "--class", takes: Takes::Required, short: Some('c') },
+            L { name: "classdata", key: "--classdata", takes: Takes::Required, short: Some('n') },
+            L { name: "pid", key: "--pid", takes: Takes::Required, short: Some('p') },
+            L { name: "pgid", key: "--pgid", takes: Takes::Required, short: Some('P') },
+            L { name: "uid", key: "--uid", takes: Takes::Required, short: Some('u') },
+            L { name: "ignore", key: "--ignore", takes: Takes::No, short: Some('t') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["chrt"], origin: "<built-in knowledge base>:1236",
+        about: "util-linux chrt: `chrt [options] PRIORITY CMD…`; the command is unwrapped and judged (none with -p)",
+        abbreviations: true, options_first: true,
+        short_values: &['T', 'P', 'D'],
+        long: &[
+            L { name: "all-tasks", key: "--all-tasks", takes: Takes::No, short: Some('a') },
+            L { name: "batch", key: "--batch", takes: Takes::No, short: Some('b') },
+            L { name: "deadline", key: "--deadline", takes: Takes::No, short: Some('d') },
+            L { name: "fifo", key: "--fifo", takes: Takes::No, short: Some('f') },
+            L { name: "idle", key: "--idle", takes: Takes::No, short: Some('i') },
+            L { name: "other", key: "--other", takes: Takes::No, short: Some('o') },
+            L { name: "rr", key: "--rr", takes: Takes::No, short: Some('r') },
+            L { name: "ext", key: "--ext", takes: Takes::No, short: Some('e') },
+            L { name: "reset-on-fork", key: "--reset-on-fork", takes: Takes::No, short: Some('R') },
+            L { name: "sched-runtime", key: "--sched-runtime", takes: Takes::Required, short: Some('T') },
+            L { name: "sched-period", key: "--sched-period", takes: Takes::Required, short: Some('P') },
+            L { name: "sched-deadline", key: "--sched-deadline", takes: Takes::Required, short: Some('D') },
+            L { name: "max", key: "--max", takes: Takes::No, short: Some('m') },
+            L { name: "pid", key: "--pid", takes: Takes::No, short: Some('p') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["taskset"], origin: "<built-in knowledge base>:1244",
+        about: "util-linux taskset: `taskset [options] MASK CMD…`; the command is unwrapped and judged (none with -p)",
+        abbreviations: true, options_first: true,
+        long: &[
+            L { name: "all-tasks", key: "--all-tasks", takes: Takes::No, short: Some('a') },
+            L { name: "cpu-list", key: "--cpu-list", takes: Takes::No, short: Some('c') },
+            L { name: "pid", key: "--pid", takes: Takes::No, short: Some('p') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["prlimit"], origin: "<built-in knowledge base>:1251",
+        about: "util-linux prlimit: the command after its options is unwrapped and judged (none with -p)",
+        abbreviations: true, options_first: true,
+        short_values: &['p', 'o'],
+        short_optional: &['c', 'd', 'e', 'f', 'i', 'l', 'm', 'n', 'q', 'r', 's', 't', 'u', 'v', 'x', 'y'],
+        long: &[
+            L { name: "pid", key: "--pid", takes: Takes::Required, short: Some('p') },
+            L { name: "output", key: "--output", takes: Takes::Required, short: Some('o') },
+            L { name: "noheadings", key: "--noheadings", takes: Takes::No, short: None },
+            L { name: "raw", key: "--raw", takes: Takes::No, short: None },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: None },
+            L { name: "core", key: "--core", takes: Takes::Optional, short: Some('c') },
+            L { name: "data", key: "--data", takes: Takes::Optional, short: Some('d') },
+            L { name: "nice", key: "--nice", takes: Takes::Optional, short: Some('e') },
+            L { name: "fsize", key: "--fsize", takes: Takes::Optional, short: Some('f') },
+            L { name: "sigpending", key: "--sigpending", takes: Takes::Optional, short: Some('i') },
+            L { name: "memlock", key: "--memlock", takes: Takes::Optional, short: Some('l') },
+            L { name: "rss", key: "--rss", takes: Takes::Optional, short: Some('m') },
+            L { name: "nofile", key: "--nofile", takes: Takes::Optional, short: Some('n') },
+            L { name: "msgqueue", key: "--msgqueue", takes: Takes::Optional, short: Some('q') },
+            L { name: "rtprio", key: "--rtprio", takes: Takes::Optional, short: Some('r') },
+            L { name: "stack", key: "--stack", takes: Takes::Optional, short: Some('s') },
+            L { name: "cpu", key: "--cpu", takes: Takes::Optional, short: Some('t') },
+            L { name: "nproc", key: "--nproc", takes: Takes::Optional, short: Some('u') },
+            L { name: "as", key: "--as", takes: Takes::Optional, short: Some('v') },
+            L { name: "locks", key: "--locks", takes: Takes::Optional, short: Some('x') },
+            L { name: "rttime", key: "--rttime", takes: Takes::Optional, short: Some('y') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["setpriv"], origin: "<built-in knowledge base>:1260",
+        about: "util-linux setpriv: the command after its options is unwrapped and judged",
+        abbreviations: true, options_first: true,
+        long: &[
+            L { name: "dump", key: "--dump", takes: Takes::No, short: Some('d') },
+            L { name: "nnp", key: "--nnp", takes: Takes::No, short: None },
+            L { name: "no-new-privs", key: "--no-new-privs", takes: Takes::No, short: None },
+            L { name: "inh-caps", key: "--inh-caps", takes: Takes::Required, short: None },
+            L { name: "ambient-caps", key: "--ambient-caps", takes: Takes::Required, short: None },
+            L { name: "bounding-set", key: "--bounding-set", takes: Takes::Required, short: None },
+            L { name: "ruid", key: "--ruid", takes: Takes::Required, short: None },
+            L { name: "euid", key: "--euid", takes: Takes::Required, short: None },
+            L { name: "reuid", key: "--reuid", takes: Takes::Required, short: None },
+            L { name: "rgid", key: "--rgid", takes: Takes::Required, short: None },
+            L { name: "egid", key: "--egid", takes: Takes::Required, short: None },
+            L { name: "regid", key: "--regid", takes: Takes::Required, short: None },
+            L { name: "clear-groups", key: "--clear-groups", takes: Takes::No, short: None },
+            L { name: "keep-groups", key: "--keep-groups", takes: Takes::No, short: None },
+            L { name: "init-groups", key: "--init-groups", takes: Takes::No, short: None },
+            L { name: "groups", key: "--groups", takes: Takes::Required, short: None },
+            L { name: "securebits", key: "--securebits", takes: Takes::Required, short: None },
+            L { name: "pdeathsig", key: "--pdeathsig", takes: Takes::Required, short: None },
+            L { name: "selinux-label", key: "--selinux-label", takes: Takes::Required, short: None },
+            L { name: "apparmor-profile", key: "--apparmor-profile", takes: Takes::Required, short: None },
+            L { name: "landlock-access", key: "--landlock-access", takes: Takes::Required, short: None },
+            L { name: "landlock-rule", key: "--landlock-rule", takes: Takes::Required, short: None },
+            L { name: "reset-env", key: "--reset-env", takes: Takes::No, short: None },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["script"], origin: "<built-in knowledge base>:1267",
+        about: "util-linux script: -c runs a shell command (judged); the typescript and log files are written; without -c it runs an interactive shell (unknown)",
+        abbreviations: true,
+        short_values: &['c', 'E', 'I', 'O', 'B', 'T', 'm', 'o'],
+        short_optional: &['t'],
+        long: &[
+            L { name: "append", key: "--append", takes: Takes::No, short: Some('a') },
+            L { name: "command", key: "--command", takes: Takes::Required, short: Some('c') },
+            L { name: "echo", key: "--echo", takes: Takes::Required, short: Some('E') },
+            L { name: "return", key: "--return", takes: Takes::No, short: Some('e') },
+            L { name: "flush", key: "--flush", takes: Takes::No, short: Some('f') },
+            L { name: "force", key: "--force", takes: Takes::No, short: None },
+            L { name: "log-in", key: "--log-in", takes: Takes::Required, short: Some('I') },
+            L { name: "log-out", key: "--log-out", takes: Takes::Required, short: Some('O') },
+            L { name: "log-io", key: "--log-io", takes: Takes::Required, short: Some('B') },
+            L { name: "log-timing", key: "--log-timing", takes: Takes::Required, short: Some('T') },
+            L { name: "logging-format", key: "--logging-format", takes: Takes::Required, short: Some('m') },
+            L { name: "output-limit", key: "--output-limit", takes: Takes::Required, short: Some('o') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "timing", key: "--timing", takes: Takes::Optional, short: Some('t') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        effects: &[
+            E { trigger: T::Option("-c"), kind: Kind::Exec, action: Action::Judge, inner: InnerCommand::Shell, ..EFFECT },
+            E { trigger: T::Argument(0), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-I"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-O"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-B"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-T"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-t"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["unbuffer"], origin: "<built-in knowledge base>:1317",
+        about: "expect's unbuffer: the command after -p is unwrapped and judged",
+        options_first: true,
+        ..PROGRAM
+    },
+    P {
+        names: &["strace"], origin: "<built-in knowledge base>:1323",
+        about: "strace: the traced command is unwrapped and judged (-E sets its environment); -o writes the trace, `-o |CMD` pipes it into a shell command",
+        abbreviations: true, options_first: true,
+        short_values: &['e', 'o', 'p', 'P', 's', 'S', 'u', 'E', 'a', 'b', 'I', 'O', 'X', 'U'],
+        short_optional: &['D'],
+        long: &[
+            L { name: "output", key: "--output", takes: Takes::Required, short: Some('o') },
+            L { name: "trace", key: "--trace", takes: Takes::Required, short: None },
+            L { name: "signal", key: "--signal", takes: Takes::Required, short: None },
+            L { name: "status", key: "--status", takes: Takes::Required, short: None },
+            L { name: "attach", key: "--attach", takes: Takes::Required, short: Some('p') },
+            L { name: "trace-path", key: "--trace-path", takes: Takes::Required, short: Some('P') },
+            L { name: "string-limit", key: "--string-limit", takes: Takes::Required, short: Some('s') },
+            L { name: "summary-sort-by", key: "--summary-sort-by", takes: Takes::Required, short: Some('S') },
+            L { name: "user", key: "--user", takes: Takes::Required, short: Some('u') },
+            L { name: "env", key: "--env", takes: Takes::Required, short: Some('E') },
+            L { name: "columns", key: "--columns", takes: Takes::Required, short: Some('a') },
+            L { name: "detach-on", key: "--detach-on", takes: Takes::Required, short: Some('b') },
+            L { name: "interruptible", key: "--interruptible", takes: Takes::Required, short: Some('I') },
+            L { name: "overhead", key: "--overhead", takes: Takes::Required, short: Some('O') },
+            L { name: "const-print-style", key: "--const-print-style", takes: Takes::Required, short: Some('X') },
+            L { name: "summary-columns", key: "--summary-columns", takes: Takes::Required, short: Some('U') },
+            L { name: "raw", key: "--raw", takes: Takes::Required, short: None },
+            L { name: "read", key: "--read", takes: Takes::Required, short: None },
+            L { name: "write", key: "--write", takes: Takes::Required, short: None },
+            L { name: "inject", key: "--inject", takes: Takes::Required, short: None },
+            L { name: "fault", key: "--fault", takes: Takes::Required, short: None },
+            L { name: "kvm", key: "--kvm", takes: Takes::Required, short: None },
+            L { name: "quiet", key: "--quiet", takes: Takes::Optional, short: Some('q') },
+            L { name: "silent", key: "--silent", takes: Takes::Optional, short: None },
+            L { name: "decode-fds", key: "--decode-fds", takes: Takes::Optional, short: Some('y') },
+            L { name: "decode-pids", key: "--decode-pids", takes: Takes::Optional, short: Some('Y') },
+            L { name: "absolute-timestamps", key: "--absolute-timestamps", takes: Takes::Optional, short: Some('t') },
+            L { name: "timestamps", key: "--timestamps", takes: Takes::Optional, short: None },
+            L { name: "relative-timestamps", key: "--relative-timestamps", takes: Takes::Optional, short: Some('r') },
+            L { name: "syscall-times", key: "--syscall-times", takes: Takes::Optional, short: Some('T') },
+            L { name: "daemonize", key: "--daemonize", takes: Takes::Optional, short: Some('D') },
+            L { name: "summary-only", key: "--summary-only", takes: Takes::No, short: Some('c') },
+            L { name: "summary", key: "--summary", takes: Takes::No, short: Some('C') },
+            L { name: "debug", key: "--debug", takes: Takes::No, short: Some('d') },
+            L { name: "follow-forks", key: "--follow-forks", takes: Takes::No, short: Some('f') },
+            L { name: "output-separately", key: "--output-separately", takes: Takes::No, short: None },
+            L { name: "instruction-pointer", key: "--instruction-pointer", takes: Takes::No, short: Some('i') },
+            L { name: "stack-traces", key: "--stack-traces", takes: Takes::No, short: Some('k') },
+            L { name: "syscall-number", key: "--syscall-number", takes: Takes::No, short: Some('n') },
+            L { name: "no-abbrev", key: "--no-abbrev", takes: Takes::No, short: Some('v') },
+            L { name: "summary-wall-clock", key: "--summary-wall-clock", takes: Takes::No, short: Some('w') },
+            L { name: "strings-in-hex", key: "--strings-in-hex", takes: Takes::Optional, short: Some('x') },
+            L { name: "successful-only", key: "--successful-only", takes: Takes::No, short: Some('z') },
+            L { name: "failed-only", key: "--failed-only", takes: Takes::No, short: Some('Z') },
+            L { name: "output-append-mode", key: "--output-append-mode", takes: Takes::No, short: Some('A') },
+            L { name: "seccomp-bpf", key: "--seccomp-bpf", takes: Takes::No, short: None },
+            L { name: "tips", key: "--tips", takes: Takes::Optional, short: None },
+            L { name: "verbose", key: "--verbose", takes: Takes::Optional, short: None },
+            L { name: "abbrev", key: "--abbrev", takes: Takes::Optional, short: None },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        effects: &[
+            E { trigger: T::Option("-o"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["|*", "!*"],
+                reason: "pipes the trace into a shell command", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["busybox"], origin: "<built-in knowledge base>:1339",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -1354,7 +1630,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:1225",
+        names: &["less"], origin: "<built-in knowledge base>:1353",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -1393,11 +1669,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:1262",
+        names: &["more"], origin: "<built-in knowledge base>:1390",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:1266",
+        names: &["man"], origin: "<built-in knowledge base>:1394",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -1434,7 +1710,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1298",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1426",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -1463,7 +1739,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:1341",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:1469",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -1482,7 +1758,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1361",
+        names: &["git"], origin: "<built-in knowledge base>:1489",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -1528,7 +1804,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1407",
+        names: &["git"], origin: "<built-in knowledge base>:1535",
         subcommand: Some("init"),
         abbreviations: true,
         long: &[
@@ -1550,7 +1826,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1425",
+        names: &["git"], origin: "<built-in knowledge base>:1553",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -1572,7 +1848,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1431",
+        names: &["git"], origin: "<built-in knowledge base>:1559",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -1586,7 +1862,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1438",
+        names: &["git"], origin: "<built-in knowledge base>:1566",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -1625,7 +1901,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1457",
+        names: &["git"], origin: "<built-in knowledge base>:1585",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -1667,7 +1943,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1483",
+        names: &["git"], origin: "<built-in knowledge base>:1611",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -1722,7 +1998,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1545",
+        names: &["git"], origin: "<built-in knowledge base>:1673",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -1731,7 +2007,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1556",
+        names: &["git"], origin: "<built-in knowledge base>:1684",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -1740,7 +2016,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1567",
+        names: &["git"], origin: "<built-in knowledge base>:1695",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1749,7 +2025,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1577",
+        names: &["git"], origin: "<built-in knowledge base>:1705",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -1770,7 +2046,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1597",
+        names: &["git"], origin: "<built-in knowledge base>:1725",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1779,7 +2055,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1607",
+        names: &["git"], origin: "<built-in knowledge base>:1735",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -1788,7 +2064,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1617",
+        names: &["git"], origin: "<built-in knowledge base>:1745",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -1810,7 +2086,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1636",
+        names: &["git"], origin: "<built-in knowledge base>:1764",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -1836,7 +2112,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1643",
+        names: &["git"], origin: "<built-in knowledge base>:1771",
         subcommand: Some("grep"),
         abbreviations: true,
         short_optional: &['O'],
@@ -1859,7 +2135,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1662",
+        names: &["git"], origin: "<built-in knowledge base>:1790",
         subcommand: Some("fetch-pack"),
         abbreviations: true,
         long: &[
@@ -1889,7 +2165,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1680",
+        names: &["git"], origin: "<built-in knowledge base>:1808",
         subcommand: Some("ls-remote"),
         abbreviations: true,
         long: &[
@@ -1914,7 +2190,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1698",
+        names: &["git"], origin: "<built-in knowledge base>:1826",
         subcommand: Some("clone"),
         abbreviations: true,
         short_values: &['u', 'o', 'b', 'c', 'j'],
@@ -1951,7 +2227,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1724",
+        names: &["git"], origin: "<built-in knowledge base>:1852",
         subcommand: Some("fetch"),
         abbreviations: true,
         long: &[
@@ -1985,7 +2261,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1736",
+        names: &["git"], origin: "<built-in knowledge base>:1864",
         subcommand: Some("pull"),
         abbreviations: true,
         short_values: &['s', 'X'],
@@ -2018,7 +2294,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1755",
+        names: &["git"], origin: "<built-in knowledge base>:1883",
         subcommand: Some("merge"),
         abbreviations: true,
         short_values: &['s', 'X', 'm', 'F'],
@@ -2053,7 +2329,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1774",
+        names: &["git"], origin: "<built-in knowledge base>:1902",
         subcommand: Some("cherry-pick"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2079,7 +2355,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1787",
+        names: &["git"], origin: "<built-in knowledge base>:1915",
         subcommand: Some("revert"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2103,7 +2379,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:1802",
+        names: &["cargo"], origin: "<built-in knowledge base>:1930",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -2163,7 +2439,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:1840",
+        names: &["rustc"], origin: "<built-in knowledge base>:1968",
         short_values: &['o', 'L', 'l', 'C', 'W', 'Z'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -2192,7 +2468,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1873",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2001",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -2231,7 +2507,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:1913",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2041",
         subcommand: Some("exec"),
         abbreviations: true, options_first: true,
         short_values: &['c'],
@@ -2248,7 +2524,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:1927",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2055",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2257,7 +2533,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:1937",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2065",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -2275,7 +2551,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:1950",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2078",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -2320,7 +2596,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2026",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2154",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -2340,7 +2616,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2046",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2174",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
@@ -2392,7 +2668,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2086",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2214",
         subcommand: Some("list"),
         abbreviations: true,
         long: &[
@@ -2416,7 +2692,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:2092",
+        names: &["perl"], origin: "<built-in knowledge base>:2220",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -2434,7 +2710,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:2117",
+        names: &["ruby"], origin: "<built-in knowledge base>:2245",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -2453,7 +2729,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:2144",
+        names: &["rsync"], origin: "<built-in knowledge base>:2272",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -2506,7 +2782,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2188",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2316",
         about: "ssh and friends: -o ProxyCommand/LocalCommand, -F and -S run or configure programs",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -2524,22 +2800,22 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:2224",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:2352",
         reason: "", options_of: None },
-    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:2231",
+    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:2359",
         reason: "passes options to the compiler, which can make it run or load programs", options_of: Some("gcc") },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2239",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2367",
         reason: "changes which programs and libraries run, or what the shell runs on its own", options_of: None },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2246",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2374",
         reason: "makes git run a program or read configuration of the caller's choice", options_of: None },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2252",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2380",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)", options_of: None },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2259",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2387",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run", options_of: None },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2266",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2394",
         reason: "makes an interpreter load code or options of the caller's choice", options_of: None },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2272",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2400",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys", options_of: None },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2278",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2406",
         reason: "sends network traffic through a proxy of the caller's choice", options_of: None },
 ];
