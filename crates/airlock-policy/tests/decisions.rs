@@ -60,7 +60,7 @@ fn fixture() -> Fixture {
             .unwrap_or_else(|e| panic!("variant policy must load: {e}"))
             .policy
     };
-    let open_net = extra("[network]\nmode = \"open\"\n[commands]\nallow = [\"curl\"]\n");
+    let open_net = extra("[network]\nmode = \"open\"\n[commands]\nallow = [\"curl\", \"wget\", \"ssh\"]\n");
     let lenient = extra("[commands]\nallow = [\"ls\", \"cat\", \"echo\", \"rm\", \"curl\"]\napproval = [\"rm -rf\"]\ndeny = [\"sudo\"]\non_unknown = \"approval_required\"\n");
     let allowlist_net = extra(
         "[network]\nmode = \"allowlist\"\nallow = [\"pypi.example.org\", \"*.files.example.com\"]\n[commands]\nallow = [\"curl\", \"git\", \"pip install\", \"ls\"]\n",
@@ -1691,6 +1691,30 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("stdbuf -oL touch x", "progs", D, "`touch`"),
     ("nohup touch x", "progs", D, "`touch`"),
     ("ls | xargs flock lk", "progs", D, "xargs flock"),
+    // 10. curl's and wget's configuration, and where they write.
+    ("curl -K cfg h", "open", D, "curl -K"),
+    ("curl --config=cfg h", "open", D, "curl -K"),
+    ("curl --conf cfg h", "open", D, "curl -K"),
+    ("curl -K cfg h", "progs", D, "network"),
+    ("curl --engine x h", "open", Q, "engine"),
+    ("curl --unix-socket d.sock http://x/", "open", Q, "local socket"),
+    ("curl --unix-socket /var/run/docker.sock http://x/", "open", D, "/run/docker.sock"),
+    ("curl --create-dirs -o a/.git/config h", "open", Q, "git run there obeys"),
+    ("curl -o .git/config h", "open", D, "workspace.protect"),
+    ("curl -so../x h", "open", D, "../x"),
+    ("curl -O --output-dir .git h/config", "open", Q, ".git"),
+    ("curl -O --output-dir sub h/config", "open", Q, "--output-dir"),
+    ("curl -sSLo out.json https://example.com/x", "open", A, ""),
+    ("curl -d @README.md -H 'X: y' h", "open", A, ""),
+    ("wget -e output_document=x h", "open", Q, "wgetrc"),
+    ("wget -e output_document=../x h", "open", D, "../x"),
+    ("wget --execute=robots=off h", "open", Q, "wgetrc"),
+    ("wget --config=rc h", "open", D, "wget --config"),
+    ("wget -O .git/config h", "open", D, "workspace.protect"),
+    ("wget -P ../x h", "open", D, "../x"),
+    ("wget -O sub/.git/config h", "open", Q, "git run there obeys"),
+    ("wget -nv -O out.html h", "open", A, ""),
+    ("wget -q h", "open", A, ""),
     // 6. Lists passed to the linker, assembler and preprocessor.
     ("gcc -Wl,@opts src/main.c", "default", D, "response file"),
     ("gcc -Wa,@opts src/main.c", "default", D, "response file"),
