@@ -624,6 +624,128 @@ fn linker_lists(program: &str, seg: &mut Segment) {
     }
 }
 
+/// ssh's, scp's and sftp's options, as they read them: ssh reads more options
+/// after the host (`ssh h -o …`), and an `-o` keyword is matched in any case
+/// and may be followed by `=` or blanks (`-o 'proxycommand x'`, `-o ' Match=…'`).
+fn ssh_options(program: &str, seg: &mut Segment) {
+    let values: &str = match program {
+        "ssh" => "oFSiJLRDWBbceEIlmOpPQw",
+        "scp" => "cFiJloPSDX",
+        "sftp" => "BbcDFiJloPRSX",
+        _ => return,
+    };
+    let argv = &seg.argv;
+    let mut options: Vec<(char, String)> = Vec::new();
+    let mut positionals = 0;
+    let mut i = 1;
+    'words: while i < argv.len() {
+        let a = argv[i].as_str();
+        if a == "--" {
+            break;
+        }
+        if a.len() > 1 && a.starts_with('-') {
+            for (k, c) in a[1..].char_indices() {
+                if values.contains(c) {
+                    let rest = &a[1 + k + c.len_utf8()..];
+                    let v = if rest.is_empty() {
+                        i += 1;
+                        argv.get(i).cloned().unwrap_or_default()
+                    } else {
+                        rest.to_string()
+                    };
+                    options.push((c, v));
+                    i += 1;
+                    continue 'words;
+                }
+                options.push((c, String::new()));
+            }
+        } else {
+            positionals += 1;
+            // ssh goes on reading options after its host, up to the command.
+            if program != "ssh" || positionals > 1 {
+                break;
+            }
+        }
+        i += 1;
+    }
+    let mut findings = Vec::new();
+    let mut reads = Vec::new();
+    for (c, v) in options {
+        let shown = format!("-{c} {v}");
+        let found = match c {
+            'o' => ssh_keyword(&v),
+            'F' => {
+                reads.push(v);
+                Some((knowledge::Action::OnUnknown, knowledge::Kind::Config, "reads ssh configuration from a file the gate does not see (ProxyCommand, LocalCommand, Match exec run commands)"))
+            }
+            'S' => Some((knowledge::Action::ApprovalRequired, knowledge::Kind::Config, "uses another control socket (a connection someone else opened)")),
+            'I' => Some((knowledge::Action::Deny, knowledge::Kind::Exec, "loads a PKCS#11 library, code of the caller's choice")),
+            'J' => Some((knowledge::Action::ApprovalRequired, knowledge::Kind::Network, "connects through another host (a jump host), which the network policy does not see")),
+            'i' => {
+                reads.push(v);
+                None
+            }
+            _ => None,
+        };
+        if let Some((action, kind, reason)) = found {
+            findings.push(knowledge::Finding {
+                action,
+                entry: format!("{program} -{c}"),
+                origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
+                shown,
+                kind,
+                reason: reason.into(),
+            });
+        }
+    }
+    seg.findings.extend(findings);
+    for text in reads.into_iter().filter(|t| !t.is_empty()) {
+        seg.paths.push(PathUse {
+            text,
+            access: Access::Read,
+            role: "option value",
+        });
+    }
+}
+
+/// What an ssh `-o` keyword does, matched as ssh matches it.
+fn ssh_keyword(
+    v: &str,
+) -> Option<(knowledge::Action, knowledge::Kind, &'static str)> {
+    let v = v.trim_start();
+    let end = v
+        .find(|c: char| c == '=' || c.is_whitespace())
+        .unwrap_or(v.len());
+    let key = v[..end].to_ascii_lowercase();
+    use knowledge::{Action, Kind};
+    Some(match key.as_str() {
+        "proxycommand" | "localcommand" | "permitlocalcommand" | "knownhostscommand" | "match" => {
+            (Action::Deny, Kind::Exec, "makes ssh run a local command")
+        }
+        "pkcs11provider" | "securitykeyprovider" => (
+            Action::Deny,
+            Kind::Exec,
+            "makes ssh load a library, code of the caller's choice",
+        ),
+        "include" => (
+            Action::OnUnknown,
+            Kind::Config,
+            "reads ssh configuration from a file the gate does not see",
+        ),
+        "proxyjump" => (
+            Action::ApprovalRequired,
+            Kind::Network,
+            "connects through another host (a jump host), which the network policy does not see",
+        ),
+        "controlpath" | "controlmaster" => (
+            Action::ApprovalRequired,
+            Kind::Config,
+            "uses or opens a control socket that other commands can reuse",
+        ),
+        _ => return None,
+    })
+}
+
 /// make's command-line variable assignments, read as make reads them: the
 /// name is trimmed of blanks (`'SHELL = ./x'`) and of `override`, `export`,
 /// `unexport` and `private`; `!=` runs its value in a shell; a value that calls
@@ -1810,6 +1932,7 @@ impl Analyzer {
         linker_lists(&program, &mut seg);
         decompressed_outputs(&program, &mut seg, Kb::new(&self.kb.clone()));
         make_assignments(&program, &mut seg, Kb::new(&self.kb.clone()));
+        ssh_options(&program, &mut seg);
         let kb_arc = self.kb.clone();
         match unwrap::unwrap(&seg.argv, Kb::new(&kb_arc)) {
             unwrap::Unwrap::NotWrapper => {}
