@@ -686,7 +686,9 @@ impl<'p> Judge<'p> {
         }
         // Arguments count as writes conservatively (`git show HEAD`): git's
         // own files only for programs that write them.
+        // `cmake -E copy|rename|touch|…` is cp, mv and touch in one.
         let writer = in_place
+            || (program == "cmake" && seg.argv.get(1).map(String::as_str) == Some("-E"))
             || matches!(
                 program,
                 "cp" | "mv" | "ln" | "install" | "tee" | "touch" | "truncate" | "mkdir"

@@ -134,6 +134,7 @@ pub fn unwrap(argv: &[String], kb: Kb<'_>) -> Unwrap {
         "flock" | "watch" | "ionice" | "chrt" | "taskset" | "prlimit" | "setpriv" | "strace" => {
             unwrap_by_entry(program, argv, kb)
         }
+        "cmake" => unwrap_cmake(argv, kb),
         "unbuffer" => {
             let i = skip_options(argv, 1, &[]);
             inner(&argv[..i], &argv[i..])
@@ -296,6 +297,49 @@ fn knows_letter(entry: &knowledge::ProgramEntry, c: char) -> bool {
     entry.short_values.contains(&c)
         || entry.short_optional.contains(&c)
         || entry.long.iter().any(|o| o.short == Some(c))
+}
+
+/// `cmake -E env [NAME=VALUE…] CMD`, `cmake -E chdir DIR CMD`, `cmake -E
+/// time CMD`: the command is judged (env's words as env's); other `-E`
+/// commands and cmake itself are not wrappers.
+fn unwrap_cmake(argv: &[String], kb: Kb<'_>) -> Unwrap {
+    if argv.get(1).map(String::as_str) != Some("-E") {
+        return Unwrap::NotWrapper;
+    }
+    match argv.get(2).map(String::as_str) {
+        Some("env") => {
+            let env_argv: Vec<String> = std::iter::once("env".to_string())
+                .chain(argv[3..].iter().cloned())
+                .collect();
+            match unwrap_env(&env_argv, kb) {
+                Unwrap::Inner(mut inn) => {
+                    let mut wrapper = argv[..3].to_vec();
+                    wrapper.extend(inn.wrapper.into_iter().skip(1));
+                    inn.wrapper = wrapper;
+                    Unwrap::Inner(inn)
+                }
+                other => other,
+            }
+        }
+        Some("chdir") => {
+            let Some(dir) = argv.get(3) else {
+                return Unwrap::Unknown("`cmake -E chdir` without a directory".into());
+            };
+            Unwrap::Inner(Inner {
+                wrapper: argv[..4].to_vec(),
+                inners: if argv.len() > 4 {
+                    vec![argv[4..].to_vec()]
+                } else {
+                    vec![]
+                },
+                chdir: Some(dir.clone()),
+                env: vec![],
+                paths: vec![],
+            })
+        }
+        Some("time") => inner(&argv[..3], &argv[3..]),
+        _ => Unwrap::NotWrapper,
+    }
 }
 
 /// Wrappers whose options are read by their knowledge-base entry (flock,
