@@ -1775,6 +1775,18 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("cmake -E make_directory build", "default", A, ""),
     ("cmake -E copy README.md sub/.git/config", "default", Q, "git run there obeys"),
     ("cmake -E copy README.md .git/config", "default", D, "workspace.protect"),
+    // 11. ripgrep's preprocessor runs a program.
+    ("rg --pre cat foo", "default", Q, "rg --pre"),
+    ("rg --pre=cat foo", "default", Q, "rg --pre"),
+    ("rg --pre cat --pre-glob '*.pdf' foo", "default", Q, "rg --pre"),
+    ("rg --pre ./x foo", "default", D, "./x"),
+    ("rg --pre=./x foo", "default", D, "./x"),
+    ("rg --hostname-bin cat foo", "default", Q, "host name"),
+    ("rg --hostname-bin ./x foo", "default", D, "./x"),
+    ("rg -f /etc/shadow .", "default", D, "/etc/shadow"),
+    ("rg --pre-glob '*.pdf' foo src", "default", A, ""),
+    ("rg -n -g '*.rs' -e foo -C 2 src", "default", A, ""),
+    ("rg --pretty foo", "default", A, ""),
     // 6. Lists passed to the linker, assembler and preprocessor.
     ("gcc -Wl,@opts src/main.c", "default", D, "response file"),
     ("gcc -Wa,@opts src/main.c", "default", D, "response file"),
