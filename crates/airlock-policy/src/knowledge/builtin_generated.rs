@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0xe9b34bf7c5039e34;
+pub const SOURCE_HASH: u64 = 0xaec6e8eae5d25954;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -659,7 +659,68 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sed", "gsed"], origin: "<built-in knowledge base>:383",
+        names: &["date"], origin: "<built-in knowledge base>:381",
+        about: "GNU date: -s and an operand of digits set the system clock",
+        abbreviations: true,
+        short_values: &['d', 'f', 'r', 's'],
+        short_optional: &['I'],
+        long: &[
+            L { name: "date", key: "--date", takes: Takes::Required, short: Some('d') },
+            L { name: "file", key: "--file", takes: Takes::Required, short: Some('f') },
+            L { name: "reference", key: "--reference", takes: Takes::Required, short: Some('r') },
+            L { name: "set", key: "--set", takes: Takes::Required, short: Some('s') },
+            L { name: "iso-8601", key: "--iso-8601", takes: Takes::Optional, short: Some('I') },
+            L { name: "rfc-email", key: "--rfc-email", takes: Takes::No, short: Some('R') },
+            L { name: "rfc-3339", key: "--rfc-3339", takes: Takes::Required, short: None },
+            L { name: "resolution", key: "--resolution", takes: Takes::No, short: None },
+            L { name: "utc", key: "--utc", takes: Takes::No, short: Some('u') },
+            L { name: "universal", key: "--universal", takes: Takes::No, short: Some('u') },
+            L { name: "debug", key: "--debug", takes: Takes::No, short: None },
+            L { name: "help", key: "--help", takes: Takes::No, short: None },
+            L { name: "version", key: "--version", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("-s"), kind: Kind::Config, action: Action::ApprovalRequired,
+                reason: "sets the system clock", ..EFFECT },
+            E { trigger: T::Argument(0), kind: Kind::Config, action: Action::ApprovalRequired, when: &["0*", "1*", "2*", "3*", "4*", "5*", "6*", "7*", "8*", "9*"],
+                reason: "sets the system clock (MMDDhhmm[[CC]YY][.ss])", ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-r"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["hostname"], origin: "<built-in knowledge base>:414",
+        about: "hostname: a name operand or -F sets the host name",
+        abbreviations: true,
+        short_values: &['F'],
+        long: &[
+            L { name: "alias", key: "--alias", takes: Takes::No, short: Some('a') },
+            L { name: "all-fqdns", key: "--all-fqdns", takes: Takes::No, short: Some('A') },
+            L { name: "boot", key: "--boot", takes: Takes::No, short: Some('b') },
+            L { name: "domain", key: "--domain", takes: Takes::No, short: Some('d') },
+            L { name: "fqdn", key: "--fqdn", takes: Takes::No, short: Some('f') },
+            L { name: "long", key: "--long", takes: Takes::No, short: Some('f') },
+            L { name: "file", key: "--file", takes: Takes::Required, short: Some('F') },
+            L { name: "ip-address", key: "--ip-address", takes: Takes::No, short: Some('i') },
+            L { name: "all-ip-addresses", key: "--all-ip-addresses", takes: Takes::No, short: Some('I') },
+            L { name: "short", key: "--short", takes: Takes::No, short: Some('s') },
+            L { name: "yp", key: "--yp", takes: Takes::No, short: Some('y') },
+            L { name: "nis", key: "--nis", takes: Takes::No, short: Some('y') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        effects: &[
+            E { trigger: T::Argument(0), kind: Kind::Config, action: Action::ApprovalRequired,
+                reason: "sets the host name", ..EFFECT },
+            E { trigger: T::Option("-F"), kind: Kind::Config, action: Action::ApprovalRequired, path: Some(Access::Read),
+                reason: "sets the host name from a file", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["sed", "gsed"], origin: "<built-in knowledge base>:436",
         about: "GNU sed",
         abbreviations: true,
         short_values: &['e', 'f', 'l'],
@@ -697,7 +758,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:422",
+        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:475",
         about: "awk; gawk's long options",
         abbreviations: true,
         short_values: &['f', 'v', 'F', 'E', 'i', 'l', 'W'],
@@ -747,7 +808,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:500",
+        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:553",
         about: "GNU tar",
         abbreviations: true, old_style: true,
         short_values: &['f', 'C', 'I', 'F', 'b', 'H', 'K', 'L', 'N', 'g', 'V', 'T', 'X'],
@@ -855,7 +916,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zip"], origin: "<built-in knowledge base>:615",
+        names: &["zip"], origin: "<built-in knowledge base>:668",
         about: "Info-ZIP zip",
         abbreviations: true,
         short_values: &['b', 'n', 'x', 'i', 't'],
@@ -892,7 +953,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unzip"], origin: "<built-in knowledge base>:648",
+        names: &["unzip"], origin: "<built-in knowledge base>:701",
         about: "Info-ZIP unzip",
         short_values: &['d', 'x'],
         effects: &[
@@ -903,7 +964,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["make", "gmake"], origin: "<built-in knowledge base>:668",
+        names: &["make", "gmake"], origin: "<built-in knowledge base>:721",
         about: "GNU make; its command-line variable assignments are read by the gate's own code (shell/mod.rs, make_assignments): `SHELL = x`, `override`/`export` prefixes, `!=`, and values calling make functions (`$(shell …)`) need approval",
         abbreviations: true,
         short_values: &['f', 'C', 'I', 'o', 'W', 'E'],
@@ -957,7 +1018,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cmake"], origin: "<built-in knowledge base>:715",
+        names: &["cmake"], origin: "<built-in knowledge base>:768",
         about: "cmake: `-E env|chdir|time` run a command (unwrapped and judged); -P, -C and --toolchain run CMake scripts; -D cache entries that choose compilers, launchers, linkers or carry compiler options that run programs",
         short_values: &['D', 'C', 'P', 'S', 'B', 'G', 'T', 'A', 'U', 'W', 'E'],
         short_optional: &['j'],
@@ -1027,7 +1088,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:787",
+        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:840",
         about: "GCC and Clang drivers: options that run or load other programs, and the output file",
         short_values: &['o', 'B', 'D', 'U', 'I', 'L', 'l', 'x', 'u', 'T', 'e', 'z', 'A', 'M'],
         long: &[
@@ -1062,13 +1123,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:851",
+        names: &["go"], origin: "<built-in knowledge base>:904",
         about: "the go command: flags that run other programs in place of go's own tools",
         subcommands: true,
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:856",
+        names: &["go"], origin: "<built-in knowledge base>:909",
         subcommand: Some("vet"),
         long: &[
             L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
@@ -1110,7 +1171,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:917",
+        names: &["go"], origin: "<built-in knowledge base>:970",
         subcommand: Some("build"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1151,7 +1212,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:978",
+        names: &["go"], origin: "<built-in knowledge base>:1031",
         subcommand: Some("test"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1196,7 +1257,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1045",
+        names: &["go"], origin: "<built-in knowledge base>:1098",
         subcommand: Some("run"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1237,7 +1298,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["patch"], origin: "<built-in knowledge base>:1106",
+        names: &["patch"], origin: "<built-in knowledge base>:1159",
         about: "GNU patch: where it writes and what it reads",
         abbreviations: true,
         short_values: &['d', 'i', 'o', 'p', 'r', 'B', 'D', 'F', 'V', 'Y', 'z', 'g'],
@@ -1276,7 +1337,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1143",
+        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1196",
         about: "archivers: a plugin to load",
         abbreviations: true,
         long: &[
@@ -1293,7 +1354,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1155",
+        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1208",
         about: "linkers: the output file",
         short_values: &['o', 'L', 'l', 'T', 'e', 'u', 'y', 'Y', 'm', 'F', 'f', 'I', 'h', 'z'],
         long: &[
@@ -1317,7 +1378,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["jq"], origin: "<built-in knowledge base>:1179",
+        names: &["jq"], origin: "<built-in knowledge base>:1232",
         about: "jq: files it reads its program or arguments from",
         short_values: &['f', 'L'],
         long: &[
@@ -1339,7 +1400,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["find"], origin: "<built-in knowledge base>:1199",
+        names: &["find"], origin: "<built-in knowledge base>:1252",
         about: "GNU find: predicates are single-dash words; -exec and friends are unwrapped and their command judged",
         long: &[
             L { name: "-exec", key: "-exec", takes: Takes::Command, short: None },
@@ -1406,7 +1467,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xargs"], origin: "<built-in knowledge base>:1261",
+        names: &["xargs"], origin: "<built-in knowledge base>:1314",
         about: "GNU xargs: the command after its options is unwrapped and judged (echo when none)",
         abbreviations: true, options_first: true,
         short_values: &['I', 'a', 'E', 'd', 'L', 'n', 'P', 's'],
@@ -1437,7 +1498,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["env"], origin: "<built-in knowledge base>:1278",
+        names: &["env"], origin: "<built-in knowledge base>:1331",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
         short_values: &['u', 'C', 'S', 'a'],
@@ -1462,7 +1523,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nice"], origin: "<built-in knowledge base>:1292",
+        names: &["nice"], origin: "<built-in knowledge base>:1345",
         abbreviations: true, options_first: true,
         short_values: &['n'],
         long: &[
@@ -1473,7 +1534,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["timeout"], origin: "<built-in knowledge base>:1299",
+        names: &["timeout"], origin: "<built-in knowledge base>:1352",
         abbreviations: true, options_first: true,
         short_values: &['s', 'k'],
         long: &[
@@ -1488,7 +1549,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1306",
+        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1359",
         options_first: true,
         long: &[
             L { name: "fork", key: "--fork", takes: Takes::No, short: Some('f') },
@@ -1500,7 +1561,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["stdbuf"], origin: "<built-in knowledge base>:1311",
+        names: &["stdbuf"], origin: "<built-in knowledge base>:1364",
         abbreviations: true, options_first: true,
         short_values: &['i', 'o', 'e'],
         long: &[
@@ -1513,7 +1574,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["flock"], origin: "<built-in knowledge base>:1318",
+        names: &["flock"], origin: "<built-in knowledge base>:1371",
         about: "util-linux flock: `flock FILE CMD…` and `flock FILE -c CMD` run the command (unwrapped and judged); the file is created",
         abbreviations: true, options_first: true,
         short_values: &['w', 'E', 'c'],
@@ -1536,7 +1597,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["watch"], origin: "<built-in knowledge base>:1326",
+        names: &["watch"], origin: "<built-in knowledge base>:1379",
         about: "procps watch: runs its words through `sh -c` (with -x, as an argv); unwrapped and judged",
         abbreviations: true, options_first: true,
         short_values: &['n', 'q'],
@@ -1561,7 +1622,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ionice"], origin: "<built-in knowledge base>:1335",
+        names: &["ionice"], origin: "<built-in knowledge base>:1388",
         about: "util-linux ionice: the command after its options is unwrapped and judged (none with -p/-P/-u)",
         abbreviations: true, options_first: true,
         short_values: &['c', 'n', 'p', 'P', 'u'],
@@ -1578,7 +1639,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["chrt"], origin: "<built-in knowledge base>:1343",
+        names: &["chrt"], origin: "<built-in knowledge base>:1396",
         about: "util-linux chrt: `chrt [options] PRIORITY CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['T', 'P', 'D'],
@@ -1604,7 +1665,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["taskset"], origin: "<built-in knowledge base>:1351",
+        names: &["taskset"], origin: "<built-in knowledge base>:1404",
         about: "util-linux taskset: `taskset [options] MASK CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         long: &[
@@ -1617,7 +1678,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["prlimit"], origin: "<built-in knowledge base>:1358",
+        names: &["prlimit"], origin: "<built-in knowledge base>:1411",
         about: "util-linux prlimit: the command after its options is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['p', 'o'],
@@ -1650,7 +1711,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["setpriv"], origin: "<built-in knowledge base>:1367",
+        names: &["setpriv"], origin: "<built-in knowledge base>:1420",
         about: "util-linux setpriv: the command after its options is unwrapped and judged",
         abbreviations: true, options_first: true,
         long: &[
@@ -1683,7 +1744,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["script"], origin: "<built-in knowledge base>:1374",
+        names: &["script"], origin: "<built-in knowledge base>:1427",
         about: "util-linux script: -c runs a shell command (judged); the typescript and log files are written; without -c it runs an interactive shell (unknown)",
         abbreviations: true,
         short_values: &['c', 'E', 'I', 'O', 'B', 'T', 'm', 'o'],
@@ -1718,13 +1779,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unbuffer"], origin: "<built-in knowledge base>:1424",
+        names: &["unbuffer"], origin: "<built-in knowledge base>:1477",
         about: "expect's unbuffer: the command after -p is unwrapped and judged",
         options_first: true,
         ..PROGRAM
     },
     P {
-        names: &["strace"], origin: "<built-in knowledge base>:1430",
+        names: &["strace"], origin: "<built-in knowledge base>:1483",
         about: "strace: the traced command is unwrapped and judged (-E sets its environment); -o writes the trace, `-o |CMD` pipes it into a shell command",
         abbreviations: true, options_first: true,
         short_values: &['e', 'o', 'p', 'P', 's', 'S', 'u', 'E', 'a', 'b', 'I', 'O', 'X', 'U'],
@@ -1789,7 +1850,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:1446",
+        names: &["busybox"], origin: "<built-in knowledge base>:1499",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -1804,7 +1865,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:1460",
+        names: &["less"], origin: "<built-in knowledge base>:1513",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -1843,11 +1904,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:1497",
+        names: &["more"], origin: "<built-in knowledge base>:1550",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:1501",
+        names: &["man"], origin: "<built-in knowledge base>:1554",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -1884,7 +1945,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1533",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1586",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -1913,7 +1974,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:1576",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:1629",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -1932,7 +1993,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1596",
+        names: &["git"], origin: "<built-in knowledge base>:1649",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -1978,7 +2039,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1642",
+        names: &["git"], origin: "<built-in knowledge base>:1695",
         subcommand: Some("init"),
         abbreviations: true,
         long: &[
@@ -2000,7 +2061,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1660",
+        names: &["git"], origin: "<built-in knowledge base>:1713",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -2022,7 +2083,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1666",
+        names: &["git"], origin: "<built-in knowledge base>:1719",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -2036,7 +2097,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1673",
+        names: &["git"], origin: "<built-in knowledge base>:1726",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -2075,7 +2136,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1692",
+        names: &["git"], origin: "<built-in knowledge base>:1745",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -2126,7 +2187,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1731",
+        names: &["git"], origin: "<built-in knowledge base>:1784",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -2181,7 +2242,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1793",
+        names: &["git"], origin: "<built-in knowledge base>:1846",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -2190,7 +2251,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1804",
+        names: &["git"], origin: "<built-in knowledge base>:1857",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -2199,7 +2260,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1815",
+        names: &["git"], origin: "<built-in knowledge base>:1868",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2208,7 +2269,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1825",
+        names: &["git"], origin: "<built-in knowledge base>:1878",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -2229,7 +2290,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1845",
+        names: &["git"], origin: "<built-in knowledge base>:1898",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2238,7 +2299,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1855",
+        names: &["git"], origin: "<built-in knowledge base>:1908",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -2247,7 +2308,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1865",
+        names: &["git"], origin: "<built-in knowledge base>:1918",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -2269,7 +2330,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1884",
+        names: &["git"], origin: "<built-in knowledge base>:1937",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -2295,7 +2356,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1891",
+        names: &["git"], origin: "<built-in knowledge base>:1944",
         subcommand: Some("grep"),
         abbreviations: true,
         short_optional: &['O'],
@@ -2318,7 +2379,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1910",
+        names: &["git"], origin: "<built-in knowledge base>:1963",
         subcommand: Some("fetch-pack"),
         abbreviations: true,
         long: &[
@@ -2348,7 +2409,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1928",
+        names: &["git"], origin: "<built-in knowledge base>:1981",
         subcommand: Some("ls-remote"),
         abbreviations: true,
         long: &[
@@ -2373,7 +2434,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1946",
+        names: &["git"], origin: "<built-in knowledge base>:1999",
         subcommand: Some("clone"),
         abbreviations: true,
         short_values: &['u', 'o', 'b', 'c', 'j'],
@@ -2410,7 +2471,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1972",
+        names: &["git"], origin: "<built-in knowledge base>:2025",
         subcommand: Some("fetch"),
         abbreviations: true,
         long: &[
@@ -2444,7 +2505,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1984",
+        names: &["git"], origin: "<built-in knowledge base>:2037",
         subcommand: Some("pull"),
         abbreviations: true,
         short_values: &['s', 'X'],
@@ -2486,7 +2547,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2016",
+        names: &["git"], origin: "<built-in knowledge base>:2069",
         subcommand: Some("merge"),
         abbreviations: true,
         short_values: &['s', 'X', 'm', 'F'],
@@ -2530,7 +2591,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2048",
+        names: &["git"], origin: "<built-in knowledge base>:2101",
         subcommand: Some("cherry-pick"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2565,7 +2626,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2074",
+        names: &["git"], origin: "<built-in knowledge base>:2127",
         subcommand: Some("revert"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2598,7 +2659,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2100",
+        names: &["git"], origin: "<built-in knowledge base>:2153",
         subcommand: Some("commit"),
         abbreviations: true,
         short_values: &['m', 'F', 'C', 'c', 't'],
@@ -2654,7 +2715,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2120",
+        names: &["git"], origin: "<built-in knowledge base>:2173",
         subcommand: Some("tag"),
         abbreviations: true,
         short_values: &['m', 'F', 'u'],
@@ -2701,7 +2762,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2159",
+        names: &["git"], origin: "<built-in knowledge base>:2212",
         subcommand: Some("log"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -2829,7 +2890,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2187",
+        names: &["git"], origin: "<built-in knowledge base>:2240",
         subcommand: Some("show"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -2957,7 +3018,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2215",
+        names: &["git"], origin: "<built-in knowledge base>:2268",
         subcommand: Some("verify-commit"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2966,7 +3027,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2225",
+        names: &["git"], origin: "<built-in knowledge base>:2278",
         subcommand: Some("verify-tag"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2975,7 +3036,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:2237",
+        names: &["cargo"], origin: "<built-in knowledge base>:2290",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -3035,7 +3096,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:2275",
+        names: &["rustc"], origin: "<built-in knowledge base>:2328",
         short_values: &['o', 'L', 'l', 'C', 'W', 'Z'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -3064,7 +3125,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2308",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2361",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -3103,7 +3164,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2348",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2401",
         subcommand: Some("exec"),
         abbreviations: true, options_first: true,
         short_values: &['c'],
@@ -3120,7 +3181,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2362",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2415",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3129,7 +3190,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2372",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2425",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -3147,7 +3208,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2385",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2438",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -3192,7 +3253,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2461",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2514",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -3212,7 +3273,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2481",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2534",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
@@ -3264,7 +3325,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2521",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2574",
         subcommand: Some("list"),
         abbreviations: true,
         long: &[
@@ -3288,7 +3349,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:2527",
+        names: &["perl"], origin: "<built-in knowledge base>:2580",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -3306,7 +3367,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:2552",
+        names: &["ruby"], origin: "<built-in knowledge base>:2605",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -3325,7 +3386,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:2579",
+        names: &["rsync"], origin: "<built-in knowledge base>:2632",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -3378,7 +3439,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2623",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2676",
         about: "ssh and friends: their -o keywords (any case, `Key=Value`, `Key Value`), -F, -S, -I and -J, also after ssh's host, are read by the gate's own code (shell/mod.rs, ssh_options)",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -3388,7 +3449,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["curl"], origin: "<built-in knowledge base>:2636",
+        names: &["curl"], origin: "<built-in knowledge base>:2689",
         about: "curl: -K/--config reads options the gate does not see; where it writes and reads",
         abbreviations: true,
         short_values: &['A', 'b', 'c', 'C', 'd', 'D', 'e', 'E', 'F', 'H', 'K', 'm', 'o', 'P', 'Q', 'r', 'T', 't', 'u', 'U', 'w', 'x', 'X', 'y', 'Y', 'z'],
@@ -3532,7 +3593,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["wget"], origin: "<built-in knowledge base>:2746",
+        names: &["wget"], origin: "<built-in knowledge base>:2799",
         about: "GNU wget: -e runs wgetrc commands and --config reads them (they can name any file to write); where it writes and reads",
         abbreviations: true,
         short_values: &['e', 'O', 'o', 'a', 'P', 'i', 'U', 't', 'T', 'w', 'l', 'A', 'R', 'D', 'I', 'X', 'B', 'Q', 'n'],
@@ -3649,7 +3710,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sqlite3"], origin: "<built-in knowledge base>:2825",
+        names: &["sqlite3"], origin: "<built-in knowledge base>:2878",
         about: "the sqlite3 shell: SQL and dot-commands (from its arguments, -cmd, -init or standard input) can run commands, load extensions and write any file; -safe forbids that",
         long: &[
             L { name: "-cmd", key: "-cmd", takes: Takes::Required, short: None },
@@ -3709,22 +3770,22 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:2847",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:2900",
         reason: "", options_of: None },
-    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:2854",
+    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:2907",
         reason: "passes options to the compiler, which can make it run or load programs", options_of: Some("gcc") },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2862",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2915",
         reason: "changes which programs and libraries run, or what the shell runs on its own", options_of: None },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2869",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2922",
         reason: "makes git run a program or read configuration of the caller's choice", options_of: None },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2875",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2928",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)", options_of: None },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2882",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2935",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run", options_of: None },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2889",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2942",
         reason: "makes an interpreter load code or options of the caller's choice", options_of: None },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2895",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2948",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys", options_of: None },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2901",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2954",
         reason: "sends network traffic through a proxy of the caller's choice", options_of: None },
 ];
