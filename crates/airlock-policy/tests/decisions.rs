@@ -60,7 +60,8 @@ fn fixture() -> Fixture {
             .unwrap_or_else(|e| panic!("variant policy must load: {e}"))
             .policy
     };
-    let open_net = extra("[network]\nmode = \"open\"\n[commands]\nallow = [\"curl\", \"wget\", \"ssh\"]\n");
+    let open_net =
+        extra("[network]\nmode = \"open\"\n[commands]\nallow = [\"curl\", \"wget\", \"ssh\"]\n");
     let lenient = extra("[commands]\nallow = [\"ls\", \"cat\", \"echo\", \"rm\", \"curl\"]\napproval = [\"rm -rf\"]\ndeny = [\"sudo\"]\non_unknown = \"approval_required\"\n");
     let allowlist_net = extra(
         "[network]\nmode = \"allowlist\"\nallow = [\"pypi.example.org\", \"*.files.example.com\"]\n[commands]\nallow = [\"curl\", \"git\", \"pip install\", \"ls\"]\n",

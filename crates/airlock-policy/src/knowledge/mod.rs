@@ -540,7 +540,9 @@ fn options_value_finding(kb: Kb<'_>, e: &EnvEntry, name: &str, value: &str) -> O
     let Some(unquoted) = unquoted else {
         return Some(finding(
             Action::OnUnknown,
-            format!("holds quotes or expansions, so the `{program}` options it passes cannot be read"),
+            format!(
+                "holds quotes or expansions, so the `{program}` options it passes cannot be read"
+            ),
         ));
     };
     let argv: Vec<String> = std::iter::once(program)
@@ -550,7 +552,9 @@ fn options_value_finding(kb: Kb<'_>, e: &EnvEntry, name: &str, value: &str) -> O
     if let Some(f) = argv[1..].iter().find(|w| w.len() > 1 && w.starts_with('@')) {
         return Some(finding(
             Action::OnUnknown,
-            format!("passes `{program}` the response file `{f}`, whose options the gate does not see"),
+            format!(
+                "passes `{program}` the response file `{f}`, whose options the gate does not see"
+            ),
         ));
     }
     if argv[1..]

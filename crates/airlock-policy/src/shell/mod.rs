@@ -709,9 +709,7 @@ fn ssh_options(program: &str, seg: &mut Segment) {
 }
 
 /// What an ssh `-o` keyword does, matched as ssh matches it.
-fn ssh_keyword(
-    v: &str,
-) -> Option<(knowledge::Action, knowledge::Kind, &'static str)> {
+fn ssh_keyword(v: &str) -> Option<(knowledge::Action, knowledge::Kind, &'static str)> {
     let v = v.trim_start();
     let end = v
         .find(|c: char| c == '=' || c.is_whitespace())
@@ -808,10 +806,21 @@ fn make_assignment_risk(word: &str) -> Option<&'static str> {
     }
     if matches!(
         name,
-        "SHELL" | ".SHELLFLAGS" | "MAKE" | "MAKEFLAGS" | "MFLAGS" | "GNUMAKEFLAGS" | "MAKEFILES"
-            | "MAKESHELL" | ".RECIPEPREFIX" | ".DEFAULT" | "MAKE_COMMAND"
+        "SHELL"
+            | ".SHELLFLAGS"
+            | "MAKE"
+            | "MAKEFLAGS"
+            | "MFLAGS"
+            | "GNUMAKEFLAGS"
+            | "MAKEFILES"
+            | "MAKESHELL"
+            | ".RECIPEPREFIX"
+            | ".DEFAULT"
+            | "MAKE_COMMAND"
     ) {
-        return Some("replaces the program make runs recipes with, or the options and makefiles it obeys");
+        return Some(
+            "replaces the program make runs recipes with, or the options and makefiles it obeys",
+        );
     }
     if makes_function_call(value) {
         return Some("holds a make function call (`$(shell …)`, `$(file …)`), which runs a command or writes a file when make expands it");
@@ -827,7 +836,9 @@ fn makes_function_call(value: &str) -> bool {
         if b[i] == b'$' && matches!(b[i + 1], b'(' | b'{') {
             let close = if b[i + 1] == b'(' { b')' } else { b'}' };
             let mut j = i + 2;
-            while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'.' | b'-')) {
+            while j < b.len()
+                && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'.' | b'-'))
+            {
                 j += 1;
             }
             if j >= b.len() || b[j] != close {

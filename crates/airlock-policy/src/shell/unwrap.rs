@@ -146,7 +146,10 @@ pub fn unwrap(argv: &[String], kb: Kb<'_>) -> Unwrap {
             if norm.words.iter().any(|w| w.key().as_deref() == Some("-c")) {
                 Unwrap::NotWrapper
             } else {
-                Unwrap::Unknown("`script` without `-c` runs a shell that reads commands the gate cannot see".into())
+                Unwrap::Unknown(
+                    "`script` without `-c` runs a shell that reads commands the gate cannot see"
+                        .into(),
+                )
             }
         }
         p if SHELLS.contains(&p) => unwrap_shell(argv),
