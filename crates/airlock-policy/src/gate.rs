@@ -633,6 +633,9 @@ impl<'p> Judge<'p> {
                     rule: Some("builtin.git_metadata".into()),
                 })
         };
+        // A finding that needs approval waits: a later path may be denied,
+        // and the strictest decides.
+        let mut pending: Option<Found> = None;
         for u in &seg.paths {
             if let Err(o) = self.boundary.check(cwd, &u.text, u.access) {
                 return Some(deny(
@@ -643,13 +646,16 @@ impl<'p> Judge<'p> {
                 ));
             }
             if u.access == Access::Write {
-                if let Some(f) = protected(&u.text).or_else(|| git_metadata(&u.text)) {
+                if let Some(f) = protected(&u.text) {
                     return Some(f);
+                }
+                if pending.is_none() {
+                    pending = git_metadata(&u.text);
                 }
             }
         }
         if seg.data_only || seg.function_call {
-            return None;
+            return pending;
         }
         // A relative symlink target is resolved from the link's directory,
         // not from here: `ln -s .. d/up` points above d, whatever the cwd.
@@ -743,8 +749,11 @@ impl<'p> Judge<'p> {
                         rule: None,
                     });
                 };
-                if let Some(f) = named.iter().find_map(|p| check(p)) {
-                    return Some(f);
+                for f in named.iter().filter_map(|p| check(p)) {
+                    if f.verdict == Verdict::Deny {
+                        return Some(f);
+                    }
+                    pending.get_or_insert(f);
                 }
             }
             for candidate in path_candidates(arg, opaque[i]) {
@@ -752,11 +761,14 @@ impl<'p> Judge<'p> {
                     continue;
                 }
                 if let Some(f) = check(candidate) {
-                    return Some(f);
+                    if f.verdict == Verdict::Deny {
+                        return Some(f);
+                    }
+                    pending.get_or_insert(f);
                 }
             }
         }
-        None
+        pending
     }
 
     /// Step 2.
