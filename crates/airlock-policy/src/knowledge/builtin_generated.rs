@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0xaec6e8eae5d25954;
+pub const SOURCE_HASH: u64 = 0x18c6629062de40c1;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -3450,7 +3450,7 @@ pub static PROGRAMS: &[P] = &[
     },
     P {
         names: &["curl"], origin: "<built-in knowledge base>:2689",
-        about: "curl: -K/--config reads options the gate does not see; where it writes and reads",
+        about: "curl: -K/--config reads options the gate does not see; where it writes and reads (the names -O takes from URLs, and -J from the server, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['A', 'b', 'c', 'C', 'd', 'D', 'e', 'E', 'F', 'H', 'K', 'm', 'o', 'P', 'Q', 'r', 'T', 't', 'u', 'U', 'w', 'x', 'X', 'y', 'Y', 'z'],
         long: &[
@@ -3594,7 +3594,7 @@ pub static PROGRAMS: &[P] = &[
     },
     P {
         names: &["wget"], origin: "<built-in knowledge base>:2799",
-        about: "GNU wget: -e runs wgetrc commands and --config reads them (they can name any file to write); where it writes and reads",
+        about: "GNU wget: -e runs wgetrc commands and --config reads them (they can name any file to write); where it writes and reads (the name a URL gives, and names the server chooses in recursion, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['e', 'O', 'o', 'a', 'P', 'i', 'U', 't', 'T', 'w', 'l', 'A', 'R', 'D', 'I', 'X', 'B', 'Q', 'n'],
         long: &[

@@ -854,6 +854,112 @@ fn makes_function_call(value: &str) -> bool {
     false
 }
 
+/// `curl -O URL` and `wget URL` write a file named by the URL's last
+/// segment (under `--output-dir`/`-P`): that name is checked as a write
+/// (`cd .git && wget h/config`). Names the server chooses (`curl -J`, wget's
+/// recursion, `--content-disposition`, `--trust-server-names`) need approval.
+fn downloaded_names(program: &str, seg: &mut Segment, kb: Kb<'_>) {
+    if !matches!(program, "curl" | "wget") {
+        return;
+    }
+    let norm = knowledge::normalize(&seg.argv, kb);
+    if norm.entry.is_none() {
+        return;
+    }
+    let keys: Vec<(String, Option<String>)> = norm
+        .words
+        .iter()
+        .filter_map(|w| {
+            let v = match w {
+                knowledge::Word::Short { value, .. } | knowledge::Word::Long { value, .. } => {
+                    value.map(str::to_string)
+                }
+                _ => None,
+            };
+            w.key().map(|k| (k, v))
+        })
+        .collect();
+    let has = |k: &str| keys.iter().any(|(x, _)| x == k);
+    let value = |k: &str| {
+        keys.iter()
+            .find(|(x, _)| x == k)
+            .and_then(|(_, v)| v.clone())
+    };
+    let mut urls: Vec<String> = norm
+        .words
+        .iter()
+        .filter_map(|w| match w {
+            knowledge::Word::Arg { text, .. } => Some((*text).to_string()),
+            _ => None,
+        })
+        .collect();
+    let (named, dir, chooses) = if program == "curl" {
+        urls.extend(
+            keys.iter()
+                .filter(|(k, _)| k == "--url")
+                .filter_map(|(_, v)| v.clone()),
+        );
+        (
+            has("-O") || has("--remote-name-all"),
+            value("--output-dir"),
+            has("-J").then_some("-J"),
+        )
+    } else {
+        let chooses = [
+            "-r",
+            "-m",
+            "-p",
+            "--content-disposition",
+            "--trust-server-names",
+            "-i",
+        ]
+        .into_iter()
+        .find(|k| has(k));
+        (!has("-O"), value("-P"), chooses)
+    };
+    if let Some(k) = chooses {
+        seg.findings.push(knowledge::Finding {
+            action: knowledge::Action::ApprovalRequired,
+            entry: format!("{program} {k}"),
+            origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
+            shown: k.to_string(),
+            kind: knowledge::Kind::Write,
+            reason: "writes files whose names the server (its links or headers) chooses, which the gate does not see".into(),
+        });
+        return;
+    }
+    if !named {
+        return;
+    }
+    for url in urls {
+        let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+        let rest = rest.split(['?', '#']).next().unwrap_or_default();
+        let Some((_, name)) = rest
+            .split_once('/')
+            .map(|(_, p)| ((), p.rsplit('/').next().unwrap_or_default()))
+        else {
+            continue;
+        };
+        let name = if name.is_empty() && program == "wget" {
+            "index.html"
+        } else {
+            name
+        };
+        if name.is_empty() {
+            continue;
+        }
+        let text = match &dir {
+            Some(d) => format!("{}/{name}", d.trim_end_matches('/')),
+            None => name.to_string(),
+        };
+        seg.paths.push(PathUse {
+            text,
+            access: Access::Write,
+            role: "downloaded file",
+        });
+    }
+}
+
 /// `gunzip x.gz`, `xz -d x.xz`, `zstd -d x.zst`: each operand is written
 /// again under its name without the suffix (`.git/config.gz` becomes
 /// `.git/config`), a write the boundary and the protections must see.
@@ -871,6 +977,19 @@ fn decompressed_outputs(program: &str, seg: &mut Segment, kb: Kb<'_>) {
     let has = |k: &str| keys.iter().any(|x| x == k);
     // To standard output, only testing or listing, or one named output (-o).
     if !(unpacks || has("-d")) || has("-c") || has("-t") || has("-l") || has("-o") {
+        return;
+    }
+    if has("-r") {
+        seg.findings.push(knowledge::Finding {
+            action: knowledge::Action::OnUnknown,
+            entry: format!("{program} -r"),
+            origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
+            shown: short(&seg.argv.join(" ")),
+            kind: knowledge::Kind::Write,
+            reason:
+                "decompresses every file under a directory, writing names the gate does not see"
+                    .into(),
+        });
         return;
     }
     let suffix = norm.words.iter().find_map(|w| match w {
@@ -1942,6 +2061,7 @@ impl Analyzer {
         self.knowledge(&mut seg, st, depth, nest, unwraps);
         linker_lists(&program, &mut seg);
         decompressed_outputs(&program, &mut seg, Kb::new(&self.kb.clone()));
+        downloaded_names(&program, &mut seg, Kb::new(&self.kb.clone()));
         make_assignments(&program, &mut seg, Kb::new(&self.kb.clone()));
         ssh_options(&program, &mut seg);
         let kb_arc = self.kb.clone();

@@ -306,6 +306,24 @@ fn knows_letter(entry: &knowledge::ProgramEntry, c: char) -> bool {
 /// time CMD`: the command is judged (env's words as env's); other `-E`
 /// commands and cmake itself are not wrappers.
 fn unwrap_cmake(argv: &[String], kb: Kb<'_>) -> Unwrap {
+    // `cmake --build DIR -- ARGS`: ARGS go to the native build tool, judged
+    // as make's (`SHELL=`, `--eval`, `-f`).
+    if argv.get(1).map(String::as_str) == Some("--build") {
+        return match argv.iter().position(|a| a == "--") {
+            Some(k) if k + 1 < argv.len() => {
+                let mut make = vec!["make".to_string()];
+                make.extend(argv[k + 1..].iter().cloned());
+                Unwrap::Inner(Inner {
+                    wrapper: argv[..=k].to_vec(),
+                    inners: vec![make],
+                    chdir: None,
+                    env: vec![],
+                    paths: vec![],
+                })
+            }
+            _ => Unwrap::NotWrapper,
+        };
+    }
     if argv.get(1).map(String::as_str) != Some("-E") {
         return Unwrap::NotWrapper;
     }
