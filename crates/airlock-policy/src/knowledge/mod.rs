@@ -607,8 +607,11 @@ fn options_value_finding(kb: Kb<'_>, e: &EnvEntry, name: &str, value: &str) -> O
 
 /// Whether a known variable changes what programs do (for plain `X=v`
 /// assignments, which only matter if the name is already exported).
+/// A variable whose value is a program's options (`CFLAGS`) counts too: its
+/// value is judged (`CFLAGS='-wrapper …'; export CFLAGS`), a harmless one passes.
 pub fn env_known_risky(kb: Kb<'_>, name: &str) -> bool {
-    kb.env(name).is_some_and(|e| e.action != Action::Judge)
+    kb.env(name)
+        .is_some_and(|e| e.action != Action::Judge || e.options_of.is_some())
 }
 
 #[cfg(test)]

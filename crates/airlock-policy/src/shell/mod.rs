@@ -761,6 +761,13 @@ fn make_assignments(program: &str, seg: &mut Segment, kb: Kb<'_>) {
         };
         if let Some(why) = make_assignment_risk(text) {
             found.push(((*text).to_string(), index.saturating_add(1), why));
+        } else if let Some((name, value)) = make_assigned(text) {
+            // A variable the knowledge base knows as an environment variable
+            // (`CC=./x`, `CFLAGS='-wrapper …'`, `PATH=…`) is judged as one:
+            // the makefile's recipes see it the same way.
+            if kb.env(name).is_some() {
+                seg.findings.extend(knowledge::env_finding(kb, name, value));
+            }
         }
     }
     for (shown, n, why) in found {
@@ -778,6 +785,28 @@ fn make_assignments(program: &str, seg: &mut Segment, kb: Kb<'_>) {
             reason: why.into(),
         });
     }
+}
+
+/// The name and value a command-line word of make assigns, as make reads
+/// them (blanks and `override`/`export`/`unexport`/`private` taken off).
+fn make_assigned(word: &str) -> Option<(&str, &str)> {
+    let eq = word.find('=')?;
+    let (left, value) = (&word[..eq], &word[eq + 1..]);
+    let mut name = left.trim_end_matches([':', '+', '?', '!']).trim();
+    loop {
+        let trimmed = ["override", "export", "unexport", "private"]
+            .iter()
+            .find_map(|k| {
+                name.strip_prefix(k)
+                    .filter(|r| r.starts_with([' ', '\t']))
+                    .map(str::trim_start)
+            });
+        match trimmed {
+            Some(rest) => name = rest,
+            None => break,
+        }
+    }
+    Some((name, value))
 }
 
 /// Why one command-line word of make, if it is an assignment, needs approval.
