@@ -379,7 +379,12 @@ impl<'p> Judge<'p> {
             .find_map(|u| found(&u.text));
         if hit.is_none() && !seg.data_only && !seg.function_call && seg.argv.len() > 1 {
             let program = crate::rules::program_name(&seg.argv[0]);
-            let access = arg_access(program, &seg.argv);
+            let normalized = normalize(&seg.argv, kb);
+            let access = arg_access(
+                program,
+                &seg.argv,
+                edits_in_place(program, Some(&normalized)),
+            );
             hit = (1..seg.argv.len())
                 .filter(|&i| access(i) == Access::Write && !seg.data_args.contains(&i))
                 .find_map(|i| found(&seg.argv[i]));
@@ -628,6 +633,9 @@ impl<'p> Judge<'p> {
                     rule: Some("builtin.git_metadata".into()),
                 })
         };
+        // A finding that needs approval waits: a later path may be denied,
+        // and the strictest decides.
+        let mut pending: Option<Found> = None;
         for u in &seg.paths {
             if let Err(o) = self.boundary.check(cwd, &u.text, u.access) {
                 return Some(deny(
@@ -638,13 +646,16 @@ impl<'p> Judge<'p> {
                 ));
             }
             if u.access == Access::Write {
-                if let Some(f) = protected(&u.text).or_else(|| git_metadata(&u.text)) {
+                if let Some(f) = protected(&u.text) {
                     return Some(f);
+                }
+                if pending.is_none() {
+                    pending = git_metadata(&u.text);
                 }
             }
         }
         if seg.data_only || seg.function_call {
-            return None;
+            return pending;
         }
         // A relative symlink target is resolved from the link's directory,
         // not from here: `ln -s .. d/up` points above d, whatever the cwd.
@@ -659,7 +670,8 @@ impl<'p> Judge<'p> {
                 ));
             }
         }
-        let access = arg_access(program, &seg.argv);
+        let in_place = edits_in_place(program, normalized);
+        let access = arg_access(program, &seg.argv, in_place);
         let already: Vec<&str> = seg.paths.iter().map(|p| p.text.as_str()).collect();
         let pattern = grep_pattern(program, &seg.argv);
         // Option words the knowledge base cannot read (a program it does not
@@ -680,10 +692,13 @@ impl<'p> Judge<'p> {
         }
         // Arguments count as writes conservatively (`git show HEAD`): git's
         // own files only for programs that write them.
-        let writer = matches!(
-            program,
-            "cp" | "mv" | "ln" | "install" | "tee" | "touch" | "truncate" | "mkdir"
-        );
+        // `cmake -E copy|rename|touch|…` is cp, mv and touch in one.
+        let writer = in_place
+            || (program == "cmake" && seg.argv.get(1).map(String::as_str) == Some("-E"))
+            || matches!(
+                program,
+                "cp" | "mv" | "ln" | "install" | "tee" | "touch" | "truncate" | "mkdir"
+            );
         // A copy of a repository's `.git`, or of a `HEAD`, makes a directory
         // that git run there takes for a repository, whose config it obeys
         // (`cp -r .git ev`, then `ev/config` is only a file to the gate).
@@ -734,8 +749,11 @@ impl<'p> Judge<'p> {
                         rule: None,
                     });
                 };
-                if let Some(f) = named.iter().find_map(|p| check(p)) {
-                    return Some(f);
+                for f in named.iter().filter_map(|p| check(p)) {
+                    if f.verdict == Verdict::Deny {
+                        return Some(f);
+                    }
+                    pending.get_or_insert(f);
                 }
             }
             for candidate in path_candidates(arg, opaque[i]) {
@@ -743,11 +761,14 @@ impl<'p> Judge<'p> {
                     continue;
                 }
                 if let Some(f) = check(candidate) {
-                    return Some(f);
+                    if f.verdict == Verdict::Deny {
+                        return Some(f);
+                    }
+                    pending.get_or_insert(f);
                 }
             }
         }
-        None
+        pending
     }
 
     /// Step 2.
@@ -1225,11 +1246,23 @@ fn symlink_targets(program: &str, argv: &[String]) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// Whether sed or perl edits its files in place: `-i` however spelled, as the
+/// knowledge base reads it (`-si`, `-ni`, `-i.bak`, `--in`, `--in-p=.b`).
+fn edits_in_place(program: &str, normalized: Option<&Normalized<'_>>) -> bool {
+    matches!(program, "sed" | "gsed" | "perl")
+        && normalized.is_some_and(|n| {
+            n.words
+                .iter()
+                .any(|w| w.owner().is_some() && w.key().as_deref() == Some("-i"))
+        })
+}
+
 /// Read or write, for the argument at an index of this program's argv.
-fn arg_access<'a>(program: &'a str, argv: &'a [String]) -> impl Fn(usize) -> Access + 'a {
-    let in_place = argv.iter().any(|a| {
-        a == "-i" || a.starts_with("--in-place") || (a.starts_with("-i") && program == "sed")
-    });
+fn arg_access<'a>(
+    program: &'a str,
+    argv: &'a [String],
+    in_place: bool,
+) -> impl Fn(usize) -> Access + 'a {
     let last = argv.len().saturating_sub(1);
     move |i| match program {
         "cp" | "install" | "ln" => {
@@ -1239,8 +1272,10 @@ fn arg_access<'a>(program: &'a str, argv: &'a [String]) -> impl Fn(usize) -> Acc
                 Access::Read
             }
         }
-        "sed" | "perl" if in_place => Access::Write,
-        "sed" | "sort" | "uniq" => Access::Read,
+        "sed" | "gsed" | "perl" if in_place => Access::Write,
+        // Where these write (`sort -o`, uniq's and xxd's second operand) the
+        // knowledge base names the path.
+        "sed" | "gsed" | "sort" | "uniq" => Access::Read,
         p if shell::reads_only(p) => Access::Read,
         _ => Access::Write,
     }

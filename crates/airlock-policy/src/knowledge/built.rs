@@ -162,6 +162,7 @@ pub struct StaticEnv {
     pub action: Action,
     pub reason: &'static str,
     pub origin: &'static str,
+    pub options_of: Option<&'static str>,
 }
 
 /// The built-in knowledge base, from the data made when airlock was built.
@@ -235,5 +236,6 @@ fn env(e: &StaticEnv) -> EnvEntry {
         action: e.action,
         reason: Cow::Borrowed(e.reason),
         origin: Cow::Borrowed(e.origin),
+        options_of: e.options_of.map(Cow::Borrowed),
     }
 }

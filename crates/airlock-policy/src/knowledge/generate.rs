@@ -190,12 +190,13 @@ fn effect(s: &mut String, e: &Effect) {
 fn env(s: &mut String, e: &EnvEntry) {
     let _ = writeln!(
         s,
-        "    StaticEnv {{ names: {}, kind: Kind::{:?}, action: Action::{:?}, origin: {:?},\n        reason: {:?} }},",
+        "    StaticEnv {{ names: {}, kind: Kind::{:?}, action: Action::{:?}, origin: {:?},\n        reason: {:?}, options_of: {:?} }},",
         strs(&e.names),
         e.kind,
         e.action,
         e.origin,
-        e.reason
+        e.reason,
+        e.options_of.as_deref()
     );
 }
 

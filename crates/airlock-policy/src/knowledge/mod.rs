@@ -270,6 +270,9 @@ pub struct EnvEntry {
     pub action: Action,
     pub reason: Text,
     pub origin: Text,
+    /// The value is options of this program (`CFLAGS` of `gcc`): judged with
+    /// its entry, as if written on its command line.
+    pub options_of: Option<Text>,
 }
 
 /// A knowledge base: the built-in one, or a policy's extension.
@@ -482,6 +485,15 @@ impl Finding {
 pub fn env_finding(kb: Kb<'_>, name: &str, value: &str) -> Option<Finding> {
     let shown = format!("{name}={value}");
     match kb.env(name) {
+        Some(e) if e.options_of.is_some() => options_value_finding(kb, e, name, value)
+            .or_else(|| (e.action != Action::Judge).then(|| Finding {
+                action: e.action,
+                entry: format!("env {name}"),
+                origin: e.origin.to_string(),
+                shown: shown.clone(),
+                kind: e.kind,
+                reason: e.reason.to_string(),
+            })),
         Some(e) if e.action == Action::Judge => None,
         Some(e) => Some(Finding {
             action: e.action,
@@ -502,10 +514,104 @@ pub fn env_finding(kb: Kb<'_>, name: &str, value: &str) -> Option<Finding> {
     }
 }
 
+/// `CFLAGS='-wrapper …'`: a variable whose value is a program's options,
+/// judged as those options on its command line (its entry's effects, `@FILE`,
+/// what it passes to the linker, assembler and preprocessor). Paths it names
+/// are not checked from the environment, so they need approval.
+fn options_value_finding(kb: Kb<'_>, e: &EnvEntry, name: &str, value: &str) -> Option<Finding> {
+    let program = e.options_of.as_deref()?;
+    let finding = |action, reason: String| Finding {
+        action,
+        entry: format!("env {name}"),
+        origin: e.origin.to_string(),
+        shown: format!("{name}={value}"),
+        kind: Kind::Exec,
+        reason,
+    };
+    // The value as the program gets it (quotes taken off); one the gate
+    // cannot read, or that still holds quotes or expansions a recipe's shell
+    // would read again, is not judged.
+    let special = |v: &str| v.contains(['\'', '"', '\\', '$', '`']);
+    let unquoted = if special(value) {
+        crate::shell::literal_word(value).filter(|v| !special(v))
+    } else {
+        Some(value.to_string())
+    };
+    let Some(unquoted) = unquoted else {
+        return Some(finding(
+            Action::OnUnknown,
+            format!(
+                "holds quotes or expansions, so the `{program}` options it passes cannot be read"
+            ),
+        ));
+    };
+    let argv: Vec<String> = std::iter::once(program)
+        .chain(unquoted.split_whitespace())
+        .map(String::from)
+        .collect();
+    if let Some(f) = argv[1..].iter().find(|w| w.len() > 1 && w.starts_with('@')) {
+        return Some(finding(
+            Action::OnUnknown,
+            format!(
+                "passes `{program}` the response file `{f}`, whose options the gate does not see"
+            ),
+        ));
+    }
+    if argv[1..]
+        .iter()
+        .any(|w| w.starts_with("-plugin") || w.starts_with("--plugin"))
+    {
+        return Some(finding(
+            Action::ApprovalRequired,
+            "passes the linker a plugin to load, code of the caller's choice".into(),
+        ));
+    }
+    let norm = normalize(&argv, kb);
+    let applied = effects::apply(&argv, &norm);
+    if let Some(f) = applied
+        .findings
+        .iter()
+        .filter(|f| f.action != Action::Judge)
+        .max_by_key(|f| f.action == Action::Deny)
+    {
+        return Some(finding(
+            f.action,
+            format!("passes `{program}` `{}`, which {}", f.shown, f.reason),
+        ));
+    }
+    let mut writes: Vec<String> = applied.paths.iter().map(|p| p.0.clone()).collect();
+    for (tool, items) in crate::shell::passed_lists(&argv) {
+        let fx = crate::shell::list_effects(tool, &items);
+        if let Some(f) = fx.response_file {
+            return Some(finding(
+                Action::OnUnknown,
+                format!("passes a response file `{f}` on to a tool of `{program}`, whose options the gate does not see"),
+            ));
+        }
+        if fx.plugin {
+            return Some(finding(
+                Action::ApprovalRequired,
+                "passes the linker a plugin to load, code of the caller's choice".into(),
+            ));
+        }
+        writes.extend(fx.writes);
+    }
+    if let Some(w) = writes.first() {
+        return Some(finding(
+            Action::ApprovalRequired,
+            format!("names a file `{w}` that `{program}` reads or writes, which the gate does not check when it comes from the environment"),
+        ));
+    }
+    None
+}
+
 /// Whether a known variable changes what programs do (for plain `X=v`
 /// assignments, which only matter if the name is already exported).
+/// A variable whose value is a program's options (`CFLAGS`) counts too: its
+/// value is judged (`CFLAGS='-wrapper …'; export CFLAGS`), a harmless one passes.
 pub fn env_known_risky(kb: Kb<'_>, name: &str) -> bool {
-    kb.env(name).is_some_and(|e| e.action != Action::Judge)
+    kb.env(name)
+        .is_some_and(|e| e.action != Action::Judge || e.options_of.is_some())
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 
 pub mod hazards;
 mod plain;
+pub(crate) use plain::literal_word;
 mod unwrap;
 pub mod words;
 
@@ -463,49 +464,619 @@ fn climbs(path: &str) -> bool {
     path.split('/').any(|c| c == "..")
 }
 
-/// A compiler driver's `-Wl,a,b,c` passes `a b c` to the linker: a plugin
-/// there loads code (approval), and `-o`/`--output` writes a path.
+/// What a compiler driver passes on to the linker, assembler or preprocessor
+/// (`-Wl,a,b`, `-Wa,…`, `-Wp,…`, `-Xlinker a`): each list, by tool.
+pub(crate) fn passed_lists(argv: &[String]) -> Vec<(Tool, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        let tool = |t: &str| match t {
+            "l" | "linker" => Some(Tool::Linker),
+            "a" | "assembler" => Some(Tool::Assembler),
+            "p" | "preprocessor" => Some(Tool::Preprocessor),
+            _ => None,
+        };
+        if let Some((t, list)) = a.strip_prefix("-W").and_then(|r| r.split_once(',')) {
+            if let Some(t) = tool(t) {
+                out.push((t, list.split(',').map(String::from).collect()));
+            }
+        } else if let Some(t) = a.strip_prefix("-X").and_then(tool) {
+            if let Some(v) = argv.get(i + 1) {
+                out.push((t, vec![v.clone()]));
+                i += 1;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Tool {
+    Linker,
+    Assembler,
+    Preprocessor,
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Linker => "linker",
+            Tool::Assembler => "assembler",
+            Tool::Preprocessor => "preprocessor",
+        }
+    }
+}
+
+/// What one list passed to a tool does: the files it writes, whether it names
+/// a response file (`@opts`, options the gate does not see), whether it loads
+/// a linker plugin.
+#[derive(Debug, Default)]
+pub(crate) struct ListEffects {
+    pub writes: Vec<String>,
+    pub response_file: Option<String>,
+    pub plugin: bool,
+}
+
+pub(crate) fn list_effects(tool: Tool, items: &[String]) -> ListEffects {
+    let mut fx = ListEffects::default();
+    let mut k = 0;
+    while k < items.len() {
+        let item = items[k].as_str();
+        let next = || items.get(k + 1).cloned();
+        let mut took_next = false;
+        let mut out: Option<String> = None;
+        if item.len() > 1 && item.starts_with('@') {
+            fx.response_file.get_or_insert(item.to_string());
+        } else if tool == Tool::Linker
+            && (item.starts_with("-plugin") || item.starts_with("--plugin"))
+        {
+            fx.plugin = true;
+        } else if item == "-o" {
+            out = next();
+            took_next = true;
+        } else if let Some(v) = item.strip_prefix("-o").filter(|_| !item.starts_with("--")) {
+            out = Some(v.to_string());
+        } else if let Some(body) = item.strip_prefix('-') {
+            // ld and as take long options with one dash or two, and
+            // unique abbreviations (`--out` is --output).
+            let body = body.strip_prefix('-').unwrap_or(body);
+            let (name, value) = match body.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (body, None),
+            };
+            let abbreviates = |full: &str| name.len() >= 2 && full.starts_with(name);
+            let writes = match tool {
+                Tool::Linker => {
+                    abbreviates("output")
+                        || abbreviates("out-implib")
+                        || name == "Map"
+                        || abbreviates("dependency-file")
+                }
+                Tool::Preprocessor => matches!(name, "MD" | "MMD" | "MF"),
+                Tool::Assembler => {
+                    abbreviates("MD") && name == "MD"
+                        || (name.starts_with('a') && value.is_some())
+                        || abbreviates("listing-lhs")
+                }
+            };
+            if tool == Tool::Preprocessor && name.len() > 2 && name.starts_with("MF") {
+                out = Some(name[2..].to_string());
+            } else if writes {
+                match value {
+                    Some(v) => out = Some(v),
+                    None => {
+                        out = next();
+                        took_next = true;
+                    }
+                }
+            }
+        }
+        if let Some(p) = out.filter(|p| !p.is_empty()) {
+            fx.writes.push(p);
+        }
+        k += if took_next { 2 } else { 1 };
+    }
+    fx
+}
+
+/// A compiler driver's `-Wl,a,b,c` passes `a b c` to the linker (and `-Wa,`
+/// to the assembler, `-Wp,` to the preprocessor): a plugin there loads code
+/// (approval), `@FILE` holds options the gate does not see (unknown, as the
+/// driver's own `@FILE`), and the files they write (`-o`, `--out`, `-Map`,
+/// `-MD`, `-MF`, `-a=`) are checked as writes.
 fn linker_lists(program: &str, seg: &mut Segment) {
-    if !seg.argv.iter().any(|a| a.starts_with("-Wl,")) || !reads_response_files(program) {
+    if !reads_response_files(program)
+        || !seg
+            .argv
+            .iter()
+            .any(|a| a.starts_with("-W") || a.starts_with("-X"))
+    {
         return;
     }
-    let lists: Vec<String> = seg
-        .argv
-        .iter()
-        .filter_map(|a| a.strip_prefix("-Wl,"))
-        .map(String::from)
-        .collect();
-    for list in lists {
-        let items: Vec<&str> = list.split(',').collect();
-        if items
-            .iter()
-            .any(|i| i.starts_with("-plugin") || i.starts_with("--plugin"))
-        {
+    for (tool, items) in passed_lists(&seg.argv) {
+        let fx = list_effects(tool, &items);
+        let shown = items.join(",");
+        if let Some(f) = fx.response_file {
+            seg.unknown.get_or_insert(format!(
+                "`{program}` passes the {} the response file `{f}`, whose options the gate does not see; write them out instead",
+                tool.name()
+            ));
+        }
+        if fx.plugin {
             seg.findings.push(knowledge::Finding {
                 action: knowledge::Action::ApprovalRequired,
                 entry: format!("{program} -Wl"),
                 origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
-                shown: format!("-Wl,{list}"),
+                shown: format!("-Wl,{shown}"),
                 kind: knowledge::Kind::Exec,
                 reason: "passes the linker a plugin to load, code of the caller's choice".into(),
             });
         }
-        for (k, item) in items.iter().enumerate() {
-            let out = match *item {
-                "-o" | "--output" => items.get(k + 1).copied(),
-                _ => item
-                    .strip_prefix("--output=")
-                    .or_else(|| item.strip_prefix("-o")),
-            };
-            if let Some(path) = out.filter(|p| !p.is_empty()) {
-                seg.paths.push(PathUse {
-                    text: path.to_string(),
-                    access: Access::Write,
-                    role: "linker output",
-                });
+        for path in fx.writes {
+            seg.paths.push(PathUse {
+                text: path,
+                access: Access::Write,
+                role: match tool {
+                    Tool::Linker => "linker output",
+                    Tool::Assembler => "assembler output",
+                    Tool::Preprocessor => "preprocessor output",
+                },
+            });
+        }
+    }
+}
+
+/// ssh's, scp's and sftp's options, as they read them: ssh reads more options
+/// after the host (`ssh h -o …`), and an `-o` keyword is matched in any case
+/// and may be followed by `=` or blanks (`-o 'proxycommand x'`, `-o ' Match=…'`).
+fn ssh_options(program: &str, seg: &mut Segment) {
+    let values: &str = match program {
+        "ssh" => "oFSiJLRDWBbceEIlmOpPQw",
+        "scp" => "cFiJloPSDX",
+        "sftp" => "BbcDFiJloPRSX",
+        _ => return,
+    };
+    let argv = &seg.argv;
+    let mut options: Vec<(char, String)> = Vec::new();
+    let mut positionals = 0;
+    let mut i = 1;
+    'words: while i < argv.len() {
+        let a = argv[i].as_str();
+        if a == "--" {
+            break;
+        }
+        if a.len() > 1 && a.starts_with('-') {
+            for (k, c) in a[1..].char_indices() {
+                if values.contains(c) {
+                    let rest = &a[1 + k + c.len_utf8()..];
+                    let v = if rest.is_empty() {
+                        i += 1;
+                        argv.get(i).cloned().unwrap_or_default()
+                    } else {
+                        rest.to_string()
+                    };
+                    options.push((c, v));
+                    i += 1;
+                    continue 'words;
+                }
+                options.push((c, String::new()));
+            }
+        } else {
+            positionals += 1;
+            // ssh goes on reading options after its host, up to the command.
+            if program != "ssh" || positionals > 1 {
+                break;
+            }
+        }
+        i += 1;
+    }
+    let mut findings = Vec::new();
+    let mut reads = Vec::new();
+    for (c, v) in options {
+        let shown = format!("-{c} {v}");
+        let found = match c {
+            'o' => ssh_keyword(&v),
+            'F' => {
+                reads.push(v);
+                Some((knowledge::Action::OnUnknown, knowledge::Kind::Config, "reads ssh configuration from a file the gate does not see (ProxyCommand, LocalCommand, Match exec run commands)"))
+            }
+            'S' => Some((knowledge::Action::ApprovalRequired, knowledge::Kind::Config, "uses another control socket (a connection someone else opened)")),
+            'I' => Some((knowledge::Action::Deny, knowledge::Kind::Exec, "loads a PKCS#11 library, code of the caller's choice")),
+            'J' => Some((knowledge::Action::ApprovalRequired, knowledge::Kind::Network, "connects through another host (a jump host), which the network policy does not see")),
+            'i' => {
+                reads.push(v);
+                None
+            }
+            _ => None,
+        };
+        if let Some((action, kind, reason)) = found {
+            findings.push(knowledge::Finding {
+                action,
+                entry: format!("{program} -{c}"),
+                origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
+                shown,
+                kind,
+                reason: reason.into(),
+            });
+        }
+    }
+    seg.findings.extend(findings);
+    for text in reads.into_iter().filter(|t| !t.is_empty()) {
+        seg.paths.push(PathUse {
+            text,
+            access: Access::Read,
+            role: "option value",
+        });
+    }
+}
+
+/// What an ssh `-o` keyword does, matched as ssh matches it.
+fn ssh_keyword(v: &str) -> Option<(knowledge::Action, knowledge::Kind, &'static str)> {
+    let v = v.trim_start();
+    let end = v
+        .find(|c: char| c == '=' || c.is_whitespace())
+        .unwrap_or(v.len());
+    let key = v[..end].to_ascii_lowercase();
+    use knowledge::{Action, Kind};
+    Some(match key.as_str() {
+        "proxycommand" | "localcommand" | "permitlocalcommand" | "knownhostscommand" | "match" => {
+            (Action::Deny, Kind::Exec, "makes ssh run a local command")
+        }
+        "pkcs11provider" | "securitykeyprovider" => (
+            Action::Deny,
+            Kind::Exec,
+            "makes ssh load a library, code of the caller's choice",
+        ),
+        "include" => (
+            Action::OnUnknown,
+            Kind::Config,
+            "reads ssh configuration from a file the gate does not see",
+        ),
+        "proxyjump" => (
+            Action::ApprovalRequired,
+            Kind::Network,
+            "connects through another host (a jump host), which the network policy does not see",
+        ),
+        "controlpath" | "controlmaster" => (
+            Action::ApprovalRequired,
+            Kind::Config,
+            "uses or opens a control socket that other commands can reuse",
+        ),
+        _ => return None,
+    })
+}
+
+/// make's command-line variable assignments, read as make reads them: the
+/// name is trimmed of blanks (`'SHELL = ./x'`) and of `override`, `export`,
+/// `unexport` and `private`; `!=` runs its value in a shell; a value that calls
+/// a make function (`$(shell …)`, `$(file >…)`, `$($(f) x)`) runs or writes
+/// when it is expanded. Each of those needs approval, like `--eval`.
+fn make_assignments(program: &str, seg: &mut Segment, kb: Kb<'_>) {
+    if !matches!(program, "make" | "gmake") {
+        return;
+    }
+    let norm = knowledge::normalize(&seg.argv, kb);
+    let mut found = Vec::new();
+    for w in &norm.words {
+        let knowledge::Word::Arg { text, index, .. } = w else {
+            continue;
+        };
+        if let Some(why) = make_assignment_risk(text) {
+            found.push(((*text).to_string(), index.saturating_add(1), why));
+        } else if let Some((name, value)) = make_assigned(text) {
+            // A variable the knowledge base knows as an environment variable
+            // (`CC=./x`, `CFLAGS='-wrapper …'`, `PATH=…`) is judged as one:
+            // the makefile's recipes see it the same way.
+            if kb.env(name).is_some() {
+                seg.findings.extend(knowledge::env_finding(kb, name, value));
             }
         }
     }
+    for (shown, n, why) in found {
+        let entry = format!("{program} argument {n}");
+        // The knowledge base's own entry may have named it already.
+        if seg.findings.iter().any(|f| f.entry == entry) {
+            continue;
+        }
+        seg.findings.push(knowledge::Finding {
+            action: knowledge::Action::ApprovalRequired,
+            entry,
+            origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
+            shown,
+            kind: knowledge::Kind::Exec,
+            reason: why.into(),
+        });
+    }
+}
+
+/// The name and value a command-line word of make assigns, as make reads
+/// them (blanks and `override`/`export`/`unexport`/`private` taken off).
+fn make_assigned(word: &str) -> Option<(&str, &str)> {
+    let eq = word.find('=')?;
+    let (left, value) = (&word[..eq], &word[eq + 1..]);
+    let mut name = left.trim_end_matches([':', '+', '?', '!']).trim();
+    loop {
+        let trimmed = ["override", "export", "unexport", "private"]
+            .iter()
+            .find_map(|k| {
+                name.strip_prefix(k)
+                    .filter(|r| r.starts_with([' ', '\t']))
+                    .map(str::trim_start)
+            });
+        match trimmed {
+            Some(rest) => name = rest,
+            None => break,
+        }
+    }
+    Some((name, value))
+}
+
+/// Why one command-line word of make, if it is an assignment, needs approval.
+fn make_assignment_risk(word: &str) -> Option<&'static str> {
+    let eq = word.find('=')?;
+    let (left, value) = (&word[..eq], &word[eq + 1..]);
+    if left.ends_with('!') {
+        return Some("is a `!=` assignment: make runs its value as a shell command");
+    }
+    let mut name = left.trim_end_matches([':', '+', '?']).trim();
+    loop {
+        let trimmed = ["override", "export", "unexport", "private"]
+            .iter()
+            .find_map(|k| {
+                name.strip_prefix(k)
+                    .filter(|r| r.starts_with([' ', '\t']))
+                    .map(str::trim_start)
+            });
+        match trimmed {
+            Some(rest) => name = rest,
+            None => break,
+        }
+    }
+    if name.contains(['$', ' ', '\t']) {
+        return Some("assigns a variable whose name make computes or cannot be read, so what it sets is not known");
+    }
+    if matches!(
+        name,
+        "SHELL"
+            | ".SHELLFLAGS"
+            | "MAKE"
+            | "MAKEFLAGS"
+            | "MFLAGS"
+            | "GNUMAKEFLAGS"
+            | "MAKEFILES"
+            | "MAKESHELL"
+            | ".RECIPEPREFIX"
+            | ".DEFAULT"
+            | "MAKE_COMMAND"
+    ) {
+        return Some(
+            "replaces the program make runs recipes with, or the options and makefiles it obeys",
+        );
+    }
+    if makes_function_call(value) {
+        return Some("holds a make function call (`$(shell …)`, `$(file …)`), which runs a command or writes a file when make expands it");
+    }
+    None
+}
+
+/// A `$(…)`/`${…}` that is more than a plain variable reference (`$(CC)`).
+fn makes_function_call(value: &str) -> bool {
+    let b = value.as_bytes();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'$' && matches!(b[i + 1], b'(' | b'{') {
+            let close = if b[i + 1] == b'(' { b')' } else { b'}' };
+            let mut j = i + 2;
+            while j < b.len()
+                && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'.' | b'-'))
+            {
+                j += 1;
+            }
+            if j >= b.len() || b[j] != close {
+                return true;
+            }
+            i = j;
+        } else if b[i] == b'$' && b[i + 1] == b'$' {
+            i += 2;
+            continue;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// `curl -O URL` and `wget URL` write a file named by the URL's last
+/// segment (under `--output-dir`/`-P`): that name is checked as a write
+/// (`cd .git && wget h/config`). Names the server chooses (`curl -J`, wget's
+/// recursion, `--content-disposition`, `--trust-server-names`) need approval.
+fn downloaded_names(program: &str, seg: &mut Segment, kb: Kb<'_>) {
+    if !matches!(program, "curl" | "wget") {
+        return;
+    }
+    let norm = knowledge::normalize(&seg.argv, kb);
+    if norm.entry.is_none() {
+        return;
+    }
+    let keys: Vec<(String, Option<String>)> = norm
+        .words
+        .iter()
+        .filter_map(|w| {
+            let v = match w {
+                knowledge::Word::Short { value, .. } | knowledge::Word::Long { value, .. } => {
+                    value.map(str::to_string)
+                }
+                _ => None,
+            };
+            w.key().map(|k| (k, v))
+        })
+        .collect();
+    let has = |k: &str| keys.iter().any(|(x, _)| x == k);
+    let value = |k: &str| {
+        keys.iter()
+            .find(|(x, _)| x == k)
+            .and_then(|(_, v)| v.clone())
+    };
+    let mut urls: Vec<String> = norm
+        .words
+        .iter()
+        .filter_map(|w| match w {
+            knowledge::Word::Arg { text, .. } => Some((*text).to_string()),
+            _ => None,
+        })
+        .collect();
+    let (named, dir, chooses) = if program == "curl" {
+        urls.extend(
+            keys.iter()
+                .filter(|(k, _)| k == "--url")
+                .filter_map(|(_, v)| v.clone()),
+        );
+        (
+            has("-O") || has("--remote-name-all"),
+            value("--output-dir"),
+            has("-J").then_some("-J"),
+        )
+    } else {
+        let chooses = [
+            "-r",
+            "-m",
+            "-p",
+            "--content-disposition",
+            "--trust-server-names",
+            "-i",
+        ]
+        .into_iter()
+        .find(|k| has(k));
+        (!has("-O"), value("-P"), chooses)
+    };
+    if let Some(k) = chooses {
+        seg.findings.push(knowledge::Finding {
+            action: knowledge::Action::ApprovalRequired,
+            entry: format!("{program} {k}"),
+            origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
+            shown: k.to_string(),
+            kind: knowledge::Kind::Write,
+            reason: "writes files whose names the server (its links or headers) chooses, which the gate does not see".into(),
+        });
+        return;
+    }
+    if !named {
+        return;
+    }
+    for url in urls {
+        let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+        let rest = rest.split(['?', '#']).next().unwrap_or_default();
+        let Some((_, name)) = rest
+            .split_once('/')
+            .map(|(_, p)| ((), p.rsplit('/').next().unwrap_or_default()))
+        else {
+            continue;
+        };
+        let name = if name.is_empty() && program == "wget" {
+            "index.html"
+        } else {
+            name
+        };
+        if name.is_empty() {
+            continue;
+        }
+        let text = match &dir {
+            Some(d) => format!("{}/{name}", d.trim_end_matches('/')),
+            None => name.to_string(),
+        };
+        seg.paths.push(PathUse {
+            text,
+            access: Access::Write,
+            role: "downloaded file",
+        });
+    }
+}
+
+/// `gunzip x.gz`, `xz -d x.xz`, `zstd -d x.zst`: each operand is written
+/// again under its name without the suffix (`.git/config.gz` becomes
+/// `.git/config`), a write the boundary and the protections must see.
+fn decompressed_outputs(program: &str, seg: &mut Segment, kb: Kb<'_>) {
+    let unpacks = match program {
+        "gunzip" | "unxz" | "unlzma" | "bunzip2" | "unzstd" => true,
+        "gzip" | "xz" | "lzma" | "bzip2" | "zstd" => false,
+        _ => return,
+    };
+    let norm = knowledge::normalize(&seg.argv, kb);
+    if norm.entry.is_none() {
+        return;
+    }
+    let keys: Vec<String> = norm.words.iter().filter_map(|w| w.key()).collect();
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    // To standard output, only testing or listing, or one named output (-o).
+    if !(unpacks || has("-d")) || has("-c") || has("-t") || has("-l") || has("-o") {
+        return;
+    }
+    if has("-r") {
+        seg.findings.push(knowledge::Finding {
+            action: knowledge::Action::OnUnknown,
+            entry: format!("{program} -r"),
+            origin: knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
+            shown: short(&seg.argv.join(" ")),
+            kind: knowledge::Kind::Write,
+            reason:
+                "decompresses every file under a directory, writing names the gate does not see"
+                    .into(),
+        });
+        return;
+    }
+    let suffix = norm.words.iter().find_map(|w| match w {
+        knowledge::Word::Short {
+            letter: 'S',
+            value: Some(v),
+            ..
+        }
+        | knowledge::Word::Long {
+            short: Some('S'),
+            value: Some(v),
+            ..
+        } => Some(v.to_string()),
+        _ => None,
+    });
+    let mut outputs = Vec::new();
+    for w in &norm.words {
+        let knowledge::Word::Arg { text, .. } = w else {
+            continue;
+        };
+        if *text == "-" {
+            continue;
+        }
+        outputs.extend(unpacked_names(text, suffix.as_deref()));
+    }
+    for text in outputs {
+        seg.paths.push(PathUse {
+            text,
+            access: Access::Write,
+            role: "decompressed file",
+        });
+    }
+}
+
+/// The names a decompressor may write for `name`: without its last suffix
+/// (`x.gz` → `x`, gzip's `x-gz`/`x_z` too), `x.tgz` → `x.tar`, and without a
+/// suffix given by `-S`.
+fn unpacked_names(name: &str, suffix: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(s) = suffix.filter(|s| !s.is_empty()) {
+        if let Some(stem) = name.strip_suffix(s).filter(|t| !t.is_empty()) {
+            out.push(stem.to_string());
+        }
+    }
+    let base_at = name.rfind('/').map_or(0, |i| i + 1);
+    let base = &name[base_at..];
+    if let Some(dot) = base.rfind(['.', '-', '_']).filter(|&d| d > 0) {
+        let stem = &name[..base_at + dot];
+        out.push(stem.to_string());
+        if base[dot + 1..].starts_with('t') {
+            out.push(format!("{stem}.tar"));
+        }
+    }
+    out
 }
 
 /// Why setting `name` from a value the gate cannot see is unknown.
@@ -1561,6 +2132,10 @@ impl Analyzer {
         }
         self.knowledge(&mut seg, st, depth, nest, unwraps);
         linker_lists(&program, &mut seg);
+        decompressed_outputs(&program, &mut seg, Kb::new(&self.kb.clone()));
+        downloaded_names(&program, &mut seg, Kb::new(&self.kb.clone()));
+        make_assignments(&program, &mut seg, Kb::new(&self.kb.clone()));
+        ssh_options(&program, &mut seg);
         let kb_arc = self.kb.clone();
         match unwrap::unwrap(&seg.argv, Kb::new(&kb_arc)) {
             unwrap::Unwrap::NotWrapper => {}

@@ -131,6 +131,27 @@ pub fn unwrap(argv: &[String], kb: Kb<'_>) -> Unwrap {
         }
         "xargs" => unwrap_xargs(argv, kb),
         "find" => unwrap_find(argv),
+        "flock" | "watch" | "ionice" | "chrt" | "taskset" | "prlimit" | "setpriv" | "strace" => {
+            unwrap_by_entry(program, argv, kb)
+        }
+        "cmake" => unwrap_cmake(argv, kb),
+        "unbuffer" => {
+            let i = skip_options(argv, 1, &[]);
+            inner(&argv[..i], &argv[i..])
+        }
+        "script" => {
+            // `script -c CMD` is judged by its entry (the command as shell
+            // text); without -c it runs an interactive shell.
+            let norm = knowledge::normalize(argv, kb);
+            if norm.words.iter().any(|w| w.key().as_deref() == Some("-c")) {
+                Unwrap::NotWrapper
+            } else {
+                Unwrap::Unknown(
+                    "`script` without `-c` runs a shell that reads commands the gate cannot see"
+                        .into(),
+                )
+            }
+        }
         p if SHELLS.contains(&p) => unwrap_shell(argv),
         _ => Unwrap::NotWrapper,
     }
@@ -223,7 +244,8 @@ const XARGS_STEERED: &[&str] = &[
     "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "tclsh", "git", "tar", "gtar",
     "bsdtar", "zip", "make", "gmake", "find", "rsync", "ssh", "scp", "vim", "vi", "nvim", "less",
     "more", "man", "npm", "npx", "pnpm", "yarn", "pip", "pip3", "cargo", "go", "gcc", "cc", "g++",
-    "clang", "cmake", "jq", "curl", "wget",
+    "clang", "cmake", "jq", "curl", "wget", "flock", "watch", "ionice", "chrt", "taskset",
+    "prlimit", "setpriv", "script", "unbuffer", "strace", "sqlite3", "rg",
 ];
 
 /// git subcommands whose arguments name files, paths and revisions and never
@@ -278,6 +300,193 @@ fn knows_letter(entry: &knowledge::ProgramEntry, c: char) -> bool {
     entry.short_values.contains(&c)
         || entry.short_optional.contains(&c)
         || entry.long.iter().any(|o| o.short == Some(c))
+}
+
+/// `cmake -E env [NAME=VALUE…] CMD`, `cmake -E chdir DIR CMD`, `cmake -E
+/// time CMD`: the command is judged (env's words as env's); other `-E`
+/// commands and cmake itself are not wrappers.
+fn unwrap_cmake(argv: &[String], kb: Kb<'_>) -> Unwrap {
+    // `cmake --build DIR -- ARGS`: ARGS go to the native build tool, judged
+    // as make's (`SHELL=`, `--eval`, `-f`).
+    if argv.get(1).map(String::as_str) == Some("--build") {
+        return match argv.iter().position(|a| a == "--") {
+            Some(k) if k + 1 < argv.len() => {
+                let mut make = vec!["make".to_string()];
+                make.extend(argv[k + 1..].iter().cloned());
+                Unwrap::Inner(Inner {
+                    wrapper: argv[..=k].to_vec(),
+                    inners: vec![make],
+                    chdir: None,
+                    env: vec![],
+                    paths: vec![],
+                })
+            }
+            _ => Unwrap::NotWrapper,
+        };
+    }
+    if argv.get(1).map(String::as_str) != Some("-E") {
+        return Unwrap::NotWrapper;
+    }
+    match argv.get(2).map(String::as_str) {
+        Some("env") => {
+            let env_argv: Vec<String> = std::iter::once("env".to_string())
+                .chain(argv[3..].iter().cloned())
+                .collect();
+            match unwrap_env(&env_argv, kb) {
+                Unwrap::Inner(mut inn) => {
+                    let mut wrapper = argv[..3].to_vec();
+                    wrapper.extend(inn.wrapper.into_iter().skip(1));
+                    inn.wrapper = wrapper;
+                    Unwrap::Inner(inn)
+                }
+                other => other,
+            }
+        }
+        Some("chdir") => {
+            let Some(dir) = argv.get(3) else {
+                return Unwrap::Unknown("`cmake -E chdir` without a directory".into());
+            };
+            Unwrap::Inner(Inner {
+                wrapper: argv[..4].to_vec(),
+                inners: if argv.len() > 4 {
+                    vec![argv[4..].to_vec()]
+                } else {
+                    vec![]
+                },
+                chdir: Some(dir.clone()),
+                env: vec![],
+                paths: vec![],
+            })
+        }
+        Some("time") => inner(&argv[..3], &argv[3..]),
+        _ => Unwrap::NotWrapper,
+    }
+}
+
+/// Wrappers whose options are read by their knowledge-base entry (flock,
+/// watch, ionice, chrt, taskset, prlimit, setpriv, strace): an option the
+/// entry does not name makes the command unknown; then the wrapper's own
+/// positionals (chrt's priority, taskset's mask, flock's file), then the
+/// command it runs, judged as a command. `watch` without `-x` and `flock … -c`
+/// hand their words to `sh -c`.
+fn unwrap_by_entry(program: &str, argv: &[String], kb: Kb<'_>) -> Unwrap {
+    let norm = knowledge::normalize(argv, kb);
+    let Some(entry) = norm.entry else {
+        return Unwrap::Unknown(format!("`{program}` has no entry in the knowledge base"));
+    };
+    let mut keys: Vec<(String, Option<String>)> = Vec::new();
+    let mut i = argv.len();
+    for w in &norm.words {
+        if let Some(u) = unknown_option(program, entry, argv, w) {
+            return u;
+        }
+        match w {
+            Word::End { at } => {
+                i = at + 1;
+                break;
+            }
+            Word::Arg { at, .. } => {
+                i = *at;
+                break;
+            }
+            Word::Short { value, .. } | Word::Long { value, .. } => {
+                keys.push((w.key().unwrap_or_default(), value.map(str::to_string)));
+            }
+        }
+    }
+    let i = i.min(argv.len());
+    let has = |k: &str| keys.iter().any(|(key, _)| key == k);
+    let value = |k: &str| {
+        keys.iter()
+            .find(|(key, _)| key == k)
+            .and_then(|(_, v)| v.clone())
+    };
+    let mut paths = Vec::new();
+    let mut env = Vec::new();
+    let none = |wrapper: &[String], paths| {
+        Unwrap::Inner(Inner {
+            wrapper: wrapper.to_vec(),
+            inners: vec![],
+            chdir: None,
+            env: vec![],
+            paths,
+        })
+    };
+    // Where the wrapper's own words end, and the command it runs.
+    let (own, command): (usize, Vec<String>) = match program {
+        "flock" => {
+            // `flock FILE CMD…`, `flock FILE -c CMD`, `flock -c CMD FILE`, `flock FD`.
+            if let Some(f) = argv.get(i) {
+                paths.push((f.clone(), Access::Write));
+            }
+            if let Some(code) = value("-c") {
+                return Unwrap::Inner(Inner {
+                    wrapper: argv[..i].to_vec(),
+                    inners: vec![vec!["sh".into(), "-c".into(), code]],
+                    chdir: None,
+                    env,
+                    paths,
+                });
+            }
+            let rest = (i + 1).min(argv.len());
+            match argv.get(rest).map(String::as_str) {
+                Some("-c" | "--command") => match argv.get(rest + 1) {
+                    Some(code) => (rest, vec!["sh".into(), "-c".into(), code.clone()]),
+                    None => return Unwrap::Unknown("`flock -c` without a command".into()),
+                },
+                _ => (rest, argv[rest..].to_vec()),
+            }
+        }
+        "watch" if has("-x") => (i, argv[i..].to_vec()),
+        "watch" => {
+            if i >= argv.len() {
+                return none(argv, paths);
+            }
+            (i, vec!["sh".into(), "-c".into(), argv[i..].join(" ")])
+        }
+        "ionice" | "prlimit" if has("-p") || has("-P") || has("-u") && program == "ionice" => {
+            return none(argv, paths)
+        }
+        "chrt" | "taskset" if has("-p") || has("-m") && program == "chrt" => {
+            return none(argv, paths)
+        }
+        // The priority or the mask, then the command.
+        "chrt" | "taskset" => {
+            let rest = (i + 1).min(argv.len());
+            (rest, argv[rest..].to_vec())
+        }
+        "setpriv" if has("-d") => return none(argv, paths),
+        "strace" => {
+            if let Some(out) = value("-o") {
+                if !out.starts_with(['|', '!']) {
+                    paths.push((out, Access::Write));
+                }
+            }
+            for (k, v) in &keys {
+                if k == "-E" {
+                    if let Some((n, val)) = v.as_deref().and_then(|v| v.split_once('=')) {
+                        env.push((n.to_string(), val.to_string()));
+                    }
+                }
+            }
+            if has("-p") {
+                return none(argv, paths);
+            }
+            (i, argv[i..].to_vec())
+        }
+        _ => (i, argv[i..].to_vec()),
+    };
+    Unwrap::Inner(Inner {
+        wrapper: argv[..own.min(argv.len())].to_vec(),
+        inners: if command.is_empty() {
+            vec![]
+        } else {
+            vec![command]
+        },
+        chdir: None,
+        env,
+        paths,
+    })
 }
 
 /// xargs's options are read by the knowledge base's normaliser over its

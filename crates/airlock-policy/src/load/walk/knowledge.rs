@@ -44,7 +44,7 @@ const EFFECT_KEYS: &[&str] = &[
     "script",
     "reason",
 ];
-const ENV_ENTRY_KEYS: &[&str] = &["names", "kind", "action", "reason"];
+const ENV_ENTRY_KEYS: &[&str] = &["names", "kind", "action", "reason", "options_of"];
 const ACCESS: [(&str, Access); 2] = [("read", Access::Read), ("write", Access::Write)];
 
 impl Walker<'_> {
@@ -382,6 +382,7 @@ impl Walker<'_> {
         let mut kind = None;
         let mut action = None;
         let mut reason = String::new();
+        let mut options_of = None;
         for (key, v) in self.entries(t, "env", ENV_ENTRY_KEYS) {
             match key {
                 "names" => {
@@ -410,6 +411,7 @@ impl Walker<'_> {
                     action = self.enum_value(v, "env.action", &Action::ALL)
                 }
                 "reason" => reason = self.string(v, key).unwrap_or_default(),
+                "options_of" => options_of = self.string(v, key).map(Into::into),
                 _ => {}
             }
         }
@@ -439,6 +441,7 @@ impl Walker<'_> {
             action,
             reason: reason.into(),
             origin: self.origin_at(&span).into(),
+            options_of,
         })
     }
 }
