@@ -914,9 +914,10 @@ fn deferred_execution_record_is_written_at_once_and_anchored_after_its_sync() {
             .unwrap()
             .map(|a| a.seq)
     };
+    // (A fresh log's first record, the decision, is anchored at its sync.)
     assert!(
-        anchor(&audit) < Some(seq_of(last) - 1),
-        "the head anchor moves after the answer"
+        anchor(&audit) < Some(seq_of(last)),
+        "the execution record is anchored after the answer"
     );
     f.engine.sync_deferred().unwrap();
     assert_eq!(
