@@ -816,24 +816,10 @@ fn make_assigned(word: &str) -> Option<(&str, &str)> {
 /// Why one command-line word of make, if it is an assignment, needs approval.
 fn make_assignment_risk(word: &str) -> Option<&'static str> {
     let eq = word.find('=')?;
-    let (left, value) = (&word[..eq], &word[eq + 1..]);
-    if left.ends_with('!') {
+    if word[..eq].ends_with('!') {
         return Some("is a `!=` assignment: make runs its value as a shell command");
     }
-    let mut name = left.trim_end_matches([':', '+', '?']).trim();
-    loop {
-        let trimmed = ["override", "export", "unexport", "private"]
-            .iter()
-            .find_map(|k| {
-                name.strip_prefix(k)
-                    .filter(|r| r.starts_with([' ', '\t']))
-                    .map(str::trim_start)
-            });
-        match trimmed {
-            Some(rest) => name = rest,
-            None => break,
-        }
-    }
+    let (name, value) = make_assigned(word)?;
     if name.contains(['$', ' ', '\t']) {
         return Some("assigns a variable whose name make computes or cannot be read, so what it sets is not known");
     }
