@@ -1673,6 +1673,9 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("export CFLAGS; CFLAGS='-wrapper ./w'; make", "default", Q, "-wrapper"),
     ("read -r CFLAGS < README.md; make", "default", D, "`CFLAGS`"),
     ("CFLAGS=-O2; export CFLAGS; make", "default", A, ""),
+    ("CGO_CFLAGS=-O2 go build .", "default", A, ""),
+    ("CGO_LDFLAGS='-wrapper ./x' go build .", "default", Q, "-wrapper"),
+    ("CGO_CFLAGS=-fplugin=./p.so go build .", "default", Q, "-fplugin"),
     // 5. Compiler options through the environment are judged as gcc's.
     ("CFLAGS=\"-wrapper /bin/sh,-c,touch x\" make foo", "default", Q, "-wrapper"),
     ("CFLAGS=-fplugin=./p.so make", "default", Q, "plugin"),
