@@ -846,3 +846,39 @@ fn state_dir_is_private() {
     }
     let _ = Path::new("/");
 }
+
+/// `audit tail -f` prints each record appended after it started, once, in
+/// order (it reads back from the end only as far as it printed).
+#[test]
+fn tail_follow_prints_each_new_record_once() {
+    let e = env();
+    assert!(e.run(&["check", "--", "echo", "zero"]).status.success());
+    // Into a file: a pipe nobody reads would fill and stop the follower.
+    let out_path = e.state.parent().unwrap().join("follow.out");
+    let mut follow = e
+        .cmd(&["audit", "tail", "-n", "1", "-f", "--json"])
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    for i in 0..100 {
+        assert!(e
+            .run(&["check", "--", "echo", &format!("n{i}")])
+            .status
+            .success());
+    }
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    follow.kill().unwrap();
+    follow.wait().unwrap();
+    let seqs: Vec<u64> = std::fs::read_to_string(&out_path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let first = seqs[0];
+    assert_eq!(seqs, (first..first + 101).collect::<Vec<_>>(), "{seqs:?}");
+}

@@ -370,13 +370,19 @@ fn tail(dir: &std::path::Path, lines: usize, follow: bool, json: bool) -> anyhow
     };
     loop {
         std::thread::sleep(std::time::Duration::from_millis(250));
-        let mut fresh = Vec::new();
-        audit::query::for_each(dir, |r| {
-            if r.seq > last_seq {
-                fresh.push(r);
+        // Read back from the end only as far as the last record printed: the
+        // work per tick follows what was appended, not the log's size.
+        let mut window = 64;
+        let fresh: Vec<Record> = loop {
+            let recent = audit::last_n(dir, window)?;
+            let reaches = recent.len() < window
+                || recent.first().is_none_or(|r| r.seq <= last_seq + 1)
+                || window >= 1 << 20;
+            if reaches {
+                break recent.into_iter().filter(|r| r.seq > last_seq).collect();
             }
-            true
-        })?;
+            window *= 4;
+        };
         if let Some(r) = fresh.last() {
             last_seq = r.seq;
             print_records(&fresh, json)?;
