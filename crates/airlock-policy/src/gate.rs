@@ -379,12 +379,11 @@ impl<'p> Judge<'p> {
             .find_map(|u| found(&u.text));
         if hit.is_none() && !seg.data_only && !seg.function_call && seg.argv.len() > 1 {
             let program = crate::rules::program_name(&seg.argv[0]);
-            let normalized = normalize(&seg.argv, kb);
-            let access = arg_access(
-                program,
-                &seg.argv,
-                edits_in_place(program, Some(&normalized)),
-            );
+            // Only sed and perl edit in place: the others need no reading of
+            // their options here (this runs for every segment).
+            let in_place = matches!(program, "sed" | "gsed" | "perl")
+                && edits_in_place(program, Some(&normalize(&seg.argv, kb)));
+            let access = arg_access(program, &seg.argv, in_place);
             hit = (1..seg.argv.len())
                 .filter(|&i| access(i) == Access::Write && !seg.data_args.contains(&i))
                 .find_map(|i| found(&seg.argv[i]));
