@@ -75,11 +75,36 @@ pub const DEFAULT_APPROVAL: &[&str] = &[
     ".vscode/",
     ".idea/",
     ".devcontainer/",
+    // CI: what runs on the next push, under the repository's secrets, and
+    // who must review it (`uses: ./.github/actions/x`, CODEOWNERS).
     "**/.github/workflows/",
+    ".github/",
+    ".gitlab-ci.yml",
+    ".gitlab/",
+    ".circleci/",
+    "Jenkinsfile",
+    ".travis.yml",
+    "azure-pipelines.yml",
+    ".azure-pipelines/",
+    "bitbucket-pipelines.yml",
+    ".buildkite/",
+    ".drone.yml",
+    ".woodpecker.yml",
+    ".woodpecker/",
+    // Coding agents' configuration: the MCP servers they start, their hooks.
     ".mcp.json",
     ".claude/",
     ".codex/",
     ".cursor/",
+    ".gemini/",
+    ".roo/",
+    ".kiro/",
+    ".amazonq/",
+    ".continue/",
+    ".windsurf/",
+    ".opencode/",
+    "opencode.json",
+    ".aider.conf.yml",
     // Hook managers: host git runs these once core.hooksPath or pre-commit points at them.
     ".husky/",
     ".githooks/",
@@ -118,6 +143,13 @@ pub const DEFAULT_APPROVAL: &[&str] = &[
     ".mise/",
     ".config/mise/",
     ".tool-versions",
+    // Build-tool wrappers that download and run the program a file names on
+    // an IDE's import or the wrapper's first call; R's start-up file.
+    "**/gradle/wrapper/gradle-wrapper.properties",
+    ".mvn/",
+    ".bazeliskrc",
+    ".bazelversion",
+    ".Rprofile",
     // Other version control systems' repository configuration: hooks that run
     // on `hg status`, a pager or diff tool `jj` starts.
     "**/.hg/hgrc",
@@ -127,8 +159,46 @@ pub const DEFAULT_APPROVAL: &[&str] = &[
     ".nvim.lua",
     ".nvimrc",
     ".exrc",
+    ".vimrc",
+    ".dir-locals.el",
+    ".dir-locals-2.el",
+    "*.code-workspace",
+    "*.sublime-project",
     ".zed/",
     ".helix/",
+    // A workspace that is a home directory: what the next login, shell, editor
+    // or tool start runs or obeys (`~/.local/bin` is on Debian's PATH, before
+    // /usr/bin), and the credential helpers and files tools read.
+    ".local/bin/",
+    ".bash_aliases",
+    ".config/autostart/",
+    ".config/systemd/",
+    ".config/environment.d/",
+    ".config/nvim/",
+    ".config/direnv/",
+    ".config/pip/",
+    ".pip/",
+    ".vim/",
+    ".emacs",
+    ".emacs.d/",
+    ".kube/",
+    ".docker/",
+    ".aws/",
+    ".ipython/",
+    ".gdbinit",
+    ".psqlrc",
+    ".sqliterc",
+    ".tmux.conf",
+    ".xprofile",
+    ".xinitrc",
+    ".xsession",
+    ".pam_environment",
+    ".curlrc",
+    ".wgetrc",
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".gnupg/",
 ];
 
 /// Names below a directory that, with a `HEAD` beside them, make host git take
@@ -834,7 +904,7 @@ impl Rules {
                 }
             }
             // What changes which object a name stands for.
-            if let Some(held) = object_store_write(rel, view, &shown) {
+            if let Some(held) = object_store_write(rel, entry.file_type, view, &shown) {
                 return held;
             }
             // A commit the run wrote: `git reset --hard` writes its tree.
@@ -1000,9 +1070,15 @@ fn git_history(rel: &Path) -> Option<&'static str> {
 /// A write (not a deletion) inside a `.git` that changes which object a name
 /// stands for, or which objects git finds, in ways the loose objects' checks
 /// ([`git_objects`]) cannot see: a replace ref, a packed-refs file that
-/// gains one, an alternates file or a commit-graph (`objects/info/`), and
-/// anything under `objects/pack/` (packs and their indexes are not read here).
-fn object_store_write(rel: &Path, view: &dyn View, shown: &str) -> Option<Classification> {
+/// gains one, an alternates file or a commit-graph (`objects/info/`),
+/// anything under `objects/pack/` (packs and their indexes are not read
+/// here), and a `HEAD` that names neither a branch nor an object.
+fn object_store_write(
+    rel: &Path,
+    file_type: EntryType,
+    view: &dyn View,
+    shown: &str,
+) -> Option<Classification> {
     let comps: Vec<&[u8]> = rel.iter().map(|c| c.as_bytes()).collect();
     let at = comps.iter().rposition(|c| *c == b".git")?;
     let what = match &comps[at + 1..] {
@@ -1023,6 +1099,13 @@ fn object_store_write(rel: &Path, view: &dyn View, shown: &str) -> Option<Classi
                 None => format!("a packed-refs file that could not be read to look for replace refs (larger than {GIT_INDEX_MAX_BYTES} bytes, or gone)"),
             }
         }
+        // (Another type in HEAD's place is a deletion of it: `git_history`.)
+        [b"HEAD"] if file_type != EntryType::File => return None,
+        [b"HEAD"] => match view.read(rel, 4096) {
+            Some(head) if is_git_head(&head) => return None,
+            Some(_) => "a HEAD that is neither `ref: refs/…` nor an object name: host git would no longer take the directory for a repository (`git status` fails), and below another repository would work on that one instead".to_string(),
+            None => "a HEAD that could not be read to check it (larger than 4096 bytes, or gone)".to_string(),
+        },
         [b"objects", b"info", b"packs"] => return None,
         [b"objects", b"info", ..] => "in `objects/info`: an alternates file adds object stores git reads names from, and a commit-graph gives commits' trees without git reading the commits, so a name could stand for objects the rules never saw".to_string(),
         [b"objects", b"pack", ..] => "part of git's packed object store (a pack, its index or a file beside them); packs are not read or checked here, and one could bring any file into a branch or stand in for an object the host has, which `git reset --hard` writes into the work tree".to_string(),
@@ -1032,6 +1115,26 @@ fn object_store_write(rel: &Path, view: &dyn View, shown: &str) -> Option<Classi
         "builtin.git_objects",
         format!("`{shown}` is {what}; a person must approve it"),
     ))
+}
+
+/// What host git accepts as a `HEAD`: a symbolic ref into `refs/` or an
+/// object name (SHA-1 or SHA-256), with one optional newline.
+fn is_git_head(content: &[u8]) -> bool {
+    let line = content.strip_suffix(b"\n").unwrap_or(content);
+    let hex = |b: &[u8]| b.iter().all(u8::is_ascii_hexdigit);
+    if (line.len() == 40 || line.len() == 64) && hex(line) {
+        return true;
+    }
+    let Some(name) = line.strip_prefix(b"ref: refs/") else {
+        return false;
+    };
+    !name.is_empty()
+        && name
+            .split(|b| *b == b'/')
+            .all(|part| !part.is_empty() && part != b"." && part != b"..")
+        && name
+            .iter()
+            .all(|b| b.is_ascii_graphic() && !b"~^:?*[\\".contains(b))
 }
 
 /// `rel` lies inside a `.git` directory (at any depth).
@@ -1296,7 +1399,6 @@ mod tests {
             ".git/objects/ab/cdef",
             ".git/refs/heads/main",
             ".git/logs/HEAD",
-            ".git/HEAD",
             ".git/ORIG_HEAD",
             ".git/FETCH_HEAD",
             ".git/COMMIT_EDITMSG",
@@ -1572,6 +1674,31 @@ mod tests {
             p,
         );
         assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        // HEAD: a branch or an object name passes; anything else makes the
+        // host's repository unreadable to git (or hands it the parent's).
+        for ok in [
+            "ref: refs/heads/main\n",
+            "ref: refs/heads/feature/x-1",
+            "1111111111111111111111111111111111111111\n",
+        ] {
+            let c = judge(vec![(".git/HEAD".into(), ok.into())], vec![], ".git/HEAD");
+            assert_eq!(c.disposition, Disposition::Allow, "{ok:?}: {}", c.reason);
+        }
+        for bad in [
+            "x\n",
+            "ref: HEAD\n",
+            "ref: refs/heads/../../config\n",
+            "ref: refs/\n",
+            "11111111\n",
+        ] {
+            let c = judge(vec![(".git/HEAD".into(), bad.into())], vec![], ".git/HEAD");
+            assert_eq!(
+                (c.disposition, c.rule.as_str()),
+                (Disposition::ApprovalRequired, "builtin.git_objects"),
+                "{bad:?}: {}",
+                c.reason
+            );
+        }
         // Deleting a replace ref puts the object back: allowed.
         let c = judge_in(
             &MapView::default(),
@@ -1672,7 +1799,10 @@ mod tests {
         }
         // Writing them is ordinary git work.
         let c = judge_in(
-            &MapView::default(),
+            &MapView {
+                files: vec![(".git/HEAD".into(), b"ref: refs/heads/main\n".to_vec())],
+                ..Default::default()
+            },
             &entry(".git/HEAD", ChangeKind::Modified, EntryType::File),
         );
         assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
