@@ -1912,6 +1912,29 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("gcc -Wl,--as-needed,-rpath,/usr/lib src/main.c", "default", A, ""),
     ("gcc -Wp,-MD,build/x.d -c src/main.c", "default", A, ""),
     ("gcc -Wa,-adhln=build/x.lst -c src/main.c", "default", A, ""),
+    // 7. Keyword mode: bash moves every later NAME=value word into the
+    // command's environment.
+    ("set -k; bash -c ls BASH_ENV=./x", "default", D, "keyword mode"),
+    ("set -k; cat README.md LD_PRELOAD=./x.so", "default", D, "keyword mode"),
+    ("set -k; git log GIT_PAGER=id", "default", D, "keyword mode"),
+    ("set -k; tar xf a.tar TAR_OPTIONS=--to-command=id", "default", D, "keyword mode"),
+    ("set -k; sort README.md PATH=.", "default", D, "keyword mode"),
+    ("set -ek; sort README.md PATH=.", "default", D, "keyword mode"),
+    ("set -o keyword; sort README.md PATH=.", "default", D, "keyword mode"),
+    ("set -eo keyword; sort README.md PATH=.", "default", D, "keyword mode"),
+    ("shopt -so keyword; sort README.md PATH=.", "default", D, "keyword mode"),
+    ("shopt -s -o keyword; sort README.md PATH=.", "default", D, "keyword mode"),
+    ("if true; then set -k; fi; sort README.md PATH=.", "default", D, "keyword mode"),
+    ("f() { set -k; }; f; sort README.md PATH=.", "default", D, "keyword mode"),
+    ("bash -k -c 'sort README.md PATH=.'", "default", D, "keyword mode"),
+    ("bash -ek -c 'sort README.md PATH=.'", "default", D, "keyword mode"),
+    ("bash -o keyword -c 'sort README.md PATH=.'", "default", D, "keyword mode"),
+    ("o=-k; set $o; sort README.md PATH=.", "default", D, "keyword mode"),
+    ("set $o; sort README.md PATH=.", "default", D, "only known at run time"),
+    ("set -euo pipefail; ls", "default", A, ""),
+    ("set -e; set +k; ls", "default", A, ""),
+    ("set -- -k a; echo $1", "default", A, ""),
+    ("set -x; echo a=b", "default", A, ""),
 ];
 
 #[test]

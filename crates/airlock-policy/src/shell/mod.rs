@@ -453,6 +453,72 @@ fn never_known(program: &str, argv: &[String]) -> Option<String> {
     Some(why)
 }
 
+/// The shell options a `set` or `shopt -o` command line turns on (`-ek`,
+/// `-o keyword`, `shopt -so allexport`), as `set -o` names them; `Err` when an
+/// option word is only known at run time.
+fn enabled_shell_options(
+    program: &str,
+    argv: &[String],
+    unknown: &[String],
+) -> Result<Vec<String>, String> {
+    let letter_name = |c: char| match c {
+        'k' => Some("keyword"),
+        'a' => Some("allexport"),
+        _ => None,
+    };
+    let mut on = Vec::new();
+    let shopt_o = program == "shopt"
+        && argv
+            .iter()
+            .skip(1)
+            .take_while(|a| a.starts_with('-') && a.as_str() != "--")
+            .any(|a| a.contains('o'));
+    if program == "shopt" {
+        if shopt_o {
+            for a in argv.iter().skip(1).filter(|a| !a.starts_with('-')) {
+                if unknown.contains(a) {
+                    return Err(a.clone());
+                }
+                on.push(a.clone());
+            }
+        }
+        return Ok(on);
+    }
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if unknown.iter().any(|u| u == a) {
+            return Err(a.to_string());
+        }
+        if a == "--" || a == "-" || !(a.starts_with('-') || a.starts_with('+')) || a.len() < 2 {
+            // The rest are positional parameters.
+            break;
+        }
+        let enabling = a.starts_with('-');
+        for c in a[1..].chars() {
+            if c == 'o' {
+                i += 1;
+                match argv.get(i) {
+                    Some(name) if unknown.contains(name) => return Err(name.clone()),
+                    Some(name) if enabling => on.push(name.clone()),
+                    _ => {}
+                }
+            } else if enabling {
+                on.extend(letter_name(c).map(String::from));
+            }
+        }
+        i += 1;
+    }
+    Ok(on)
+}
+
+/// Why a shell option makes the rest of the line impossible to judge.
+fn unfollowed_shell_option(how: &str, option: &str) -> Option<String> {
+    (option == "keyword").then(|| format!(
+        "`{how}` turns on keyword mode: bash then passes every later `NAME=value` word, wherever it stands, to its command as an environment variable, which the gate does not follow; leave keyword mode off and write assignments before the command (`NAME=value cmd`)"
+    ))
+}
+
 /// An assigned value that names a path the boundary must see: absolute,
 /// under `~`, or climbing with `..` (`TMPDIR=./../out`).
 fn path_like_value(v: &str) -> bool {
@@ -2363,6 +2429,29 @@ impl Analyzer {
                             .get_or_insert("`let` would run a command substitution".into());
                     } else if let Some(name) = words::arithmetic_unseen(a, &st.vars) {
                         seg.unknown.get_or_insert(words::unseen_why(&name, a));
+                    }
+                }
+            }
+            "set" | "shopt" => {
+                let unknown: Vec<String> = seg
+                    .unknown_args
+                    .iter()
+                    .map(|(shown, _)| shown.clone())
+                    .collect();
+                match enabled_shell_options(&program, &seg.argv, &unknown) {
+                    Err(word) => {
+                        seg.unknown.get_or_insert(format!(
+                            "`{program}` is given `{word}`, only known at run time, which may turn on a shell option that changes how later commands read (keyword mode, allexport); spell the options out"
+                        ));
+                    }
+                    Ok(options) => {
+                        let how = seg.argv.join(" ");
+                        if let Some(why) = options
+                            .iter()
+                            .find_map(|o| unfollowed_shell_option(&how, o))
+                        {
+                            seg.unknown.get_or_insert(why);
+                        }
                     }
                 }
             }

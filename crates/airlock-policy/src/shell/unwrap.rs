@@ -639,6 +639,8 @@ fn unwrap_find(argv: &[String]) -> Unwrap {
     })
 }
 
+const KEYWORD_SHELL: &str = "the shell is started in keyword mode (`-k`, `-o keyword`): it passes every `NAME=value` word, wherever it stands, to its command as an environment variable, which the gate does not follow; start it without keyword mode";
+
 fn unwrap_shell(argv: &[String]) -> Unwrap {
     let mut i = 1;
     let mut has_c = false;
@@ -648,6 +650,9 @@ fn unwrap_shell(argv: &[String]) -> Unwrap {
         if a == "--" || a == "-" {
             i += 1;
             break;
+        }
+        if a == "-o" && argv.get(i + 1).is_some_and(|o| o == "keyword") {
+            return Unwrap::Unknown(KEYWORD_SHELL.into());
         }
         if a == "-o" || a == "+o" || a == "-O" || a == "+O" {
             i += 2;
@@ -667,6 +672,9 @@ fn unwrap_shell(argv: &[String]) -> Unwrap {
             let letters = &a[1..];
             if letters.contains('c') {
                 has_c = true;
+            }
+            if a.starts_with('-') && letters.contains('k') {
+                return Unwrap::Unknown(KEYWORD_SHELL.into());
             }
             if letters.contains('s') || letters.contains('i') {
                 reads_stdin = true;
