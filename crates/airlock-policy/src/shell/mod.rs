@@ -220,27 +220,72 @@ fn analyze_inner(text: &str, ctx: &Context) -> Analysis {
 }
 
 fn analyze_with(text: &str, ctx: &Context, plain_fast_path: bool) -> Analysis {
-    let mut a = Analyzer {
-        kb: ctx.knowledge.clone(),
-        home: ctx.home.clone(),
-        plain_fast_path,
+    with_line_facts(|assumed| {
+        let mut a = Analyzer::new(ctx, plain_fast_path, assumed);
+        let cwd = Cwd::Known(vec![crate::load::absolute_lexical(&ctx.cwd)]);
+        let mut state = State {
+            cwd,
+            vars: Vars::default(),
+            oldpwd: None,
+        };
+        let unknown = a.shell_text(text, &mut state, 0);
+        let unknown = unknown.or(a.too_complex.take());
+        let mut segments = a.segments;
+        dotdot_after_links(&mut segments);
+        (Analysis { segments, unknown }, a.seen)
+    })
+}
+
+/// Facts about the whole line that change how assignments anywhere in it
+/// behave: `set -a` exports every later assignment, `declare -i` makes `+=`
+/// arithmetic and `declare -l`/`-u` rewrite values. Loops, functions and
+/// traps run commands in another order than they are written, so what one
+/// pass finds is assumed from the start of the next, until nothing new is
+/// found.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct LineFacts {
+    /// Plain assignments may be exported (`set -a`, `set -o allexport`).
+    allexport: bool,
+    /// Names given attributes that change what an assignment stores.
+    attributed: std::collections::BTreeSet<String>,
+    /// Attributes were given to names only known at run time.
+    any_attributed: bool,
+}
+
+impl LineFacts {
+    fn covers(&self, other: &LineFacts) -> bool {
+        (self.allexport || !other.allexport)
+            && (self.any_attributed || !other.any_attributed)
+            && other.attributed.is_subset(&self.attributed)
+    }
+    fn join(&mut self, other: &LineFacts) {
+        self.allexport |= other.allexport;
+        self.any_attributed |= other.any_attributed;
+        self.attributed.extend(other.attributed.iter().cloned());
+    }
+    fn attributed(&self, name: &str) -> bool {
+        self.any_attributed || self.attributed.contains(name)
+    }
+}
+
+/// Run an analysis until the facts it finds are all assumed (at most three
+/// passes: the facts only grow, and a third pass that still finds new ones
+/// is refused).
+fn with_line_facts(mut pass: impl FnMut(&LineFacts) -> (Analysis, LineFacts)) -> Analysis {
+    let mut assumed = LineFacts::default();
+    for _ in 0..3 {
+        let (analysis, seen) = pass(&assumed);
+        if assumed.covers(&seen) {
+            return analysis;
+        }
+        assumed.join(&seen);
+    }
+    Analysis {
         segments: Vec::new(),
-        functions: HashMap::new(),
-        call_stack: Vec::new(),
-        too_complex: None,
-        words: 0,
-    };
-    let cwd = Cwd::Known(vec![crate::load::absolute_lexical(&ctx.cwd)]);
-    let mut state = State {
-        cwd,
-        vars: Vars::default(),
-        oldpwd: None,
-    };
-    let unknown = a.shell_text(text, &mut state, 0);
-    let unknown = unknown.or(a.too_complex.take());
-    let mut segments = a.segments;
-    dotdot_after_links(&mut segments);
-    Analysis { segments, unknown }
+        unknown: Some(
+            "the shell options and variable attributes the command sets do not settle".into(),
+        ),
+    }
 }
 
 /// A command that makes symbolic links can make a `..` in a later path lead
@@ -297,28 +342,22 @@ pub fn analyze_argv(argv: &[String], ctx: &Context) -> Analysis {
 }
 
 fn analyze_argv_inner(argv: &[String], ctx: &Context) -> Analysis {
-    let mut a = Analyzer {
-        kb: ctx.knowledge.clone(),
-        home: ctx.home.clone(),
-        plain_fast_path: true,
-        segments: Vec::new(),
-        functions: HashMap::new(),
-        call_stack: Vec::new(),
-        too_complex: None,
-        words: 0,
-    };
-    let mut state = State {
-        cwd: Cwd::Known(vec![crate::load::absolute_lexical(&ctx.cwd)]),
-        vars: Vars::default(),
-        oldpwd: None,
-    };
-    let mut seg = Segment::new(&state.cwd);
-    seg.argv = argv.to_vec();
-    a.invocation(seg, &mut state, 0, 0, 0);
-    Analysis {
-        segments: a.segments,
-        unknown: a.too_complex.take(),
-    }
+    with_line_facts(|assumed| {
+        let mut a = Analyzer::new(ctx, true, assumed);
+        let mut state = State {
+            cwd: Cwd::Known(vec![crate::load::absolute_lexical(&ctx.cwd)]),
+            vars: Vars::default(),
+            oldpwd: None,
+        };
+        let mut seg = Segment::new(&state.cwd);
+        seg.argv = argv.to_vec();
+        a.invocation(seg, &mut state, 0, 0, 0);
+        let analysis = Analysis {
+            segments: a.segments,
+            unknown: a.too_complex.take(),
+        };
+        (analysis, a.seen)
+    })
 }
 
 /// The argvs of the simple commands in an example string (rule examples).
@@ -389,6 +428,10 @@ struct Analyzer {
     too_complex: Option<String>,
     /// Words in the segments pushed so far (bounded by [`MAX_WORDS`]).
     words: usize,
+    /// What an earlier pass found about the line ([`LineFacts`]).
+    assumed: LineFacts,
+    /// What this pass finds.
+    seen: LineFacts,
 }
 
 /// Programs whose arguments are data, not paths.
@@ -451,6 +494,80 @@ fn never_known(program: &str, argv: &[String]) -> Option<String> {
         _ => return None,
     };
     Some(why)
+}
+
+/// The shell options a `set` or `shopt -o` command line turns on (`-ek`,
+/// `-o keyword`, `shopt -so allexport`), as `set -o` names them; `Err` when an
+/// option word is only known at run time.
+fn enabled_shell_options(
+    program: &str,
+    argv: &[String],
+    unknown: &[String],
+) -> Result<Vec<String>, String> {
+    let letter_name = |c: char| match c {
+        'k' => Some("keyword"),
+        'a' => Some("allexport"),
+        _ => None,
+    };
+    let mut on = Vec::new();
+    let shopt_o = program == "shopt"
+        && argv
+            .iter()
+            .skip(1)
+            .take_while(|a| a.starts_with('-') && a.as_str() != "--")
+            .any(|a| a.contains('o'));
+    if program == "shopt" {
+        if shopt_o {
+            for a in argv.iter().skip(1).filter(|a| !a.starts_with('-')) {
+                if unknown.contains(a) {
+                    return Err(a.clone());
+                }
+                on.push(a.clone());
+            }
+        }
+        return Ok(on);
+    }
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if unknown.iter().any(|u| u == a) {
+            return Err(a.to_string());
+        }
+        if a == "--" || a == "-" || !(a.starts_with('-') || a.starts_with('+')) || a.len() < 2 {
+            // The rest are positional parameters.
+            break;
+        }
+        let enabling = a.starts_with('-');
+        for c in a[1..].chars() {
+            if c == 'o' {
+                i += 1;
+                match argv.get(i) {
+                    Some(name) if unknown.contains(name) => return Err(name.clone()),
+                    Some(name) if enabling => on.push(name.clone()),
+                    _ => {}
+                }
+            } else if enabling {
+                on.extend(letter_name(c).map(String::from));
+            }
+        }
+        i += 1;
+    }
+    Ok(on)
+}
+
+/// A shell started with allexport on (`bash -a -c …`, `-o allexport`).
+fn shell_allexport(wrapper: &[String]) -> bool {
+    wrapper.iter().enumerate().skip(1).any(|(i, a)| {
+        (a.starts_with('-') && !a.starts_with("--") && a.contains('a'))
+            || (a == "-o" && wrapper.get(i + 1).is_some_and(|o| o == "allexport"))
+    })
+}
+
+/// Why a shell option makes the rest of the line impossible to judge.
+fn unfollowed_shell_option(how: &str, option: &str) -> Option<String> {
+    (option == "keyword").then(|| format!(
+        "`{how}` turns on keyword mode: bash then passes every later `NAME=value` word, wherever it stands, to its command as an environment variable, which the gate does not follow; leave keyword mode off and write assignments before the command (`NAME=value cmd`)"
+    ))
 }
 
 /// An assigned value that names a path the boundary must see: absolute,
@@ -1221,6 +1338,21 @@ pub fn reads_only(program: &str) -> bool {
 }
 
 impl Analyzer {
+    fn new(ctx: &Context, plain_fast_path: bool, assumed: &LineFacts) -> Self {
+        Analyzer {
+            kb: ctx.knowledge.clone(),
+            home: ctx.home.clone(),
+            plain_fast_path,
+            segments: Vec::new(),
+            functions: HashMap::new(),
+            call_stack: Vec::new(),
+            too_complex: None,
+            words: 0,
+            assumed: assumed.clone(),
+            seen: LineFacts::default(),
+        }
+    }
+
     fn push(&mut self, seg: Segment) {
         if self.segments.len() >= MAX_SEGMENTS {
             self.too_complex = Some(format!(
@@ -1646,8 +1778,11 @@ impl Analyzer {
         }
     }
 
-    /// A loop body runs zero or more times: judge it once, and if it moved the
-    /// working directory, judge it again from a directory that is no longer known.
+    /// A loop body runs zero or more times, each time from where the last one
+    /// ended: it is judged again from the state before the loop joined with
+    /// the state after the body, until that no longer changes. A `cd` in the
+    /// body makes the directory unknown, and a value still changing after two
+    /// passes (`x+=.`, `x=$x/..`) is not followed.
     fn loop_body(
         &mut self,
         body: &ast::CompoundList,
@@ -1656,16 +1791,39 @@ impl Analyzer {
         nest: usize,
         redirects: &[ast::IoRedirect],
     ) {
-        let mut once = st.clone();
-        self.list_with(body, &mut once, depth, nest, redirects);
-        if once.cwd != st.cwd {
-            let unknown = Cwd::Unknown("the working directory changes inside a loop".into());
-            let mut again = st.clone();
-            again.cwd = unknown.clone();
-            self.list_with(body, &mut again, depth, nest, redirects);
-            st.cwd = unknown;
+        let mut entry = st.clone();
+        for pass in 0..4 {
+            let mut out = entry.clone();
+            self.list_with(body, &mut out, depth, nest, redirects);
+            let mut next = entry.clone();
+            next.merge(&out);
+            if out.cwd != entry.cwd {
+                next.cwd = Cwd::Unknown("the working directory changes inside a loop".into());
+            }
+            if next.cwd == entry.cwd && next.vars == entry.vars {
+                *st = next;
+                return;
+            }
+            if pass == 1 {
+                let growing: Vec<String> = next
+                    .vars
+                    .known
+                    .iter()
+                    .filter(|(name, values)| entry.vars.known.get(*name) != Some(*values))
+                    .map(|(name, _)| name.clone())
+                    .collect();
+                for name in growing {
+                    next.vars.set_unseen(&name);
+                }
+            }
+            entry = next;
         }
-        st.merge(&once);
+        *st = entry;
+        self.unknown_segment(
+            st,
+            vec!["for".into()],
+            "the values a loop gives its variables do not settle".into(),
+        );
     }
 
     fn list_with(
@@ -1777,7 +1935,7 @@ impl Analyzer {
     ) {
         let mut seg = Segment::new(&st.cwd);
         let mut redirects: Vec<ast::IoRedirect> = inherited.to_vec();
-        let mut assignments: Vec<(String, String)> = Vec::new();
+        let mut assignments: Vec<Assignment> = Vec::new();
         let mut raw_words: Vec<&str> = Vec::new();
         for item in sc.prefix.iter().flat_map(|p| p.0.iter()) {
             self.prefix_or_suffix(item, &mut seg, &mut redirects, &mut assignments, None, st);
@@ -1800,8 +1958,8 @@ impl Analyzer {
 
         let Some(program_raw) = program_word else {
             // Only assignments and redirections.
-            for (name, value) in &assignments {
-                self.note_assignment(name, value, &mut seg, st, true);
+            for a in &assignments {
+                self.note_assignment(a, &mut seg, st, true);
             }
             if !seg.paths.is_empty()
                 || !seg.findings.is_empty()
@@ -1892,9 +2050,9 @@ impl Analyzer {
                 }
             }
         }
-        for (name, value) in &assignments {
+        for a in &assignments {
             // `VAR=x cmd`: only for this command, but a dangerous name still matters.
-            self.note_assignment(name, value, &mut seg, st, false);
+            self.note_assignment(a, &mut seg, st, false);
         }
         let last = argvs.pop();
         for argv in argvs {
@@ -1914,7 +2072,7 @@ impl Analyzer {
         item: &'w ast::CommandPrefixOrSuffixItem,
         seg: &mut Segment,
         redirects: &mut Vec<ast::IoRedirect>,
-        assignments: &mut Vec<(String, String)>,
+        assignments: &mut Vec<Assignment>,
         words_out: Option<&mut Vec<&'w str>>,
         st: &State,
     ) {
@@ -1931,9 +2089,15 @@ impl Analyzer {
                     // `export X=1`: an argument that assigns.
                     out.push(w.value.as_str());
                 } else {
-                    let name = match &a.name {
-                        ast::AssignmentName::VariableName(n) => n.clone(),
-                        ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+                    let (name, element) = match &a.name {
+                        ast::AssignmentName::VariableName(n) => (n.clone(), false),
+                        ast::AssignmentName::ArrayElementName(n, _) => (n.clone(), true),
+                    };
+                    let assign = |raw: String| Assignment {
+                        name: name.clone(),
+                        raw,
+                        append: a.append,
+                        element,
                     };
                     let raw = w.value.split_once('=').map(|x| x.1).unwrap_or("");
                     let raw = raw.to_string();
@@ -1945,9 +2109,9 @@ impl Analyzer {
                                 "an array assignment with a command substitution runs a command the gate cannot follow".into(),
                             );
                         }
-                        assignments.push((name, String::from("(")));
+                        assignments.push(assign(String::from("(")));
                     } else {
-                        assignments.push((name, raw));
+                        assignments.push(assign(raw));
                     }
                 }
                 let _ = st;
@@ -1961,16 +2125,11 @@ impl Analyzer {
     }
 
     /// An assignment `name=raw`. `persists`: a plain assignment (not `VAR=x cmd`).
-    fn note_assignment(
-        &self,
-        name: &str,
-        raw: &str,
-        seg: &mut Segment,
-        st: &mut State,
-        persists: bool,
-    ) {
+    fn note_assignment(&self, a: &Assignment, seg: &mut Segment, st: &mut State, persists: bool) {
+        let (name, raw) = (a.name.as_str(), a.raw.as_str());
         let kb = Kb::new(&self.kb);
-        if !persists {
+        if !persists || self.assumed.allexport {
+            // Under `set -a` a plain assignment is exported, as `export` would.
             // `VAR=x cmd`: judged by the knowledge base; unknown names get on_unknown.
             seg.findings.extend(knowledge::env_finding(kb, name, raw));
         } else if knowledge::env_known_risky(kb, name) {
@@ -1988,6 +2147,15 @@ impl Analyzer {
         };
         match value {
             Expansion::Known { values, .. } => {
+                let values = match self.stored_value(a, values, &st.vars) {
+                    Some(v) => v,
+                    None => {
+                        if persists {
+                            st.vars.set_unseen(name);
+                        }
+                        return;
+                    }
+                };
                 if values.iter().any(|v| v.contains("$(") || v.contains('`')) {
                     seg.unknown.get_or_insert(format!(
                         "`{name}` would hold command-substitution text, which arithmetic or prompt expansion can run"
@@ -2005,7 +2173,10 @@ impl Analyzer {
                 }
             }
             Expansion::Unknown { .. } => {
-                if persists {
+                if persists && arithmetic_only(raw) && !a.append && !self.assumed.attributed(name) {
+                    // An integer, whatever it is: harmless where arithmetic reads it.
+                    st.vars.unset(name);
+                } else if persists {
                     st.vars.set_unseen(name);
                 }
             }
@@ -2016,6 +2187,26 @@ impl Analyzer {
                 }
             }
         }
+    }
+
+    /// What `a` leaves in its variable, given the values of its word: `None`
+    /// when that is not known. `+=` appends to a string (an integer's `+=`
+    /// adds, an array's appends an element); an array element, an array, or a
+    /// name given attributes (`declare -i`, `-l`, `-u`) holds what the gate
+    /// does not follow.
+    fn stored_value(
+        &self,
+        a: &Assignment,
+        values: Vec<String>,
+        vars: &Vars,
+    ) -> Option<Vec<String>> {
+        if a.element || a.raw == "(" || self.assumed.attributed(&a.name) {
+            return None;
+        }
+        if !a.append {
+            return Some(values);
+        }
+        appended(vars.get(&a.name)?, &values)
     }
 
     /// Normalise the argv and apply the knowledge base: its findings and
@@ -2186,6 +2377,9 @@ impl Analyzer {
             }
             unwrap::Unwrap::Code { wrapper, code } => {
                 // `sh -c CODE`: a new shell with the same directory, no variables.
+                if shell_allexport(&wrapper) {
+                    self.seen.allexport = true;
+                }
                 seg.wrappers.push(wrapper.clone());
                 let mut inner_state = State {
                     cwd: seg.cwd.clone(),
@@ -2293,12 +2487,41 @@ impl Analyzer {
                         "`{program} -n` makes a name that sets another variable, which the gate does not follow"
                     ));
                 }
+                // Attributes that change what an assignment stores (`-i`
+                // makes `+=` add, `-l`/`-u` change case, `-a`/`-A` make arrays).
+                let attributes = args.iter().any(|a| {
+                    a.len() > 1
+                        && (a.starts_with('-') || a.starts_with('+'))
+                        && !a.starts_with("--")
+                        && a[1..].chars().any(|c| "ilunaA".contains(c))
+                });
+                if attributes && program != "export" {
+                    for a in args
+                        .iter()
+                        .filter(|a| !a.starts_with('-') && !a.starts_with('+'))
+                    {
+                        let name = a.split_once('=').map_or(a.as_str(), |x| x.0);
+                        let name = name.split('[').next().unwrap_or(name);
+                        let name = name.trim_end_matches('+');
+                        if seg.unknown_args.iter().any(|(shown, _)| shown == a)
+                            || !is_var_name(name)
+                        {
+                            self.seen.any_attributed = true;
+                        } else {
+                            self.seen.attributed.insert(name.to_string());
+                        }
+                    }
+                }
                 for a in args {
                     if let Some((name, value)) = a.split_once('=') {
+                        let append = name.ends_with('+');
                         let name = name.trim_end_matches('+');
                         if is_var_name(name) {
                             let kb = Kb::new(&self.kb);
-                            if program == "export" || seg.argv.iter().any(|a| a == "-x") {
+                            if program == "export"
+                                || self.assumed.allexport
+                                || seg.argv.iter().any(|a| a == "-x")
+                            {
                                 // Exported: every later program sees it.
                                 seg.findings.extend(knowledge::env_finding(kb, name, value));
                             } else if knowledge::env_known_risky(kb, name) {
@@ -2315,7 +2538,22 @@ impl Analyzer {
                                     role: "assignment",
                                 });
                             }
-                            st.vars.set_known(name, vec![value.to_string()]);
+                            let value = vec![value.to_string()];
+                            let stored = if attributes || self.assumed.attributed(name) {
+                                None
+                            } else if append {
+                                st.vars.get(name).and_then(|old| appended(old, &value))
+                            } else {
+                                Some(value)
+                            };
+                            match stored {
+                                Some(v) => st.vars.set_known(name, v),
+                                None => st.vars.set_unseen(name),
+                            }
+                        } else if name.contains('[') {
+                            // `declare a[1]=x`: an element, not followed.
+                            let name = name.split('[').next().unwrap_or(name);
+                            st.vars.set_unseen(name);
                         }
                     }
                 }
@@ -2366,6 +2604,32 @@ impl Analyzer {
                     }
                 }
             }
+            "set" | "shopt" => {
+                let unknown: Vec<String> = seg
+                    .unknown_args
+                    .iter()
+                    .map(|(shown, _)| shown.clone())
+                    .collect();
+                match enabled_shell_options(&program, &seg.argv, &unknown) {
+                    Err(word) => {
+                        seg.unknown.get_or_insert(format!(
+                            "`{program}` is given `{word}`, only known at run time, which may turn on a shell option that changes how later commands read (keyword mode, allexport); spell the options out"
+                        ));
+                    }
+                    Ok(options) => {
+                        let how = seg.argv.join(" ");
+                        if let Some(why) = options
+                            .iter()
+                            .find_map(|o| unfollowed_shell_option(&how, o))
+                        {
+                            seg.unknown.get_or_insert(why);
+                        }
+                        if options.iter().any(|o| o == "allexport") {
+                            self.seen.allexport = true;
+                        }
+                    }
+                }
+            }
             "trap" => {
                 // The handler is shell code that runs later.
                 if let Some(code) = seg.argv.get(1).filter(|c| !c.starts_with('-')).cloned() {
@@ -2386,13 +2650,66 @@ impl Analyzer {
                     let mut call_state = st.clone();
                     self.function_body(&body, &mut call_state, depth, nest + 1);
                     self.call_stack.pop();
-                    // A function body runs in the caller's shell: its `cd` persists.
+                    // A function body runs in the caller's shell: its `cd` and
+                    // its assignments persist, but a `local` one is restored
+                    // on return, so either value may hold.
+                    for (name, old) in &st.vars.known {
+                        if let Some(now) = call_state.vars.known.get_mut(name) {
+                            for v in old {
+                                if !now.contains(v) {
+                                    now.push(v.clone());
+                                }
+                            }
+                            if now.len() > words::MAX_ALTERNATIVES {
+                                call_state.vars.set_unseen(name);
+                            }
+                        }
+                    }
+                    for name in &st.vars.unseen {
+                        call_state.vars.set_unseen(name);
+                    }
                     st.cwd = call_state.cwd;
+                    st.vars = call_state.vars;
                 }
             }
         }
         self.push(seg);
     }
+}
+
+/// One assignment word: `name=raw`, `name+=raw`, `name[i]=raw`.
+struct Assignment {
+    name: String,
+    /// The value as written; `(` for an array.
+    raw: String,
+    /// `+=`.
+    append: bool,
+    /// `name[i]=`: an array element.
+    element: bool,
+}
+
+/// A word that is one arithmetic expansion (`$((n+1))`): its value is an integer.
+fn arithmetic_only(raw: &str) -> bool {
+    let bare = raw
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .unwrap_or(raw);
+    bare.starts_with("$((")
+        && bare.ends_with("))")
+        && words::arithmetic_parts(bare).first().map(|p| p.len() + 5) == Some(bare.len())
+}
+
+/// A string variable holding one of `old` after `+=` one of `more`; `None`
+/// when that makes too many alternatives.
+fn appended(old: &[String], more: &[String]) -> Option<Vec<String>> {
+    if old.len().saturating_mul(more.len()) > words::MAX_ALTERNATIVES {
+        return None;
+    }
+    Some(
+        old.iter()
+            .flat_map(|o| more.iter().map(move |m| format!("{o}{m}")))
+            .collect(),
+    )
 }
 
 /// The working directories after `cd dir`.

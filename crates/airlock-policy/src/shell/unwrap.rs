@@ -248,6 +248,12 @@ const XARGS_STEERED: &[&str] = &[
     "prlimit", "setpriv", "script", "unbuffer", "strace", "sqlite3", "rg",
 ];
 
+/// Programs no option or operand of which writes, deletes, runs or reaches
+/// anything: behind `xargs`, whatever words it appends, they only read.
+const XARGS_READERS: &[&str] = &[
+    "echo", "printf", "wc", "grep", "egrep", "fgrep", "basename", "dirname", "true",
+];
+
 /// git subcommands whose arguments name files, paths and revisions and never
 /// a program or code: words xargs appends after one of them cannot choose
 /// what runs (git reads its global options, `-c` among them, only before the
@@ -530,10 +536,13 @@ fn unwrap_xargs(argv: &[String], kb: Kb<'_>) -> Unwrap {
     } else {
         vec!["echo".to_string()]
     };
-    // xargs appends words read from stdin, which the gate never sees: for a
-    // program whose arguments can name the program it runs, its code or its
-    // options that run one (`echo touch x | xargs env`, `| xargs awk`,
-    // `| xargs tar` with `--to-command=`), they decide what runs.
+    // xargs appends words read from stdin, which the gate never sees, and
+    // they may be options as well as operands: for a program whose arguments
+    // can name the program it runs, its code or its options that run one
+    // (`echo touch x | xargs env`, `| xargs awk`, `| xargs tar` with
+    // `--to-command=`), they decide what runs; for any other but a few pure
+    // readers, what it deletes, writes or reaches (`printf '%s\n' -r -f /etc
+    // | xargs rm`, `| xargs sort` with `--compress-program=`).
     let inner_program = crate::rules::program_name(&inner_argv[0]);
     let inert =
         inner_program == "git" && git_inert_after_subcommand(&inner_argv, replace.as_deref(), kb);
@@ -544,6 +553,11 @@ fn unwrap_xargs(argv: &[String], kb: Kb<'_>) -> Unwrap {
     {
         return Unwrap::Unknown(format!(
             "`xargs {inner_program}` adds words from standard input to the command, and for `{inner_program}` they can choose what it runs"
+        ));
+    }
+    if !inert && !XARGS_READERS.contains(&inner_program) {
+        return Unwrap::Unknown(format!(
+            "`xargs {inner_program}` gives {inner_program} arguments read from its input, which the gate cannot see, and {inner_program}'s options and operands decide what it deletes, writes, runs or reaches; run {inner_program} with the arguments spelled out"
         ));
     }
     Unwrap::Inner(Inner {
@@ -639,6 +653,8 @@ fn unwrap_find(argv: &[String]) -> Unwrap {
     })
 }
 
+const KEYWORD_SHELL: &str = "the shell is started in keyword mode (`-k`, `-o keyword`): it passes every `NAME=value` word, wherever it stands, to its command as an environment variable, which the gate does not follow; start it without keyword mode";
+
 fn unwrap_shell(argv: &[String]) -> Unwrap {
     let mut i = 1;
     let mut has_c = false;
@@ -648,6 +664,9 @@ fn unwrap_shell(argv: &[String]) -> Unwrap {
         if a == "--" || a == "-" {
             i += 1;
             break;
+        }
+        if a == "-o" && argv.get(i + 1).is_some_and(|o| o == "keyword") {
+            return Unwrap::Unknown(KEYWORD_SHELL.into());
         }
         if a == "-o" || a == "+o" || a == "-O" || a == "+O" {
             i += 2;
@@ -667,6 +686,9 @@ fn unwrap_shell(argv: &[String]) -> Unwrap {
             let letters = &a[1..];
             if letters.contains('c') {
                 has_c = true;
+            }
+            if a.starts_with('-') && letters.contains('k') {
+                return Unwrap::Unknown(KEYWORD_SHELL.into());
             }
             if letters.contains('s') || letters.contains('i') {
                 reads_stdin = true;

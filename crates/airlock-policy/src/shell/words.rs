@@ -26,7 +26,7 @@ pub enum Expansion {
 }
 
 /// Values of variables, as far as the script itself makes them known.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Vars {
     /// Variables with known values (each value one alternative).
     pub known: HashMap<String, Vec<String>>,
