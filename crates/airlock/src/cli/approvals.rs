@@ -168,6 +168,18 @@ pub fn describe(a: &Approval) -> String {
     for line in escape_text(&command_text_full(&a.request.command)).split('\n') {
         out.push_str(&format!("    {line}\n"));
     }
+    if a.change_set.is_none() {
+        match &a.stdin {
+            Some(stdin) => out.push_str(&format!(
+                "stdin      {} bytes ({}); a run under the approval must send exactly these{}:\n    {}\n",
+                stdin.bytes,
+                stdin.sha256,
+                if stdin.preview_truncated { " (the start shown)" } else { "" },
+                e(&stdin.preview)
+            )),
+            None => out.push_str("stdin      none; a run under the approval must send none\n"),
+        }
+    }
     if let Some(by) = &a.decided_by {
         out.push_str(&format!(
             "answered   {} by {}\n",
