@@ -722,3 +722,42 @@ fn a_piped_stdin_is_part_of_what_is_approved() {
     assert_eq!(v["status"], "ran", "{v}");
     assert_eq!(v["stdout"], "build\n", "{v}");
 }
+
+/// `approvals show` lists the files the approval pins, with their hashes, and
+/// says that what they import or load is not pinned.
+#[test]
+fn approvals_show_lists_the_pinned_files() {
+    let e = Env::new();
+    std::fs::write(e.ws().join("build.sh"), "echo building\n").unwrap();
+    let p = e.dir.path().join("policy.toml");
+    std::fs::write(
+        &p,
+        "[workspace]\nroot = \"ws\"\n[commands]\nallow = [\"echo\"]\napproval = [\"sh\"]\n",
+    )
+    .unwrap();
+    let p = p.to_string_lossy().into_owned();
+    let o = e.airlock(&["run", "--json", "--policy", &p, "--", "sh", "build.sh"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "approval_pending", "{v}");
+    let id = v["approval"]["id"].as_str().unwrap().to_string();
+    let shown = text(&e.airlock(&["approvals", "show", &id]).stdout);
+    let pinned = shown
+        .lines()
+        .find(|l| l.trim_start().starts_with("build.sh  sha256:"))
+        .unwrap_or_else(|| panic!("build.sh is not listed as pinned:\n{shown}"));
+    assert_eq!(
+        pinned.split("sha256:").nth(1).unwrap().len(),
+        64,
+        "{pinned}"
+    );
+    assert!(shown.contains("not what they import or load"), "{shown}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&e.airlock(&["approvals", "show", &id, "--json"]).stdout).unwrap();
+    assert!(
+        json["content"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("/build.sh"),
+        "{json}"
+    );
+}

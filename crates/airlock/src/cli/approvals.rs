@@ -180,6 +180,21 @@ pub fn describe(a: &Approval) -> String {
             None => out.push_str("stdin      none; a run under the approval must send none\n"),
         }
     }
+    if !a.content.is_empty() {
+        // Only the files named on the command line: what they import, source
+        // or load is not pinned, and the person must know that.
+        out.push_str(
+            "pinned     files the command runs, which must still hold this (not what they import or load):\n",
+        );
+        for pin in &a.content {
+            let name = pin.path.strip_prefix(&a.request.cwd).unwrap_or(&pin.path);
+            out.push_str(&format!(
+                "    {}  {}\n",
+                e(&name.display().to_string()),
+                e(&pin.content)
+            ));
+        }
+    }
     if let Some(by) = &a.decided_by {
         out.push_str(&format!(
             "answered   {} by {}\n",
