@@ -142,6 +142,17 @@ fn mcp_sessions_belong_to_their_token_and_are_capped() {
         let still = mcp(sock, "POST", &[TOKEN_A], Some(&a[0]), Some(TOOLS_LIST)).await;
         assert_eq!(still.status, 200, "{}", text(&still));
 
+        // Two Authorization headers: refused, not the first one taken.
+        let two = mcp(
+            sock,
+            "POST",
+            &[TOKEN_A, TOKEN_B],
+            Some(&a[0]),
+            Some(TOOLS_LIST),
+        )
+        .await;
+        assert_eq!(two.status, 400, "{}", text(&two));
+
         // DELETE frees a slot.
         let ended = mcp(sock, "DELETE", &[TOKEN_A], Some(&a[0]), None).await;
         assert_eq!(ended.status, 200, "{}", text(&ended));
