@@ -1,6 +1,6 @@
 //! Pending approvals: a request the gate answered `approval_required` for, waiting
 //! for a person. An approval is tied to the tenant that asked, the exact command,
-//! cwd and policy hash it was asked for, expires, and runs once.
+//! cwd, stdin and policy hash it was asked for, expires, and runs once.
 
 use crate::audit::record::RequestRecord;
 use crate::{Caller, TenantId};
@@ -55,6 +55,11 @@ pub struct Approval {
     /// if any of them changed since.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<crate::content::ContentPin>,
+    /// The stdin the command was asked with: a run under the approval must
+    /// send the same bytes. None is no stdin (or an empty one), which is also
+    /// what an approval stored before stdin was pinned holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<StdinPin>,
     /// For the apply of a kept change set (not a command): the set it covers.
     /// Such an approval can apply exactly that set and never run a command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,6 +90,52 @@ pub struct ChangeSetPin {
     pub sha256: String,
     /// One escaped line per change, the first ones, then "… and N more".
     pub changes: Vec<String>,
+}
+
+/// What an approval holds of the command's stdin: its hash and length bind
+/// the approval to those exact bytes; the preview is for the person deciding
+/// (what `xargs rm -rf` reads matters as much as the command).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StdinPin {
+    /// `sha256:<hex>` of the bytes.
+    pub sha256: String,
+    pub bytes: u64,
+    /// The first [`STDIN_PREVIEW_BYTES`] bytes as text (invalid UTF-8 as
+    /// U+FFFD); shown escaped. The hash, not the preview, is what is compared.
+    pub preview: String,
+    /// Whether the preview holds only the start of the bytes.
+    #[serde(default)]
+    pub preview_truncated: bool,
+}
+
+/// How much of an approval's stdin is kept for the person to read.
+pub const STDIN_PREVIEW_BYTES: usize = 1024;
+
+impl StdinPin {
+    /// The pin for `stdin`; none for no stdin or an empty one (the command
+    /// reads nothing either way).
+    pub fn of(stdin: Option<&[u8]>) -> Option<StdinPin> {
+        use sha2::{Digest, Sha256};
+        let bytes = stdin.filter(|b| !b.is_empty())?;
+        let digest = Sha256::digest(bytes);
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let head = &bytes[..bytes.len().min(STDIN_PREVIEW_BYTES)];
+        Some(StdinPin {
+            sha256: format!("sha256:{hex}"),
+            bytes: bytes.len() as u64,
+            preview: String::from_utf8_lossy(head).into_owned(),
+            preview_truncated: head.len() < bytes.len(),
+        })
+    }
+
+    /// Whether `other` pins the same bytes.
+    fn same(this: Option<&StdinPin>, other: Option<&StdinPin>) -> bool {
+        match (this, other) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.sha256 == b.sha256 && a.bytes == b.bytes,
+            _ => false,
+        }
+    }
 }
 
 impl Approval {
@@ -121,6 +172,8 @@ pub enum RefusalCode {
     WrongKind,
     /// The kept change set is no longer the one the person approved.
     ChangeSetChanged,
+    /// The request's stdin is not the one the approval was asked with.
+    StdinChanged,
 }
 
 impl RefusalCode {
@@ -139,6 +192,7 @@ impl RefusalCode {
             RefusalCode::ContentChanged => "content_changed",
             RefusalCode::WrongKind => "wrong_kind",
             RefusalCode::ChangeSetChanged => "change_set_changed",
+            RefusalCode::StdinChanged => "stdin_changed",
         }
     }
 
@@ -176,6 +230,9 @@ impl RefusalCode {
             ),
             RefusalCode::ChangeSetChanged => format!(
                 "the kept change set is not the one approval {id} was given for (its content hash changed); review it again with `airlock changes RUN_ID`"
+            ),
+            RefusalCode::StdinChanged => format!(
+                "approval {id} was given for the command with other stdin: an approval covers the exact stdin it was asked with (compared by SHA-256 and length; no stdin and empty stdin are the same); send that stdin, or ask again with this one (run without the approval id)"
             ),
         }
     }
@@ -220,13 +277,15 @@ fn check_spendable(approval: &Approval, tenant: &TenantId) -> Result<(), Refusal
     Ok(())
 }
 
-/// Whether `tenant` may run `request` under the policy `policy_sha256` with
-/// `approval`, ignoring expiry (checked by the ledger, which also records it).
-/// The tenant is checked first: another tenant learns nothing of its state.
+/// Whether `tenant` may run `request` with `stdin` under the policy
+/// `policy_sha256` with `approval`, ignoring expiry (checked by the ledger,
+/// which also records it). The tenant is checked first: another tenant
+/// learns nothing of its state.
 pub fn check_use(
     approval: &Approval,
     tenant: &TenantId,
     request: &RequestRecord,
+    stdin: Option<&StdinPin>,
     policy_sha256: &str,
     content: &[crate::content::ContentPin],
 ) -> Result<(), RefusalCode> {
@@ -239,6 +298,9 @@ pub fn check_use(
     }
     if approval.request.cwd != request.cwd {
         return Err(RefusalCode::CwdChanged);
+    }
+    if !StdinPin::same(approval.stdin.as_ref(), stdin) {
+        return Err(RefusalCode::StdinChanged);
     }
     if approval.policy_sha256 != policy_sha256 {
         return Err(RefusalCode::PolicyChanged);

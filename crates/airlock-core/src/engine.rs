@@ -133,6 +133,11 @@ pub struct RunOptions<'a> {
     pub apply: Option<bool>,
     /// Bytes for the command's stdin.
     pub stdin: Option<Vec<u8>>,
+    /// Where the caller's own stdin is streamed to the command (the CLI's
+    /// pipe), this reads it whole instead, into `stdin`, when the command
+    /// needs an approval: an approval covers the exact stdin, so it must be
+    /// known before the approval is asked for or used. An error refuses the run.
+    pub read_stdin: Option<&'a mut dyn FnMut() -> Result<Vec<u8>, String>>,
     /// Write the execution record but leave its `fdatasync` to
     /// [`Engine::sync_deferred`], which the caller runs once the answer is out:
     /// one durable write (the decision record's) on a run's critical path,
@@ -240,6 +245,10 @@ pub enum EngineError {
     /// decision record that allowed it is the last word on it in the log.
     #[error(transparent)]
     ExecutionUnrecorded(Box<Unrecorded>),
+    /// The command needs an approval, which covers its stdin, and the
+    /// caller's stdin could not be read whole to pin it.
+    #[error("refused: the command needs an approval, which covers its exact stdin, and stdin could not be read whole: {0}")]
+    StdinUnreadable(String),
 }
 
 /// What [`EngineError::ExecutionUnrecorded`] says: what the run did, and why
@@ -572,6 +581,12 @@ impl Engine {
             command: judged.request.command.clone(),
             cwd: judged.request.cwd.clone(),
         };
+        if judged.decision.decision == Verdict::ApprovalRequired && options.stdin.is_none() {
+            if let Some(read) = options.read_stdin.as_mut() {
+                options.stdin = Some(read().map_err(EngineError::StdinUnreadable)?);
+            }
+        }
+        let stdin = crate::approvals::StdinPin::of(options.stdin.as_deref());
         match judged.decision.decision {
             Verdict::Allow => Ok(Admission::Admitted(None)),
             Verdict::Deny => {
@@ -602,6 +617,7 @@ impl Engine {
                         caller,
                         request_id,
                         &asked,
+                        stdin.as_ref(),
                         &policy.sha256,
                         &content,
                     )? {
@@ -659,6 +675,7 @@ impl Engine {
                         caller,
                         request_id,
                         asked.clone(),
+                        stdin.clone(),
                         policy,
                         &judged.decision,
                     )?;
@@ -666,6 +683,7 @@ impl Engine {
                         caller,
                         request_id,
                         &asked,
+                        stdin.as_ref(),
                         policy,
                         &judged.decision,
                         pending,
@@ -936,6 +954,7 @@ impl Engine {
         caller: &Caller,
         request_id: &str,
         asked: &RequestRecord,
+        stdin: Option<&crate::approvals::StdinPin>,
         policy: &Policy,
         decision: &Decision,
         pending: Approval,
@@ -981,6 +1000,7 @@ impl Engine {
                     caller,
                     request_id,
                     asked,
+                    stdin,
                     &policy.sha256,
                     &content,
                 )? {

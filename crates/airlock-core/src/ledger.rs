@@ -226,12 +226,14 @@ impl Ledger {
     }
 
     /// Store a pending approval for a request the gate answered `approval_required`.
+    #[allow(clippy::too_many_arguments)]
     pub fn create_approval(
         &self,
         id: String,
         who: &Caller,
         request_id: &str,
         request: RequestRecord,
+        stdin: Option<crate::approvals::StdinPin>,
         policy: &Policy,
         decision: &Decision,
     ) -> Result<Approval, LedgerError> {
@@ -259,6 +261,7 @@ impl Ledger {
             tenant: who.tenant(),
             request_id: request_id.to_string(),
             content,
+            stdin,
             change_set: None,
             created_at: format_rfc3339(now),
             expires_at: format_rfc3339(expires),
@@ -319,6 +322,7 @@ impl Ledger {
             tenant: who.tenant(),
             request_id: request_id.to_string(),
             content: Vec::new(),
+            stdin: None,
             change_set: Some(pin),
             created_at: format_rfc3339(now),
             expires_at: format_rfc3339(expires),
@@ -444,19 +448,29 @@ impl Ledger {
     }
 
     /// Spend an approval on a request: it must be the caller's tenant's, approved,
-    /// unexpired, unused, and for the same command, cwd and policy. Each refusal
+    /// unexpired, unused, and for the same command, cwd, stdin and policy, with
+    /// the files it runs unchanged. Each refusal
     /// has its own code.
+    #[allow(clippy::too_many_arguments)]
     pub fn use_approval(
         &self,
         id: &str,
         who: &Caller,
         request_id: &str,
         request: &RequestRecord,
+        stdin: Option<&crate::approvals::StdinPin>,
         policy_sha256: &str,
         content: &[crate::content::ContentPin],
     ) -> Result<ApprovalCheck, LedgerError> {
         self.spend(id, who, request_id, |approval| {
-            check_use(approval, &who.tenant(), request, policy_sha256, content)
+            check_use(
+                approval,
+                &who.tenant(),
+                request,
+                stdin,
+                policy_sha256,
+                content,
+            )
         })
     }
 

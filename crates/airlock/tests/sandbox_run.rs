@@ -649,3 +649,115 @@ fn a_long_change_set_keeps_its_full_list_for_the_audit_trail() {
         1
     );
 }
+
+/// `airlock run` streams its own stdin to the command; when the command needs
+/// an approval, the stdin is read whole first and the approval covers it: a
+/// run under it with other stdin is refused, the asked stdin runs. The
+/// person sees the stdin in `approvals show`.
+#[test]
+fn a_piped_stdin_is_part_of_what_is_approved() {
+    let e = Env::new();
+    let p = e.dir.path().join("policy.toml");
+    std::fs::write(
+        &p,
+        "[workspace]\nroot = \"ws\"\n[commands]\nallow = [\"echo\"]\napproval = [\"cat\"]\n",
+    )
+    .unwrap();
+    let p = p.to_string_lossy().into_owned();
+    let piped = |stdin: &str, args: &[&str]| {
+        use std::io::Write;
+        let mut child = Command::new(AIRLOCK)
+            .args(args)
+            .current_dir(e.ws())
+            .env("AIRLOCK_STATE_DIR", e.dir.path().join("state"))
+            .env_remove("AIRLOCK_POLICY")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let o = piped("build\n", &["run", "--json", "--policy", &p, "--", "cat"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "approval_pending", "{v}");
+    let id = v["approval"]["id"].as_str().unwrap().to_string();
+    let show = e.airlock(&["approvals", "show", &id]);
+    let shown = text(&show.stdout);
+    assert!(
+        shown.contains("stdin") && shown.contains("6 bytes"),
+        "{shown}"
+    );
+    assert!(shown.contains("build\\n"), "{shown}");
+    let o = e.airlock(&["approvals", "approve", &id]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let run_with = |stdin: &str| {
+        piped(
+            stdin,
+            &[
+                "run",
+                "--json",
+                "--policy",
+                &p,
+                "--approval",
+                &id,
+                "--",
+                "cat",
+            ],
+        )
+    };
+    let o = run_with("src a.txt\n");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "approval_refused", "{v}");
+    assert_eq!(v["refusal"]["code"], "stdin_changed", "{v}");
+    assert!(v["stdout"].is_null(), "{v}");
+    let o = run_with("build\n");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "ran", "{v}");
+    assert_eq!(v["stdout"], "build\n", "{v}");
+}
+
+/// `approvals show` lists the files the approval pins, with their hashes, and
+/// says that what they import or load is not pinned.
+#[test]
+fn approvals_show_lists_the_pinned_files() {
+    let e = Env::new();
+    std::fs::write(e.ws().join("build.sh"), "echo building\n").unwrap();
+    let p = e.dir.path().join("policy.toml");
+    std::fs::write(
+        &p,
+        "[workspace]\nroot = \"ws\"\n[commands]\nallow = [\"echo\"]\napproval = [\"sh\"]\n",
+    )
+    .unwrap();
+    let p = p.to_string_lossy().into_owned();
+    let o = e.airlock(&["run", "--json", "--policy", &p, "--", "sh", "build.sh"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "approval_pending", "{v}");
+    let id = v["approval"]["id"].as_str().unwrap().to_string();
+    let shown = text(&e.airlock(&["approvals", "show", &id]).stdout);
+    let pinned = shown
+        .lines()
+        .find(|l| l.trim_start().starts_with("build.sh  sha256:"))
+        .unwrap_or_else(|| panic!("build.sh is not listed as pinned:\n{shown}"));
+    assert_eq!(
+        pinned.split("sha256:").nth(1).unwrap().len(),
+        64,
+        "{pinned}"
+    );
+    assert!(shown.contains("not what they import or load"), "{shown}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&e.airlock(&["approvals", "show", &id, "--json"]).stdout).unwrap();
+    assert!(
+        json["content"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("/build.sh"),
+        "{json}"
+    );
+}

@@ -736,6 +736,112 @@ fn approvals_need_a_person_and_run_once() {
     server.stop();
 }
 
+/// An approval covers the stdin it was asked with: the person sees it (its
+/// hash, length and a preview), and a run under the approval with other stdin,
+/// or with stdin where none was asked, is refused and runs nothing.
+#[test]
+fn an_approval_covers_the_exact_stdin_it_was_asked_with() {
+    let mut server = Server::start(&["--tokens", "tokens.toml"]);
+    rt().block_on(async {
+        let sock = &server.socket;
+        let post = |token: &'static str, body: String| async move {
+            request(
+                Target::Unix(sock),
+                "POST",
+                "/v1/run",
+                Some(token),
+                Some(&body),
+            )
+            .await
+            .json()
+        };
+        let asked = post(
+            TOKEN_A,
+            r#"{"command":"touch approved.txt","stdin":"build\n"}"#.into(),
+        )
+        .await;
+        assert_eq!(asked["status"], "approval_pending", "{asked}");
+        let id = asked["approval"]["id"].as_str().unwrap().to_string();
+        let shown = request(
+            Target::Unix(sock),
+            "GET",
+            &format!("/v1/approvals/{id}"),
+            Some(TOKEN_HUMAN),
+            None,
+        )
+        .await
+        .json();
+        assert_eq!(shown["stdin"]["bytes"], 6, "{shown}");
+        assert_eq!(shown["stdin"]["preview"], "build\n", "{shown}");
+        assert!(
+            shown["stdin"]["sha256"]
+                .as_str()
+                .unwrap()
+                .starts_with("sha256:"),
+            "{shown}"
+        );
+        let ok = request(
+            Target::Unix(sock),
+            "POST",
+            &format!("/v1/approvals/{id}/approve"),
+            Some(TOKEN_HUMAN),
+            None,
+        )
+        .await;
+        assert_eq!(ok.status, 200, "{}", String::from_utf8_lossy(&ok.body));
+        for other in [r#","stdin":"src a.txt\n""#, "", r#","stdin":"build\n\n""#] {
+            let body = format!(r#"{{"command":"touch approved.txt","approval_id":"{id}"{other}}}"#);
+            let refused = post(TOKEN_A, body).await;
+            assert_eq!(refused["status"], "approval_refused", "{other}: {refused}");
+            assert_eq!(refused["refusal"]["code"], "stdin_changed", "{refused}");
+            assert!(
+                refused["refusal"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("stdin"),
+                "{refused}"
+            );
+            assert!(refused["outcome"].is_null(), "{refused}");
+        }
+        assert!(!server.ws().join("approved.txt").exists());
+        // The refusals left it unspent: the same stdin runs, once.
+        let ran = post(
+            TOKEN_A,
+            format!(r#"{{"command":"touch approved.txt","approval_id":"{id}","stdin":"build\n"}}"#),
+        )
+        .await;
+        assert_eq!(ran["status"], "ran", "{ran}");
+        // An approval asked without stdin is not one for stdin.
+        let bare = post(TOKEN_A, r#"{"command":"touch approved.txt"}"#.into()).await;
+        let bare_id = bare["approval"]["id"].as_str().unwrap().to_string();
+        let shown = request(
+            Target::Unix(sock),
+            "GET",
+            &format!("/v1/approvals/{bare_id}"),
+            Some(TOKEN_HUMAN),
+            None,
+        )
+        .await
+        .json();
+        assert!(shown.get("stdin").is_none(), "{shown}");
+        request(
+            Target::Unix(sock),
+            "POST",
+            &format!("/v1/approvals/{bare_id}/approve"),
+            Some(TOKEN_HUMAN),
+            None,
+        )
+        .await;
+        let added = post(
+            TOKEN_A,
+            format!(r#"{{"command":"touch approved.txt","approval_id":"{bare_id}","stdin":"x"}}"#),
+        )
+        .await;
+        assert_eq!(added["refusal"]["code"], "stdin_changed", "{added}");
+    });
+    server.stop();
+}
+
 #[test]
 fn grants_are_for_approvers_only() {
     let mut server = Server::start(&["--tokens", "tokens.toml"]);

@@ -168,6 +168,33 @@ pub fn describe(a: &Approval) -> String {
     for line in escape_text(&command_text_full(&a.request.command)).split('\n') {
         out.push_str(&format!("    {line}\n"));
     }
+    if a.change_set.is_none() {
+        match &a.stdin {
+            Some(stdin) => out.push_str(&format!(
+                "stdin      {} bytes ({}); a run under the approval must send exactly these{}:\n    {}\n",
+                stdin.bytes,
+                stdin.sha256,
+                if stdin.preview_truncated { " (the start shown)" } else { "" },
+                e(&stdin.preview)
+            )),
+            None => out.push_str("stdin      none; a run under the approval must send none\n"),
+        }
+    }
+    if !a.content.is_empty() {
+        // Only the files named on the command line: what they import, source
+        // or load is not pinned, and the person must know that.
+        out.push_str(
+            "pinned     files the command runs, which must still hold this (not what they import or load):\n",
+        );
+        for pin in &a.content {
+            let name = pin.path.strip_prefix(&a.request.cwd).unwrap_or(&pin.path);
+            out.push_str(&format!(
+                "    {}  {}\n",
+                e(&name.display().to_string()),
+                e(&pin.content)
+            ));
+        }
+    }
     if let Some(by) = &a.decided_by {
         out.push_str(&format!(
             "answered   {} by {}\n",

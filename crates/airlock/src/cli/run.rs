@@ -323,7 +323,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             );
         }
     };
+    // Streamed stdin is unknown until the command reads it; an approval
+    // covers the exact stdin, so where one is needed it is read whole first.
+    let mut read_caller_stdin = || {
+        super::run_stdin::read_whole(
+            std::io::stdin(),
+            "stdin",
+            "an approval covers a command's exact stdin",
+        )
+    };
     let options = RunOptions {
+        read_stdin: match opts.stdin_from_caller {
+            true => Some(&mut read_caller_stdin),
+            false => None,
+        },
         wait_approval,
         prompt: prompt
             .as_mut()

@@ -109,6 +109,14 @@ pub struct Args {
     /// Requests with any other Origin header are refused; requests without one pass.
     #[arg(long = "mcp-allow-origin", value_name = "ORIGIN")]
     pub mcp_allow_origins: Vec<String>,
+    /// Live MCP sessions one token may hold at /mcp; past it a new session is
+    /// refused with 429 until one ends (DELETE, or idle expiry).
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub mcp_max_sessions_per_token: usize,
+    /// Live MCP sessions the server holds in all; past it a new session is
+    /// refused with 503.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub mcp_max_sessions: usize,
 }
 
 fn parse_pool_memory(text: &str) -> Result<u64, String> {
@@ -153,6 +161,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.max_connections == 0 || args.max_connections_per_peer == 0 {
         anyhow::bail!("--max-connections and --max-connections-per-peer must be at least 1");
     }
+    if args.mcp_max_sessions == 0 || args.mcp_max_sessions_per_token == 0 {
+        anyhow::bail!(
+            "--mcp-max-sessions and --mcp-max-sessions-per-token must be at least 1 (--no-mcp \
+             turns /mcp off)"
+        );
+    }
     let conn = crate::serve::conn::ConnConfig {
         header_timeout: seconds("header-timeout", args.header_timeout)?,
         body_timeout: seconds("body-timeout", args.body_timeout)?,
@@ -182,6 +196,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         shutdown_grace: std::time::Duration::from_secs_f64(args.shutdown_grace),
         mcp: !args.no_mcp,
         mcp_allowed_origins: args.mcp_allow_origins,
+        mcp_sessions: crate::mcp::sessions::SessionCaps {
+            per_tenant: args.mcp_max_sessions_per_token.min(args.mcp_max_sessions),
+            total: args.mcp_max_sessions,
+        },
         conn,
         pool: None,
     };

@@ -6,6 +6,7 @@
 //! a tool result with `isError: true` and a structured body, never a protocol
 //! error: the model is meant to read it and react.
 
+pub mod sessions;
 pub mod untrusted;
 pub mod workspace_fs;
 
@@ -725,24 +726,29 @@ fn rpc_error(code: i64, message: String) -> String {
 
 /// The `/mcp` route for `airlock serve`: streamable HTTP, with the `Origin`
 /// header checked (browsers send it; a page on another site must not drive
-/// the sandbox) before rmcp sees the request.
+/// the sandbox) and the session's owner and the session caps checked
+/// ([`sessions`]) before rmcp sees the request.
 pub fn http_router(
     service: Arc<Service>,
     allowed_origins: Vec<String>,
+    session_caps: sessions::SessionCaps,
     stop: tokio_util::sync::CancellationToken,
 ) -> axum::Router<crate::serve::routes::AppState> {
     use rmcp::transport::streamable_http_server::{
         session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
     };
+    use sessions::{SessionTable, TenantSessions};
     let body_limit = service.limits.body_bytes;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_origins(allowed_origins.clone())
         .enforce_origin_validation()
         .with_max_request_body_bytes(body_limit)
         .with_cancellation_token(stop);
-    let mcp: StreamableHttpService<AirlockMcp, LocalSessionManager> = StreamableHttpService::new(
+    let table = SessionTable::new(session_caps);
+    let manager = TenantSessions::new(LocalSessionManager::default(), table.clone());
+    let mcp: StreamableHttpService<AirlockMcp, TenantSessions> = StreamableHttpService::new(
         move || Ok(AirlockMcp::new(service.clone(), None)),
-        Default::default(),
+        Arc::new(manager),
         config,
     );
     let origins = Arc::new(allowed_origins);
@@ -751,6 +757,7 @@ pub fn http_router(
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
                 let origins = origins.clone();
+                let table = table.clone();
                 async move {
                     use axum::response::IntoResponse;
                     if let Some(origin) = req.headers().get(axum::http::header::ORIGIN) {
@@ -767,7 +774,7 @@ pub fn http_router(
                         }
                     }
                     let ending_session = req.method() == axum::http::Method::DELETE;
-                    let mut response = next.run(req).await;
+                    let mut response = sessions::guard(&table, req, next).await;
                     // rmcp answers a session's DELETE with 202 Accepted; the
                     // specification's clients (the official Python one among
                     // them) take 200/204 as "terminated" and log anything else

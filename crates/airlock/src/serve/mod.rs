@@ -46,6 +46,8 @@ pub struct Options {
     pub shutdown_grace: Duration,
     pub mcp: bool,
     pub mcp_allowed_origins: Vec<String>,
+    /// Live MCP sessions allowed per tenant and in all.
+    pub mcp_sessions: crate::mcp::sessions::SessionCaps,
     /// Timeouts and connection caps.
     pub conn: conn::ConnConfig,
     /// The warm sandbox pool in front of the engine's backend, for metrics.
@@ -165,6 +167,7 @@ async fn serve(
         crate::mcp::http_router(
             service.clone(),
             options.mcp_allowed_origins.clone(),
+            options.mcp_sessions,
             stop.child_token(),
         )
     });

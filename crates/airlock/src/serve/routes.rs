@@ -121,6 +121,19 @@ pub fn tenant_for(tenants: &Tenants, headers: &HeaderMap) -> Result<Arc<Tenant>,
         return Ok(local);
     }
     let unauthorized = |m: &str| ApiError::new(ErrorCode::Unauthorized, m);
+    // Two credentials are ambiguous, and a proxy and the server could each
+    // read a different one: refuse rather than pick.
+    if headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
+        return Err(ApiError::new(
+            ErrorCode::BadRequest,
+            "more than one Authorization header; send exactly one `Authorization: Bearer <token>`",
+        ));
+    }
     let value = headers
         .get(header::AUTHORIZATION)
         .ok_or_else(|| unauthorized("missing `Authorization: Bearer <token>`"))?;

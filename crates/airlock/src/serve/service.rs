@@ -154,6 +154,7 @@ pub fn engine_error(e: EngineError) -> ApiError {
         EngineError::Audit(_) => ApiError::new(ErrorCode::AuditError, e.to_string()),
         EngineError::Ledger(_) => ApiError::new(ErrorCode::AuditError, e.to_string()),
         EngineError::ExecutionUnrecorded(_) => ApiError::new(ErrorCode::AuditError, e.to_string()),
+        EngineError::StdinUnreadable(_) => ApiError::new(ErrorCode::BadRequest, e.to_string()),
     }
 }
 

@@ -198,6 +198,7 @@ impl Drop for Server {
 }
 
 /// One HTTP response.
+#[derive(Debug)]
 pub struct Reply {
     pub status: u16,
     pub headers: hyper::HeaderMap,
