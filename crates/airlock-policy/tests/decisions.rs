@@ -1912,6 +1912,16 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("gcc -Wl,--as-needed,-rpath,/usr/lib src/main.c", "default", A, ""),
     ("gcc -Wp,-MD,build/x.d -c src/main.c", "default", A, ""),
     ("gcc -Wa,-adhln=build/x.lst -c src/main.c", "default", A, ""),
+    // A fourth outside pass (gate-kb).
+    // 1. A sed label ends at white space; what follows is a command.
+    ("sed ':a e echo PWN' README.md", "default", Q, "`e` command"),
+    ("sed ':a s/x/id/e' README.md", "default", Q, "`e` flag"),
+    ("sed -n ':x w ../pwned' README.md", "default", D, "../pwned"),
+    ("sed -n ':a w /tmp/.gitconfig' README.md", "default", Q, "/tmp/.gitconfig"),
+    ("sed 'b end e id' README.md", "default", Q, "`e` command"),
+    ("sed 'v 4.2 e id' README.md", "default", Q, "`e` command"),
+    ("sed ':a;N;$!ba;s/\\n/ /g' README.md", "default", A, ""),
+    ("sed -e :a -e '$!N;s/\\n//;ta' README.md", "default", A, ""),
 ];
 
 #[test]

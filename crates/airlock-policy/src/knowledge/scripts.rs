@@ -168,9 +168,26 @@ pub fn sed(text: &str) -> Vec<Hit> {
                 let (_, j) = line_from(i);
                 i = j;
             }
-            // Labels and commands that take a label or number to the separator.
-            b':' | b'b' | b't' | b'T' | b'l' | b'L' | b'q' | b'Q' | b'v' => {
-                while i < b.len() && !matches!(b[i], b';' | b'\n') {
+            // A label (`:a`, `b a`, `t a`, `T a`) or `v`'s version: GNU sed
+            // ends it at white space, `;`, `}` or `#`, and reads what follows
+            // as commands (`:a e id` runs `id`). Ending it at the first of
+            // these is the reading that sees the most commands; an older sed
+            // that reads a longer label only runs fewer of them.
+            b':' | b'b' | b't' | b'T' | b'v' => {
+                while i < b.len() && matches!(b[i], b' ' | b'\t') {
+                    i += 1;
+                }
+                while i < b.len() && !(b[i].is_ascii_whitespace() || matches!(b[i], b';' | b'}')) {
+                    i += 1;
+                }
+            }
+            // An optional number (`q5`, `l 70`); anything after it is read as
+            // commands, which sed would refuse.
+            b'l' | b'L' | b'q' | b'Q' => {
+                while i < b.len() && matches!(b[i], b' ' | b'\t') {
+                    i += 1;
+                }
+                while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
             }
@@ -348,6 +365,25 @@ mod tests {
         assert!(sed("w out.txt").contains(&Hit::Path("out.txt".into(), Access::Write)));
         assert!(sed("r /etc/shadow").contains(&Hit::Path("/etc/shadow".into(), Access::Read)));
         assert_eq!(kinds(&sed("s/a")), [Kind::Exec]);
+        // A label ends at white space: what follows is a command.
+        assert_eq!(kinds(&sed(":a e id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed(":a s/x/id/e")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("b end e id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("t\tx\te id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("v 4.2 e id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("{:a}e id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed(":a#x e id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("q5 e id")), [Kind::Exec]);
+        assert!(sed(":x w ../pwned").contains(&Hit::Path("../pwned".into(), Access::Write)));
+        for ok in [
+            ":a;N;$!ba;s/\n/ /g",
+            "b end; s/a/b/; :end",
+            "{:a;N;ba}",
+            "q5",
+            "l 70",
+        ] {
+            assert!(kinds(&sed(ok)).is_empty(), "{ok}: {:?}", sed(ok));
+        }
     }
 
     #[test]
