@@ -670,6 +670,11 @@ impl<'p> Judge<'p> {
             }
         }
         let in_place = edits_in_place(program, normalized);
+        let backup_suffix = if in_place {
+            in_place_suffix(normalized)
+        } else {
+            None
+        };
         let access = arg_access(program, &seg.argv, in_place);
         let already: Vec<&str> = seg.paths.iter().map(|p| p.text.as_str()).collect();
         let pattern = grep_pattern(program, &seg.argv);
@@ -722,9 +727,9 @@ impl<'p> Judge<'p> {
                 continue;
             }
             let a = access(i);
-            let check = |candidate: &str| -> Option<Found> {
+            let check_as = |what: &str, candidate: &str| -> Option<Found> {
                 if let Err(o) = self.boundary.check(cwd, candidate, a) {
-                    return Some(deny("the argument", candidate, &o.resolved, a));
+                    return Some(deny(what, candidate, &o.resolved, a));
                 }
                 if a == Access::Write {
                     protected(candidate)
@@ -733,6 +738,35 @@ impl<'p> Judge<'p> {
                     git_copy(candidate)
                 } else {
                     None
+                }
+            };
+            // sed and perl keep each file's original under a name made from
+            // the suffix (`-i'/tmp/.*'` keeps `gitconfig` as `/tmp/.gitconfig`):
+            // a write of its own, checked as one.
+            let check = |candidate: &str| -> Option<Found> {
+                let own = check_as("the argument", candidate);
+                let Some(suffix) = backup_suffix.filter(|_| a == Access::Write) else {
+                    return own;
+                };
+                if own.as_ref().is_some_and(|f| f.verdict == Verdict::Deny) {
+                    return own;
+                }
+                let kept = backup_path(suffix, candidate);
+                let what = format!("the backup copy of `{candidate}` that `-i{suffix}` writes,");
+                let theirs = check_as(&what, &kept).or_else(|| {
+                    self.kb().config_file(&kept).map(|pattern| Found {
+                        verdict: Verdict::ApprovalRequired,
+                        step: Step::Workspace,
+                        reason: format!(
+                            "`-i{suffix}` keeps the original of `{candidate}` as `{kept}`, a file that configures programs (it can make git, a shell or a package manager run commands); a person must approve it, or use a suffix that names an ordinary file (`-i.bak`)"
+                        ),
+                        rule: Some(format!("knowledge:config_files {pattern}")),
+                    })
+                });
+                match (own, theirs) {
+                    (Some(o), Some(t)) if t.verdict > o.verdict => Some(t),
+                    (Some(o), _) => Some(o),
+                    (None, t) => t,
                 }
             };
             // What the shell puts in place of a pattern: `e?/hostname` is
@@ -1254,6 +1288,32 @@ fn edits_in_place(program: &str, normalized: Option<&Normalized<'_>>) -> bool {
                 .iter()
                 .any(|w| w.owner().is_some() && w.key().as_deref() == Some("-i"))
         })
+}
+
+/// The backup suffix of sed's or perl's in-place edit (`-i.bak`,
+/// `--in-place=bak/*`); none when the edit keeps no backup (`-i`).
+fn in_place_suffix<'a>(normalized: Option<&'a Normalized<'_>>) -> Option<&'a str> {
+    normalized?
+        .words
+        .iter()
+        .filter(|w| w.owner().is_some() && w.key().as_deref() == Some("-i"))
+        .filter_map(|w| match w {
+            Word::Short { value, .. } | Word::Long { value, .. } => *value,
+            _ => None,
+        })
+        .rfind(|v| !v.is_empty())
+}
+
+/// Where sed or perl keeps the original of a file it edits in place: each
+/// `*` of the suffix stands for the file's name as written (`bak/*` keeps
+/// `d/f` as `bak/d/f`), and a suffix without one follows the name (`d/f.bak`).
+/// Relative to the working directory; GNU sed 4.9 and perl 5.36 both do this.
+fn backup_path(suffix: &str, operand: &str) -> String {
+    if suffix.contains('*') {
+        suffix.replace('*', operand)
+    } else {
+        format!("{operand}{suffix}")
+    }
 }
 
 /// Read or write, for the argument at an index of this program's argv.

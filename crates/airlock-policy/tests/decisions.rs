@@ -1922,6 +1922,16 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("sed 'v 4.2 e id' README.md", "default", Q, "`e` command"),
     ("sed ':a;N;$!ba;s/\\n/ /g' README.md", "default", A, ""),
     ("sed -e :a -e '$!N;s/\\n//;ta' README.md", "default", A, ""),
+    // 2. sed -i's backup copy is a write of its own: `*` is the file's name.
+    ("sed -i'/tmp/.*' s/a/b/ gitconfig", "default", Q, "/tmp/.gitconfig"),
+    ("sed -i'.git/*' s/a/b/ config", "default", D, "workspace.protect"),
+    ("sed --in-place='.git/*' s/a/b/ config", "default", D, "workspace.protect"),
+    ("sed -i'sub/.git/*' s/a/b/ config", "default", Q, "git run there obeys"),
+    ("sed -i'../*' s/a/b/ README.md", "default", D, "../*"),
+    ("sed -irc s/a/b/ /tmp/.bash", "default", Q, "/tmp/.bashrc"),
+    ("perl -pi'.git/*' -e 's/a/b/' config", "default", D, "workspace.protect"),
+    ("sed -i'bak/*' s/a/b/ README.md", "default", A, ""),
+    ("sed -i~ s/a/b/ src/main.py", "default", A, ""),
 ];
 
 #[test]
