@@ -1932,6 +1932,40 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("perl -pi'.git/*' -e 's/a/b/' config", "default", D, "workspace.protect"),
     ("sed -i'bak/*' s/a/b/ README.md", "default", A, ""),
     ("sed -i~ s/a/b/ src/main.py", "default", A, ""),
+    // 3. awk: `/` after `x++` divides in gawk, and a continued line divides.
+    (
+        "awk 'BEGIN{x=4; y = x++ / 2; system(\"id\"); z = 1 / 1}'",
+        "default",
+        Q,
+        "could not be read",
+    ),
+    (
+        "awk 'BEGIN{x = 4 \\\n / 2; system(\"id\"); z = 1 / 1}'",
+        "default",
+        Q,
+        "system()",
+    ),
+    ("awk 'BEGIN{ print /#/; system(\"id\") }'", "default", Q, "system()"),
+    (
+        "gawk -e '{print}' -e 'BEGIN{system(\"id\")}'",
+        "default",
+        Q,
+        "system()",
+    ),
+    ("gawk --source='{print}' /etc/passwd", "default", D, "/etc/passwd"),
+    ("gawk -e '{print}' /etc/passwd", "default", D, "/etc/passwd"),
+    ("gawk 'BEGIN{f=\"system\"; @f(\"id\")}'", "default", Q, "@f"),
+    (
+        "awk 'BEGIN{ARGV[1]=\"/etc/shadow\";ARGC=2}{print}'",
+        "default",
+        Q,
+        "ARGV",
+    ),
+    ("gawk --load=./ext.so 'BEGIN{}'", "default", Q, "awk -l"),
+    ("gawk --include=x.awk 'BEGIN{}'", "default", Q, "awk -i"),
+    ("gawk -e '{print $1}' README.md", "default", A, ""),
+    ("awk '{ s += $2 } END { print s / NR }' README.md", "default", A, ""),
+    ("awk '$1 ~ /^[a-z]+$/ { print }' README.md", "default", A, ""),
 ];
 
 #[test]

@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0x62570a9feb93c782;
+pub const SOURCE_HASH: u64 = 0x7c22a21b67e9c1f1;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -761,7 +761,7 @@ pub static PROGRAMS: &[P] = &[
         names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:475",
         about: "awk; gawk's long options",
         abbreviations: true,
-        short_values: &['f', 'v', 'F', 'E', 'i', 'l', 'W'],
+        short_values: &['e', 'f', 'v', 'F', 'E', 'i', 'l', 'W'],
         stop_after: &["-E"],
         long: &[
             L { name: "file", key: "--file", takes: Takes::Required, short: Some('f') },
@@ -771,7 +771,7 @@ pub static PROGRAMS: &[P] = &[
             L { name: "include", key: "--include", takes: Takes::Required, short: Some('i') },
             L { name: "load", key: "--load", takes: Takes::Required, short: Some('l') },
             L { name: "sandbox", key: "--sandbox", takes: Takes::No, short: Some('S') },
-            L { name: "source", key: "--source", takes: Takes::Required, short: None },
+            L { name: "source", key: "--source", takes: Takes::Required, short: Some('e') },
             L { name: "lint", key: "--lint", takes: Takes::Optional, short: None },
             L { name: "pretty-print", key: "--pretty-print", takes: Takes::Optional, short: Some('o') },
             L { name: "profile", key: "--profile", takes: Takes::Optional, short: Some('p') },
@@ -784,9 +784,9 @@ pub static PROGRAMS: &[P] = &[
             L { name: "version", key: "--version", takes: Takes::No, short: None },
         ],
         effects: &[
-            E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, unless: &["-f", "-E", "-S"], script: Some(Script::Awk),
+            E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, unless: &["-e", "-f", "-E", "-S"], script: Some(Script::Awk),
                 reason: "the awk program runs a command, or reads or writes a file it names", ..EFFECT },
-            E { trigger: T::Option("--source"), kind: Kind::Exec, action: Action::ApprovalRequired, unless: &["-S"], script: Some(Script::Awk),
+            E { trigger: T::Option("-e"), kind: Kind::Exec, action: Action::ApprovalRequired, unless: &["-S"], script: Some(Script::Awk),
                 reason: "the awk program runs a command, or reads or writes a file it names", ..EFFECT },
             E { trigger: T::Option("-f"), kind: Kind::Exec, action: Action::ApprovalRequired, unless: &["-S"], path: Some(Access::Read),
                 reason: "runs an awk program from a file, which may call `system()` or pipe to commands the gate cannot see", ..EFFECT },
@@ -808,7 +808,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:553",
+        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:555",
         about: "GNU tar",
         abbreviations: true, old_style: true,
         short_values: &['f', 'C', 'I', 'F', 'b', 'H', 'K', 'L', 'N', 'g', 'V', 'T', 'X'],
@@ -916,7 +916,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zip"], origin: "<built-in knowledge base>:668",
+        names: &["zip"], origin: "<built-in knowledge base>:670",
         about: "Info-ZIP zip",
         abbreviations: true,
         short_values: &['b', 'n', 'x', 'i', 't'],
@@ -953,7 +953,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unzip"], origin: "<built-in knowledge base>:701",
+        names: &["unzip"], origin: "<built-in knowledge base>:703",
         about: "Info-ZIP unzip",
         short_values: &['d', 'x'],
         effects: &[
@@ -964,7 +964,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["make", "gmake"], origin: "<built-in knowledge base>:721",
+        names: &["make", "gmake"], origin: "<built-in knowledge base>:723",
         about: "GNU make; its command-line variable assignments are read by the gate's own code (shell/mod.rs, make_assignments): `SHELL = x`, `override`/`export` prefixes, `!=`, and values calling make functions (`$(shell …)`) need approval",
         abbreviations: true,
         short_values: &['f', 'C', 'I', 'o', 'W', 'E'],
@@ -1018,7 +1018,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cmake"], origin: "<built-in knowledge base>:768",
+        names: &["cmake"], origin: "<built-in knowledge base>:770",
         about: "cmake: `-E env|chdir|time` run a command (unwrapped and judged); -P, -C and --toolchain run CMake scripts; -D cache entries that choose compilers, launchers, linkers or carry compiler options that run programs",
         short_values: &['D', 'C', 'P', 'S', 'B', 'G', 'T', 'A', 'U', 'W', 'E'],
         short_optional: &['j'],
@@ -1088,7 +1088,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:840",
+        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:842",
         about: "GCC and Clang drivers: options that run or load other programs, and the output file",
         short_values: &['o', 'B', 'D', 'U', 'I', 'L', 'l', 'x', 'u', 'T', 'e', 'z', 'A', 'M'],
         long: &[
@@ -1123,13 +1123,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:904",
+        names: &["go"], origin: "<built-in knowledge base>:906",
         about: "the go command: flags that run other programs in place of go's own tools",
         subcommands: true,
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:909",
+        names: &["go"], origin: "<built-in knowledge base>:911",
         subcommand: Some("vet"),
         long: &[
             L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
@@ -1171,7 +1171,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:970",
+        names: &["go"], origin: "<built-in knowledge base>:972",
         subcommand: Some("build"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1212,7 +1212,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1031",
+        names: &["go"], origin: "<built-in knowledge base>:1033",
         subcommand: Some("test"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1257,7 +1257,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1098",
+        names: &["go"], origin: "<built-in knowledge base>:1100",
         subcommand: Some("run"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1298,7 +1298,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["patch"], origin: "<built-in knowledge base>:1159",
+        names: &["patch"], origin: "<built-in knowledge base>:1161",
         about: "GNU patch: where it writes and what it reads",
         abbreviations: true,
         short_values: &['d', 'i', 'o', 'p', 'r', 'B', 'D', 'F', 'V', 'Y', 'z', 'g'],
@@ -1337,7 +1337,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1196",
+        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1198",
         about: "archivers: a plugin to load",
         abbreviations: true,
         long: &[
@@ -1354,7 +1354,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1208",
+        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1210",
         about: "linkers: the output file",
         short_values: &['o', 'L', 'l', 'T', 'e', 'u', 'y', 'Y', 'm', 'F', 'f', 'I', 'h', 'z'],
         long: &[
@@ -1378,7 +1378,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["jq"], origin: "<built-in knowledge base>:1232",
+        names: &["jq"], origin: "<built-in knowledge base>:1234",
         about: "jq: files it reads its program or arguments from",
         short_values: &['f', 'L'],
         long: &[
@@ -1400,7 +1400,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["find"], origin: "<built-in knowledge base>:1252",
+        names: &["find"], origin: "<built-in knowledge base>:1254",
         about: "GNU find: predicates are single-dash words; -exec and friends are unwrapped and their command judged",
         long: &[
             L { name: "-exec", key: "-exec", takes: Takes::Command, short: None },
@@ -1467,7 +1467,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xargs"], origin: "<built-in knowledge base>:1314",
+        names: &["xargs"], origin: "<built-in knowledge base>:1316",
         about: "GNU xargs: the command after its options is unwrapped and judged (echo when none)",
         abbreviations: true, options_first: true,
         short_values: &['I', 'a', 'E', 'd', 'L', 'n', 'P', 's'],
@@ -1498,7 +1498,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["env"], origin: "<built-in knowledge base>:1331",
+        names: &["env"], origin: "<built-in knowledge base>:1333",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
         short_values: &['u', 'C', 'S', 'a'],
@@ -1523,7 +1523,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nice"], origin: "<built-in knowledge base>:1345",
+        names: &["nice"], origin: "<built-in knowledge base>:1347",
         abbreviations: true, options_first: true,
         short_values: &['n'],
         long: &[
@@ -1534,7 +1534,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["timeout"], origin: "<built-in knowledge base>:1352",
+        names: &["timeout"], origin: "<built-in knowledge base>:1354",
         abbreviations: true, options_first: true,
         short_values: &['s', 'k'],
         long: &[
@@ -1549,7 +1549,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1359",
+        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1361",
         options_first: true,
         long: &[
             L { name: "fork", key: "--fork", takes: Takes::No, short: Some('f') },
@@ -1561,7 +1561,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["stdbuf"], origin: "<built-in knowledge base>:1364",
+        names: &["stdbuf"], origin: "<built-in knowledge base>:1366",
         abbreviations: true, options_first: true,
         short_values: &['i', 'o', 'e'],
         long: &[
@@ -1574,7 +1574,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["flock"], origin: "<built-in knowledge base>:1371",
+        names: &["flock"], origin: "<built-in knowledge base>:1373",
         about: "util-linux flock: `flock FILE CMD…` and `flock FILE -c CMD` run the command (unwrapped and judged); the file is created",
         abbreviations: true, options_first: true,
         short_values: &['w', 'E', 'c'],
@@ -1597,7 +1597,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["watch"], origin: "<built-in knowledge base>:1379",
+        names: &["watch"], origin: "<built-in knowledge base>:1381",
         about: "procps watch: runs its words through `sh -c` (with -x, as an argv); unwrapped and judged",
         abbreviations: true, options_first: true,
         short_values: &['n', 'q'],
@@ -1622,7 +1622,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ionice"], origin: "<built-in knowledge base>:1388",
+        names: &["ionice"], origin: "<built-in knowledge base>:1390",
         about: "util-linux ionice: the command after its options is unwrapped and judged (none with -p/-P/-u)",
         abbreviations: true, options_first: true,
         short_values: &['c', 'n', 'p', 'P', 'u'],
@@ -1639,7 +1639,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["chrt"], origin: "<built-in knowledge base>:1396",
+        names: &["chrt"], origin: "<built-in knowledge base>:1398",
         about: "util-linux chrt: `chrt [options] PRIORITY CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['T', 'P', 'D'],
@@ -1665,7 +1665,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["taskset"], origin: "<built-in knowledge base>:1404",
+        names: &["taskset"], origin: "<built-in knowledge base>:1406",
         about: "util-linux taskset: `taskset [options] MASK CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         long: &[
@@ -1678,7 +1678,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["prlimit"], origin: "<built-in knowledge base>:1411",
+        names: &["prlimit"], origin: "<built-in knowledge base>:1413",
         about: "util-linux prlimit: the command after its options is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['p', 'o'],
@@ -1711,7 +1711,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["setpriv"], origin: "<built-in knowledge base>:1420",
+        names: &["setpriv"], origin: "<built-in knowledge base>:1422",
         about: "util-linux setpriv: the command after its options is unwrapped and judged",
         abbreviations: true, options_first: true,
         long: &[
@@ -1744,7 +1744,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["script"], origin: "<built-in knowledge base>:1427",
+        names: &["script"], origin: "<built-in knowledge base>:1429",
         about: "util-linux script: -c runs a shell command (judged); the typescript and log files are written; without -c it runs an interactive shell (unknown)",
         abbreviations: true,
         short_values: &['c', 'E', 'I', 'O', 'B', 'T', 'm', 'o'],
@@ -1779,13 +1779,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unbuffer"], origin: "<built-in knowledge base>:1477",
+        names: &["unbuffer"], origin: "<built-in knowledge base>:1479",
         about: "expect's unbuffer: the command after -p is unwrapped and judged",
         options_first: true,
         ..PROGRAM
     },
     P {
-        names: &["strace"], origin: "<built-in knowledge base>:1483",
+        names: &["strace"], origin: "<built-in knowledge base>:1485",
         about: "strace: the traced command is unwrapped and judged (-E sets its environment); -o writes the trace, `-o |CMD` pipes it into a shell command",
         abbreviations: true, options_first: true,
         short_values: &['e', 'o', 'p', 'P', 's', 'S', 'u', 'E', 'a', 'b', 'I', 'O', 'X', 'U'],
@@ -1850,7 +1850,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:1499",
+        names: &["busybox"], origin: "<built-in knowledge base>:1501",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -1865,7 +1865,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:1513",
+        names: &["less"], origin: "<built-in knowledge base>:1515",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -1904,11 +1904,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:1550",
+        names: &["more"], origin: "<built-in knowledge base>:1552",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:1554",
+        names: &["man"], origin: "<built-in knowledge base>:1556",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -1945,7 +1945,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1586",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1588",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -1974,7 +1974,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:1629",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:1631",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -1993,7 +1993,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1649",
+        names: &["git"], origin: "<built-in knowledge base>:1651",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -2039,7 +2039,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1695",
+        names: &["git"], origin: "<built-in knowledge base>:1697",
         subcommand: Some("init"),
         abbreviations: true,
         long: &[
@@ -2061,7 +2061,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1713",
+        names: &["git"], origin: "<built-in knowledge base>:1715",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -2083,7 +2083,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1719",
+        names: &["git"], origin: "<built-in knowledge base>:1721",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -2097,7 +2097,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1726",
+        names: &["git"], origin: "<built-in knowledge base>:1728",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -2136,7 +2136,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1745",
+        names: &["git"], origin: "<built-in knowledge base>:1747",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -2187,7 +2187,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1784",
+        names: &["git"], origin: "<built-in knowledge base>:1786",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -2242,7 +2242,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1846",
+        names: &["git"], origin: "<built-in knowledge base>:1848",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -2251,7 +2251,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1857",
+        names: &["git"], origin: "<built-in knowledge base>:1859",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -2260,7 +2260,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1868",
+        names: &["git"], origin: "<built-in knowledge base>:1870",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2269,7 +2269,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1878",
+        names: &["git"], origin: "<built-in knowledge base>:1880",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -2290,7 +2290,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1898",
+        names: &["git"], origin: "<built-in knowledge base>:1900",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2299,7 +2299,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1908",
+        names: &["git"], origin: "<built-in knowledge base>:1910",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -2308,7 +2308,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1918",
+        names: &["git"], origin: "<built-in knowledge base>:1920",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -2330,7 +2330,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1937",
+        names: &["git"], origin: "<built-in knowledge base>:1939",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -2356,7 +2356,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1944",
+        names: &["git"], origin: "<built-in knowledge base>:1946",
         subcommand: Some("grep"),
         abbreviations: true,
         short_optional: &['O'],
@@ -2379,7 +2379,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1963",
+        names: &["git"], origin: "<built-in knowledge base>:1965",
         subcommand: Some("fetch-pack"),
         abbreviations: true,
         long: &[
@@ -2409,7 +2409,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1981",
+        names: &["git"], origin: "<built-in knowledge base>:1983",
         subcommand: Some("ls-remote"),
         abbreviations: true,
         long: &[
@@ -2434,7 +2434,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1999",
+        names: &["git"], origin: "<built-in knowledge base>:2001",
         subcommand: Some("clone"),
         abbreviations: true,
         short_values: &['u', 'o', 'b', 'c', 'j'],
@@ -2471,7 +2471,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2025",
+        names: &["git"], origin: "<built-in knowledge base>:2027",
         subcommand: Some("fetch"),
         abbreviations: true,
         long: &[
@@ -2505,7 +2505,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2037",
+        names: &["git"], origin: "<built-in knowledge base>:2039",
         subcommand: Some("pull"),
         abbreviations: true,
         short_values: &['s', 'X'],
@@ -2547,7 +2547,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2069",
+        names: &["git"], origin: "<built-in knowledge base>:2071",
         subcommand: Some("merge"),
         abbreviations: true,
         short_values: &['s', 'X', 'm', 'F'],
@@ -2591,7 +2591,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2101",
+        names: &["git"], origin: "<built-in knowledge base>:2103",
         subcommand: Some("cherry-pick"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2626,7 +2626,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2127",
+        names: &["git"], origin: "<built-in knowledge base>:2129",
         subcommand: Some("revert"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2659,7 +2659,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2153",
+        names: &["git"], origin: "<built-in knowledge base>:2155",
         subcommand: Some("commit"),
         abbreviations: true,
         short_values: &['m', 'F', 'C', 'c', 't'],
@@ -2715,7 +2715,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2173",
+        names: &["git"], origin: "<built-in knowledge base>:2175",
         subcommand: Some("tag"),
         abbreviations: true,
         short_values: &['m', 'F', 'u'],
@@ -2762,7 +2762,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2212",
+        names: &["git"], origin: "<built-in knowledge base>:2214",
         subcommand: Some("log"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -2890,7 +2890,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2240",
+        names: &["git"], origin: "<built-in knowledge base>:2242",
         subcommand: Some("show"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -3018,7 +3018,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2268",
+        names: &["git"], origin: "<built-in knowledge base>:2270",
         subcommand: Some("verify-commit"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3027,7 +3027,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2278",
+        names: &["git"], origin: "<built-in knowledge base>:2280",
         subcommand: Some("verify-tag"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3036,7 +3036,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:2290",
+        names: &["cargo"], origin: "<built-in knowledge base>:2292",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -3096,7 +3096,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:2328",
+        names: &["rustc"], origin: "<built-in knowledge base>:2330",
         short_values: &['o', 'L', 'l', 'C', 'W', 'Z'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -3125,7 +3125,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2361",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2363",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -3164,7 +3164,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2401",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2403",
         subcommand: Some("exec"),
         abbreviations: true, options_first: true,
         short_values: &['c'],
@@ -3181,7 +3181,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2415",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2417",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3190,7 +3190,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2425",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2427",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -3208,7 +3208,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2438",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2440",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -3253,7 +3253,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2514",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2516",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -3273,7 +3273,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2534",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2536",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
@@ -3325,7 +3325,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2574",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2576",
         subcommand: Some("list"),
         abbreviations: true,
         long: &[
@@ -3349,7 +3349,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:2580",
+        names: &["perl"], origin: "<built-in knowledge base>:2582",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -3367,7 +3367,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:2605",
+        names: &["ruby"], origin: "<built-in knowledge base>:2607",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -3386,7 +3386,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:2632",
+        names: &["rsync"], origin: "<built-in knowledge base>:2634",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -3439,7 +3439,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2676",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2678",
         about: "ssh and friends: their -o keywords (any case, `Key=Value`, `Key Value`), -F, -S, -I and -J, also after ssh's host, are read by the gate's own code (shell/mod.rs, ssh_options)",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -3449,7 +3449,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["curl"], origin: "<built-in knowledge base>:2689",
+        names: &["curl"], origin: "<built-in knowledge base>:2691",
         about: "curl: -K/--config reads options the gate does not see; where it writes and reads (the names -O takes from URLs, and -J from the server, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['A', 'b', 'c', 'C', 'd', 'D', 'e', 'E', 'F', 'H', 'K', 'm', 'o', 'P', 'Q', 'r', 'T', 't', 'u', 'U', 'w', 'x', 'X', 'y', 'Y', 'z'],
@@ -3593,7 +3593,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["wget"], origin: "<built-in knowledge base>:2799",
+        names: &["wget"], origin: "<built-in knowledge base>:2801",
         about: "GNU wget: -e runs wgetrc commands and --config reads them (they can name any file to write); where it writes and reads (the name a URL gives, and names the server chooses in recursion, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['e', 'O', 'o', 'a', 'P', 'i', 'U', 't', 'T', 'w', 'l', 'A', 'R', 'D', 'I', 'X', 'B', 'Q', 'n'],
@@ -3710,7 +3710,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sqlite3"], origin: "<built-in knowledge base>:2878",
+        names: &["sqlite3"], origin: "<built-in knowledge base>:2880",
         about: "the sqlite3 shell: SQL and dot-commands (from its arguments, -cmd, -init or standard input) can run commands, load extensions and write any file; -safe forbids that",
         long: &[
             L { name: "-cmd", key: "-cmd", takes: Takes::Required, short: None },
@@ -3770,22 +3770,22 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:2900",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:2902",
         reason: "", options_of: None },
-    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:2907",
+    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:2909",
         reason: "passes options to the compiler, which can make it run or load programs", options_of: Some("gcc") },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2915",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2917",
         reason: "changes which programs and libraries run, or what the shell runs on its own", options_of: None },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2922",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:2924",
         reason: "makes git run a program or read configuration of the caller's choice", options_of: None },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2928",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2930",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)", options_of: None },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2935",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2937",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run", options_of: None },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2942",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2944",
         reason: "makes an interpreter load code or options of the caller's choice", options_of: None },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2948",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2950",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys", options_of: None },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2954",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:2956",
         reason: "sends network traffic through a proxy of the caller's choice", options_of: None },
 ];
