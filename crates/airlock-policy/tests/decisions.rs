@@ -1966,6 +1966,14 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("gawk -e '{print $1}' README.md", "default", A, ""),
     ("awk '{ s += $2 } END { print s / NR }' README.md", "default", A, ""),
     ("awk '$1 ~ /^[a-z]+$/ { print }' README.md", "default", A, ""),
+    // 4. Go's flag package reads `--flag` as `-flag`.
+    ("go build --toolexec=./x .", "default", Q, "go build -toolexec"),
+    ("go build --toolexec ./x .", "default", Q, "go build -toolexec"),
+    ("go test --exec=id ./...", "default", Q, "go test -exec"),
+    ("go run --exec=id .", "default", Q, "go run -exec"),
+    ("go vet --vettool=./x .", "default", Q, "go vet -vettool"),
+    ("go build --ldflags=-extld=./x .", "default", Q, "go build -ldflags"),
+    ("go build --ldflags=-s -o build/app .", "default", A, ""),
 ];
 
 #[test]
