@@ -1974,6 +1974,21 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("go vet --vettool=./x .", "default", Q, "go vet -vettool"),
     ("go build --ldflags=-extld=./x .", "default", Q, "go build -ldflags"),
     ("go build --ldflags=-s -o build/app .", "default", A, ""),
+    // 5. Clang's options that run or load code.
+    ("clang --ld-path=./evil src/main.c", "default", Q, "gcc --ld-path"),
+    ("clang -Xclang -load -Xclang ./p.so -c src/main.c", "default", Q, "gcc -Xclang"),
+    ("clang -fpass-plugin=./p.so -c src/main.c", "default", Q, "gcc -fpass-plugin"),
+    ("clang --config=./c.cfg -c src/main.c", "default", Q, "gcc --config"),
+    ("clang --config ./c.cfg -c src/main.c", "default", Q, "gcc --config"),
+    ("clang --gcc-toolchain=./tc src/main.c", "default", Q, "gcc --gcc-toolchain"),
+    ("clang --gcc-install-dir=./tc src/main.c", "default", Q, "gcc --gcc-install-dir"),
+    ("clang -ccc-install-dir ./bin src/main.c", "default", Q, "gcc -ccc-install-dir"),
+    ("clang -mllvm -load=./p.so -c src/main.c", "default", Q, "gcc -mllvm"),
+    ("gcc --prefix=./bin src/main.c", "default", Q, "gcc --prefix"),
+    ("clang -fplugin=./p.so -c src/main.c", "default", Q, "gcc -fplugin"),
+    ("clang -B./bin src/main.c", "default", Q, "gcc -B"),
+    ("clang -Xclang -ast-dump -fsyntax-only src/main.c", "default", A, ""),
+    ("clang -fuse-ld=lld -O2 -o build/x src/main.c", "default", A, ""),
 ];
 
 #[test]
