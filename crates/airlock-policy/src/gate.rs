@@ -669,6 +669,40 @@ impl<'p> Judge<'p> {
                 ));
             }
         }
+        // Archives and diffs name the files they write; the gate sees only
+        // the directory they land in. Inside the workspace the run's change
+        // review sees each one; into git's metadata, or outside (the
+        // sandbox's /tmp is its HOME, where `.gitconfig` or `.ssh/config`
+        // would be obeyed), a person decides.
+        for dir in extraction_dirs(program, &seg.argv, normalized) {
+            if self.boundary.check(cwd, &dir, Access::Write).is_err() {
+                // The option's value is checked, and denied, as a path.
+                continue;
+            }
+            if dir == "." {
+                if let Some(f) = protected(".") {
+                    return Some(f);
+                }
+                if pending.is_none() {
+                    pending = git_metadata(".");
+                }
+            }
+            if pending.is_none() && !self.boundary.inside_root(cwd, &dir) {
+                let place = if dir == "." {
+                    "the working directory".to_string()
+                } else {
+                    format!("`{dir}`")
+                };
+                pending = Some(Found {
+                    verdict: Verdict::ApprovalRequired,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "`{program}` writes files whose names the archive or diff chooses into {place}, outside the workspace, where the run's change review does not see them (the sandbox's /tmp is its HOME: `.gitconfig`, `.ssh/config`); a person must approve it, or extract inside the workspace"
+                    ),
+                    rule: Some("builtin.extraction".into()),
+                });
+            }
+        }
         let in_place = edits_in_place(program, normalized);
         let backup_suffix = if in_place {
             in_place_suffix(normalized)
@@ -1288,6 +1322,66 @@ fn edits_in_place(program: &str, normalized: Option<&Normalized<'_>>) -> bool {
                 .iter()
                 .any(|w| w.owner().is_some() && w.key().as_deref() == Some("-i"))
         })
+}
+
+/// Where an extractor writes files named by its input (`tar -x`, `unzip`,
+/// `ar x`, `cmake -E tar x`, `patch`): its target directories as written,
+/// `.` for the working directory.
+fn extraction_dirs(
+    program: &str,
+    argv: &[String],
+    normalized: Option<&Normalized<'_>>,
+) -> Vec<String> {
+    let words = normalized.map_or(&[][..], |n| &n.words[..]);
+    let has = |key: &str| words.iter().any(|w| w.key().as_deref() == Some(key));
+    let values = |key: &str| -> Vec<String> {
+        words
+            .iter()
+            .filter(|w| w.key().as_deref() == Some(key))
+            .filter_map(|w| match w {
+                Word::Short { value, .. } | Word::Long { value, .. } => value.map(String::from),
+                _ => None,
+            })
+            .collect()
+    };
+    let (extracts, dir_key) = match program {
+        "tar" | "gtar" | "bsdtar" => (has("-x"), "-C"),
+        "unzip" => (
+            !["-l", "-v", "-t", "-z", "-p", "-c", "-Z"]
+                .iter()
+                .any(|k| has(k)),
+            "-d",
+        ),
+        "patch" => (true, "-d"),
+        // ar's operation is its first word that is no `--option` (`x`, `xv`, `-x`).
+        "ar" | "gcc-ar" | "llvm-ar" => (
+            argv.iter()
+                .skip(1)
+                .find(|a| !a.starts_with("--"))
+                .is_some_and(|op| op.trim_start_matches('-').contains('x')),
+            "--output",
+        ),
+        "cmake" => (
+            argv.get(1).map(String::as_str) == Some("-E")
+                && argv.get(2).map(String::as_str) == Some("tar")
+                && argv.get(3).is_some_and(|op| op.contains('x')),
+            "",
+        ),
+        _ => (false, ""),
+    };
+    if !extracts {
+        return Vec::new();
+    }
+    let dirs = if dir_key.is_empty() {
+        Vec::new()
+    } else {
+        values(dir_key)
+    };
+    if dirs.is_empty() {
+        vec![".".to_string()]
+    } else {
+        dirs
+    }
 }
 
 /// The backup suffix of sed's or perl's in-place edit (`-i.bak`,

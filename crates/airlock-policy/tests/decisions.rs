@@ -1989,6 +1989,26 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("clang -B./bin src/main.c", "default", Q, "gcc -B"),
     ("clang -Xclang -ast-dump -fsyntax-only src/main.c", "default", A, ""),
     ("clang -fuse-ld=lld -O2 -o build/x src/main.c", "default", A, ""),
+    // 6. Extractors write names their input chooses: into git's metadata or
+    // outside the workspace (the sandbox's /tmp is its HOME), a person decides.
+    ("tar xf a.tar -C /tmp", "default", Q, "outside the workspace"),
+    ("tar xf a.tar -C /tmp/.config", "default", Q, "outside the workspace"),
+    ("tar xf a.tar -C ~/.ssh", "default", Q, "outside the workspace"),
+    ("unzip a.zip -d /tmp", "default", Q, "outside the workspace"),
+    ("patch -d /tmp -p1 < x.diff", "default", Q, "outside the workspace"),
+    ("cd .git && tar xf ../a.tar", "default", Q, "git run there obeys"),
+    ("cd .git/hooks && tar xf ../../a.tar", "default", D, "workspace.protect"),
+    ("cd .git && unzip ../a.zip", "default", Q, "git run there obeys"),
+    ("cd .git && ar x ../a.a", "default", Q, "git run there obeys"),
+    ("cd .git && cmake -E tar xf ../a.tar", "default", Q, "git run there obeys"),
+    ("cd .git && patch -p1 < ../x.diff", "default", Q, "git run there obeys"),
+    ("tar xf a.tar", "default", A, ""),
+    ("tar -tf a.tar -C /tmp", "default", A, ""),
+    ("unzip a.zip -d build", "default", A, ""),
+    ("unzip -l a.zip", "default", A, ""),
+    ("patch -p1 < x.diff", "default", A, ""),
+    ("ar x a.a", "default", A, ""),
+    ("cmake -E tar xf a.tar", "default", A, ""),
 ];
 
 #[test]
