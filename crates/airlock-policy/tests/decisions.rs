@@ -2009,6 +2009,17 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("patch -p1 < x.diff", "default", A, ""),
     ("ar x a.a", "default", A, ""),
     ("cmake -E tar xf a.tar", "default", A, ""),
+    // 7. cmake: `-E rm` is rm, checkers run on each source, presets set the cache.
+    ("cmake -E rm -rf src", "default", Q, "rm -rf"),
+    ("cmake -E rm -r -f src", "default", Q, "rm -rf"),
+    ("cmake -E remove_directory src", "default", Q, "remove_directory"),
+    ("cmake -DCMAKE_CXX_CLANG_TIDY=./x -S . -B build", "default", Q, "cmake -D"),
+    ("cmake -DCMAKE_C_CPPCHECK=./x -S . -B build", "default", Q, "cmake -D"),
+    ("cmake -DCMAKE_LINK_WHAT_YOU_USE_CHECK=ON -S . -B build", "default", Q, "cmake -D"),
+    ("cmake --preset dev", "default", Q, "cmake --preset"),
+    ("rm src/main.py", "default", A, ""),
+    ("cmake -E rm build/x.o", "default", A, ""),
+    ("cmake -DCMAKE_BUILD_TYPE=Release -S . -B build", "default", A, ""),
 ];
 
 #[test]
