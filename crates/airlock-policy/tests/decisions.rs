@@ -2009,16 +2009,32 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("patch -p1 < x.diff", "default", A, ""),
     ("ar x a.a", "default", A, ""),
     ("cmake -E tar xf a.tar", "default", A, ""),
-    // 7. cmake: `-E rm` is rm, checkers run on each source, presets set the cache.
+    // 7. cmake: `-E rm` is rm, checkers run on each source, presets set the cache;
+    // git commands that discard work as `git reset --hard` does.
     ("cmake -E rm -rf src", "default", Q, "rm -rf"),
     ("cmake -E rm -r -f src", "default", Q, "rm -rf"),
     ("cmake -E remove_directory src", "default", Q, "remove_directory"),
+    ("git checkout -f HEAD", "default", Q, "git checkout -f"),
+    ("git checkout -- .", "default", Q, "git checkout -- ."),
+    ("git checkout .", "default", Q, "git checkout ."),
+    ("git restore .", "default", Q, "git restore ."),
+    ("git switch --discard-changes main", "default", Q, "discard-changes"),
+    ("git stash clear", "default", Q, "git stash clear"),
+    ("git branch -D topic", "default", Q, "git branch -D"),
+    ("git rm -rf .", "default", Q, "git rm -f"),
     ("cmake -DCMAKE_CXX_CLANG_TIDY=./x -S . -B build", "default", Q, "cmake -D"),
     ("cmake -DCMAKE_C_CPPCHECK=./x -S . -B build", "default", Q, "cmake -D"),
     ("cmake -DCMAKE_LINK_WHAT_YOU_USE_CHECK=ON -S . -B build", "default", Q, "cmake -D"),
     ("cmake --preset dev", "default", Q, "cmake --preset"),
     ("rm src/main.py", "default", A, ""),
     ("cmake -E rm build/x.o", "default", A, ""),
+    ("git restore src/main.py", "default", A, ""),
+    ("git checkout -- src/main.py", "default", A, ""),
+    ("git checkout -b topic", "default", A, ""),
+    ("git switch main", "default", A, ""),
+    ("git branch -d topic", "default", A, ""),
+    ("git stash pop", "default", A, ""),
+    ("git rm src/main.py", "default", A, ""),
     ("cmake -DCMAKE_BUILD_TYPE=Release -S . -B build", "default", A, ""),
 ];
 
