@@ -680,11 +680,18 @@ impl<'p> Judge<'p> {
                 continue;
             }
             if dir == "." {
+                let here = |mut f: Found| {
+                    f.reason = format!(
+                        "`{program}` writes files whose names its input chooses into the working directory: {}",
+                        f.reason
+                    );
+                    f
+                };
                 if let Some(f) = protected(".") {
-                    return Some(f);
+                    return Some(here(f));
                 }
                 if pending.is_none() {
-                    pending = git_metadata(".");
+                    pending = git_metadata(".").map(here);
                 }
             }
             if pending.is_none() && !self.boundary.inside_root(cwd, &dir) {
@@ -787,7 +794,17 @@ impl<'p> Judge<'p> {
                 }
                 let kept = backup_path(suffix, candidate);
                 let what = format!("the backup copy of `{candidate}` that `-i{suffix}` writes,");
-                let theirs = check_as(&what, &kept).or_else(|| {
+                let named = |mut f: Found| {
+                    // The boundary's refusal already names the backup copy.
+                    if f.rule.as_deref() != Some("workspace.root") {
+                        f.reason = format!(
+                            "`-i{suffix}` keeps the original of `{candidate}` as `{kept}`: {}",
+                            f.reason
+                        );
+                    }
+                    f
+                };
+                let theirs = check_as(&what, &kept).map(named).or_else(|| {
                     self.kb().config_file(&kept).map(|pattern| Found {
                         verdict: Verdict::ApprovalRequired,
                         step: Step::Workspace,

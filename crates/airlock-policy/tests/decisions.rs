@@ -1924,7 +1924,7 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("sed -e :a -e '$!N;s/\\n//;ta' README.md", "default", A, ""),
     // 2. sed -i's backup copy is a write of its own: `*` is the file's name.
     ("sed -i'/tmp/.*' s/a/b/ gitconfig", "default", Q, "/tmp/.gitconfig"),
-    ("sed -i'.git/*' s/a/b/ config", "default", D, "workspace.protect"),
+    ("sed -i'.git/*' s/a/b/ config", "default", D, "keeps the original of `config`"),
     ("sed --in-place='.git/*' s/a/b/ config", "default", D, "workspace.protect"),
     ("sed -i'sub/.git/*' s/a/b/ config", "default", Q, "git run there obeys"),
     ("sed -i'../*' s/a/b/ README.md", "default", D, "../*"),
@@ -1996,7 +1996,7 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("tar xf a.tar -C ~/.ssh", "default", Q, "outside the workspace"),
     ("unzip a.zip -d /tmp", "default", Q, "outside the workspace"),
     ("patch -d /tmp -p1 < x.diff", "default", Q, "outside the workspace"),
-    ("cd .git && tar xf ../a.tar", "default", Q, "git run there obeys"),
+    ("cd .git && tar xf ../a.tar", "default", Q, "into the working directory"),
     ("cd .git/hooks && tar xf ../../a.tar", "default", D, "workspace.protect"),
     ("cd .git && unzip ../a.zip", "default", Q, "git run there obeys"),
     ("cd .git && ar x ../a.a", "default", Q, "git run there obeys"),
