@@ -669,7 +669,53 @@ impl<'p> Judge<'p> {
                 ));
             }
         }
+        // Archives and diffs name the files they write; the gate sees only
+        // the directory they land in. Inside the workspace the run's change
+        // review sees each one; into git's metadata, or outside (the
+        // sandbox's /tmp is its HOME, where `.gitconfig` or `.ssh/config`
+        // would be obeyed), a person decides.
+        for dir in extraction_dirs(program, &seg.argv, normalized) {
+            if self.boundary.check(cwd, &dir, Access::Write).is_err() {
+                // The option's value is checked, and denied, as a path.
+                continue;
+            }
+            if dir == "." {
+                let here = |mut f: Found| {
+                    f.reason = format!(
+                        "`{program}` writes files whose names its input chooses into the working directory: {}",
+                        f.reason
+                    );
+                    f
+                };
+                if let Some(f) = protected(".") {
+                    return Some(here(f));
+                }
+                if pending.is_none() {
+                    pending = git_metadata(".").map(here);
+                }
+            }
+            if pending.is_none() && !self.boundary.inside_root(cwd, &dir) {
+                let place = if dir == "." {
+                    "the working directory".to_string()
+                } else {
+                    format!("`{dir}`")
+                };
+                pending = Some(Found {
+                    verdict: Verdict::ApprovalRequired,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "`{program}` writes files whose names the archive or diff chooses into {place}, outside the workspace, where the run's change review does not see them (the sandbox's /tmp is its HOME: `.gitconfig`, `.ssh/config`); a person must approve it, or extract inside the workspace"
+                    ),
+                    rule: Some("builtin.extraction".into()),
+                });
+            }
+        }
         let in_place = edits_in_place(program, normalized);
+        let backup_suffix = if in_place {
+            in_place_suffix(normalized)
+        } else {
+            None
+        };
         let access = arg_access(program, &seg.argv, in_place);
         let already: Vec<&str> = seg.paths.iter().map(|p| p.text.as_str()).collect();
         let pattern = grep_pattern(program, &seg.argv);
@@ -722,9 +768,9 @@ impl<'p> Judge<'p> {
                 continue;
             }
             let a = access(i);
-            let check = |candidate: &str| -> Option<Found> {
+            let check_as = |what: &str, candidate: &str| -> Option<Found> {
                 if let Err(o) = self.boundary.check(cwd, candidate, a) {
-                    return Some(deny("the argument", candidate, &o.resolved, a));
+                    return Some(deny(what, candidate, &o.resolved, a));
                 }
                 if a == Access::Write {
                     protected(candidate)
@@ -733,6 +779,45 @@ impl<'p> Judge<'p> {
                     git_copy(candidate)
                 } else {
                     None
+                }
+            };
+            // sed and perl keep each file's original under a name made from
+            // the suffix (`-i'/tmp/.*'` keeps `gitconfig` as `/tmp/.gitconfig`):
+            // a write of its own, checked as one.
+            let check = |candidate: &str| -> Option<Found> {
+                let own = check_as("the argument", candidate);
+                let Some(suffix) = backup_suffix.filter(|_| a == Access::Write) else {
+                    return own;
+                };
+                if own.as_ref().is_some_and(|f| f.verdict == Verdict::Deny) {
+                    return own;
+                }
+                let kept = backup_path(suffix, candidate);
+                let what = format!("the backup copy of `{candidate}` that `-i{suffix}` writes,");
+                let named = |mut f: Found| {
+                    // The boundary's refusal already names the backup copy.
+                    if f.rule.as_deref() != Some("workspace.root") {
+                        f.reason = format!(
+                            "`-i{suffix}` keeps the original of `{candidate}` as `{kept}`: {}",
+                            f.reason
+                        );
+                    }
+                    f
+                };
+                let theirs = check_as(&what, &kept).map(named).or_else(|| {
+                    self.kb().config_file(&kept).map(|pattern| Found {
+                        verdict: Verdict::ApprovalRequired,
+                        step: Step::Workspace,
+                        reason: format!(
+                            "`-i{suffix}` keeps the original of `{candidate}` as `{kept}`, a file that configures programs (it can make git, a shell or a package manager run commands); a person must approve it, or use a suffix that names an ordinary file (`-i.bak`)"
+                        ),
+                        rule: Some(format!("knowledge:config_files {pattern}")),
+                    })
+                });
+                match (own, theirs) {
+                    (Some(o), Some(t)) if t.verdict > o.verdict => Some(t),
+                    (Some(o), _) => Some(o),
+                    (None, t) => t,
                 }
             };
             // What the shell puts in place of a pattern: `e?/hostname` is
@@ -1254,6 +1339,92 @@ fn edits_in_place(program: &str, normalized: Option<&Normalized<'_>>) -> bool {
                 .iter()
                 .any(|w| w.owner().is_some() && w.key().as_deref() == Some("-i"))
         })
+}
+
+/// Where an extractor writes files named by its input (`tar -x`, `unzip`,
+/// `ar x`, `cmake -E tar x`, `patch`): its target directories as written,
+/// `.` for the working directory.
+fn extraction_dirs(
+    program: &str,
+    argv: &[String],
+    normalized: Option<&Normalized<'_>>,
+) -> Vec<String> {
+    let words = normalized.map_or(&[][..], |n| &n.words[..]);
+    let has = |key: &str| words.iter().any(|w| w.key().as_deref() == Some(key));
+    let values = |key: &str| -> Vec<String> {
+        words
+            .iter()
+            .filter(|w| w.key().as_deref() == Some(key))
+            .filter_map(|w| match w {
+                Word::Short { value, .. } | Word::Long { value, .. } => value.map(String::from),
+                _ => None,
+            })
+            .collect()
+    };
+    let (extracts, dir_key) = match program {
+        "tar" | "gtar" | "bsdtar" => (has("-x"), "-C"),
+        "unzip" => (
+            !["-l", "-v", "-t", "-z", "-p", "-c", "-Z"]
+                .iter()
+                .any(|k| has(k)),
+            "-d",
+        ),
+        "patch" => (true, "-d"),
+        // ar's operation is its first word that is no `--option` (`x`, `xv`, `-x`).
+        "ar" | "gcc-ar" | "llvm-ar" => (
+            argv.iter()
+                .skip(1)
+                .find(|a| !a.starts_with("--"))
+                .is_some_and(|op| op.trim_start_matches('-').contains('x')),
+            "--output",
+        ),
+        "cmake" => (
+            argv.get(1).map(String::as_str) == Some("-E")
+                && argv.get(2).map(String::as_str) == Some("tar")
+                && argv.get(3).is_some_and(|op| op.contains('x')),
+            "",
+        ),
+        _ => (false, ""),
+    };
+    if !extracts {
+        return Vec::new();
+    }
+    let dirs = if dir_key.is_empty() {
+        Vec::new()
+    } else {
+        values(dir_key)
+    };
+    if dirs.is_empty() {
+        vec![".".to_string()]
+    } else {
+        dirs
+    }
+}
+
+/// The backup suffix of sed's or perl's in-place edit (`-i.bak`,
+/// `--in-place=bak/*`); none when the edit keeps no backup (`-i`).
+fn in_place_suffix<'a>(normalized: Option<&'a Normalized<'_>>) -> Option<&'a str> {
+    normalized?
+        .words
+        .iter()
+        .filter(|w| w.owner().is_some() && w.key().as_deref() == Some("-i"))
+        .filter_map(|w| match w {
+            Word::Short { value, .. } | Word::Long { value, .. } => *value,
+            _ => None,
+        })
+        .rfind(|v| !v.is_empty())
+}
+
+/// Where sed or perl keeps the original of a file it edits in place: each
+/// `*` of the suffix stands for the file's name as written (`bak/*` keeps
+/// `d/f` as `bak/d/f`), and a suffix without one follows the name (`d/f.bak`).
+/// Relative to the working directory; GNU sed 4.9 and perl 5.36 both do this.
+fn backup_path(suffix: &str, operand: &str) -> String {
+    if suffix.contains('*') {
+        suffix.replace('*', operand)
+    } else {
+        format!("{operand}{suffix}")
+    }
 }
 
 /// Read or write, for the argument at an index of this program's argv.

@@ -302,6 +302,11 @@ impl<'p> Boundary<'p> {
         git_obeys(rel).map(|what| (rel.to_path_buf(), what))
     }
 
+    /// Whether `text` used from `cwd` lands inside the workspace root.
+    pub fn inside_root(&self, cwd: &Path, text: &str) -> bool {
+        within(&self.resolve(&joined(cwd, text)), &self.root_real)
+    }
+
     /// Check the program a segment runs, given as a path. Besides what a read
     /// may reach, a path that resolves to the same program in the sandbox's
     /// read-only system directories is fine: a venv's `bin/python` is a symlink

@@ -251,6 +251,20 @@ pub fn normalize<'a>(argv: &'a [String], kb: Kb<'a>) -> Normalized<'a> {
                     }
                 }
                 None => {
+                    // Go's flag package reads `--name` as `-name` (`go build
+                    // --toolexec=x`); for the others a `--` spelling of a
+                    // whole-word option is refused or means the same.
+                    let single = owners
+                        .iter()
+                        .flatten()
+                        .find_map(|&e| whole_word(e, &w[1..]).map(|o| (e, o)));
+                    if let Some((owner, (key, takes, short, value))) = single {
+                        i = push_long(argv, i, key, takes, short, value, Some(owner), &mut n.words);
+                        if stops(owner, n.words.last()) {
+                            only_args = true;
+                        }
+                        continue;
+                    }
                     let legacy = !in_sub
                         && value.is_none()
                         && first_owner.is_none()

@@ -168,9 +168,26 @@ pub fn sed(text: &str) -> Vec<Hit> {
                 let (_, j) = line_from(i);
                 i = j;
             }
-            // Labels and commands that take a label or number to the separator.
-            b':' | b'b' | b't' | b'T' | b'l' | b'L' | b'q' | b'Q' | b'v' => {
-                while i < b.len() && !matches!(b[i], b';' | b'\n') {
+            // A label (`:a`, `b a`, `t a`, `T a`) or `v`'s version: GNU sed
+            // ends it at white space, `;`, `}` or `#`, and reads what follows
+            // as commands (`:a e id` runs `id`). Ending it at the first of
+            // these is the reading that sees the most commands; an older sed
+            // that reads a longer label only runs fewer of them.
+            b':' | b'b' | b't' | b'T' | b'v' => {
+                while i < b.len() && matches!(b[i], b' ' | b'\t') {
+                    i += 1;
+                }
+                while i < b.len() && !(b[i].is_ascii_whitespace() || matches!(b[i], b';' | b'}')) {
+                    i += 1;
+                }
+            }
+            // An optional number (`q5`, `l 70`); anything after it is read as
+            // commands, which sed would refuse.
+            b'l' | b'L' | b'q' | b'Q' => {
+                while i < b.len() && matches!(b[i], b' ' | b'\t') {
+                    i += 1;
+                }
+                while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
             }
@@ -188,61 +205,86 @@ pub fn sed(text: &str) -> Vec<Hit> {
     hits
 }
 
+/// What the token before a `/` says it is.
+#[derive(Clone, Copy, PartialEq)]
+enum Before {
+    /// An operand ended (`x`, `1.`, `"s"`, `)`, `]`): `/` divides.
+    Operand,
+    /// An operand is expected (start, `(`, `,`, an operator, `print`, a new
+    /// line): `/` opens a regular expression.
+    Expected,
+    /// The awks differ: after `x++` gawk divides and mawk reads a regular
+    /// expression; after `if (…)` gawk reads one and mawk divides.
+    Either,
+}
+
+/// Words after which awk expects an operand, so that `/` opens a regular
+/// expression (`print /x/`).
+const EXPECTING: &[&str] = &[
+    "print", "printf", "return", "case", "do", "else", "exit", "in", "BEGIN", "END",
+];
+
 /// awk: `system(…)`, a pipe to or from a command (`print | "cmd"`, `"cmd" |
-/// getline`), output redirection in a print statement (`print > "f"`) and
-/// input redirection of `getline` (`getline line < "/etc/shadow"`).
-/// Strings, regular expressions and comments are skipped; `||` is logical.
+/// getline`), output redirection in a print statement (`print > "f"`), input
+/// redirection of `getline` (`getline line < "/etc/shadow"`), gawk's
+/// `@include`, `@load` and indirect calls (`@f("id")` calls the function
+/// named by `f`, `system` among them), and `ARGV`/`ARGC`, which name the
+/// files it reads. Strings, regular expressions and comments are skipped;
+/// `||` is logical. Where a `/` divides in one awk and opens a regular
+/// expression in another, what follows cannot be read.
 pub fn awk(text: &str) -> Vec<Hit> {
     let b = text.as_bytes();
     let mut hits = Vec::new();
     let mut i = 0;
-    // The last significant byte: a `/` after an operand divides, else it opens a regex.
-    let mut last: u8 = b'(';
+    let mut before = Before::Expected;
+    // Whether each open `(` follows `if`, `while` or `for`: after its `)` a
+    // statement starts.
+    let mut parens: Vec<bool> = Vec::new();
+    let mut control = false;
     let mut in_print = false;
     let mut in_getline = false;
-    let mut word_start: Option<usize> = None;
-    let flush_word = |start: Option<usize>,
-                      end: usize,
-                      in_print: &mut bool,
-                      in_getline: &mut bool,
-                      hits: &mut Vec<Hit>| {
-        if let Some(s) = start {
-            let w = &text[s..end];
-            if w == "print" || w == "printf" {
-                *in_print = true;
-            }
-            if w == "getline" {
-                *in_getline = true;
-            }
-            if w == "system" {
-                hits.push(Hit::Effect(Kind::Exec, "`system()` runs a command".into()));
-            }
-            if w == "@load" || w == "@include" {
-                hits.push(Hit::Effect(
-                    Kind::Exec,
-                    format!("`{w}` loads code the gate cannot see"),
-                ));
-            }
-        }
+    let unreadable = |hits: &mut Vec<Hit>, why: &str| {
+        hits.push(Hit::Effect(
+            Kind::Exec,
+            format!("the program could not be read ({why})"),
+        ));
     };
     while i < b.len() {
         let c = b[i];
-        let is_word = c.is_ascii_alphanumeric() || c == b'_' || c == b'@';
-        if is_word {
-            if word_start.is_none() {
-                word_start = Some(i);
+        // A word: a name, a keyword or a number (`1.`, `1e5`).
+        if c.is_ascii_alphanumeric() || c == b'_' || c == b'@' || c == b'.' {
+            let s = i;
+            while i < b.len()
+                && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'_' | b'@' | b'.'))
+            {
+                i += 1;
             }
-            i += 1;
-            last = b'a';
+            let w = &text[s..i];
+            control = matches!(w, "if" | "while" | "for" | "switch");
+            before = if EXPECTING.contains(&w) || control || w == "@" {
+                Before::Expected
+            } else {
+                Before::Operand
+            };
+            match w {
+                "print" | "printf" => in_print = true,
+                "getline" => in_getline = true,
+                "system" => hits.push(Hit::Effect(Kind::Exec, "`system()` runs a command".into())),
+                "ARGV" | "ARGC" => hits.push(Hit::Effect(
+                    Kind::Read,
+                    format!("`{w}` names the files it reads, and the program can change them"),
+                )),
+                "@" => {}
+                _ if w.starts_with('@') => hits.push(Hit::Effect(
+                    Kind::Exec,
+                    format!(
+                        "`{w}` loads code the gate cannot see, or calls a function named at run time (`system` among them)"
+                    ),
+                )),
+                _ => {}
+            }
             continue;
         }
-        flush_word(
-            word_start.take(),
-            i,
-            &mut in_print,
-            &mut in_getline,
-            &mut hits,
-        );
         match c {
             b'"' => {
                 i += 1;
@@ -250,7 +292,7 @@ pub fn awk(text: &str) -> Vec<Hit> {
                     i += if b[i] == b'\\' { 2 } else { 1 };
                 }
                 i += 1;
-                last = b'a';
+                before = Before::Operand;
                 continue;
             }
             b'#' => {
@@ -259,57 +301,144 @@ pub fn awk(text: &str) -> Vec<Hit> {
                 }
                 continue;
             }
-            b'/' if !matches!(last, b'a' | b')' | b']' | b'$') => {
-                i += 1;
-                while i < b.len() && b[i] != b'/' && b[i] != b'\n' {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-                last = b'a';
+            // A line continued: white space.
+            b'\\' if matches!(b.get(i + 1), Some(b'\n')) => {
+                i += 2;
                 continue;
             }
+            b'\\' if b.get(i + 1) == Some(&b'\r') && b.get(i + 2) == Some(&b'\n') => {
+                i += 3;
+                continue;
+            }
+            b'/' if before == Before::Either => {
+                unreadable(
+                    &mut hits,
+                    "a `/` that one awk reads as division and another as the start of a regular expression",
+                );
+                return hits;
+            }
+            b'/' if before == Before::Expected => {
+                match regex_end(b, i + 1) {
+                    Ok(j) => i = j,
+                    Err(why) => {
+                        unreadable(&mut hits, why);
+                        return hits;
+                    }
+                }
+                before = Before::Operand;
+                continue;
+            }
+            b'+' | b'-' if b.get(i + 1) == Some(&c) => {
+                // Postfix after an operand; prefix otherwise (`++/x/` is no awk).
+                before = if before == Before::Operand {
+                    Before::Either
+                } else {
+                    Before::Expected
+                };
+                i += 2;
+                continue;
+            }
+            b'(' => {
+                parens.push(control);
+                before = Before::Expected;
+            }
+            b')' => {
+                before = if parens.pop() == Some(true) {
+                    Before::Either
+                } else {
+                    Before::Operand
+                };
+            }
+            b']' => before = Before::Operand,
             b'|' => {
                 if b.get(i + 1) == Some(&b'|') {
                     i += 2;
-                    last = b'|';
+                    before = Before::Expected;
                     continue;
                 }
                 hits.push(Hit::Effect(
                     Kind::Exec,
                     "`|` pipes to or from a command".into(),
                 ));
+                before = Before::Expected;
             }
             b'>' if in_print => {
                 hits.push(Hit::Effect(
                     Kind::Write,
                     "`print >` writes to a file named at run time".into(),
                 ));
+                before = Before::Expected;
             }
             b'<' if in_getline => {
                 hits.push(Hit::Effect(
                     Kind::Read,
                     "`getline <` reads a file named at run time".into(),
                 ));
+                before = Before::Expected;
             }
             b';' | b'\n' | b'{' | b'}' => {
                 in_print = false;
                 in_getline = false;
+                before = Before::Expected;
             }
-            _ => {}
+            c if c.is_ascii_whitespace() => {}
+            _ => before = Before::Expected,
         }
         if !c.is_ascii_whitespace() {
-            last = c;
+            control = false;
         }
         i += 1;
     }
-    flush_word(
-        word_start.take(),
-        b.len(),
-        &mut in_print,
-        &mut in_getline,
-        &mut hits,
-    );
     hits
+}
+
+/// Past a regular expression that starts at `i` (after its `/`): the index
+/// after the closing `/`. A `/` inside a bracket expression (`[/]`) is part
+/// of it for gawk and mawk and ends it for others, so it cannot be read.
+fn regex_end(b: &[u8], mut i: usize) -> Result<usize, &'static str> {
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'\n' => return Err("a regular expression is not closed on its line"),
+            b'/' => return Ok(i + 1),
+            b'[' => {
+                i += 1;
+                // `[]…]` and `[^]…]`: the first `]` is a member.
+                if b.get(i) == Some(&b'^') {
+                    i += 1;
+                }
+                if b.get(i) == Some(&b']') {
+                    i += 1;
+                }
+                loop {
+                    match b.get(i) {
+                        None | Some(b'\n') => return Err("a bracket expression is not closed"),
+                        Some(b'/') => return Err("a `/` inside a bracket expression"),
+                        Some(b'\\') => i += 2,
+                        Some(b']') => {
+                            i += 1;
+                            break;
+                        }
+                        // `[:alpha:]`, `[.x.]`, `[=x=]` hold a `]` of their own.
+                        Some(b'[') if matches!(b.get(i + 1), Some(b':' | b'.' | b'=')) => {
+                            let close = b[i + 1];
+                            i += 2;
+                            while i < b.len() && !(b[i] == close && b.get(i + 1) == Some(&b']')) {
+                                if matches!(b[i], b'/' | b'\n') {
+                                    return Err("a `/` inside a bracket expression");
+                                }
+                                i += 1;
+                            }
+                            i += 2;
+                        }
+                        Some(_) => i += 1,
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    Err("a regular expression is not closed")
 }
 
 #[cfg(test)]
@@ -348,6 +477,25 @@ mod tests {
         assert!(sed("w out.txt").contains(&Hit::Path("out.txt".into(), Access::Write)));
         assert!(sed("r /etc/shadow").contains(&Hit::Path("/etc/shadow".into(), Access::Read)));
         assert_eq!(kinds(&sed("s/a")), [Kind::Exec]);
+        // A label ends at white space: what follows is a command.
+        assert_eq!(kinds(&sed(":a e id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed(":a s/x/id/e")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("b end e id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("t\tx\te id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("v 4.2 e id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("{:a}e id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed(":a#x e id")), [Kind::Exec]);
+        assert_eq!(kinds(&sed("q5 e id")), [Kind::Exec]);
+        assert!(sed(":x w ../pwned").contains(&Hit::Path("../pwned".into(), Access::Write)));
+        for ok in [
+            ":a;N;$!ba;s/\n/ /g",
+            "b end; s/a/b/; :end",
+            "{:a;N;ba}",
+            "q5",
+            "l 70",
+        ] {
+            assert!(kinds(&sed(ok)).is_empty(), "{ok}: {:?}", sed(ok));
+        }
     }
 
     #[test]
@@ -373,5 +521,49 @@ mod tests {
             [Kind::Read]
         );
         assert!(kinds(&awk("{ if ($1 < 3) print }")).is_empty());
+        for ok in [
+            "{ x = $1 / 2 }",
+            "{ print /a|b/ }",
+            "$1 ~ /[[:alpha:]]|x/ { n++ } END { print n / 2 }",
+            "{ x = 1. / 2; y = (a) / 3 }",
+            "!/^#/",
+            "BEGIN { n = split($0, a, /,|;/) }",
+            "/x/ && /y|z/",
+            "{ getline; print }",
+        ] {
+            assert!(kinds(&awk(ok)).is_empty(), "{ok}: {:?}", awk(ok));
+        }
+        // After `x++` gawk divides (and runs `system`), mawk reads a regex.
+        assert_eq!(
+            kinds(&awk("BEGIN{x=4; y = x++ / 2; system(\"id\"); z = 1 / 1}")),
+            [Kind::Exec]
+        );
+        // A continued line divides.
+        assert_eq!(
+            kinds(&awk("BEGIN{x = 4 \\\n / 2; system(\"id\"); z = 1 / 1}")),
+            [Kind::Exec]
+        );
+        assert_eq!(
+            kinds(&awk("BEGIN{x = 1. / 2; system(\"id\"); z = 1 / 1}")),
+            [Kind::Exec]
+        );
+        // `print /re/` is a regex: a `#` or `"` in it starts nothing.
+        assert_eq!(
+            kinds(&awk("BEGIN{ print /#/; system(\"id\") }")),
+            [Kind::Exec]
+        );
+        assert_eq!(
+            kinds(&awk("BEGIN{ print /\"/; system(\"id\"); x = \"/ }")),
+            [Kind::Exec]
+        );
+        assert_eq!(
+            kinds(&awk("/[/\"]/; system(\"id\"); x = \"/")),
+            [Kind::Exec]
+        );
+        assert_eq!(kinds(&awk("BEGIN{f=\"system\"; @f(\"id\")}")), [Kind::Exec]);
+        assert_eq!(
+            kinds(&awk("BEGIN{ARGV[1]=\"/etc/shadow\";ARGC=2}{print}")),
+            [Kind::Read, Kind::Read]
+        );
     }
 }

@@ -11,7 +11,7 @@ use crate::Verdict;
 use std::path::PathBuf;
 
 /// SHA-256 of the default_policy.toml this was made from.
-pub const SOURCE_SHA256: &str = "02af02a1b940d1d012f59c51c45013284e77b17a13b5a8fedd5ecf1e7855d58c";
+pub const SOURCE_SHA256: &str = "68183a2a79fe7645c7e4fd2f40378b0868f62ec45ec10258ccd6096a91cd2ae6";
 
 pub fn policy_data(root: PathBuf) -> Policy {
     Policy {
@@ -1195,6 +1195,84 @@ static RULES: &[R] = &[
     R {
         name: "commands.approval[13]",
         prefix: &[&["killall"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[14]",
+        prefix: &[&["git"], &["checkout"], &["-f"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[15]",
+        prefix: &[&["git"], &["checkout"], &["--force"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[16]",
+        prefix: &[&["git"], &["checkout"], &["."]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[17]",
+        prefix: &[&["git"], &["checkout"], &["--"], &["."]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[18]",
+        prefix: &[&["git"], &["restore"], &["."]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[19]",
+        prefix: &[&["git"], &["restore"], &["--"], &["."]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[20]",
+        prefix: &[&["git"], &["switch"], &["-f"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[21]",
+        prefix: &[&["git"], &["switch"], &["--force"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[22]",
+        prefix: &[&["git"], &["switch"], &["--discard-changes"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[23]",
+        prefix: &[&["git"], &["stash"], &["clear"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[24]",
+        prefix: &[&["git"], &["branch"], &["-D"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[25]",
+        prefix: &[&["git"], &["rm"], &["-f"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[26]",
+        prefix: &[&["git"], &["rm"], &["--force"]],
         decision: Verdict::ApprovalRequired,
         reason: None,
     },
