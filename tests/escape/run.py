@@ -893,6 +893,13 @@ class Session:
             # install (pyenv's shims on the caller's PATH are followed to it)
             victim = self._plant_victim(ws, case)
             (ws / ".python-version").write_text(f"{victim}/.local\n")
+        elif setup == "venv_home_outside":
+            # workspace venvs whose pyvenv.cfg `home` names host dirs: one that does
+            # not exist, one whose python3 is a link to the system's
+            victim = self._plant_victim(ws, case)
+            for venv, home in ((".venv", victim / "nonexistent"), ("venv2", victim / ".local/bin")):
+                (ws / venv / "bin").mkdir(parents=True)
+                (ws / venv / "pyvenv.cfg").write_text(f"home = {home}\ninclude-system-site-packages = false\n")
         elif setup:
             raise ValueError(f"unknown setup {setup!r}")
         if case.spec.get("policy_in_workspace"):
@@ -978,6 +985,8 @@ class Session:
         if ROOTLESS_BEST_EFFORT and not case.spec.get("_strict_limits") and "enforcement" not in limits:
             lines.append('enforcement = "best_effort"')
         lines += ["", "[env]", 'pass = ["LANG", "TERM"]', ""]
+        if case.spec.get("toolchains"):
+            lines += ["[toolchains]", "use = " + json.dumps(case.spec["toolchains"]), ""]
         if case.spec.get("state_write_path"):
             # a policy whose filesystem.write names the state dir itself
             lines += ["[filesystem]", f'write = ["{ws}/.local/state/airlock"]', ""]
