@@ -120,6 +120,16 @@ fn rust_exposes_the_homes_read_only_and_puts_cargo_on_path() {
     apply(&mut p, &host);
     assert!(p.filesystem.read.contains(&f.home.join(".rustup")));
     assert!(p.filesystem.read.contains(&f.home.join(".cargo")));
+    // cargo's registry tokens are masked inside the shown home.
+    for name in ["credentials.toml", "credentials"] {
+        assert!(
+            p.filesystem
+                .hide
+                .contains(&f.home.join(".cargo").join(name)),
+            "{:?}",
+            p.filesystem.hide
+        );
+    }
     assert!(
         p.filesystem.write.is_empty(),
         "a preset never makes a host path writable"
