@@ -86,6 +86,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+PYENV_ROOT = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv"))
 REPO = HERE.parent.parent
 ATTACKS = HERE / "attacks"
 PEERS = HERE / "peers"
@@ -657,7 +658,7 @@ class Session:
                 "SSH_AUTH_SOCK": str(self.listeners.unix_path),
                 "AIRLOCK_STATE_DIR": str(self.state_dir),
                 # the shims of pyenv find their root from $HOME otherwise
-                "PYENV_ROOT": os.environ.get("PYENV_ROOT", "/root/.pyenv"),
+                "PYENV_ROOT": str(PYENV_ROOT),
             }
         )
         env.pop("AIRLOCK_POLICY", None)
@@ -887,6 +888,28 @@ class Session:
             for cmd in (["add", "-A"], ["commit", "-q", "-m", "lib"]):
                 subprocess.run(["git", "-C", str(lib)] + cmd, check=True, env=self.git_env(),
                                capture_output=True)
+        elif setup == "pyenv_version_abs":
+            # a workspace .python-version naming a host dir laid out like a Python
+            # install (pyenv's shims on the caller's PATH are followed to it)
+            victim = self._plant_victim(ws, case)
+            (ws / ".python-version").write_text(f"{victim}/.local\n")
+        elif setup == "venv_home_outside":
+            # workspace venvs whose pyvenv.cfg `home` names host dirs: one that does
+            # not exist, one whose python3 is a link to the system's
+            victim = self._plant_victim(ws, case)
+            for venv, home in ((".venv", victim / "nonexistent"), ("venv2", victim / ".local/bin")):
+                (ws / venv / "bin").mkdir(parents=True)
+                (ws / venv / "pyvenv.cfg").write_text(f"home = {home}\ninclude-system-site-packages = false\n")
+        elif setup == "cargo_credentials":
+            # cargo's home in the caller's $HOME, with `cargo login`'s token files
+            cargo = self.home / ".cargo"
+            (cargo / "bin").mkdir(parents=True, exist_ok=True)
+            (cargo / "config.toml").write_text("[net]\nretry = 2\n")
+            for name in ("credentials.toml", "credentials"):
+                token = f"CANARYCARGO{secrets.token_hex(12)}"
+                (cargo / name).write_text(f'[registry]\ntoken = "{token}"\n')
+                os.chmod(cargo / name, 0o644)
+                self.canary_tokens.append(token)
         elif setup:
             raise ValueError(f"unknown setup {setup!r}")
         if case.spec.get("policy_in_workspace"):
@@ -903,6 +926,28 @@ class Session:
             if r.returncode != 0:
                 raise RuntimeError(f"driver setup failed: {r.stderr.decode('utf-8', 'replace')[-400:]}")
         return ws
+
+    def _plant_victim(self, ws: Path, case: Case) -> Path:
+        """A host dir outside the workspace holding a secret, in a 0700 parent:
+        a ~/.local whose bin/python3 links to the system's and lib/python3.11 exists,
+        and a secret beside it. Its path is told to the attack as VICTIM_DIR."""
+        parent = self.root / f"victim-{case.name}"
+        victim = parent / "user"
+        for d in (".local/bin", ".local/lib/python3.11", ".local/share/secrets"):
+            (victim / d).mkdir(parents=True, mode=0o755)
+        os.symlink(shutil.which("python3", path="/usr/bin:/bin") or "/usr/bin/python3",
+                   victim / ".local/bin/python3")
+        for rel in (".local/share/secrets/token", "secret.txt"):
+            token = f"CANARYVICTIM{secrets.token_hex(12)}"
+            (victim / rel).write_text(f"{token}\n")
+            os.chmod(victim / rel, 0o644)
+            self.canary_tokens.append(token)
+        for d in [victim] + [p for p in victim.rglob("*") if p.is_dir()]:
+            os.chmod(d, 0o755)
+        os.chmod(parent, 0o700)
+        with open(ws / "targets.env", "a") as f:
+            f.write(f"VICTIM_DIR={victim}\n")
+        return victim
 
     def _start_peer(self, case: Case, defaults: dict):
         """A second sandbox, started first, whose token the attack must not reach."""
@@ -950,6 +995,8 @@ class Session:
         if ROOTLESS_BEST_EFFORT and not case.spec.get("_strict_limits") and "enforcement" not in limits:
             lines.append('enforcement = "best_effort"')
         lines += ["", "[env]", 'pass = ["LANG", "TERM"]', ""]
+        if case.spec.get("toolchains"):
+            lines += ["[toolchains]", "use = " + json.dumps(case.spec["toolchains"]), ""]
         if case.spec.get("state_write_path"):
             # a policy whose filesystem.write names the state dir itself
             lines += ["[filesystem]", f'write = ["{ws}/.local/state/airlock"]', ""]
@@ -1085,6 +1132,12 @@ class Session:
             audit.mkdir(parents=True)
             (audit / "log.jsonl").write_text('{"record": "stand-in for an audit record"}\n')
             before["ws"] = tree_listing(ws)
+        if case.spec.get("pyenv_shell"):
+            # airlock started from a shell set up for pyenv: its shims first on
+            # PATH. The runner itself may run under `pyenv exec`, which puts the
+            # version's bin first and exports PYENV_VERSION; a shell has neither.
+            env = {k: v for k, v in env.items() if k != "PYENV_VERSION"}
+            env["PATH"] = f"{PYENV_ROOT}/shims:/usr/local/bin:/usr/bin:/bin"
         if self.args.via_server and self.backend == "airlock" and not driver:
             # the same command, handed to a server on the case's policy (and state directory)
             server = self._start_server(case, ws, Path(cmd[cmd.index("--policy") + 1]), env)

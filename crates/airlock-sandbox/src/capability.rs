@@ -254,7 +254,7 @@ fn rootless_limit(b: Boundary, limits: &NativeLimits, spec: &SandboxSpec) -> Opt
     let best_effort = spec.limit_enforcement == crate::spec::LimitEnforcement::BestEffort;
     let (stand_in, missing) = match b {
         Boundary::Memory => (
-            "RLIMIT_DATA per process (allocations past it fail with ENOMEM; a tree of N processes may use N times it; not reported as a memory kill)",
+            "RLIMIT_DATA per process: private data only (allocations past it fail with ENOMEM); shared anonymous memory and memfds are not counted (a memfd is capped by file_size, not their number); a tree of N processes may use N times it; not reported as a memory kill",
             "needs a memory cgroup, and this user has none",
         ),
         Boundary::Cpus => (

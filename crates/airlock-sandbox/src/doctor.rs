@@ -161,7 +161,8 @@ fn limits_check(limits: &NativeLimits) -> LayerCheck {
             false,
             "rootless without a cgroup: enforced: pids (RLIMIT_NPROC counted in the run's own user \
              namespace), timeout (helper's clock), file_size, open_files (rlimits), tmp and the overlay \
-             (tmpfs caps), output (caller); best effort only: memory (RLIMIT_DATA per process), \
+             (tmpfs caps), output (caller); best effort only: memory (RLIMIT_DATA per process: private \
+             data only, not shared anonymous memory or memfds), \
              cpu_time (RLIMIT_CPU per process); unavailable: cpus (no CPU bandwidth control). A policy \
              setting memory, cpus or cpu_time is refused unless it says [limits] enforcement = \
              \"best_effort\" (the built-in default sets them)"

@@ -6,8 +6,10 @@
 //! A preset only adds: read-only paths (`filesystem.read`), variables and PATH
 //! entries (`env.set`, where the policy's own values win), and allow rules
 //! named `toolchains.<name>[i]` for the tool's build and test commands (a deny
-//! or approval rule of the policy still wins). It never makes a host path
-//! writable: caches a tool must write go to the run's own `/tmp`, fresh each run.
+//! or approval rule of the policy still wins), and hidden paths
+//! (`filesystem.hide`) for the credentials inside what it shows. It never makes
+//! a host path writable: caches a tool must write go to the run's own `/tmp`,
+//! fresh each run.
 
 mod go;
 mod host;
@@ -26,6 +28,8 @@ use std::path::{Path, PathBuf};
 pub struct Exposure {
     /// Host directories shown read-only (only those that exist are kept).
     pub read: Vec<PathBuf>,
+    /// Paths under those masked in the view (`filesystem.hide`).
+    pub hide: Vec<PathBuf>,
     /// Directories put first on PATH, in this order.
     pub path: Vec<PathBuf>,
     /// Variables set inside unless the policy sets them itself.
@@ -93,6 +97,11 @@ fn merge(policy: &mut Policy, toolchain: Toolchain, e: Exposure) {
     for p in e.read {
         if !policy.filesystem.read.contains(&p) {
             policy.filesystem.read.push(p);
+        }
+    }
+    for p in e.hide {
+        if !policy.filesystem.hide.contains(&p) {
+            policy.filesystem.hide.push(p);
         }
     }
     let set = &mut policy.env.set;

@@ -23,24 +23,38 @@ pub fn workspace_venvs(root: &Path) -> impl Iterator<Item = PathBuf> {
 
 /// The `home = …` of a venv's `pyvenv.cfg`: the bin directory it was made from.
 fn venv_home(venv: &Path) -> Option<PathBuf> {
-    let cfg = std::fs::read_to_string(venv.join("pyvenv.cfg")).ok()?;
-    cfg.lines().find_map(|line| {
-        let (k, v) = line.split_once('=')?;
-        (k.trim() == "home").then(|| PathBuf::from(v.trim()))
-    })
+    let cfg = airlock_sandbox::native::interp::read_small_file(&venv.join("pyvenv.cfg"))?;
+    cfg.lines()
+        .find_map(|line| {
+            let (k, v) = line.split_once('=')?;
+            (k.trim() == "home").then(|| PathBuf::from(v.trim()))
+        })
+        // A relative home would be read against airlock's own cwd.
+        .filter(|h| h.is_absolute())
+}
+
+/// The install prefix to show for a venv whose `pyvenv.cfg` says `home`.
+///
+/// The workspace writes that file, so `home` is only a hint: it must hold a
+/// `python3` (or `python`) that resolves to `<prefix>/bin/…` of a real Python
+/// installation (`<prefix>/lib/python3.*`) outside the system directories,
+/// and only that prefix is shown. uv's `~/.local/bin/python3`, a link into
+/// `~/.local/share/uv/python/cpython-…`, shows that install, never `~/.local`.
+fn venv_interpreter_prefix(home: &Path) -> Option<PathBuf> {
+    let py = ["python3", "python"].into_iter().find_map(|name| {
+        airlock_sandbox::native::interp::installation(&home.join(name), "python3")
+    })?;
+    if airlock_policy::paths::system_program(&py.bin) {
+        return None;
+    }
+    Some(py.prefix)
 }
 
 pub fn exposure(root: &Path, host: &Host) -> Exposure {
     let mut e = Exposure::default();
     for venv in workspace_venvs(root) {
-        if let Some(home) = venv_home(&venv) {
-            // `home` is the interpreter's bin dir; its prefix holds the stdlib.
-            let real = std::fs::canonicalize(&home).unwrap_or(home);
-            if let Some(prefix) = real.parent() {
-                if !airlock_policy::paths::system_program(&real.join("python3")) {
-                    e.read_if_dir(prefix);
-                }
-            }
+        if let Some(prefix) = venv_home(&venv).and_then(|h| venv_interpreter_prefix(&h)) {
+            e.read_if_dir(&prefix);
         }
     }
     if let Some(pyenv) = host.dir("PYENV_ROOT", ".pyenv") {

@@ -3,7 +3,8 @@
 //! is and is told so (`CARGO_NET_OFFLINE`); with a network it gets a fresh
 //! `CARGO_HOME` in the run's `/tmp`, so a run never writes the host's cache.
 //! Build output goes to the workspace's `target/` (in overlay mode a layer
-//! reported and discarded, unless applied).
+//! reported and discarded, unless applied). cargo's credentials files are
+//! hidden.
 
 use super::{Exposure, Host};
 
@@ -20,6 +21,13 @@ pub fn exposure(host: &Host, offline: bool) -> Exposure {
     }
     if let Some(c) = cargo.filter(|c| c.is_dir()) {
         e.read_if_dir(&c);
+        // cargo's registry tokens (`cargo login`). Rootless, the sandbox's uid
+        // is the caller's, so their 0600 does not keep a run out. A token in
+        // config.toml (`[registry] token`) stays visible (docs/policy.md, "Toolchains").
+        let real = std::fs::canonicalize(&c).unwrap_or_else(|_| c.clone());
+        for name in ["credentials.toml", "credentials"] {
+            e.hide.push(real.join(name));
+        }
         if c.join("bin").is_dir() {
             e.path.push(c.join("bin"));
         }

@@ -33,10 +33,17 @@ fn fixture() -> Fixture {
         ".rustup/toolchains",
         ".cargo/bin",
         ".pyenv/versions/3.11.7/bin",
+        ".pyenv/versions/3.11.7/lib/python3.11",
         "go/pkg/mod",
     ] {
         std::fs::create_dir_all(home.join(d)).unwrap();
     }
+    exe(&home.join(".pyenv/versions/3.11.7/bin/python3.11"));
+    std::os::unix::fs::symlink(
+        "python3.11",
+        home.join(".pyenv/versions/3.11.7/bin/python3"),
+    )
+    .unwrap();
     std::fs::create_dir_all(ws.join(".venv/bin")).unwrap();
     std::fs::write(
         ws.join(".venv/pyvenv.cfg"),
@@ -49,6 +56,61 @@ fn fixture() -> Fixture {
     Fixture { _t: t, home, ws }
 }
 
+fn exe(p: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The workspace writes `pyvenv.cfg`: its `home` shows nothing but a Python
+/// installation, whatever directory it names.
+#[test]
+fn a_venv_home_shows_only_a_python_installation() {
+    let f = fixture();
+    let home = f.home.display().to_string();
+    let host = Host::with_env([("HOME", home.as_str())]);
+    // uv's layout: ~/.local/bin/python3 links into its managed install.
+    let uv = f
+        .home
+        .join(".local/share/uv/python/cpython-3.12.4-linux-x86_64-gnu");
+    exe(&uv.join("bin/python3.12"));
+    std::fs::create_dir_all(uv.join("lib/python3.12")).unwrap();
+    std::fs::create_dir_all(f.home.join(".local/bin")).unwrap();
+    std::os::unix::fs::symlink(uv.join("bin/python3.12"), f.home.join(".local/bin/python3"))
+        .unwrap();
+    // A lone executable, not an installation.
+    exe(&f.home.join("tools/bin/python3"));
+    std::fs::create_dir_all(f.home.join(".ssh")).unwrap();
+    let homes = [
+        ("nonexistent", f.home.join(".ssh/nonexistent")),
+        ("system", PathBuf::from("/usr/bin")),
+        ("lone", f.home.join("tools/bin")),
+        ("uv", f.home.join(".local/bin")),
+    ];
+    for (name, h) in &homes {
+        std::fs::create_dir_all(f.ws.join(name)).unwrap();
+        std::fs::write(
+            f.ws.join(name).join("pyvenv.cfg"),
+            format!("home = {}\n", h.display()),
+        )
+        .unwrap();
+    }
+    let mut p = policy_with(&f.ws, "\"python\"");
+    apply(&mut p, &host);
+    let shown: Vec<&PathBuf> = p
+        .filesystem
+        .read
+        .iter()
+        .filter(|r| !r.starts_with(f.home.join(".pyenv")))
+        .collect();
+    assert_eq!(shown, vec![&uv], "{:?}", p.filesystem.read);
+    assert!(p
+        .filesystem
+        .read
+        .contains(&f.home.join(".pyenv/versions/3.11.7")));
+}
+
 #[test]
 fn rust_exposes_the_homes_read_only_and_puts_cargo_on_path() {
     let f = fixture();
@@ -58,6 +120,16 @@ fn rust_exposes_the_homes_read_only_and_puts_cargo_on_path() {
     apply(&mut p, &host);
     assert!(p.filesystem.read.contains(&f.home.join(".rustup")));
     assert!(p.filesystem.read.contains(&f.home.join(".cargo")));
+    // cargo's registry tokens are masked inside the shown home.
+    for name in ["credentials.toml", "credentials"] {
+        assert!(
+            p.filesystem
+                .hide
+                .contains(&f.home.join(".cargo").join(name)),
+            "{:?}",
+            p.filesystem.hide
+        );
+    }
     assert!(
         p.filesystem.write.is_empty(),
         "a preset never makes a host path writable"

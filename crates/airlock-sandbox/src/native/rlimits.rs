@@ -93,7 +93,9 @@ impl RlimitSpec {
 ///   (init) is then a per-run process and thread limit, whether or not a cgroup
 ///   exists. Sandbox root holds no capability, so it is not exempt.
 /// * `RLIMIT_DATA`: only without a cgroup, and only as best effort accepted by
-///   the policy: per process, not per tree.
+///   the policy: per process, not per tree, and private data only (shared
+///   anonymous mappings and memfds are not counted). `RLIMIT_AS` would count
+///   them but breaks runtimes that reserve address space (node, the JVM, wasm).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StandIns {
     pub nproc: Option<u64>,

@@ -1,0 +1,23 @@
+# Tries: read cargo's registry tokens (`cargo login` writes ~/.cargo/credentials.toml,
+# older cargo ~/.cargo/credentials) through the rust preset, which shows the whole
+# cargo home read-only. Rootless, the sandbox's uid is the caller's, so the files'
+# 0600 would not stop it. Stops it: the preset hides both files (each reads as
+# /dev/null).
+import os
+import escape_lib as L
+
+L.start()
+cargo = os.path.join(L.T["FAKE_HOME"], ".cargo")
+if os.path.exists(os.path.join(cargo, "config.toml")):
+    L.say("INFO cargo home shown: " + " ".join(sorted(os.listdir(cargo))))
+for name in ("credentials.toml", "credentials"):
+    what = f"cargo's {name}"
+    try:
+        data = L.read_file(os.path.join(cargo, name))
+    except OSError as e:
+        L.blocked(what, L.ename(e))
+        continue
+    if data:
+        L.escaped(what, data.decode("utf-8", "replace")[:400])
+    else:
+        L.blocked(what, "empty (masked)")
