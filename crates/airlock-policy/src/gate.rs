@@ -19,6 +19,8 @@ use crate::{
 };
 use std::path::Path;
 
+mod links;
+
 /// One line of an explanation: what a step found for a segment.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct TraceEntry {
@@ -217,6 +219,7 @@ fn judge_analysis(
         write,
         &policy.workspace.protect,
     );
+    let links = links::LineLinks::new(&analysis.segments, &boundary, Kb::new(&policy.knowledge.0));
     // Building the index costs about as much as a few scans of the rules.
     let index = (analysis.segments.len() > 4).then(|| RuleIndex::new(&policy.commands.rules));
     let judge = Judge {
@@ -225,12 +228,13 @@ fn judge_analysis(
         extra_hosts: &request.loosening.network_hosts,
         index,
         shown_prefixes: Default::default(),
+        links,
     };
     let mut segments = Vec::with_capacity(analysis.segments.len());
     let mut traces = Vec::new();
-    for seg in &analysis.segments {
+    for (at, seg) in analysis.segments.iter().enumerate() {
         let mut t = Vec::new();
-        let d = judge.segment(seg, if trace { Some(&mut t) } else { None });
+        let d = judge.segment(at, seg, if trace { Some(&mut t) } else { None });
         segments.push(d);
         if trace {
             traces.push(t);
@@ -278,6 +282,8 @@ struct Judge<'p> {
     index: Option<RuleIndex<'p>>,
     /// See [`Judge::shown_prefix`].
     shown_prefixes: std::cell::RefCell<Vec<(&'p Rule, std::rc::Rc<str>)>>,
+    /// The symlinks the line makes, which the host does not show yet.
+    links: links::LineLinks,
 }
 
 /// The trace of one segment, when asked for; its details are only built then.
@@ -399,8 +405,13 @@ impl<'p> Judge<'p> {
         })
     }
 
-    fn segment(&self, seg: &Segment, trace: Option<&mut Vec<TraceEntry>>) -> SegmentDecision {
-        let found = self.steps(seg, &mut Notes(trace));
+    fn segment(
+        &self,
+        at: usize,
+        seg: &Segment,
+        trace: Option<&mut Vec<TraceEntry>>,
+    ) -> SegmentDecision {
+        let found = self.steps(at, seg, &mut Notes(trace));
         SegmentDecision {
             argv: seg.argv.clone(),
             normalized: if seg.normalized.len() > 1 && seg.normalized != seg.argv {
@@ -415,7 +426,8 @@ impl<'p> Judge<'p> {
         }
     }
 
-    fn steps(&self, seg: &Segment, notes: &mut Notes<'_>) -> Found {
+    /// `at`: the segment's place in the line.
+    fn steps(&self, at: usize, seg: &Segment, notes: &mut Notes<'_>) -> Found {
         let policy = self.policy;
         let on_unknown = policy.commands.on_unknown;
         // Normalised and split once: the paths, the network step and the
@@ -479,7 +491,7 @@ impl<'p> Judge<'p> {
                             rule: Some("workspace.root".into()),
                         };
                     }
-                    if let Some(f) = self.check_paths(seg, cwd, program, normalized.as_ref()) {
+                    if let Some(f) = self.check_paths(at, seg, cwd, program, normalized.as_ref()) {
                         notes.add(Step::Workspace, "deny", || f.reason.clone());
                         return f;
                     }
@@ -569,6 +581,7 @@ impl<'p> Judge<'p> {
     /// Step 1 for one working directory.
     fn check_paths(
         &self,
+        at: usize,
         seg: &Segment,
         cwd: &Path,
         program: &str,
@@ -650,6 +663,12 @@ impl<'p> Judge<'p> {
                 }
                 if pending.is_none() {
                     pending = git_metadata(&u.text);
+                }
+                if let Some(f) = self.through_links(at, cwd, &u.text, true) {
+                    if f.verdict == Verdict::Deny {
+                        return Some(f);
+                    }
+                    pending.get_or_insert(f);
                 }
             }
         }
@@ -773,8 +792,16 @@ impl<'p> Judge<'p> {
                     return Some(deny(what, candidate, &o.resolved, a));
                 }
                 if a == Access::Write {
-                    protected(candidate)
-                        .or_else(|| writer.then(|| git_metadata(candidate)).flatten())
+                    let through = || self.through_links(at, cwd, candidate, writer);
+                    let direct = protected(candidate)
+                        .or_else(|| writer.then(|| git_metadata(candidate)).flatten());
+                    match direct {
+                        Some(f) if f.verdict == Verdict::Deny => Some(f),
+                        direct => match through() {
+                            Some(t) if t.verdict == Verdict::Deny || direct.is_none() => Some(t),
+                            _ => direct,
+                        },
+                    }
                 } else if copier {
                     git_copy(candidate)
                 } else {
@@ -849,6 +876,272 @@ impl<'p> Judge<'p> {
                         return Some(f);
                     }
                     pending.get_or_insert(f);
+                }
+            }
+        }
+        if let Some(t) = links::transfer(&seg.argv, normalized) {
+            let found = self.transfer_writes(at, seg, cwd, &t);
+            if let Some(f) = found {
+                if f.verdict == Verdict::Deny {
+                    return Some(f);
+                }
+                pending.get_or_insert(f);
+            }
+        }
+        pending
+    }
+
+    /// A write to `text` from `cwd`, judged where it lands through the
+    /// symlinks this line makes: the host does not show them yet, so the
+    /// boundary alone would see only a new name in the workspace.
+    fn through_links(&self, at: usize, cwd: &Path, text: &str, git: bool) -> Option<Found> {
+        if self.links.is_empty() {
+            return None;
+        }
+        let on_unknown = self.policy.commands.on_unknown;
+        let joined = crate::paths::joined(cwd, text);
+        let landings = match self.links.through(at, &joined, &self.boundary) {
+            Ok(l) => l,
+            Err(why) => {
+                return Some(Found {
+                    verdict: on_unknown,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "`{text}` is written through {why}, so the gate cannot tell where the write lands; that gets `{}`",
+                        on_unknown.as_str()
+                    ),
+                    rule: Some("commands.on_unknown".into()),
+                })
+            }
+        };
+        let root = Path::new("/");
+        let mut pending = None;
+        for l in &landings {
+            let via = format!(
+                "`{text}` is written through `{}`, a symlink this command makes to `{}`",
+                l.link, l.target
+            );
+            let shown = l.path.to_string_lossy();
+            if let Err(o) = self.boundary.check(root, &shown, Access::Write) {
+                return Some(Found {
+                    verdict: Verdict::Deny,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "{via}; the write lands at {}, outside the workspace {} (add it to filesystem.write to allow write access)",
+                        o.resolved.display(),
+                        self.policy.workspace.root.display()
+                    ),
+                    rule: Some("workspace.root".into()),
+                });
+            }
+            if let Some(p) = self.boundary.protected(root, &shown) {
+                return Some(Found {
+                    verdict: Verdict::Deny,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "{via}; the write lands in {}, which this policy protects (workspace.protect); nothing allows it but taking it out of workspace.protect",
+                        p.display()
+                    ),
+                    rule: Some("workspace.protect".into()),
+                });
+            }
+            if pending.is_some() {
+                continue;
+            }
+            if let Some((rel, why)) = git
+                .then(|| self.boundary.git_metadata(root, &shown))
+                .flatten()
+            {
+                pending = Some(Found {
+                    verdict: Verdict::ApprovalRequired,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "{via}; the write lands at {}, {why}, which git run there obeys; a person must approve it",
+                        rel.display()
+                    ),
+                    rule: Some("builtin.git_metadata".into()),
+                });
+            } else if let Some(pattern) = self.kb().config_file(&shown) {
+                pending = Some(Found {
+                    verdict: Verdict::ApprovalRequired,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "{via}; the write lands at {shown}, a file that configures programs (it can make git, a shell or a package manager run commands); a person must approve it"
+                    ),
+                    rule: Some(format!("knowledge:config_files {pattern}")),
+                });
+            }
+        }
+        pending
+    }
+
+    /// What `ln`, `link`, `cp` and `mv` write besides their plain operands:
+    /// the directory of `-tDIR`, the file a hard link shares, and a symlink
+    /// to where a write is held.
+    fn transfer_writes(
+        &self,
+        at: usize,
+        seg: &Segment,
+        cwd: &Path,
+        t: &links::Transfer,
+    ) -> Option<Found> {
+        let root = Path::new("/");
+        let shown = display_argv(&seg.argv);
+        // A write judged as any other: outside, protected, git's, a config.
+        let write = |text: &str, config: bool| -> Option<Found> {
+            if let Err(o) = self.boundary.check(cwd, text, Access::Write) {
+                return Some(Found {
+                    verdict: Verdict::Deny,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "`{text}` resolves to {}, outside the workspace {} (add it to filesystem.write to allow write access)",
+                        o.resolved.display(),
+                        self.policy.workspace.root.display()
+                    ),
+                    rule: Some("workspace.root".into()),
+                });
+            }
+            if let Some(p) = self.boundary.protected(cwd, text) {
+                return Some(Found {
+                    verdict: Verdict::Deny,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "`{text}` is in {}, which this policy protects (workspace.protect); nothing allows it but taking it out of workspace.protect",
+                        p.display()
+                    ),
+                    rule: Some("workspace.protect".into()),
+                });
+            }
+            let through = self.through_links(at, cwd, text, true);
+            if through.as_ref().is_some_and(|f| f.verdict == Verdict::Deny) {
+                return through;
+            }
+            if let Some((rel, why)) = self.boundary.git_metadata(cwd, text) {
+                return Some(Found {
+                    verdict: Verdict::ApprovalRequired,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "`{text}` is {}, {why}, which git run there obeys; a person must approve it",
+                        rel.display()
+                    ),
+                    rule: Some("builtin.git_metadata".into()),
+                });
+            }
+            if let Some(pattern) = self.kb().config_file(text).filter(|_| config) {
+                return Some(Found {
+                    verdict: Verdict::ApprovalRequired,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "`{text}` is a file that configures programs (it can make git, a shell or a package manager run commands); a person must approve it"
+                    ),
+                    rule: Some(format!("knowledge:config_files {pattern}")),
+                });
+            }
+            through
+        };
+        let mut pending: Option<Found> = None;
+        let mut keep = |f: Option<Found>| -> Option<Found> {
+            let f = f?;
+            if f.verdict == Verdict::Deny {
+                return Some(f);
+            }
+            pending.get_or_insert(f);
+            None
+        };
+        // The place is an argument the knowledge base's config check sees,
+        // but not a name made inside it (`cp x/.gitconfig ~`).
+        if let Some((_, dir)) = &t.place {
+            if let Some(f) = keep(write(dir, false)) {
+                return Some(f);
+            }
+        }
+        for (_, name, _) in t.names(&seg.argv).into_iter().filter(|n| !n.2) {
+            let f = self.kb().config_file(&name).map(|pattern| Found {
+                verdict: Verdict::ApprovalRequired,
+                step: Step::Workspace,
+                reason: format!(
+                    "`{shown}` makes `{name}`, a file that configures programs (it can make git, a shell or a package manager run commands); a person must approve it"
+                ),
+                rule: Some(format!("knowledge:config_files {pattern}")),
+            });
+            if let Some(f) = keep(f) {
+                return Some(f);
+            }
+        }
+        if t.kind == links::Kind::Hard {
+            for &s in &t.sources {
+                let text = &seg.argv[s];
+                let f = write(text, true).map(|mut f| {
+                    f.reason = format!(
+                        "a hard link shares its file, so `{shown}` writes `{text}` as much as any write to the new name: {}",
+                        f.reason
+                    );
+                    f
+                });
+                if let Some(f) = keep(f) {
+                    return Some(f);
+                }
+            }
+        }
+        for link in self.links.made_by(at) {
+            let Some(target) = link.target_path() else {
+                continue;
+            };
+            let written = link.target.as_deref().unwrap_or("");
+            let mut places = vec![target.clone()];
+            match self.links.through(at, &target, &self.boundary) {
+                Ok(l) => places.extend(l.into_iter().map(|l| l.path)),
+                Err(why) => {
+                    let on_unknown = self.policy.commands.on_unknown;
+                    let f = Found {
+                        verdict: on_unknown,
+                        step: Step::Workspace,
+                        reason: format!(
+                            "`{shown}` makes `{}` a symlink to `{written}`, which leads through {why}; that gets `{}`",
+                            link.shown,
+                            on_unknown.as_str()
+                        ),
+                        rule: Some("commands.on_unknown".into()),
+                    };
+                    if let Some(f) = keep(Some(f)) {
+                        return Some(f);
+                    }
+                    continue;
+                }
+            }
+            let kb = self.kb();
+            let held = places.iter().find_map(|p| {
+                let text = p.to_string_lossy();
+                if let Some(pp) = self.boundary.protected(root, &text) {
+                    return Some(format!(
+                        "{}, which this policy protects (workspace.protect)",
+                        pp.display()
+                    ));
+                }
+                if let Some(rel) = self.boundary.in_git_dir(p) {
+                    return Some(format!(
+                        "{}, inside git's metadata, which git obeys",
+                        rel.display()
+                    ));
+                }
+                kb.config_file(&text)
+                    .or_else(|| kb.config_file(written))
+                    .map(|_| {
+                        format!("{text}, a file that configures programs (it can make git, a shell or a package manager run commands)")
+                    })
+            });
+            if let Some(what) = held {
+                let f = Found {
+                    verdict: Verdict::ApprovalRequired,
+                    step: Step::Workspace,
+                    reason: format!(
+                        "`{shown}` makes `{}` a symlink to `{written}`, which leads to {what}: any write through the link changes it; a person must approve it (a link to anything else needs no approval)",
+                        link.shown
+                    ),
+                    rule: Some("builtin.link_target".into()),
+                };
+                if let Some(f) = keep(Some(f)) {
+                    return Some(f);
                 }
             }
         }

@@ -218,7 +218,7 @@ pub struct Boundary<'p> {
 type CheckMemo = std::collections::HashMap<(bool, OsString), Option<PathBuf>>;
 
 /// `text` used from `cwd`, as one path.
-fn joined(cwd: &Path, text: &str) -> PathBuf {
+pub(crate) fn joined(cwd: &Path, text: &str) -> PathBuf {
     if text.starts_with('/') {
         PathBuf::from(text)
     } else if text == "." {
@@ -307,6 +307,14 @@ impl<'p> Boundary<'p> {
         within(&self.resolve(&joined(cwd, text)), &self.root_real)
     }
 
+    /// Where `path` lands inside the workspace when that is in a `.git`
+    /// (a repository's metadata or a gitfile), at any depth.
+    pub(crate) fn in_git_dir(&self, path: &Path) -> Option<PathBuf> {
+        let resolved = self.resolve(path);
+        let rel = resolved.strip_prefix(&self.root_real).ok()?;
+        rel.iter().any(|c| c == ".git").then(|| rel.to_path_buf())
+    }
+
     /// Check the program a segment runs, given as a path. Besides what a read
     /// may reach, a path that resolves to the same program in the sandbox's
     /// read-only system directories is fine: a venv's `bin/python` is a symlink
@@ -385,7 +393,7 @@ impl<'p> Boundary<'p> {
 
     /// Resolve symlinks component by component, as the kernel would; the part
     /// that does not exist yet is taken literally.
-    fn resolve(&self, path: &Path) -> PathBuf {
+    pub(crate) fn resolve(&self, path: &Path) -> PathBuf {
         if let Some(hit) = self.memo.borrow().get(path.as_os_str()) {
             return hit.path();
         }
