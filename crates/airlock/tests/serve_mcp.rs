@@ -3,7 +3,7 @@
 
 mod serve_support;
 
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::Bytes;
 use serve_support::*;
 use std::path::Path;
@@ -46,27 +46,7 @@ async fn mcp(
     let req = builder
         .body(Full::new(Bytes::from(body.unwrap_or("").to_string())))
         .unwrap();
-    let stream = tokio::net::UnixStream::connect(socket).await.unwrap();
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let response = sender.send_request(req).await.unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
-    Reply {
-        status,
-        headers,
-        body,
-    }
+    request_unix(socket, req).await
 }
 
 fn text(r: &Reply) -> String {

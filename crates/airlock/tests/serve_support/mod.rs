@@ -237,16 +237,23 @@ pub async fn request(
     let req = builder
         .body(Full::new(Bytes::from(body.unwrap_or("").to_string())))
         .unwrap();
-    let response = match target {
-        Target::Unix(p) => {
-            let stream = tokio::net::UnixStream::connect(p).await.unwrap();
-            send(hyper_util::rt::TokioIo::new(stream), req).await
-        }
+    match target {
+        Target::Unix(p) => request_unix(p, req).await,
         Target::Tcp(addr) => {
             let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-            send(hyper_util::rt::TokioIo::new(stream), req).await
+            reply(send(hyper_util::rt::TokioIo::new(stream), req).await).await
         }
-    };
+    }
+}
+
+/// Sends `req` as it is over a new connection to the unix socket `socket`.
+pub async fn request_unix(socket: &Path, req: Request<Full<Bytes>>) -> Reply {
+    let stream = tokio::net::UnixStream::connect(socket).await.unwrap();
+    reply(send(hyper_util::rt::TokioIo::new(stream), req).await).await
+}
+
+/// The whole response.
+async fn reply(response: hyper::Response<hyper::body::Incoming>) -> Reply {
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let body = response
