@@ -1,15 +1,15 @@
 # Tries: read cargo's registry tokens (`cargo login` writes ~/.cargo/credentials.toml,
 # older cargo ~/.cargo/credentials) through the rust preset, which shows the whole
 # cargo home read-only. Rootless, the sandbox's uid is the caller's, so the files'
-# 0600 would not stop it. Stops it: the preset hides both files (each reads as
-# /dev/null).
+# 0600 would not stop it. Stops it: the preset shows the cargo home entry by
+# entry and leaves both files out (on every backend: gVisor cannot cover a file).
 import os
 import escape_lib as L
 
 L.start()
 cargo = os.path.join(L.T["FAKE_HOME"], ".cargo")
 if os.path.exists(os.path.join(cargo, "config.toml")):
-    L.say("INFO cargo home shown: " + " ".join(sorted(os.listdir(cargo))))
+    L.say("INFO cargo home shown: its config.toml is there")
 for name in ("credentials.toml", "credentials"):
     what = f"cargo's {name}"
     try:

@@ -4,7 +4,7 @@
 //! `CARGO_HOME` in the run's `/tmp`, so a run never writes the host's cache.
 //! Build output goes to the workspace's `target/` (in overlay mode a layer
 //! reported and discarded, unless applied). cargo's credentials files are
-//! hidden.
+//! left out.
 
 use super::{Exposure, Host};
 
@@ -20,14 +20,7 @@ pub fn exposure(host: &Host, offline: bool) -> Exposure {
         }
     }
     if let Some(c) = cargo.filter(|c| c.is_dir()) {
-        e.read_if_dir(&c);
-        // cargo's registry tokens (`cargo login`). Rootless, the sandbox's uid
-        // is the caller's, so their 0600 does not keep a run out. A token in
-        // config.toml (`[registry] token`) stays visible (docs/policy.md, "Toolchains").
-        let real = std::fs::canonicalize(&c).unwrap_or_else(|_| c.clone());
-        for name in ["credentials.toml", "credentials"] {
-            e.hide.push(real.join(name));
-        }
+        show_cargo_home(&mut e, &c);
         if c.join("bin").is_dir() {
             e.path.push(c.join("bin"));
         }
@@ -47,4 +40,35 @@ pub fn exposure(host: &Host, offline: bool) -> Exposure {
         vec!["rustfmt"],
     ];
     e
+}
+
+/// cargo's home, entry by entry, but for its registry tokens (`cargo login`'s
+/// `credentials.toml`, older cargo's `credentials`): rootless, the sandbox's
+/// uid is the caller's, so their 0600 does not keep a run out. Left out rather
+/// than hidden inside a shown home, since not every backend can cover a file
+/// (gVisor). A token in config.toml (`[registry] token`) stays visible
+/// (docs/policy.md, "Toolchains"). Symlinks are left out too: shown by path,
+/// a link would show its target, wherever that is.
+fn show_cargo_home(e: &mut Exposure, home: &std::path::Path) {
+    let real = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+    let Ok(entries) = std::fs::read_dir(&real) else {
+        return;
+    };
+    let mut shown: Vec<_> = entries
+        .flatten()
+        .filter(|d| {
+            !matches!(
+                d.file_name().to_str(),
+                Some("credentials.toml" | "credentials")
+            )
+        })
+        .filter(|d| d.file_type().is_ok_and(|t| t.is_dir() || t.is_file()))
+        .map(|d| d.path())
+        .collect();
+    shown.sort();
+    for p in shown {
+        if !e.read.contains(&p) {
+            e.read.push(p);
+        }
+    }
 }
