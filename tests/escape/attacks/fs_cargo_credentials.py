@@ -8,8 +8,8 @@ import escape_lib as L
 
 L.start()
 cargo = os.path.join(L.T["FAKE_HOME"], ".cargo")
-if os.path.exists(os.path.join(cargo, "config.toml")):
-    L.say("INFO cargo home shown: its config.toml is there")
+if os.path.isdir(os.path.join(cargo, "bin")):
+    L.say("INFO cargo home shown: its bin is there")
 for name in ("credentials.toml", "credentials"):
     what = f"cargo's {name}"
     try:
