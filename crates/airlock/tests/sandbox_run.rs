@@ -664,26 +664,7 @@ fn a_piped_stdin_is_part_of_what_is_approved() {
     )
     .unwrap();
     let p = p.to_string_lossy().into_owned();
-    let piped = |stdin: &str, args: &[&str]| {
-        use std::io::Write;
-        let mut child = Command::new(AIRLOCK)
-            .args(args)
-            .current_dir(e.ws())
-            .env("AIRLOCK_STATE_DIR", e.dir.path().join("state"))
-            .env_remove("AIRLOCK_POLICY")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    };
+    let piped = |stdin: &str, args: &[&str]| airlock_with_stdin(&e, args, stdin.as_bytes());
     let o = piped("build\n", &["run", "--json", "--policy", &p, "--", "cat"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["status"], "approval_pending", "{v}");
