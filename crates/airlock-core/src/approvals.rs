@@ -112,6 +112,18 @@ pub struct StdinPin {
 pub const STDIN_PREVIEW_BYTES: usize = 1024;
 
 impl StdinPin {
+    /// "no stdin", or its size and the start of its hash, for a refusal's
+    /// message.
+    pub fn describe(pin: Option<&StdinPin>) -> String {
+        match pin {
+            None => "no stdin".into(),
+            Some(p) => {
+                let hash = p.sha256.get(..7 + 12).unwrap_or(&p.sha256);
+                format!("{} bytes of stdin ({hash}…)", p.bytes)
+            }
+        }
+    }
+
     /// The pin for `stdin`; none for no stdin or an empty one (the command
     /// reads nothing either way).
     pub fn of(stdin: Option<&[u8]>) -> Option<StdinPin> {
@@ -237,13 +249,24 @@ impl RefusalCode {
         }
     }
 
-    /// The message, naming the changed file when the code is `ContentChanged`.
+    /// The message, naming the changed file when the code is `ContentChanged`
+    /// and both stdins (size and hash) when it is `StdinChanged`.
     pub fn message_for(
         self,
         id: &str,
         approval: Option<&Approval>,
         now: &[crate::content::ContentPin],
+        stdin: Option<&StdinPin>,
     ) -> String {
+        if self == RefusalCode::StdinChanged {
+            if let Some(approval) = approval {
+                return format!(
+                    "approval {id} was given for the command with {}, and this request sends {}: an approval covers the exact stdin it was asked with; send that stdin, or ask again with this one (run without the approval id)",
+                    StdinPin::describe(approval.stdin.as_ref()),
+                    StdinPin::describe(stdin),
+                );
+            }
+        }
         if self == RefusalCode::ContentChanged {
             if let Some(pin) = approval.and_then(|a| crate::content::first_change(&a.content, now))
             {

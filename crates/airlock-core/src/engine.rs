@@ -642,7 +642,12 @@ impl Engine {
                             )?);
                             let refusal = Refusal {
                                 code,
-                                message: code.message_for(&id, approval.as_ref(), &content),
+                                message: code.message_for(
+                                    &id,
+                                    approval.as_ref(),
+                                    &content,
+                                    stdin.as_ref(),
+                                ),
                             };
                             Ok(Admission::Refused(Answer {
                                 status: RunStatus::ApprovalRefused,
@@ -1008,7 +1013,7 @@ impl Engine {
                     ApprovalCheck::Refused(code, approval) => {
                         let refusal = Refusal {
                             code,
-                            message: code.message_for(&id, approval.as_ref(), &content),
+                            message: code.message_for(&id, approval.as_ref(), &content, stdin),
                         };
                         Ok(Err((
                             RunStatus::ApprovalRefused,

@@ -697,6 +697,12 @@ fn a_piped_stdin_is_part_of_what_is_approved() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["status"], "approval_refused", "{v}");
     assert_eq!(v["refusal"]["code"], "stdin_changed", "{v}");
+    // The refusal says what differs: the approved stdin's size and this one's.
+    let message = v["refusal"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("6 bytes of stdin") && message.contains("10 bytes of stdin"),
+        "{message}"
+    );
     assert!(v["stdout"].is_null(), "{v}");
     let o = run_with("build\n");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -801,6 +801,13 @@ fn an_approval_covers_the_exact_stdin_it_was_asked_with() {
                     .contains("stdin"),
                 "{refused}"
             );
+            if other.is_empty() {
+                let message = refused["refusal"]["message"].as_str().unwrap();
+                assert!(
+                    message.contains("with 6 bytes of stdin") && message.contains("sends no stdin"),
+                    "{message}"
+                );
+            }
             assert!(refused["outcome"].is_null(), "{refused}");
         }
         assert!(!server.ws().join("approved.txt").exists());
