@@ -153,3 +153,43 @@ fn mcp_sessions_belong_to_their_token_and_are_capped() {
     });
     server.stop();
 }
+
+/// A session with no request for `--mcp-session-idle` ends, and its slot is
+/// free again: a client that vanished without DELETE does not hold it.
+#[test]
+fn an_idle_mcp_session_ends_and_frees_its_slot() {
+    let mut server = Server::start(&[
+        "--tokens",
+        "tokens.toml",
+        "--mcp-max-sessions-per-token",
+        "1",
+        "--mcp-session-idle",
+        "1",
+    ]);
+    rt().block_on(async {
+        let sock = server.socket.clone();
+        let sock = sock.as_path();
+        let first = open(sock, TOKEN_A).await.unwrap();
+        let over = open(sock, TOKEN_A).await.unwrap_err();
+        assert_eq!(over.status, 429, "{}", text(&over));
+        // Polled, not timed: the slot frees some time after a second idle.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let second = loop {
+            match open(sock, TOKEN_A).await {
+                Ok(id) => break id,
+                Err(r) => {
+                    assert_eq!(r.status, 429, "{}", text(&r));
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "the idle session never freed its slot"
+                    );
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+            }
+        };
+        assert_ne!(first, second);
+        let gone = mcp(sock, "POST", &[TOKEN_A], Some(&first), Some(TOOLS_LIST)).await;
+        assert_eq!(gone.status, 404, "{}", text(&gone));
+    });
+    server.stop();
+}

@@ -117,6 +117,10 @@ pub struct Args {
     /// refused with 503.
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub mcp_max_sessions: usize,
+    /// Seconds an MCP session at /mcp may go without a request before it ends
+    /// and frees its slot (a client that vanished without DELETE).
+    #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+    pub mcp_session_idle: f64,
 }
 
 fn parse_pool_memory(text: &str) -> Result<u64, String> {
@@ -199,6 +203,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         mcp_sessions: crate::mcp::sessions::SessionCaps {
             per_tenant: args.mcp_max_sessions_per_token.min(args.mcp_max_sessions),
             total: args.mcp_max_sessions,
+            idle: seconds("mcp-session-idle", args.mcp_session_idle)?,
         },
         conn,
         pool: None,

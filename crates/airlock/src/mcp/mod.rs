@@ -745,7 +745,9 @@ pub fn http_router(
         .with_max_request_body_bytes(body_limit)
         .with_cancellation_token(stop);
     let table = SessionTable::new(session_caps);
-    let manager = TenantSessions::new(LocalSessionManager::default(), table.clone());
+    let mut local = LocalSessionManager::default();
+    local.session_config.keep_alive = Some(session_caps.idle);
+    let manager = TenantSessions::new(local, table.clone());
     let mcp: StreamableHttpService<AirlockMcp, TenantSessions> = StreamableHttpService::new(
         move || Ok(AirlockMcp::new(service.clone(), None)),
         Arc::new(manager),

@@ -26,13 +26,17 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// How many MCP sessions may be live at once.
+/// How many MCP sessions may be live at once, and how long one lives without
+/// a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionCaps {
     /// For one tenant (one token).
     pub per_tenant: usize,
     /// On the whole server.
     pub total: usize,
+    /// A session with no request for this long ends and frees its slot: a
+    /// client that went away without `DELETE` holds its slots no longer.
+    pub idle: std::time::Duration,
 }
 
 impl Default for SessionCaps {
@@ -40,6 +44,7 @@ impl Default for SessionCaps {
         SessionCaps {
             per_tenant: 16,
             total: 256,
+            idle: std::time::Duration::from_secs(300),
         }
     }
 }
@@ -340,6 +345,7 @@ mod tests {
         let table = SessionTable::new(SessionCaps {
             per_tenant: 2,
             total: 3,
+            ..SessionCaps::default()
         });
         let a1 = table.reserve("a").unwrap();
         let a2 = table.reserve("a").unwrap();
