@@ -255,20 +255,20 @@ impl RefusalCode {
         self,
         id: &str,
         approval: Option<&Approval>,
-        now: &[crate::content::ContentPin],
-        stdin: Option<&StdinPin>,
+        presented: &Presented<'_>,
     ) -> String {
         if self == RefusalCode::StdinChanged {
             if let Some(approval) = approval {
                 return format!(
                     "approval {id} was given for the command with {}, and this request sends {}: an approval covers the exact stdin it was asked with; send that stdin, or ask again with this one (run without the approval id)",
                     StdinPin::describe(approval.stdin.as_ref()),
-                    StdinPin::describe(stdin),
+                    StdinPin::describe(presented.stdin),
                 );
             }
         }
         if self == RefusalCode::ContentChanged {
-            if let Some(pin) = approval.and_then(|a| crate::content::first_change(&a.content, now))
+            if let Some(pin) =
+                approval.and_then(|a| crate::content::first_change(&a.content, presented.content))
             {
                 let name = approval
                     .and_then(|a| pin.path.strip_prefix(a.request.cwd.as_path()).ok())
@@ -300,35 +300,42 @@ fn check_spendable(approval: &Approval, tenant: &TenantId) -> Result<(), Refusal
     Ok(())
 }
 
-/// Whether `tenant` may run `request` with `stdin` under the policy
-/// `policy_sha256` with `approval`, ignoring expiry (checked by the ledger,
-/// which also records it). The tenant is checked first: another tenant
-/// learns nothing of its state.
+/// What a request presents when it spends an approval, to be compared with
+/// what the approval was asked with.
+#[derive(Debug, Clone, Copy)]
+pub struct Presented<'a> {
+    pub request: &'a RequestRecord,
+    pub stdin: Option<&'a StdinPin>,
+    pub policy_sha256: &'a str,
+    /// What the files the command runs hold now.
+    pub content: &'a [crate::content::ContentPin],
+}
+
+/// Whether `tenant` may run what it `presented` with `approval`, ignoring
+/// expiry (checked by the ledger, which also records it). The tenant is
+/// checked first: another tenant learns nothing of its state.
 pub fn check_use(
     approval: &Approval,
     tenant: &TenantId,
-    request: &RequestRecord,
-    stdin: Option<&StdinPin>,
-    policy_sha256: &str,
-    content: &[crate::content::ContentPin],
+    presented: &Presented<'_>,
 ) -> Result<(), RefusalCode> {
     check_spendable(approval, tenant)?;
     if approval.change_set.is_some() {
         return Err(RefusalCode::WrongKind);
     }
-    if approval.request.command != request.command {
+    if approval.request.command != presented.request.command {
         return Err(RefusalCode::CommandChanged);
     }
-    if approval.request.cwd != request.cwd {
+    if approval.request.cwd != presented.request.cwd {
         return Err(RefusalCode::CwdChanged);
     }
-    if !StdinPin::same(approval.stdin.as_ref(), stdin) {
+    if !StdinPin::same(approval.stdin.as_ref(), presented.stdin) {
         return Err(RefusalCode::StdinChanged);
     }
-    if approval.policy_sha256 != policy_sha256 {
+    if approval.policy_sha256 != presented.policy_sha256 {
         return Err(RefusalCode::PolicyChanged);
     }
-    if crate::content::first_change(&approval.content, content).is_some() {
+    if crate::content::first_change(&approval.content, presented.content).is_some() {
         return Err(RefusalCode::ContentChanged);
     }
     Ok(())

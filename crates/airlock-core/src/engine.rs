@@ -12,7 +12,7 @@
 //! (a full disk), the call fails and nothing runs; if a deferred sync fails,
 //! every later run is refused.
 
-use crate::approvals::{Approval, ApprovalStatus, RefusalCode};
+use crate::approvals::{Approval, ApprovalStatus, Presented, RefusalCode};
 use crate::audit::record::{
     ApprovalUse, DecisionEvent, Event, ExecutionEvent, Operation, OutcomeRecord, RequestRecord,
     StreamRecord,
@@ -612,15 +612,16 @@ impl Engine {
                     // they held when the approval was asked for.
                     let content =
                         crate::content::pins(policy, &judged.request.cwd, &judged.decision);
-                    match self.ledger.use_approval(
-                        &id,
-                        caller,
-                        request_id,
-                        &asked,
-                        stdin.as_ref(),
-                        &policy.sha256,
-                        &content,
-                    )? {
+                    let presented = Presented {
+                        request: &asked,
+                        stdin: stdin.as_ref(),
+                        policy_sha256: &policy.sha256,
+                        content: &content,
+                    };
+                    match self
+                        .ledger
+                        .use_approval(&id, caller, request_id, &presented)?
+                    {
                         ApprovalCheck::Accepted(approval) => {
                             Ok(Admission::Admitted(Some(approval)))
                         }
@@ -642,12 +643,7 @@ impl Engine {
                             )?);
                             let refusal = Refusal {
                                 code,
-                                message: code.message_for(
-                                    &id,
-                                    approval.as_ref(),
-                                    &content,
-                                    stdin.as_ref(),
-                                ),
+                                message: code.message_for(&id, approval.as_ref(), &presented),
                             };
                             Ok(Admission::Refused(Answer {
                                 status: RunStatus::ApprovalRefused,
@@ -1000,20 +996,21 @@ impl Engine {
         match answered.status {
             ApprovalStatus::Approved => {
                 let content = crate::content::pins(policy, &asked.cwd, decision);
-                match self.ledger.use_approval(
-                    &id,
-                    caller,
-                    request_id,
-                    asked,
+                let presented = Presented {
+                    request: asked,
                     stdin,
-                    &policy.sha256,
-                    &content,
-                )? {
+                    policy_sha256: &policy.sha256,
+                    content: &content,
+                };
+                match self
+                    .ledger
+                    .use_approval(&id, caller, request_id, &presented)?
+                {
                     ApprovalCheck::Accepted(approval) => Ok(Ok(approval)),
                     ApprovalCheck::Refused(code, approval) => {
                         let refusal = Refusal {
                             code,
-                            message: code.message_for(&id, approval.as_ref(), &content, stdin),
+                            message: code.message_for(&id, approval.as_ref(), &presented),
                         };
                         Ok(Err((
                             RunStatus::ApprovalRefused,

@@ -451,26 +451,15 @@ impl Ledger {
     /// unexpired, unused, and for the same command, cwd, stdin and policy, with
     /// the files it runs unchanged. Each refusal
     /// has its own code.
-    #[allow(clippy::too_many_arguments)]
     pub fn use_approval(
         &self,
         id: &str,
         who: &Caller,
         request_id: &str,
-        request: &RequestRecord,
-        stdin: Option<&crate::approvals::StdinPin>,
-        policy_sha256: &str,
-        content: &[crate::content::ContentPin],
+        presented: &crate::approvals::Presented<'_>,
     ) -> Result<ApprovalCheck, LedgerError> {
         self.spend(id, who, request_id, |approval| {
-            check_use(
-                approval,
-                &who.tenant(),
-                request,
-                stdin,
-                policy_sha256,
-                content,
-            )
+            check_use(approval, &who.tenant(), presented)
         })
     }
 
