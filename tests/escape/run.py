@@ -879,6 +879,23 @@ class Session:
                 for cmd in (["add", "-A"], ["commit", "-q", "-m", f"commit {i}"]):
                     subprocess.run(["git", "-C", str(ws)] + cmd, check=True, env=self.git_env(),
                                    capture_output=True)
+        elif setup == "git_config_names":
+            # a checkout whose own config runs work-tree files: hooks from
+            # .hooks/ (core.hooksPath) and a clean filter's script for *.dat
+            git = lambda *a: subprocess.run(["git", "-C", str(ws)] + list(a), check=True,
+                                            env=self.git_env(), capture_output=True)
+            subprocess.run(["git", "init", "-q", "-b", "main", str(ws)], check=True, env=self.git_env())
+            git("config", "core.hooksPath", ".hooks")
+            git("config", "filter.strip.clean", "./scripts/clean.sh")
+            git("config", "filter.strip.smudge", "cat")
+            (ws / ".hooks").mkdir()
+            (ws / "scripts").mkdir()
+            (ws / "scripts/clean.sh").write_text("#!/bin/sh\ncat\n")
+            os.chmod(ws / "scripts/clean.sh", 0o755)
+            (ws / ".gitattributes").write_text("*.dat filter=strip\n")
+            (ws / "x.dat").write_text("one\n")
+            git("add", "-A")
+            git("commit", "-q", "-m", "setup")
         elif setup == "nested_repo":
             # a repository vendored inside the workspace, with a commit of its own
             lib = ws / "vendor" / "lib"

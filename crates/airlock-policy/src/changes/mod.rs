@@ -18,12 +18,14 @@
 //! 4. `[changes] discard` (caches): discarded, never applied;
 //! 5. `[changes] allow`: allow (overrides 6, never 1-3);
 //! 6. host-executable metadata (git internals outside a safe set, a `.git` at any
-//!    depth, a directory the set makes look like a git repository, the default
+//!    depth, a work-tree file the host's git configuration runs or reads, a
+//!    directory the set makes look like a git repository, the default
 //!    approval list, `[changes] approval`): approval required;
 //! 7. everything else: allow, with the mode normalised (set-uid, set-gid and
 //!    sticky bits stripped; no world-writable bit unless the host entry had it).
 
 mod defaults;
+pub mod git_config;
 mod git_dir;
 pub mod git_index;
 pub mod git_objects;
@@ -236,6 +238,10 @@ pub struct Context {
     pub airlock_owned: Vec<PathBuf>,
     /// `workspace.protect`, relative to root.
     pub protect: Vec<PathBuf>,
+    /// Work-tree paths the host's git configuration runs or reads as
+    /// configuration (see [`git_config`]); empty unless
+    /// [`Context::with_host_git_config`] read them.
+    pub git_named: Vec<git_config::GitNamed>,
 }
 
 impl Context {
@@ -256,7 +262,16 @@ impl Context {
                 .filter(|p| !p.as_os_str().is_empty())
                 .collect(),
             protect: protect.to_vec(),
+            git_named: Vec::new(),
         }
+    }
+
+    /// This context with the work-tree paths that host git, run in the
+    /// workspace by the user whose home is `home`, would execute or read as
+    /// configuration, as its configuration files say now. Reads the host.
+    pub fn with_host_git_config(mut self, home: Option<&Path>) -> Context {
+        self.git_named = git_config::host_named(&self.root, home);
+        self
     }
 }
 
@@ -473,6 +488,20 @@ impl Rules {
                 format!(
                     "`{shown}` is a symlink where `{}`, which a run may not change (airlock's own file or workspace.protect), would be looked up through it; nothing allows it",
                     escape_path(p)
+                ),
+            ));
+        }
+        if let Some(n) = ctx
+            .git_named
+            .iter()
+            .find(|n| n.path.starts_with(rel) && n.path != rel)
+        {
+            return Some(approval(
+                "builtin.git_config_named",
+                format!(
+                    "`{shown}` is a symlink through which `{}` would be reached, which host git runs or reads ({}); a person must approve it, or make it a directory",
+                    escape_path(&n.path),
+                    n.by
                 ),
             ));
         }
@@ -804,6 +833,20 @@ impl Rules {
             );
         }
         if entry.kind != ChangeKind::Deleted {
+            if let Some(n) = ctx
+                .git_named
+                .iter()
+                .find(|n| rel == n.path || (n.dir && rel.starts_with(&n.path)))
+            {
+                return approval(
+                    "builtin.git_config_named",
+                    format!(
+                        "`{shown}` is {} the host's git configuration names ({}): host git runs it or reads it as configuration (at `git commit`, `git add`, `git diff`); a person must approve it, or add a pattern for it to [changes] allow",
+                        if n.dir && rel != n.path { "in a directory" } else { "a file" },
+                        n.by
+                    ),
+                );
+            }
             if let Some(dir) = makes_git_dir(rel, view) {
                 let d = if dir.as_os_str().is_empty() {
                     "the workspace root".to_string()
@@ -890,6 +933,41 @@ mod tests {
         assert_eq!(judge("src/main.py"), Disposition::Allow);
         assert_eq!(judge("README.md"), Disposition::Allow);
         assert_eq!(judge("a/.gitignore"), Disposition::Allow);
+    }
+
+    #[test]
+    fn files_the_host_git_config_names_are_held() {
+        let mut ctx = ctx();
+        let named = |p: &str, dir: bool| git_config::GitNamed {
+            path: p.into(),
+            dir,
+            by: "filter.s.clean in /w/.git/config".into(),
+        };
+        ctx.git_named = vec![named(".hooks", true), named("scripts/clean.sh", false)];
+        let rules = Rules::new(&ChangesPolicy::default(), ctx);
+        let judged = |rel: &str, kind: ChangeKind, t: EntryType| {
+            let mut e = entry(rel, kind, t);
+            e.symlink_target = Some(Path::new("elsewhere"));
+            rules.classify(&e)
+        };
+        for rel in [".hooks/pre-commit", ".hooks", "scripts/clean.sh"] {
+            let c = judged(rel, ChangeKind::Modified, EntryType::File);
+            assert_eq!(c.disposition, Disposition::ApprovalRequired, "{rel}");
+            assert_eq!(c.rule, "builtin.git_config_named", "{rel}");
+            assert!(c.reason.contains("filter.s.clean"), "{}", c.reason);
+        }
+        // A symlink the named file would be reached through.
+        let c = judged("scripts", ChangeKind::Added, EntryType::Symlink);
+        assert_eq!(c.rule, "builtin.git_config_named", "{}", c.reason);
+        // Neighbours, and deleting a named file, are not held.
+        for (rel, kind) in [
+            ("scripts/other.sh", ChangeKind::Added),
+            (".hooksx", ChangeKind::Added),
+            ("scripts/clean.sh", ChangeKind::Deleted),
+        ] {
+            let c = judged(rel, kind, EntryType::File);
+            assert_eq!(c.disposition, Disposition::Allow, "{rel}: {}", c.reason);
+        }
     }
 
     #[test]

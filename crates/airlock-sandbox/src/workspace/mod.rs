@@ -424,7 +424,11 @@ pub fn rules(ws: &WorkspaceSpec) -> Rules {
         .map(|p| crate::view::relative_inside(p).unwrap_or_else(|| p.clone()))
         .filter(|p| !p.as_os_str().is_empty())
         .collect();
-    Rules::new(&ws.changes, Context::new(&ws.root, &ws.owned, &protect))
+    // Read from the host when the set is judged, so the configuration the
+    // user's git obeys then is what names the held files.
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let context = Context::new(&ws.root, &ws.owned, &protect).with_host_git_config(home.as_deref());
+    Rules::new(&ws.changes, context)
 }
 
 /// The workspace as a change set (an upper layer, or a kept set's files) would

@@ -315,7 +315,9 @@ fn change_verdict(ctx: &Ctx<'_>, rel: &Path, abs: &Path, shown: &str) -> Result<
     let policy = ctx.policy;
     let host = rustix::fs::lstat(abs).ok();
     let owned: Vec<PathBuf> = ctx.own.iter().map(|(_, p)| p.clone()).collect();
-    let context = Context::new(&policy.workspace.root, &owned, &policy.workspace.protect);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let context = Context::new(&policy.workspace.root, &owned, &policy.workspace.protect)
+        .with_host_git_config(home.as_deref());
     let entry = Entry {
         rel,
         kind: if host.is_some() {
@@ -962,6 +964,29 @@ mod tests {
             !all.contains(".env") && !all.contains("private") && !all.contains("env-copy"),
             "{all}"
         );
+    }
+
+    /// Files the repository's own config runs (`core.hooksPath`, a filter's
+    /// script) are plain paths, held because the host's config names them.
+    #[test]
+    fn files_the_host_git_config_runs_need_a_person() {
+        let (_d, policy, _outside) = setup();
+        let root = policy.workspace.root.clone();
+        std::fs::write(
+            root.join(".git/config"),
+            "[core]\n\thooksPath = .hooks\n[filter \"s\"]\n\tclean = ./scripts/clean.sh\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join(".hooks")).unwrap();
+        std::fs::create_dir_all(root.join("scripts")).unwrap();
+        let ctx = Ctx::new(&policy, &[]);
+        let caps = FileCaps::default();
+        for p in [".hooks/pre-commit", "scripts/clean.sh"] {
+            let e = write_file(&ctx, p, "#!/bin/sh\ntouch /tmp/pwned\n", &caps).unwrap_err();
+            assert_eq!(e.code, "approval_required", "{p}: {e}");
+            assert!(!root.join(p).exists(), "{p}");
+        }
+        write_file(&ctx, "scripts/other.sh", "echo\n", &caps).unwrap();
     }
 
     #[test]
