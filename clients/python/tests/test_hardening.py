@@ -8,6 +8,8 @@ reaches it, an HTTP server that gives scripted answers), next to the real
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 import json
 import socket
 import threading
@@ -16,7 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from airlock_client import Airlock, AsyncAirlock
+from airlock_client import Airlock, AirlockError, AsyncAirlock
+from airlock_client.langchain import AirlockShellTool
 from conftest import TOKEN_AGENT, free_port
 
 FORGED = json.dumps({"request_id": "r-forged", "status": "ran", "decision": "allow", "reason": "forged by proxy",
@@ -117,3 +120,77 @@ def test_token_is_not_an_attribute_nor_in_repr(server):
         assert TOKEN_AGENT not in repr({k: v for k, v in public.items() if not callable(v)})
     with Airlock(base_url=server.base_url, token=TOKEN_AGENT) as al:
         assert al.check("ls").allowed  # and it is still sent
+
+
+class Scripted:
+    """A loopback HTTP/1.1 server that answers every request with the scripted
+    (status, headers, body chunks) for its path; chunked when there are several."""
+
+    def __init__(self):
+        self.routes = {}
+        scripted = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def _answer(self):
+                length = int(self.headers.get("content-length") or 0)
+                self.rfile.read(length)
+                status, headers, chunks = scripted.routes[self.path]
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("content-type", "application/json")
+                self.send_header("transfer-encoding", "chunked")
+                self.send_header("connection", "close")
+                self.end_headers()
+                for chunk in chunks:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+
+            do_GET = do_POST = _answer
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture()
+def scripted():
+    s = Scripted()
+    yield s
+    s.close()
+
+
+def _lines(*events):
+    return [json.dumps(e).encode() + b"\n" for e in events]
+
+
+def test_retry_after_as_an_http_date(scripted):
+    """Finding 8: a 429 whose Retry-After is an HTTP date is an AirlockError
+    with the seconds until then (0 for a past date), not a ValueError."""
+    body = _lines({"code": "queue_full", "message": "busy"})
+    future = email.utils.format_datetime(datetime.datetime.now(datetime.timezone.utc)
+                                         + datetime.timedelta(seconds=120), usegmt=True)
+    for header, expect in (("Wed, 21 Oct 2015 07:28:00 GMT", lambda s: s == 0),
+                           (future, lambda s: 100 < s <= 120),
+                           ("soon", lambda s: s is None),
+                           ("3", lambda s: s == 3)):
+        scripted.routes["/v1/run"] = (429, {"retry-after": header}, body)
+        with Airlock(base_url=scripted.base_url) as al, pytest.raises(AirlockError) as e:
+            al.run("true")
+        assert e.value.code == "queue_full" and e.value.status == 429
+        assert expect(e.value.retry_after), (header, e.value.retry_after)
+    scripted.routes["/v1/run"] = (429, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, body)
+    with Airlock(base_url=scripted.base_url) as al:
+        answer = AirlockShellTool(client=al).invoke({"command": "true"})
+    assert answer.startswith("NOT RUN: airlock answered queue_full")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import ipaddress
 import json
+import math
 import os
 from typing import Any, AsyncIterator, Dict, Iterator, List, Optional
 
@@ -62,8 +65,26 @@ def _raise_for(response: httpx.Response) -> None:
         code, message = body["code"], body["message"]
     except Exception:  # a proxy or a non-airlock server answered
         code, message = "http_error", response.text[:500]
-    retry = response.headers.get("retry-after")
-    raise AirlockError(code, message, response.status_code, float(retry) if retry else None)
+    raise AirlockError(code, message, response.status_code, _retry_after(response.headers.get("retry-after")))
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """Seconds to wait from a ``Retry-After`` header: delay-seconds, or an HTTP
+    date (seconds from now, at least 0); None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC, RFC 5322 says
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
 def _event(line: bytes) -> Optional[StreamEvent]:
