@@ -175,6 +175,37 @@ def _lines(*events):
     return [json.dumps(e).encode() + b"\n" for e in events]
 
 
+def test_a_stream_without_result_is_an_error(scripted):
+    """Finding 7: output then a clean end, but no `result` event."""
+    scripted.routes["/v1/run/stream"] = (200, {}, _lines({"type": "stdout", "data": "partial"}))
+    seen = []
+    with Airlock(base_url=scripted.base_url, token=TOKEN_AGENT) as al:
+        with pytest.raises(AirlockError) as e:
+            for ev in al.stream("make deploy"):
+                seen.append(ev)
+    assert e.value.code == "incomplete_stream" and "outcome is unknown" in e.value.message
+    assert [ev.data for ev in seen] == ["partial"]
+
+    async def consume():
+        async with AsyncAirlock(base_url=scripted.base_url, token=TOKEN_AGENT) as al:
+            return [ev async for ev in al.stream("make deploy")]
+    with pytest.raises(AirlockError) as e:
+        asyncio.run(consume())
+    assert e.value.code == "incomplete_stream"
+
+    # An empty stream too; and a complete one still ends quietly.
+    scripted.routes["/v1/run/stream"] = (200, {}, [])
+    with Airlock(base_url=scripted.base_url) as al, pytest.raises(AirlockError) as e:
+        list(al.stream("true"))
+    assert e.value.code == "incomplete_stream"
+    result = {"request_id": "r-1", "status": "ran", "decision": "allow", "reason": "ok",
+              "outcome": {"exit_code": 0, "stdout": "done\n"}}
+    scripted.routes["/v1/run/stream"] = (200, {}, _lines({"type": "stdout", "data": "done\n"},
+                                                         {"type": "result", "result": result}))
+    with Airlock(base_url=scripted.base_url) as al:
+        assert list(al.stream("true"))[-1].result.ok
+
+
 def test_retry_after_as_an_http_date(scripted):
     """Finding 8: a 429 whose Retry-After is an HTTP date is an AirlockError
     with the seconds until then (0 for a past date), not a ValueError."""

@@ -87,6 +87,10 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
     return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
+_INCOMPLETE = ("the stream ended without a result event: the run's outcome is unknown "
+               "(the connection was cut, or the server stopped)")
+
+
 def _event(line: bytes) -> Optional[StreamEvent]:
     if not line.strip():
         return None
@@ -199,16 +203,22 @@ class Airlock(_Base):
     def stream(self, command: Optional[str] = None, *, code: Optional[str] = None, language: Optional[str] = None,
                cwd: Optional[str] = None, timeout_s: Optional[float] = None,
                stdin: Optional[str] = None) -> Iterator[StreamEvent]:
-        """Yield ``stdout``/``stderr`` events as they happen, then one ``result``."""
+        """Yield ``stdout``/``stderr`` events as they happen, then one ``result``.
+        A stream that ends without its ``result`` raises
+        ``AirlockError("incomplete_stream")``: the outcome is unknown."""
         body = _run_body(command=command, code=code, language=language, cwd=cwd, timeout_s=timeout_s, stdin=stdin)
         with self._http.stream("POST", "/v1/run/stream", json=body) as response:
             if response.status_code >= 400:
                 response.read()
                 _raise_for(response)
+            got_result = False
             for line in response.iter_lines():
                 ev = _event(line.encode() if isinstance(line, str) else line)
                 if ev is not None:
+                    got_result = got_result or ev.type == "result"
                     yield ev
+            if not got_result:
+                raise AirlockError("incomplete_stream", _INCOMPLETE, response.status_code)
 
     def get_run(self, request_id: str) -> RunResult:
         return RunResult.from_json(self._call("GET", f"/v1/runs/{request_id}"))
@@ -300,10 +310,14 @@ class AsyncAirlock(_Base):
             if response.status_code >= 400:
                 await response.aread()
                 _raise_for(response)
+            got_result = False
             async for line in response.aiter_lines():
                 ev = _event(line.encode())
                 if ev is not None:
+                    got_result = got_result or ev.type == "result"
                     yield ev
+            if not got_result:
+                raise AirlockError("incomplete_stream", _INCOMPLETE, response.status_code)
 
     async def get_run(self, request_id: str) -> RunResult:
         return RunResult.from_json(await self._call("GET", f"/v1/runs/{request_id}"))
