@@ -91,16 +91,26 @@ _INCOMPLETE = ("the stream ended without a result event: the run's outcome is un
                "(the connection was cut, or the server stopped)")
 
 
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise AirlockError("bad_response", f"not JSON: {response.text[:200]!r}", response.status_code) from None
+
+
 def _event(line: bytes) -> Optional[StreamEvent]:
     if not line.strip():
         return None
-    ev = json.loads(line)
-    kind = ev.get("type")
+    try:
+        ev = json.loads(line)
+        kind = ev.get("type")
+    except (ValueError, AttributeError):
+        raise AirlockError("bad_response", f"not a stream event: {line[:200]!r}", 200) from None
     if kind == "error":
         err = ev.get("error", {})
         raise AirlockError(err.get("code", "internal"), err.get("message", ""), 200)
     if kind == "result":
-        return StreamEvent(type="result", result=RunResult.from_json(ev["result"]))
+        return StreamEvent(type="result", result=RunResult.from_json(ev.get("result")))
     return StreamEvent(type=kind, data=ev.get("data", ""))
 
 
@@ -174,7 +184,7 @@ class Airlock(_Base):
     def _call(self, method: str, path: str, **kw) -> Any:
         response = self._http.request(method, path, **kw)
         _raise_for(response)
-        return response.json()
+        return _json(response)
 
     def health(self) -> Dict[str, Any]:
         return self._call("GET", "/healthz")
@@ -284,7 +294,7 @@ class AsyncAirlock(_Base):
     async def _call(self, method: str, path: str, **kw) -> Any:
         response = await self._http.request(method, path, **kw)
         _raise_for(response)
-        return response.json()
+        return _json(response)
 
     async def health(self) -> Dict[str, Any]:
         return await self._call("GET", "/healthz")
