@@ -305,3 +305,22 @@ def test_inconsistent_answers_are_refused(scripted):
                        _ran(status="approval_refused", decision="approval_required", outcome=None)):
             scripted.routes["/v1/run"] = (200, {}, _lines(answer))
             assert al.run("true").status == answer["status"]
+
+
+def test_runs_wait_past_the_client_timeout(scripted):
+    """Finding 9: a run may take as long as the policy allows; the client's
+    timeout does not hang up on it (the server would cancel the run part-way),
+    while other calls keep their timeout."""
+    scripted.routes["/v1/run"] = (200, {}, _lines(_ran()), 1.0)
+    scripted.routes["/v1/run/stream"] = (200, {}, _lines({"type": "result", "result": _ran()}), 1.0)
+    scripted.routes["/v1/check"] = (200, {}, CHECK_ALLOW, 1.0)
+    with Airlock(base_url=scripted.base_url, timeout=0.3) as al:
+        assert al.run("sleep 1").ok
+        assert list(al.stream("sleep 1"))[-1].result.ok
+        with pytest.raises(httpx.ReadTimeout):
+            al.check("true")
+
+    async def run_async():
+        async with AsyncAirlock(base_url=scripted.base_url, timeout=0.3) as al:
+            return await al.run("sleep 1")
+    assert asyncio.run(run_async()).ok

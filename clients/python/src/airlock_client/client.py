@@ -144,6 +144,19 @@ class _Base:
         self.socket = socket if (socket is not None or base_url is not None) else default_socket_path()
         self.base_url = base_url.rstrip("/") if base_url else "http://localhost"
 
+    def _run_timeout(self) -> httpx.Timeout:
+        # A run's answer may take as long as the policy's limits.timeout, plus
+        # the time it waits in the server's queue (or for an approval), and the
+        # client knows neither. A read timeout shorter than that would hang up
+        # on a run that is still going: the server then cancels it part-way
+        # (killed_by "cancelled"), after it may have had effects, and the caller
+        # is left not knowing what happened (and tempted to run it again). So
+        # run and stream calls wait for the answer without a read timeout: the
+        # server bounds the run itself. Connecting, sending and the connection
+        # pool keep the client's timeout; check and the other calls keep all of it.
+        t = self._http.timeout
+        return httpx.Timeout(connect=t.connect, read=None, write=t.write, pool=t.pool)
+
     @staticmethod
     def _headers(token: Optional[str]) -> Dict[str, str]:
         # The token is kept only in the httpx client's headers (whose repr
@@ -159,7 +172,10 @@ class Airlock(_Base):
     """Talks to ``airlock serve`` over its unix socket (default) or HTTP.
 
     A denial is a result (``decision == "deny"``), not an exception; server
-    errors raise :class:`AirlockError` with the server's ``code``.
+    errors raise :class:`AirlockError` with the server's ``code``. ``timeout``
+    (seconds, or an ``httpx.Timeout``) bounds every call, except that run and
+    stream calls wait for their answer without a read timeout (the server's
+    policy limits the run).
     """
 
     def __init__(self, socket: Optional[str] = None, base_url: Optional[str] = None,
@@ -198,17 +214,17 @@ class Airlock(_Base):
     def run(self, command: str, *, cwd: Optional[str] = None, timeout_s: Optional[float] = None,
             approval_id: Optional[str] = None, stdin: Optional[str] = None) -> RunResult:
         body = _run_body(command=command, cwd=cwd, timeout_s=timeout_s, approval_id=approval_id, stdin=stdin)
-        return RunResult.from_json(self._call("POST", "/v1/run", json=body))
+        return RunResult.from_json(self._call("POST", "/v1/run", json=body, timeout=self._run_timeout()))
 
     def run_argv(self, argv: List[str], *, cwd: Optional[str] = None, timeout_s: Optional[float] = None,
                  stdin: Optional[str] = None) -> RunResult:
         body = _run_body(argv=argv, cwd=cwd, timeout_s=timeout_s, stdin=stdin)
-        return RunResult.from_json(self._call("POST", "/v1/run", json=body))
+        return RunResult.from_json(self._call("POST", "/v1/run", json=body, timeout=self._run_timeout()))
 
     def run_code(self, code: str, language: str = "python", *, timeout_s: Optional[float] = None,
                  stdin: Optional[str] = None) -> RunResult:
         body = _run_body(code=code, language=language, timeout_s=timeout_s, stdin=stdin)
-        return RunResult.from_json(self._call("POST", "/v1/run", json=body))
+        return RunResult.from_json(self._call("POST", "/v1/run", json=body, timeout=self._run_timeout()))
 
     def stream(self, command: Optional[str] = None, *, code: Optional[str] = None, language: Optional[str] = None,
                cwd: Optional[str] = None, timeout_s: Optional[float] = None,
@@ -217,7 +233,7 @@ class Airlock(_Base):
         A stream that ends without its ``result`` raises
         ``AirlockError("incomplete_stream")``: the outcome is unknown."""
         body = _run_body(command=command, code=code, language=language, cwd=cwd, timeout_s=timeout_s, stdin=stdin)
-        with self._http.stream("POST", "/v1/run/stream", json=body) as response:
+        with self._http.stream("POST", "/v1/run/stream", json=body, timeout=self._run_timeout()) as response:
             if response.status_code >= 400:
                 response.read()
                 _raise_for(response)
@@ -305,18 +321,18 @@ class AsyncAirlock(_Base):
     async def run(self, command: str, *, cwd: Optional[str] = None, timeout_s: Optional[float] = None,
                   approval_id: Optional[str] = None, stdin: Optional[str] = None) -> RunResult:
         body = _run_body(command=command, cwd=cwd, timeout_s=timeout_s, approval_id=approval_id, stdin=stdin)
-        return RunResult.from_json(await self._call("POST", "/v1/run", json=body))
+        return RunResult.from_json(await self._call("POST", "/v1/run", json=body, timeout=self._run_timeout()))
 
     async def run_code(self, code: str, language: str = "python", *, timeout_s: Optional[float] = None,
                        stdin: Optional[str] = None) -> RunResult:
         body = _run_body(code=code, language=language, timeout_s=timeout_s, stdin=stdin)
-        return RunResult.from_json(await self._call("POST", "/v1/run", json=body))
+        return RunResult.from_json(await self._call("POST", "/v1/run", json=body, timeout=self._run_timeout()))
 
     async def stream(self, command: Optional[str] = None, *, code: Optional[str] = None,
                      language: Optional[str] = None, cwd: Optional[str] = None,
                      timeout_s: Optional[float] = None, stdin: Optional[str] = None) -> AsyncIterator[StreamEvent]:
         body = _run_body(command=command, code=code, language=language, cwd=cwd, timeout_s=timeout_s, stdin=stdin)
-        async with self._http.stream("POST", "/v1/run/stream", json=body) as response:
+        async with self._http.stream("POST", "/v1/run/stream", json=body, timeout=self._run_timeout()) as response:
             if response.status_code >= 400:
                 await response.aread()
                 _raise_for(response)
