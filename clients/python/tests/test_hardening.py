@@ -324,3 +324,55 @@ def test_runs_wait_past_the_client_timeout(scripted):
         async with AsyncAirlock(base_url=scripted.base_url, timeout=0.3) as al:
             return await al.run("sleep 1")
     assert asyncio.run(run_async()).ok
+
+
+def test_langgraph_turns_airlock_failures_into_error_tool_messages(scripted):
+    """Finding 9: a 429 from the gate, a connection lost during a run and a
+    contradictory answer each become that call's error ToolMessage; the other
+    calls keep their answers and the graph runs to its end."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from airlock_client.langgraph import build_graph
+    from scripted_model import ScriptedChatModel
+
+    queue_full = (429, {"retry-after": "1"}, _lines({"code": "check_queue_full", "message": "busy"}))
+    scripted.routes["/v1/check"] = [(200, {}, CHECK_ALLOW), (200, {}, CHECK_ALLOW), queue_full,
+                                    (200, {}, CHECK_ALLOW)]
+    scripted.routes["/v1/run"] = [(200, {}, _lines(_ran())), "drop", (200, {}, _lines(_ran(decision="deny")))]
+
+    def calls(*specs):
+        return AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i, "type": "tool_call"}
+                                                 for n, i, a in specs])
+
+    def turn1(messages):
+        return calls(("run_shell", "c1", {"command": "echo one"}), ("run_shell", "c2", {"command": "echo two"}),
+                     ("run_python", "c3", {"code": "print(3)"}))
+
+    def turn2(messages):
+        return calls(("run_shell", "c4", {"command": "echo four"}))
+
+    def turn3(messages):
+        return AIMessage(content="done")
+
+    model = ScriptedChatModel(turns=[turn1, turn2, turn3])
+    with Airlock(base_url=scripted.base_url) as al:
+        final = build_graph(al, model).invoke({"messages": [HumanMessage(content="go")]}, {"recursion_limit": 25})
+    tools = {m.tool_call_id: m for m in final["messages"] if isinstance(m, ToolMessage)}
+    assert set(tools) == {"c1", "c2", "c3", "c4"}
+    assert tools["c1"].status == "success" and "fine" in tools["c1"].content
+    assert tools["c2"].status == "error" and "outcome unknown" in tools["c2"].content
+    assert tools["c2"].artifact["error"] == "transport"
+    assert tools["c3"].status == "error" and "check_queue_full" in tools["c3"].content
+    assert tools["c4"].status == "error" and "bad_response" in tools["c4"].content
+    assert final["messages"][-1].content == "done"
+    assert scripted.requests.count("/v1/run") == 3  # nothing was run twice
+
+
+def test_langchain_tools_answer_transport_errors():
+    """Finding 9, the same for the LangChain tools: a lost connection is the
+    tool's answer, not an exception out of the agent loop."""
+    from airlock_client.langchain import airlock_tools
+    with Airlock(base_url=f"http://127.0.0.1:{free_port()}") as al:
+        answers = [t.invoke(args) for t, args in zip(airlock_tools(al), ({"command": "true"}, {"code": "1"},
+                                                                          {"command": "true"}))]
+    assert all(a.startswith("NOT RUN or outcome unknown: could not talk to airlock (ConnectError") for a in answers)
