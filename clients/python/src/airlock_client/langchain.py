@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Optional, Type
 
+import httpx
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,8 +14,11 @@ from .model_text import clean, describe_check, describe_run
 from .types import AirlockError
 
 
-def _refused(e: AirlockError) -> str:
-    return f"NOT RUN: airlock answered {e.code}: {clean(e.message)}"
+def _refused(e: Exception) -> str:
+    if isinstance(e, AirlockError):
+        return f"NOT RUN: airlock answered {e.code}: {clean(e.message)}"
+    return (f"NOT RUN or outcome unknown: could not talk to airlock ({type(e).__name__}: {clean(str(e))}). "
+            "Do not assume it ran; check before retrying.")
 
 
 class ShellInput(BaseModel):
@@ -45,7 +49,7 @@ class AirlockShellTool(BaseTool):
     def _run(self, command: str, timeout_s: Optional[float] = None, **_: object) -> str:
         try:
             return describe_run(self.client.run(command, timeout_s=timeout_s))
-        except AirlockError as e:
+        except (AirlockError, httpx.HTTPError) as e:
             return _refused(e)
 
 
@@ -62,7 +66,7 @@ class AirlockPythonTool(BaseTool):
     def _run(self, code: str, timeout_s: Optional[float] = None, **_: object) -> str:
         try:
             return describe_run(self.client.run_code(code, timeout_s=timeout_s))
-        except AirlockError as e:
+        except (AirlockError, httpx.HTTPError) as e:
             return _refused(e)
 
 
@@ -76,7 +80,7 @@ class AirlockCheckTool(BaseTool):
     def _run(self, command: str, **_: object) -> str:
         try:
             return describe_check(self.client.check(command))
-        except AirlockError as e:
+        except (AirlockError, httpx.HTTPError) as e:
             return _refused(e)
 
 

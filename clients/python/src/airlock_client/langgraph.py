@@ -6,12 +6,18 @@ routes: allowed calls go to the sandbox node, which runs them through
 ``/v1/run`` (where the engine gates them again: the policy node routes, the
 sandbox is the wall); refused calls go to the denied node, which answers the
 model with the reason so it can change course.
+
+An error talking to airlock (an ``AirlockError`` such as ``queue_full`` or
+``bad_response``, or an httpx transport error) becomes an error tool message
+for that one call, from either node: the graph goes on, the other calls of the
+turn keep their answers, and nothing failed is reported as success.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Dict, List, TypedDict
 
+import httpx
 from langchain_core.messages import AnyMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -29,6 +35,17 @@ class AgentState(TypedDict, total=False):
     verdicts: List[Dict[str, Any]]
 
 
+def _not_run(e: Exception) -> Dict[str, Any]:
+    """What the model and the artifact say about a call airlock could not answer."""
+    if isinstance(e, AirlockError):
+        return {"text": f"NOT RUN: airlock answered {e.code}: {clean(e.message)}",
+                "artifact": {"error": e.code, "message": e.message}}
+    # A transport error: whether a run started is unknown, so say so.
+    return {"text": (f"NOT RUN or outcome unknown: could not talk to airlock ({type(e).__name__}: "
+                     f"{clean(str(e))}). Do not assume it ran; check before retrying."),
+            "artifact": {"error": "transport", "message": f"{type(e).__name__}: {e}"}}
+
+
 def build_graph(client: Airlock, model: Any):
     """Compile the graph. ``model`` is any LangChain chat model (one that emits
     ``run_shell {command}`` / ``run_python {code}`` tool calls)."""
@@ -44,11 +61,17 @@ def build_graph(client: Airlock, model: Any):
         verdicts = []
         for call in state["messages"][-1].tool_calls:
             args = call.get("args") or {}
-            if call["name"] == "run_shell" and isinstance(args.get("command"), str):
-                check = client.check(args["command"])
-                verdicts.append({"call": call, "decision": check.decision, "reason": check.reason})
-            elif call["name"] == "run_python" and isinstance(args.get("code"), str):
-                check = client.check_code(args["code"])
+            field = {"run_shell": "command", "run_python": "code"}.get(call["name"])
+            if field is not None and isinstance(args.get(field), str):
+                try:
+                    if call["name"] == "run_shell":
+                        check = client.check(args["command"])
+                    else:
+                        check = client.check_code(args["code"])
+                except (AirlockError, httpx.HTTPError) as e:
+                    # Not asked, so not allowed: the denied node tells the model.
+                    verdicts.append({"call": call, "decision": "error", "reason": "", "error": _not_run(e)})
+                    continue
                 verdicts.append({"call": call, "decision": check.decision, "reason": check.reason})
             else:
                 verdicts.append({"call": call, "decision": "deny",
@@ -76,24 +99,31 @@ def build_graph(client: Airlock, model: Any):
                     result = client.run(args["command"], timeout_s=args.get("timeout_s"))
                 else:
                     result = client.run_code(args["code"], timeout_s=args.get("timeout_s"))
-            except AirlockError as e:
+            except (AirlockError, httpx.HTTPError) as e:
                 # The model hears about it (queue full, sandbox refused to
-                # start...) instead of the whole graph failing.
-                messages.append(ToolMessage(content=f"NOT RUN: airlock answered {e.code}: {clean(e.message)}",
-                                            tool_call_id=call["id"], name=call["name"], status="error",
-                                            artifact={"error": e.code, "message": e.message}))
+                # start, connection lost...) instead of the whole graph failing,
+                # and the calls before this one keep their answers (a retry of
+                # the node would run them again).
+                err = _not_run(e)
+                messages.append(ToolMessage(content=err["text"], tool_call_id=call["id"], name=call["name"],
+                                            status="error", artifact=err["artifact"]))
                 continue
             messages.append(ToolMessage(content=describe_run(result), tool_call_id=call["id"], name=call["name"],
                                         status="success" if result.ok else "error", artifact=result.raw))
         return {"messages": messages}
 
     def denied(state: AgentState) -> Dict[str, Any]:
-        messages = [
-            ToolMessage(content=describe_denial(v["decision"], v["reason"]), tool_call_id=v["call"]["id"],
-                        name=v["call"]["name"], status="error",
-                        artifact={"decision": v["decision"], "reason": v["reason"]})
-            for v in state["verdicts"] if v["decision"] != "allow"
-        ]
+        messages = []
+        for v in state["verdicts"]:
+            if v["decision"] == "allow":
+                continue
+            if v["decision"] == "error":
+                content, artifact = v["error"]["text"], v["error"]["artifact"]
+            else:
+                content = describe_denial(v["decision"], v["reason"])
+                artifact = {"decision": v["decision"], "reason": v["reason"]}
+            messages.append(ToolMessage(content=content, tool_call_id=v["call"]["id"], name=v["call"]["name"],
+                                        status="error", artifact=artifact))
         return {"messages": messages}
 
     graph = StateGraph(AgentState)
