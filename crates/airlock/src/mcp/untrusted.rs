@@ -111,6 +111,42 @@ fn looks_like_frame_tag(after: &str, word: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The cases shared with the Python client's port (`model_text.py` reads
+    /// the same file): both filters must answer them alike.
+    #[test]
+    fn the_shared_vectors_hold() {
+        let v: serde_json::Value =
+            serde_json::from_str(include_str!("untrusted_vectors.json")).unwrap();
+        let pairs = |key: &str| -> Vec<(String, String)> {
+            v[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| {
+                    (
+                        p[0].as_str().unwrap().to_string(),
+                        p[1].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        };
+        for (raw, seen) in pairs("clean") {
+            assert_eq!(clean(&raw), seen, "{raw:?}");
+        }
+        for raw in v["frame_cannot_be_forged"].as_array().unwrap() {
+            let framed = frame("stdout", raw.as_str().unwrap());
+            assert_eq!(
+                framed.to_ascii_lowercase().matches("<untrusted").count(),
+                1,
+                "{framed:?}"
+            );
+            assert_eq!(framed.matches('<').count(), 2, "{framed:?}");
+        }
+        for (raw, kept) in pairs("frame_keeps") {
+            assert!(frame("stdout", &raw).contains(&kept), "{raw:?}");
+        }
+    }
+
     /// Finding 6, one table per class: what a program prints, what the model gets.
     #[test]
     fn controls_and_escape_sequences_are_removed_with_their_payloads() {
