@@ -141,6 +141,12 @@ pub fn environment(
 ///   `diff` is only an optimisation, and a sandbox has no daemon to keep.
 ///   A repository's own config may still set it; the workspace's `.git/config`
 ///   is a protected path, so only the user puts one there.
+/// * `core.editor` and `sequence.editor` are `true`: nobody types into a
+///   run, so an editor git opens (a commit without `-m`, `rebase -i`) would
+///   read its keystrokes from the run's stdin, which the agent writes, and
+///   vim runs `:!cmd` from there: a program the gate never saw. `true`
+///   keeps the prepared text (`rebase --continue` works; an empty commit
+///   message aborts the commit).
 /// * No `core.hooksPath`: the workspace's `.git/hooks` is protected (the user's
 ///   own, e.g. pre-commit), and hooks run inside the sandbox like any command.
 pub fn git_config_text(policy: &Policy) -> String {
@@ -176,6 +182,8 @@ pub fn git_config_text(policy: &Policy) -> String {
         &policy.workspace.root.display().to_string(),
     );
     set("core.fsmonitor", "false");
+    set("core.editor", "true");
+    set("sequence.editor", "true");
     for (k, v) in &policy.env.git_config {
         set(k, v);
     }
@@ -398,7 +406,11 @@ mod tests {
         let mut policy = airlock_policy::load::builtin_default(std::path::Path::new("/w"));
         let text = git_config_text(&policy);
         assert!(text.contains("[safe]\n\tdirectory = \"/w\"\n"), "{text}");
-        assert!(text.contains("[core]\n\tfsmonitor = \"false\"\n"), "{text}");
+        assert!(
+            text.contains("[core]\n\tfsmonitor = \"false\"\n\teditor = \"true\"\n"),
+            "{text}"
+        );
+        assert!(text.contains("[sequence]\n\teditor = \"true\"\n"), "{text}");
         policy.env.git_config = vec![
             ("user.name".into(), "Agent \"A\" \\ B".into()),
             ("safe.directory".into(), "/other".into()),
@@ -417,7 +429,7 @@ mod tests {
             text.contains("\tdirectory = \"/w\"\n\tdirectory = \"/other\"\n"),
             "{text}"
         );
-        assert!(text.contains("[core]\n\tfsmonitor = \"true\"\n"), "{text}");
+        assert!(text.contains("\tfsmonitor = \"true\"\n"), "{text}");
         assert!(!text.contains("\"false\""), "{text}");
         assert!(
             text.contains(

@@ -256,9 +256,14 @@ fn doctor_prints_the_backends_own_probe() {
 
 /// Runs airlock in the workspace with `input` on its stdin (a pipe).
 fn airlock_with_stdin(e: &Env, args: &[&str], input: &[u8]) -> Output {
+    airlock_with_stdin_env(e, args, input, &[])
+}
+
+fn airlock_with_stdin_env(e: &Env, args: &[&str], input: &[u8], env: &[(&str, &str)]) -> Output {
     use std::io::Write;
     let mut child = Command::new(AIRLOCK)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(e.ws())
         .env("AIRLOCK_STATE_DIR", e.dir.path().join("state"))
         .env_remove("AIRLOCK_POLICY")
@@ -746,5 +751,59 @@ fn approvals_show_lists_the_pinned_files() {
             .unwrap()
             .ends_with("/build.sh"),
         "{json}"
+    );
+}
+
+/// An editor git opens (a commit without `-m`) reads its keystrokes from the
+/// run's stdin, which the agent writes: vim's `:!cmd` would run a program the
+/// gate never judged. The run's git configuration names `true` instead.
+#[test]
+fn git_opens_no_editor_that_reads_the_agents_stdin() {
+    let e = Env::new();
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(e.ws())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", e.dir.path())
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{}", text(&init.stderr));
+    let p = e.dir.path().join("policy.toml");
+    std::fs::write(
+        &p,
+        "[workspace]\nroot = \"ws\"\n[commands]\nallow = [\"git\"]\n[env]\npass = [\"TERM\"]\n\
+         git_config = { \"user.name\" = \"agent\", \"user.email\" = \"agent@example.invalid\" }\n",
+    )
+    .unwrap();
+    let p = p.to_string_lossy().into_owned();
+    // TERM as a terminal user has it, so that vim would take the keys.
+    let o = airlock_with_stdin_env(
+        &e,
+        &[
+            "run",
+            "--json",
+            "--policy",
+            &p,
+            "--",
+            "git",
+            "commit",
+            "--allow-empty",
+        ],
+        b":!touch ran-by-editor\n:wq\n",
+        &[("TERM", "xterm")],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "ran", "{v}");
+    let changes = v["changes"].to_string();
+    assert!(
+        !changes.contains("ran-by-editor"),
+        "an editor ran the agent's keys: {v}"
+    );
+    assert!(
+        v["stderr"]
+            .as_str()
+            .unwrap_or("")
+            .contains("empty commit message"),
+        "{v}"
     );
 }
