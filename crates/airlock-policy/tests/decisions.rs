@@ -24,6 +24,9 @@ struct Fixture {
     tight: Policy,
     /// Allows the programs of the third outside pass, network none.
     progs: Policy,
+    /// Allows the shell builtins, archivers and file tools the default leaves
+    /// out, so that the gate's own checks decide.
+    broad: Policy,
 }
 
 fn fixture() -> Fixture {
@@ -75,7 +78,11 @@ fn fixture() -> Fixture {
     let progs = extra(
         "[commands]\nallow = [\"ls\", \"echo\", \"cat\", \"flock\", \"watch\", \"ionice\", \"chrt\", \"taskset\", \"prlimit\", \"setpriv\", \"script\", \"unbuffer\", \"strace\", \"stdbuf\", \"nohup\", \"sqlite3\", \"cmake\", \"rg\", \"curl\", \"wget\", \"ssh\", \"date\", \"hostname\", \"git\", \"xargs\"]\n",
     );
+    let broad = extra(
+        "[commands]\nallow = [\"let\", \"declare\", \"typeset\", \"local\", \"mapfile\", \"readarray\", \"getopts\", \"read\", \"printf\", \"echo\", \"cat\", \"cd\", \"chmod\", \"chown\", \"chgrp\", \"touch\", \"setfacl\", \"setfattr\", \"chattr\", \"truncate\", \"ln\", \"mkdir\", \"cp\", \"mv\", \"sed\", \"tee\", \"rm\", \"cpio\", \"7z\", \"7za\", \"7zr\", \"bsdtar\", \"pax\", \"tar\"]\n",
+    );
     Fixture {
+        broad,
         progs,
         tight,
         _dir: dir,
@@ -102,6 +109,7 @@ fn policy<'a>(f: &'a Fixture, name: &str) -> &'a Policy {
         "wide" => &f.wide,
         "tight" => &f.tight,
         "progs" => &f.progs,
+        "broad" => &f.broad,
         other => panic!("no policy {other}"),
     }
 }
@@ -2162,6 +2170,45 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("ln -s ../README.md docs/r && cat docs/r", "default", A, ""),
     ("mkdir out && ln -s ../src out/src && cp -r out out2 && touch out2/src/new.py", "default", A, ""),
     ("ln -s ../x src/ && echo x > src/y", "default", A, ""),
+    // A fifth outside pass (gatefix).
+    // 1. Whatever assigns a variable in a way the gate does not follow drops
+    // the value it knew: arithmetic, `${x:=w}`, the builtins that set names.
+    ("x=README.md; ((x=5)); cat $x", "default", D, "`$x`"),
+    ("x=README.md; (( x++ )); cat $x", "default", D, "`$x`"),
+    ("x=README.md; echo $(( x = 3 )); cat $x", "default", D, "`$x`"),
+    ("x=README.md; echo $[x=1]; cat $x", "default", D, "`$x`"),
+    ("x=README.md; for ((x=0; x<2; x++)); do :; done; cat $x", "default", D, "`$x`"),
+    ("x=README.md; [[ x=3 -eq 3 ]]; cat $x", "default", D, "`$x`"),
+    ("x=README.md; [[ -v a[x=1] ]]; cat $x", "default", D, "`$x`"),
+    ("x=README.md; echo ${y[x=3]}; cat $x", "default", D, "`$x`"),
+    ("x=README.md; echo ${y:x=1}; cat $x", "default", D, "`$x`"),
+    ("x=README.md; y[x=3]=1; cat $x", "default", D, "`$x`"),
+    ("x=README.md; case $((x=1)) in *) ;; esac; cat $x", "default", D, "`$x`"),
+    ("x=README.md; for y in $((x=1)); do :; done; cat $x", "default", D, "`$x`"),
+    ("x=README.md; cat <<< $((x=1)); cat $x", "default", D, "`$x`"),
+    ("n=x; x=README.md; (( $n=1 )); cat $x", "default", D, "`$x`"),
+    ("x=; : ${x:=/etc/passwd}; cat $x", "default", D, "`$x`"),
+    ("REPLY=README.md; read < README.md; cat $REPLY", "default", D, "`$REPLY`"),
+    ("x=README.md; read 'a[x=1]' < README.md; cat $x", "default", D, "`$x`"),
+    ("x=README.md; wait -p x; cat $x", "default", D, "`$x`"),
+    ("x=README.md; f() { local x; cat $x; }; f", "default", D, "`$x`"),
+    ("PWD=README.md; cd src; cat $PWD", "default", D, "`$PWD`"),
+    ("x=README.md; trap 'x=$y' DEBUG; cat $x", "default", D, "`$x`"),
+    ("x=README.md; let x=5; cat $x", "broad", D, "`$x`"),
+    ("x=README.md; let x+=1; cat $x", "broad", D, "`$x`"),
+    ("MAPFILE=README.md; mapfile < README.md; cat $MAPFILE", "broad", D, "`$MAPFILE`"),
+    ("OPTARG=README.md; getopts a: x; cat $OPTARG", "broad", D, "`$OPTARG`"),
+    // Storing an unseen value in an integer variable evaluates it.
+    ("declare -i x; read x < README.md", "broad", D, "integer attribute"),
+    ("read y < README.md; declare -i x; x=$y", "broad", D, "integer attribute"),
+    ("read y < README.md; declare -i x=y", "broad", D, "reads `y`"),
+    ("read OPTIND < README.md", "default", D, "integer attribute"),
+    ("read y < README.md; RANDOM=$y", "default", D, "integer attribute"),
+    ("x=README.md; (( y = x + 1 )); cat $x", "default", A, ""),
+    ("x=README.md; (( x == 1 )); cat $x", "default", A, ""),
+    ("x=README.md; let y=1; cat $x", "broad", A, ""),
+    ("for ((i=0; i<3; i++)); do echo $i; done", "default", A, ""),
+    ("declare -i n=0; n+=1; echo $n", "broad", A, ""),
 ];
 
 #[test]
