@@ -632,6 +632,16 @@ impl<'p> Judge<'p> {
         // A write that host git would read as its own metadata: a nested
         // repository's config, `.git/commondir`, a gitfile. Git run there
         // obeys it (core.fsmonitor, hooks), so a person decides.
+        // A program that changes a file's mode, owner or attributes does not
+        // write it, but makes it what git obeys all the same.
+        let verb = if matches!(
+            program,
+            "chmod" | "chown" | "chgrp" | "setfacl" | "setfattr" | "chattr" | "chcon"
+        ) {
+            "changes"
+        } else {
+            "writes"
+        };
         let git_metadata = |text: &str| {
             self.boundary
                 .git_metadata(cwd, text)
@@ -639,7 +649,7 @@ impl<'p> Judge<'p> {
                     verdict: Verdict::ApprovalRequired,
                     step: Step::Workspace,
                     reason: format!(
-                        "`{text}` writes {}, {why}, which git run there obeys; a person must approve it",
+                        "`{text}` {verb} {}, {why}, which git run there obeys; a person must approve it",
                         rel.display()
                     ),
                     rule: Some("builtin.git_metadata".into()),
@@ -755,14 +765,12 @@ impl<'p> Judge<'p> {
             }
         }
         // Arguments count as writes conservatively (`git show HEAD`): git's
-        // own files only for programs that write them.
+        // own files only for programs that write them, or change what they
+        // are (a hook made executable runs: `chmod +x sub/.git/hooks/x`).
         // `cmake -E copy|rename|touch|…` is cp, mv and touch in one.
         let writer = in_place
             || (program == "cmake" && seg.argv.get(1).map(String::as_str) == Some("-E"))
-            || matches!(
-                program,
-                "cp" | "mv" | "ln" | "install" | "tee" | "touch" | "truncate" | "mkdir"
-            );
+            || writes_or_changes_files(program);
         // A copy of a repository's `.git`, or of a `HEAD`, makes a directory
         // that git run there takes for a repository, whose config it obeys
         // (`cp -r .git ev`, then `ev/config` is only a file to the gate).
@@ -1621,6 +1629,38 @@ fn symlink_targets(program: &str, argv: &[String]) -> Vec<(usize, String)> {
         .filter(|(_, t)| !t.starts_with('/'))
         .map(|(i, t)| (*i, format!("{}/{t}", dir.trim_end_matches('/'))))
         .collect()
+}
+
+/// Programs that write the files they are given, or change their metadata
+/// (mode, owner, ACLs, attributes, times): each argument that lands in git's
+/// metadata is judged as a write there ([`Boundary::git_metadata`]).
+fn writes_or_changes_files(program: &str) -> bool {
+    matches!(
+        program,
+        "cp" | "mv"
+            | "ln"
+            | "install"
+            | "rsync"
+            | "tee"
+            | "touch"
+            | "truncate"
+            | "mkdir"
+            | "shred"
+            | "chmod"
+            | "chown"
+            | "chgrp"
+            | "setfacl"
+            | "setfattr"
+            | "chattr"
+            | "chcon"
+            | "vi"
+            | "vim"
+            | "nvim"
+            | "nano"
+            | "emacs"
+            | "ed"
+            | "ex"
+    )
 }
 
 /// Whether sed or perl edits its files in place: `-i` however spelled, as the

@@ -2209,6 +2209,17 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("x=README.md; let y=1; cat $x", "broad", A, ""),
     ("for ((i=0; i<3; i++)); do echo $i; done", "default", A, ""),
     ("declare -i n=0; n+=1; echo $n", "broad", A, ""),
+    // 2. Changing the mode, owner or attributes of what git obeys, at any
+    // depth, is judged as a write there.
+    ("chmod +x sub/.git/hooks/x", "default", Q, "a git hook"),
+    ("chmod 644 sub/.git/config", "default", Q, "a git config"),
+    ("chmod +x .git/modules/m/hooks/post-checkout", "default", Q, "a git hook"),
+    ("chown me sub/.git/config", "broad", Q, "a git config"),
+    ("chgrp me sub/.git/hooks/pre-commit", "broad", Q, "a git hook"),
+    ("setfacl -m u:me:rwx sub/.git/hooks/pre-commit", "broad", Q, "a git hook"),
+    ("setfattr -n user.x -v 1 sub/.git/config", "broad", Q, "a git config"),
+    ("chattr +i sub/.git/config", "broad", Q, "a git config"),
+    ("chmod 644 sub/.git/objects/ab/cd", "default", A, ""),
 ];
 
 #[test]
