@@ -668,7 +668,7 @@ impl<'p> Judge<'p> {
                 ));
             }
             if u.access == Access::Write {
-                if let Some(f) = protected(&u.text) {
+                if let Some(f) = protected(&u.text).or_else(|| self.policy_file(cwd, &u.text)) {
                     return Some(f);
                 }
                 if pending.is_none() {
@@ -771,6 +771,8 @@ impl<'p> Judge<'p> {
         let writer = in_place
             || (program == "cmake" && seg.argv.get(1).map(String::as_str) == Some("-E"))
             || writes_or_changes_files(program);
+        // Deleting a policy file changes it as much as writing one does.
+        let deleter = matches!(program, "rm" | "unlink");
         // A copy of a repository's `.git`, or of a `HEAD`, makes a directory
         // that git run there takes for a repository, whose config it obeys
         // (`cp -r .git ev`, then `ev/config` is only a file to the gate).
@@ -802,6 +804,11 @@ impl<'p> Judge<'p> {
                 if a == Access::Write {
                     let through = || self.through_links(at, cwd, candidate, writer);
                     let direct = protected(candidate)
+                        .or_else(|| {
+                            (writer || deleter)
+                                .then(|| self.policy_file(cwd, candidate))
+                                .flatten()
+                        })
                         .or_else(|| writer.then(|| git_metadata(candidate)).flatten());
                     match direct {
                         Some(f) if f.verdict == Verdict::Deny => Some(f),
@@ -953,6 +960,10 @@ impl<'p> Judge<'p> {
                     rule: Some("workspace.protect".into()),
                 });
             }
+            if let Some(mut f) = git.then(|| self.policy_file(root, &shown)).flatten() {
+                f.reason = format!("{via}; {}", f.reason);
+                return Some(f);
+            }
             if pending.is_some() {
                 continue;
             }
@@ -1019,6 +1030,9 @@ impl<'p> Judge<'p> {
                     ),
                     rule: Some("workspace.protect".into()),
                 });
+            }
+            if let Some(f) = self.policy_file(cwd, text) {
+                return Some(f);
             }
             let through = self.through_links(at, cwd, text, true);
             if through.as_ref().is_some_and(|f| f.verdict == Verdict::Deny) {
@@ -1154,6 +1168,36 @@ impl<'p> Judge<'p> {
             }
         }
         pending
+    }
+
+    /// A write to a policy file in the workspace: any file named like one
+    /// (`airlock.toml`, which airlock reads from the working directory) or
+    /// the file this policy was loaded from. The next run would obey it, and
+    /// the run's change review refuses every change to one
+    /// (`builtin.policy_file`), so the gate refuses it up front.
+    fn policy_file(&self, cwd: &Path, text: &str) -> Option<Found> {
+        let name = crate::load::POLICY_FILE_NAME;
+        let joined = crate::paths::joined(cwd, text);
+        if !self.boundary.inside_root(cwd, text) {
+            return None;
+        }
+        let resolved = self.boundary.resolve(&joined);
+        let named = |p: &Path| p.file_name().is_some_and(|n| n == name);
+        let source = Path::new(&self.policy.source);
+        let active = source.is_absolute() && self.boundary.resolve(source) == resolved;
+        (named(Path::new(text)) || named(&joined) || named(&resolved) || active).then(|| Found {
+            verdict: Verdict::Deny,
+            step: Step::Workspace,
+            reason: format!(
+                "`{text}` is {}, which the next run would obey; the run's change review never lets a run change one, so it is refused here too; edit the policy on the host instead",
+                if active {
+                    "the policy file airlock is using".to_string()
+                } else {
+                    format!("named like airlock's policy file ({name})")
+                }
+            ),
+            rule: Some("builtin.policy_file".into()),
+        })
     }
 
     /// Step 2.

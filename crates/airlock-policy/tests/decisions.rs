@@ -2220,6 +2220,20 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("setfattr -n user.x -v 1 sub/.git/config", "broad", Q, "a git config"),
     ("chattr +i sub/.git/config", "broad", Q, "a git config"),
     ("chmod 644 sub/.git/objects/ab/cd", "default", A, ""),
+    // 3. A write to a policy file is refused up front, as the run's change
+    // review refuses it later.
+    ("echo x > airlock.toml", "default", D, "policy file (airlock.toml)"),
+    ("cp README.md airlock.toml", "default", D, "policy file"),
+    ("sed -i s/a/b/ airlock.toml", "default", D, "policy file"),
+    ("mv README.md airlock.toml", "default", D, "policy file"),
+    ("mv airlock.toml old.toml", "default", D, "policy file"),
+    ("rm airlock.toml", "default", D, "policy file"),
+    ("echo x | tee -a ./airlock.toml", "default", D, "policy file"),
+    ("echo x >> sub/airlock.toml", "default", D, "policy file"),
+    ("cd src && echo x > ../airlock.toml", "default", D, "policy file"),
+    ("ln -s airlock.toml p && echo x > p", "default", D, "through `p`"),
+    ("cat airlock.toml", "default", A, ""),
+    ("cp airlock.toml docs/policy-copy.toml", "default", A, ""),
 ];
 
 #[test]
@@ -2337,4 +2351,38 @@ fn a_policy_extends_the_knowledge_base() {
     assert_eq!(decide(&p, &req("mytool --hook='curl x'")).decision, D);
     assert_eq!(decide(&p, &req("MYTOOL_MODE=x mytool")).decision, A);
     assert_eq!(decide(&p, &req("OTHER=x mytool")).decision, D);
+}
+
+/// The policy file airlock is using, whatever its name, is refused as a
+/// write target as any `airlock.toml` is.
+#[test]
+fn the_active_policy_file_is_not_written() {
+    let f = fixture();
+    let file = f.root.join("conf/strict.toml");
+    let text = "[workspace]\nroot = \"..\"\n[commands]\nallow = [\"echo\", \"cp\", \"cat\"]\n";
+    let policy = load::from_str(text, &file.display().to_string(), &f.root.join("conf"))
+        .expect("policy loads")
+        .policy;
+    let judge = |cmd: &str| {
+        decide(
+            &policy,
+            &Request {
+                command: Command::Shell {
+                    command: cmd.to_string(),
+                },
+                cwd: f.root.clone(),
+                loosening: Default::default(),
+            },
+        )
+    };
+    let d = judge("echo x > conf/strict.toml");
+    assert_eq!(d.decision, D, "{}", d.reason);
+    assert!(
+        d.reason.contains("the policy file airlock is using"),
+        "{}",
+        d.reason
+    );
+    assert_eq!(d.rule.as_deref(), Some("builtin.policy_file"));
+    assert_eq!(judge("cat conf/strict.toml").decision, A);
+    assert_eq!(judge("echo x > conf/other.toml").decision, A);
 }
