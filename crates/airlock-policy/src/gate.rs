@@ -703,32 +703,45 @@ impl<'p> Judge<'p> {
         // review sees each one; into git's metadata, or outside (the
         // sandbox's /tmp is its HOME, where `.gitconfig` or `.ssh/config`
         // would be obeyed), a person decides.
-        for dir in extraction_dirs(program, &seg.argv, normalized) {
-            if self.boundary.check(cwd, &dir, Access::Write).is_err() {
-                // The option's value is checked, and denied, as a path.
-                continue;
+        let dirs = extraction_dirs(program, &seg.argv, normalized);
+        if let Some(why) = absolute_members(program, &seg.argv, normalized) {
+            pending.get_or_insert(Found {
+                verdict: Verdict::ApprovalRequired,
+                step: Step::Workspace,
+                reason: format!(
+                    "`{program}` writes files whose names the archive chooses, and {why}, so it may write anywhere, where the run's change review does not see it (the sandbox's /tmp is its HOME: `.gitconfig`, `.ssh/config`); a person must approve it, or extract with tar -x, which strips the leading `/`"
+                ),
+                rule: Some("builtin.extraction".into()),
+            });
+        }
+        for dir in dirs {
+            if let Err(o) = self.boundary.check(cwd, &dir, Access::Write) {
+                return Some(deny(
+                    &format!("the directory `{program}` extracts into,"),
+                    &dir,
+                    &o.resolved,
+                    Access::Write,
+                ));
             }
-            if dir == "." {
-                let here = |mut f: Found| {
-                    f.reason = format!(
-                        "`{program}` writes files whose names its input chooses into the working directory: {}",
-                        f.reason
-                    );
-                    f
-                };
-                if let Some(f) = protected(".") {
-                    return Some(here(f));
-                }
-                if pending.is_none() {
-                    pending = git_metadata(".").map(here);
-                }
+            let place = if dir == "." {
+                "the working directory".to_string()
+            } else {
+                format!("`{dir}`")
+            };
+            let into = |mut f: Found| {
+                f.reason = format!(
+                    "`{program}` writes files whose names its input chooses into {place}: {}",
+                    f.reason
+                );
+                f
+            };
+            if let Some(f) = protected(&dir) {
+                return Some(into(f));
+            }
+            if pending.is_none() {
+                pending = git_metadata(&dir).map(into);
             }
             if pending.is_none() && !self.boundary.inside_root(cwd, &dir) {
-                let place = if dir == "." {
-                    "the working directory".to_string()
-                } else {
-                    format!("`{dir}`")
-                };
                 pending = Some(Found {
                     verdict: Verdict::ApprovalRequired,
                     step: Step::Workspace,
@@ -1718,9 +1731,58 @@ fn edits_in_place(program: &str, normalized: Option<&Normalized<'_>>) -> bool {
         })
 }
 
+/// 7-Zip's command (its first word that is no switch, `x`) and its switches
+/// (`-o.git`), as 7-Zip reads them: switches anywhere until `--`, each with
+/// its value attached, and both in any case.
+fn seven_zip(argv: &[String]) -> (Option<String>, Vec<&str>) {
+    let mut command = None;
+    let mut switches = Vec::new();
+    let mut only_args = false;
+    for a in argv.iter().skip(1) {
+        if !only_args && a == "--" {
+            only_args = true;
+        } else if !only_args && a.len() > 1 && a.starts_with('-') {
+            switches.push(&a[1..]);
+        } else if command.is_none() {
+            command = Some(a.to_ascii_lowercase());
+        }
+    }
+    (command, switches)
+}
+
+/// Why an extractor may write outside the directory it writes into: it
+/// keeps a member's absolute name (`/tmp/.gitconfig`) as it is.
+fn absolute_members(
+    program: &str,
+    argv: &[String],
+    normalized: Option<&Normalized<'_>>,
+) -> Option<&'static str> {
+    let words = normalized.map_or(&[][..], |n| &n.words[..]);
+    let has = |key: &str| words.iter().any(|w| w.key().as_deref() == Some(key));
+    match program {
+        "cpio" if has("-i") && !has("-t") && !has("--to-stdout") => {
+            (!has("--no-absolute-filenames")).then_some(
+                "GNU cpio keeps each member's absolute name unless given `--no-absolute-filenames`",
+            )
+        }
+        "pax" if has("-r") && !has("-w") => Some(
+            "pax writes each member at the name the archive gives it, an absolute one included",
+        ),
+        "7z" | "7za" | "7zr" | "7zz" => {
+            let (command, switches) = seven_zip(argv);
+            (matches!(command.as_deref(), Some("x" | "e"))
+                && switches
+                    .iter()
+                    .any(|s| s.to_ascii_lowercase().starts_with("spf")))
+            .then_some("`-spf` keeps each member's absolute path")
+        }
+        _ => None,
+    }
+}
+
 /// Where an extractor writes files named by its input (`tar -x`, `unzip`,
-/// `ar x`, `cmake -E tar x`, `patch`): its target directories as written,
-/// `.` for the working directory.
+/// `ar x`, `cmake -E tar x`, `patch`, `cpio -i`/`-p`, `7z x`/`e`, `pax -r`):
+/// its target directories as written, `.` for the working directory.
 fn extraction_dirs(
     program: &str,
     argv: &[String],
@@ -1728,6 +1790,12 @@ fn extraction_dirs(
 ) -> Vec<String> {
     let words = normalized.map_or(&[][..], |n| &n.words[..]);
     let has = |key: &str| words.iter().any(|w| w.key().as_deref() == Some(key));
+    let operands = || {
+        words.iter().filter_map(|w| match w {
+            Word::Arg { text, .. } => Some(text.to_string()),
+            _ => None,
+        })
+    };
     let values = |key: &str| -> Vec<String> {
         words
             .iter()
@@ -1761,6 +1829,29 @@ fn extraction_dirs(
                 && argv.get(3).is_some_and(|op| op.contains('x')),
             "",
         ),
+        // Copy-in writes into `-D` (or here); copy-pass into its operand,
+        // after `-D` too, so both are judged.
+        "cpio" if has("-p") => {
+            let mut dirs = values("-D");
+            dirs.extend(operands().take(1));
+            return dirs;
+        }
+        "cpio" => (has("-i") && !has("-t") && !has("--to-stdout"), "-D"),
+        // Read mode writes here; read-write (copy) mode into its last operand.
+        "pax" if has("-r") && has("-w") => return operands().next_back().into_iter().collect(),
+        "pax" => (has("-r"), ""),
+        "7z" | "7za" | "7zr" | "7zz" => {
+            let (command, switches) = seven_zip(argv);
+            if !matches!(command.as_deref(), Some("x" | "e")) {
+                return Vec::new();
+            }
+            // `-o` takes its value attached; the last one counts.
+            let out = switches
+                .iter()
+                .rev()
+                .find_map(|s| s.strip_prefix('o').or_else(|| s.strip_prefix('O')));
+            return vec![out.map_or_else(|| ".".to_string(), String::from)];
+        }
         _ => (false, ""),
     };
     if !extracts {
