@@ -2267,6 +2267,14 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("pax -r -s ',^,x,' -f a.pax", "broad", Q, "pax"),
     ("pax -rw src build", "broad", A, ""),
     ("pax -w -f out.pax src", "broad", A, ""),
+    // 5. Nested loops multiply the passes that settle their values: past a
+    // budget the line is unknown.
+    (
+        "z=a; for v7 in 1 2; do z=c; z=a; for v6 in 1 2; do z=c; z=a; for v5 in 1 2; do z=c; z=a; for v4 in 1 2; do z=c; z=a; for v3 in 1 2; do z=c; z=a; for v2 in 1 2; do z=c; z=a; for v1 in 1 2; do z=c; z=a; for v0 in 1 2; do z=c; cat $z; done; done; done; done; done; done; done; done",
+        "default",
+        D,
+        "loops nested here",
+    ),
 ];
 
 #[test]

@@ -27,6 +27,12 @@ pub const MAX_SHELL_DEPTH: usize = 8;
 pub const MAX_NESTING: usize = 64;
 /// At most this many segments per request; more is "too complex".
 pub const MAX_SEGMENTS: usize = 4096;
+/// At most this many passes over the bodies of loops nested in one
+/// outermost loop. Each loop is judged until its values settle (up to four
+/// passes), so nested loops multiply: ten of them cost 4^10 passes, bounded
+/// before by MAX_SEGMENTS alone (25 ms for a line). A three-deep nest takes
+/// at most 4 + 16 + 64; loops one after another are not counted together.
+pub const MAX_NESTED_LOOP_PASSES: usize = 256;
 /// At most this many words in all segments of a request, after brace expansion
 /// and unwrapping; more is "too complex". Brace expansion multiplies words, and
 /// function bodies are judged at every call, so a short string could otherwise
@@ -502,6 +508,11 @@ struct Analyzer {
     assumed: LineFacts,
     /// What this pass finds.
     seen: LineFacts,
+    /// Loops being judged around the current command.
+    loop_depth: usize,
+    /// Passes over loop bodies inside the current outermost loop
+    /// (bounded by [`MAX_NESTED_LOOP_PASSES`]).
+    nested_loop_passes: usize,
 }
 
 /// Programs whose arguments are data, not paths.
@@ -1420,6 +1431,8 @@ impl Analyzer {
             words: 0,
             assumed: assumed.clone(),
             seen: LineFacts::default(),
+            loop_depth: 0,
+            nested_loop_passes: 0,
         }
     }
 
@@ -1890,8 +1903,31 @@ impl Analyzer {
         nest: usize,
         redirects: &[ast::IoRedirect],
     ) {
+        if self.loop_depth == 0 {
+            self.nested_loop_passes = 0;
+        }
+        self.loop_depth += 1;
+        self.loop_passes(body, st, depth, nest, redirects);
+        self.loop_depth -= 1;
+    }
+
+    fn loop_passes(
+        &mut self,
+        body: &ast::CompoundList,
+        st: &mut State,
+        depth: usize,
+        nest: usize,
+        redirects: &[ast::IoRedirect],
+    ) {
         let mut entry = st.clone();
         for pass in 0..4 {
+            self.nested_loop_passes += 1;
+            if self.nested_loop_passes > MAX_NESTED_LOOP_PASSES {
+                self.too_complex.get_or_insert(format!(
+                    "the loops nested here would be judged more than {MAX_NESTED_LOOP_PASSES} times over before the values they set settle; split them into separate commands or nest fewer loops"
+                ));
+                return;
+            }
             let mut out = entry.clone();
             self.list_with(body, &mut out, depth, nest, redirects);
             let mut next = entry.clone();
@@ -3059,6 +3095,30 @@ mod tests {
             short.segments.last().map(|s| s.cwd.clone()),
             Some(Cwd::Known(vec![PathBuf::from("/w/b/c")]))
         );
+    }
+
+    #[test]
+    fn nested_loops_are_judged_within_a_budget_of_passes() {
+        let ctx = Context::new("/w".into(), "/w".into());
+        // Each loop resets `z` before and changes it inside, so every loop
+        // needs a second pass each time the loop around it runs.
+        let nested = |depth: usize| {
+            (0..depth).fold("cat $z".to_string(), |inner, i| {
+                format!("z=a; for v{i} in 1 2; do z=c; {inner}; done")
+            })
+        };
+        let deep = analyze(&nested(10), &ctx);
+        assert!(
+            deep.unknown
+                .as_deref()
+                .is_some_and(|w| w.contains("loops nested here")),
+            "{:?}",
+            deep.unknown
+        );
+        assert!(analyze(&nested(3), &ctx).unknown.is_none());
+        // Loops one after another are not counted together.
+        let row = "for i in 1 2; do x=$x$i; done; ".repeat(500) + "ls";
+        assert!(analyze(&row, &ctx).unknown.is_none());
     }
 
     #[test]
