@@ -1845,11 +1845,13 @@ fn extraction_dirs(
             if !matches!(command.as_deref(), Some("x" | "e")) {
                 return Vec::new();
             }
-            // `-o` takes its value attached; the last one counts.
+            // `-o` takes its value attached; the last one counts, and an
+            // empty one (`-o dir` is `-o` and an archive name) is here.
             let out = switches
                 .iter()
                 .rev()
-                .find_map(|s| s.strip_prefix('o').or_else(|| s.strip_prefix('O')));
+                .find_map(|s| s.strip_prefix('o').or_else(|| s.strip_prefix('O')))
+                .filter(|d| !d.is_empty());
             return vec![out.map_or_else(|| ".".to_string(), String::from)];
         }
         _ => (false, ""),

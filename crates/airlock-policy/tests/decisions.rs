@@ -2257,6 +2257,7 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("7zr x a.7z -o../x", "broad", D, "outside the workspace"),
     ("cd .git && 7za e ../a.7z", "broad", Q, "working directory"),
     ("7z x -spf a.7z", "broad", Q, "-spf"),
+    ("cd .git && 7z x -o a.7z", "broad", Q, "working directory"),
     ("7z x a.7z -obuild", "broad", A, ""),
     ("7z a out.7z src", "broad", A, ""),
     ("bsdtar -x -f a.tar --cd /tmp", "broad", Q, "outside the workspace"),
