@@ -632,6 +632,16 @@ impl<'p> Judge<'p> {
         // A write that host git would read as its own metadata: a nested
         // repository's config, `.git/commondir`, a gitfile. Git run there
         // obeys it (core.fsmonitor, hooks), so a person decides.
+        // A program that changes a file's mode, owner or attributes does not
+        // write it, but makes it what git obeys all the same.
+        let verb = if matches!(
+            program,
+            "chmod" | "chown" | "chgrp" | "setfacl" | "setfattr" | "chattr" | "chcon"
+        ) {
+            "changes"
+        } else {
+            "writes"
+        };
         let git_metadata = |text: &str| {
             self.boundary
                 .git_metadata(cwd, text)
@@ -639,7 +649,7 @@ impl<'p> Judge<'p> {
                     verdict: Verdict::ApprovalRequired,
                     step: Step::Workspace,
                     reason: format!(
-                        "`{text}` writes {}, {why}, which git run there obeys; a person must approve it",
+                        "`{text}` {verb} {}, {why}, which git run there obeys; a person must approve it",
                         rel.display()
                     ),
                     rule: Some("builtin.git_metadata".into()),
@@ -658,7 +668,7 @@ impl<'p> Judge<'p> {
                 ));
             }
             if u.access == Access::Write {
-                if let Some(f) = protected(&u.text) {
+                if let Some(f) = protected(&u.text).or_else(|| self.policy_file(cwd, &u.text)) {
                     return Some(f);
                 }
                 if pending.is_none() {
@@ -693,32 +703,45 @@ impl<'p> Judge<'p> {
         // review sees each one; into git's metadata, or outside (the
         // sandbox's /tmp is its HOME, where `.gitconfig` or `.ssh/config`
         // would be obeyed), a person decides.
-        for dir in extraction_dirs(program, &seg.argv, normalized) {
-            if self.boundary.check(cwd, &dir, Access::Write).is_err() {
-                // The option's value is checked, and denied, as a path.
-                continue;
+        let dirs = extraction_dirs(program, &seg.argv, normalized);
+        if let Some(why) = absolute_members(program, &seg.argv, normalized) {
+            pending.get_or_insert(Found {
+                verdict: Verdict::ApprovalRequired,
+                step: Step::Workspace,
+                reason: format!(
+                    "`{program}` writes files whose names the archive chooses, and {why}, so it may write anywhere, where the run's change review does not see it (the sandbox's /tmp is its HOME: `.gitconfig`, `.ssh/config`); a person must approve it, or extract with tar -x, which strips the leading `/`"
+                ),
+                rule: Some("builtin.extraction".into()),
+            });
+        }
+        for dir in dirs {
+            if let Err(o) = self.boundary.check(cwd, &dir, Access::Write) {
+                return Some(deny(
+                    &format!("the directory `{program}` extracts into,"),
+                    &dir,
+                    &o.resolved,
+                    Access::Write,
+                ));
             }
-            if dir == "." {
-                let here = |mut f: Found| {
-                    f.reason = format!(
-                        "`{program}` writes files whose names its input chooses into the working directory: {}",
-                        f.reason
-                    );
-                    f
-                };
-                if let Some(f) = protected(".") {
-                    return Some(here(f));
-                }
-                if pending.is_none() {
-                    pending = git_metadata(".").map(here);
-                }
+            let place = if dir == "." {
+                "the working directory".to_string()
+            } else {
+                format!("`{dir}`")
+            };
+            let into = |mut f: Found| {
+                f.reason = format!(
+                    "`{program}` writes files whose names its input chooses into {place}: {}",
+                    f.reason
+                );
+                f
+            };
+            if let Some(f) = protected(&dir) {
+                return Some(into(f));
+            }
+            if pending.is_none() {
+                pending = git_metadata(&dir).map(into);
             }
             if pending.is_none() && !self.boundary.inside_root(cwd, &dir) {
-                let place = if dir == "." {
-                    "the working directory".to_string()
-                } else {
-                    format!("`{dir}`")
-                };
                 pending = Some(Found {
                     verdict: Verdict::ApprovalRequired,
                     step: Step::Workspace,
@@ -755,14 +778,14 @@ impl<'p> Judge<'p> {
             }
         }
         // Arguments count as writes conservatively (`git show HEAD`): git's
-        // own files only for programs that write them.
+        // own files only for programs that write them, or change what they
+        // are (a hook made executable runs: `chmod +x sub/.git/hooks/x`).
         // `cmake -E copy|rename|touch|…` is cp, mv and touch in one.
         let writer = in_place
             || (program == "cmake" && seg.argv.get(1).map(String::as_str) == Some("-E"))
-            || matches!(
-                program,
-                "cp" | "mv" | "ln" | "install" | "tee" | "touch" | "truncate" | "mkdir"
-            );
+            || writes_or_changes_files(program);
+        // Deleting a policy file changes it as much as writing one does.
+        let deleter = matches!(program, "rm" | "unlink");
         // A copy of a repository's `.git`, or of a `HEAD`, makes a directory
         // that git run there takes for a repository, whose config it obeys
         // (`cp -r .git ev`, then `ev/config` is only a file to the gate).
@@ -794,6 +817,11 @@ impl<'p> Judge<'p> {
                 if a == Access::Write {
                     let through = || self.through_links(at, cwd, candidate, writer);
                     let direct = protected(candidate)
+                        .or_else(|| {
+                            (writer || deleter)
+                                .then(|| self.policy_file(cwd, candidate))
+                                .flatten()
+                        })
                         .or_else(|| writer.then(|| git_metadata(candidate)).flatten());
                     match direct {
                         Some(f) if f.verdict == Verdict::Deny => Some(f),
@@ -945,6 +973,10 @@ impl<'p> Judge<'p> {
                     rule: Some("workspace.protect".into()),
                 });
             }
+            if let Some(mut f) = git.then(|| self.policy_file(root, &shown)).flatten() {
+                f.reason = format!("{via}; {}", f.reason);
+                return Some(f);
+            }
             if pending.is_some() {
                 continue;
             }
@@ -1011,6 +1043,9 @@ impl<'p> Judge<'p> {
                     ),
                     rule: Some("workspace.protect".into()),
                 });
+            }
+            if let Some(f) = self.policy_file(cwd, text) {
+                return Some(f);
             }
             let through = self.through_links(at, cwd, text, true);
             if through.as_ref().is_some_and(|f| f.verdict == Verdict::Deny) {
@@ -1146,6 +1181,36 @@ impl<'p> Judge<'p> {
             }
         }
         pending
+    }
+
+    /// A write to a policy file in the workspace: any file named like one
+    /// (`airlock.toml`, which airlock reads from the working directory) or
+    /// the file this policy was loaded from. The next run would obey it, and
+    /// the run's change review refuses every change to one
+    /// (`builtin.policy_file`), so the gate refuses it up front.
+    fn policy_file(&self, cwd: &Path, text: &str) -> Option<Found> {
+        let name = crate::load::POLICY_FILE_NAME;
+        let joined = crate::paths::joined(cwd, text);
+        if !self.boundary.inside_root(cwd, text) {
+            return None;
+        }
+        let resolved = self.boundary.resolve(&joined);
+        let named = |p: &Path| p.file_name().is_some_and(|n| n == name);
+        let source = Path::new(&self.policy.source);
+        let active = source.is_absolute() && self.boundary.resolve(source) == resolved;
+        (named(Path::new(text)) || named(&joined) || named(&resolved) || active).then(|| Found {
+            verdict: Verdict::Deny,
+            step: Step::Workspace,
+            reason: format!(
+                "`{text}` is {}, which the next run would obey; the run's change review never lets a run change one, so it is refused here too; edit the policy on the host instead",
+                if active {
+                    "the policy file airlock is using".to_string()
+                } else {
+                    format!("named like airlock's policy file ({name})")
+                }
+            ),
+            rule: Some("builtin.policy_file".into()),
+        })
     }
 
     /// Step 2.
@@ -1623,6 +1688,38 @@ fn symlink_targets(program: &str, argv: &[String]) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// Programs that write the files they are given, or change their metadata
+/// (mode, owner, ACLs, attributes, times): each argument that lands in git's
+/// metadata is judged as a write there ([`Boundary::git_metadata`]).
+fn writes_or_changes_files(program: &str) -> bool {
+    matches!(
+        program,
+        "cp" | "mv"
+            | "ln"
+            | "install"
+            | "rsync"
+            | "tee"
+            | "touch"
+            | "truncate"
+            | "mkdir"
+            | "shred"
+            | "chmod"
+            | "chown"
+            | "chgrp"
+            | "setfacl"
+            | "setfattr"
+            | "chattr"
+            | "chcon"
+            | "vi"
+            | "vim"
+            | "nvim"
+            | "nano"
+            | "emacs"
+            | "ed"
+            | "ex"
+    )
+}
+
 /// Whether sed or perl edits its files in place: `-i` however spelled, as the
 /// knowledge base reads it (`-si`, `-ni`, `-i.bak`, `--in`, `--in-p=.b`).
 fn edits_in_place(program: &str, normalized: Option<&Normalized<'_>>) -> bool {
@@ -1634,9 +1731,58 @@ fn edits_in_place(program: &str, normalized: Option<&Normalized<'_>>) -> bool {
         })
 }
 
+/// 7-Zip's command (its first word that is no switch, `x`) and its switches
+/// (`-o.git`), as 7-Zip reads them: switches anywhere until `--`, each with
+/// its value attached, and both in any case.
+fn seven_zip(argv: &[String]) -> (Option<String>, Vec<&str>) {
+    let mut command = None;
+    let mut switches = Vec::new();
+    let mut only_args = false;
+    for a in argv.iter().skip(1) {
+        if !only_args && a == "--" {
+            only_args = true;
+        } else if !only_args && a.len() > 1 && a.starts_with('-') {
+            switches.push(&a[1..]);
+        } else if command.is_none() {
+            command = Some(a.to_ascii_lowercase());
+        }
+    }
+    (command, switches)
+}
+
+/// Why an extractor may write outside the directory it writes into: it
+/// keeps a member's absolute name (`/tmp/.gitconfig`) as it is.
+fn absolute_members(
+    program: &str,
+    argv: &[String],
+    normalized: Option<&Normalized<'_>>,
+) -> Option<&'static str> {
+    let words = normalized.map_or(&[][..], |n| &n.words[..]);
+    let has = |key: &str| words.iter().any(|w| w.key().as_deref() == Some(key));
+    match program {
+        "cpio" if has("-i") && !has("-t") && !has("--to-stdout") => {
+            (!has("--no-absolute-filenames")).then_some(
+                "GNU cpio keeps each member's absolute name unless given `--no-absolute-filenames`",
+            )
+        }
+        "pax" if has("-r") && !has("-w") => Some(
+            "pax writes each member at the name the archive gives it, an absolute one included",
+        ),
+        "7z" | "7za" | "7zr" | "7zz" => {
+            let (command, switches) = seven_zip(argv);
+            (matches!(command.as_deref(), Some("x" | "e"))
+                && switches
+                    .iter()
+                    .any(|s| s.to_ascii_lowercase().starts_with("spf")))
+            .then_some("`-spf` keeps each member's absolute path")
+        }
+        _ => None,
+    }
+}
+
 /// Where an extractor writes files named by its input (`tar -x`, `unzip`,
-/// `ar x`, `cmake -E tar x`, `patch`): its target directories as written,
-/// `.` for the working directory.
+/// `ar x`, `cmake -E tar x`, `patch`, `cpio -i`/`-p`, `7z x`/`e`, `pax -r`):
+/// its target directories as written, `.` for the working directory.
 fn extraction_dirs(
     program: &str,
     argv: &[String],
@@ -1644,6 +1790,12 @@ fn extraction_dirs(
 ) -> Vec<String> {
     let words = normalized.map_or(&[][..], |n| &n.words[..]);
     let has = |key: &str| words.iter().any(|w| w.key().as_deref() == Some(key));
+    let operands = || {
+        words.iter().filter_map(|w| match w {
+            Word::Arg { text, .. } => Some(text.to_string()),
+            _ => None,
+        })
+    };
     let values = |key: &str| -> Vec<String> {
         words
             .iter()
@@ -1677,6 +1829,31 @@ fn extraction_dirs(
                 && argv.get(3).is_some_and(|op| op.contains('x')),
             "",
         ),
+        // Copy-in writes into `-D` (or here); copy-pass into its operand,
+        // after `-D` too, so both are judged.
+        "cpio" if has("-p") => {
+            let mut dirs = values("-D");
+            dirs.extend(operands().take(1));
+            return dirs;
+        }
+        "cpio" => (has("-i") && !has("-t") && !has("--to-stdout"), "-D"),
+        // Read mode writes here; read-write (copy) mode into its last operand.
+        "pax" if has("-r") && has("-w") => return operands().next_back().into_iter().collect(),
+        "pax" => (has("-r"), ""),
+        "7z" | "7za" | "7zr" | "7zz" => {
+            let (command, switches) = seven_zip(argv);
+            if !matches!(command.as_deref(), Some("x" | "e")) {
+                return Vec::new();
+            }
+            // `-o` takes its value attached; the last one counts, and an
+            // empty one (`-o dir` is `-o` and an archive name) is here.
+            let out = switches
+                .iter()
+                .rev()
+                .find_map(|s| s.strip_prefix('o').or_else(|| s.strip_prefix('O')))
+                .filter(|d| !d.is_empty());
+            return vec![out.map_or_else(|| ".".to_string(), String::from)];
+        }
         _ => (false, ""),
     };
     if !extracts {

@@ -24,6 +24,9 @@ struct Fixture {
     tight: Policy,
     /// Allows the programs of the third outside pass, network none.
     progs: Policy,
+    /// Allows the shell builtins, archivers and file tools the default leaves
+    /// out, so that the gate's own checks decide.
+    broad: Policy,
 }
 
 fn fixture() -> Fixture {
@@ -75,7 +78,11 @@ fn fixture() -> Fixture {
     let progs = extra(
         "[commands]\nallow = [\"ls\", \"echo\", \"cat\", \"flock\", \"watch\", \"ionice\", \"chrt\", \"taskset\", \"prlimit\", \"setpriv\", \"script\", \"unbuffer\", \"strace\", \"stdbuf\", \"nohup\", \"sqlite3\", \"cmake\", \"rg\", \"curl\", \"wget\", \"ssh\", \"date\", \"hostname\", \"git\", \"xargs\"]\n",
     );
+    let broad = extra(
+        "[commands]\nallow = [\"let\", \"declare\", \"typeset\", \"local\", \"mapfile\", \"readarray\", \"getopts\", \"read\", \"printf\", \"echo\", \"cat\", \"cd\", \"chmod\", \"chown\", \"chgrp\", \"touch\", \"setfacl\", \"setfattr\", \"chattr\", \"truncate\", \"ln\", \"mkdir\", \"cp\", \"mv\", \"sed\", \"tee\", \"rm\", \"cpio\", \"7z\", \"7za\", \"7zr\", \"bsdtar\", \"pax\", \"tar\"]\n",
+    );
     Fixture {
+        broad,
         progs,
         tight,
         _dir: dir,
@@ -102,6 +109,7 @@ fn policy<'a>(f: &'a Fixture, name: &str) -> &'a Policy {
         "wide" => &f.wide,
         "tight" => &f.tight,
         "progs" => &f.progs,
+        "broad" => &f.broad,
         other => panic!("no policy {other}"),
     }
 }
@@ -2162,6 +2170,112 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("ln -s ../README.md docs/r && cat docs/r", "default", A, ""),
     ("mkdir out && ln -s ../src out/src && cp -r out out2 && touch out2/src/new.py", "default", A, ""),
     ("ln -s ../x src/ && echo x > src/y", "default", A, ""),
+    // A fifth outside pass (gatefix).
+    // 1. Whatever assigns a variable in a way the gate does not follow drops
+    // the value it knew: arithmetic, `${x:=w}`, the builtins that set names.
+    ("x=README.md; ((x=5)); cat $x", "default", D, "`$x`"),
+    ("x=README.md; (( x++ )); cat $x", "default", D, "`$x`"),
+    ("x=README.md; echo $(( x = 3 )); cat $x", "default", D, "`$x`"),
+    ("x=README.md; echo $[x=1]; cat $x", "default", D, "`$x`"),
+    ("x=README.md; for ((x=0; x<2; x++)); do :; done; cat $x", "default", D, "`$x`"),
+    ("x=README.md; [[ x=3 -eq 3 ]]; cat $x", "default", D, "`$x`"),
+    ("x=README.md; [[ -v a[x=1] ]]; cat $x", "default", D, "`$x`"),
+    ("x=README.md; echo ${y[x=3]}; cat $x", "default", D, "`$x`"),
+    ("x=README.md; echo ${y:x=1}; cat $x", "default", D, "`$x`"),
+    ("x=README.md; y[x=3]=1; cat $x", "default", D, "`$x`"),
+    ("x=README.md; case $((x=1)) in *) ;; esac; cat $x", "default", D, "`$x`"),
+    ("x=README.md; for y in $((x=1)); do :; done; cat $x", "default", D, "`$x`"),
+    ("x=README.md; cat <<< $((x=1)); cat $x", "default", D, "`$x`"),
+    ("n=x; x=README.md; (( $n=1 )); cat $x", "default", D, "`$x`"),
+    ("x=; : ${x:=/etc/passwd}; cat $x", "default", D, "`$x`"),
+    ("REPLY=README.md; read < README.md; cat $REPLY", "default", D, "`$REPLY`"),
+    ("x=README.md; read 'a[x=1]' < README.md; cat $x", "default", D, "`$x`"),
+    ("x=README.md; wait -p x; cat $x", "default", D, "`$x`"),
+    ("x=README.md; f() { local x; cat $x; }; f", "default", D, "`$x`"),
+    ("PWD=README.md; cd src; cat $PWD", "default", D, "`$PWD`"),
+    ("x=README.md; trap 'x=$y' DEBUG; cat $x", "default", D, "`$x`"),
+    ("x=README.md; let x=5; cat $x", "broad", D, "`$x`"),
+    ("x=README.md; let x+=1; cat $x", "broad", D, "`$x`"),
+    ("MAPFILE=README.md; mapfile < README.md; cat $MAPFILE", "broad", D, "`$MAPFILE`"),
+    ("OPTARG=README.md; getopts a: x; cat $OPTARG", "broad", D, "`$OPTARG`"),
+    // Storing an unseen value in an integer variable evaluates it.
+    ("declare -i x; read x < README.md", "broad", D, "integer attribute"),
+    ("read y < README.md; declare -i x; x=$y", "broad", D, "integer attribute"),
+    ("read y < README.md; declare -i x=y", "broad", D, "reads `y`"),
+    ("read OPTIND < README.md", "default", D, "integer attribute"),
+    ("read y < README.md; RANDOM=$y", "default", D, "integer attribute"),
+    ("x=README.md; (( y = x + 1 )); cat $x", "default", A, ""),
+    ("x=README.md; (( x == 1 )); cat $x", "default", A, ""),
+    ("x=README.md; let y=1; cat $x", "broad", A, ""),
+    ("for ((i=0; i<3; i++)); do echo $i; done", "default", A, ""),
+    ("declare -i n=0; n+=1; echo $n", "broad", A, ""),
+    // 2. Changing the mode, owner or attributes of what git obeys, at any
+    // depth, is judged as a write there.
+    ("chmod +x sub/.git/hooks/x", "default", Q, "a git hook"),
+    ("chmod 644 sub/.git/config", "default", Q, "a git config"),
+    ("chmod +x .git/modules/m/hooks/post-checkout", "default", Q, "a git hook"),
+    ("chown me sub/.git/config", "broad", Q, "a git config"),
+    ("chgrp me sub/.git/hooks/pre-commit", "broad", Q, "a git hook"),
+    ("setfacl -m u:me:rwx sub/.git/hooks/pre-commit", "broad", Q, "a git hook"),
+    ("setfattr -n user.x -v 1 sub/.git/config", "broad", Q, "a git config"),
+    ("chattr +i sub/.git/config", "broad", Q, "a git config"),
+    ("chmod 644 sub/.git/objects/ab/cd", "default", A, ""),
+    // 3. A write to a policy file is refused up front, as the run's change
+    // review refuses it later.
+    ("echo x > airlock.toml", "default", D, "policy file (airlock.toml)"),
+    ("cp README.md airlock.toml", "default", D, "policy file"),
+    ("sed -i s/a/b/ airlock.toml", "default", D, "policy file"),
+    ("mv README.md airlock.toml", "default", D, "policy file"),
+    ("mv airlock.toml old.toml", "default", D, "policy file"),
+    ("rm airlock.toml", "default", D, "policy file"),
+    ("echo x | tee -a ./airlock.toml", "default", D, "policy file"),
+    ("echo x >> sub/airlock.toml", "default", D, "policy file"),
+    ("cd src && echo x > ../airlock.toml", "default", D, "policy file"),
+    ("ln -s airlock.toml p && echo x > p", "default", D, "through `p`"),
+    ("cat airlock.toml", "default", A, ""),
+    ("cp airlock.toml docs/policy-copy.toml", "default", A, ""),
+    // 4. cpio, 7-Zip, bsdtar and pax extract as tar does: the directory they
+    // write into is judged, and keeping absolute names needs approval.
+    ("cpio -i < a.cpio", "broad", Q, "--no-absolute-filenames"),
+    ("cpio -idm < a.cpio", "broad", Q, "--no-absolute-filenames"),
+    ("cpio --extract < a.cpio", "broad", Q, "--no-absolute-filenames"),
+    ("cd .git && cpio -i --no-absolute-filenames < ../a.cpio", "broad", Q, "working directory"),
+    ("cpio --ext --no-abs -D sub/.git < a.cpio", "broad", Q, "sub/.git"),
+    ("cpio -i --no-absolute-filenames --directory=.git/hooks < a.cpio", "broad", D, "workspace.protect"),
+    ("cpio -i --no-absolute-filenames -D /tmp < a.cpio", "broad", Q, "outside the workspace"),
+    ("cpio -i --no-absolute-filenames -D/etc < a.cpio", "broad", D, "/etc"),
+    ("cpio -pdm .git < list", "broad", Q, "into `.git`"),
+    ("cpio -p /tmp/x < list", "broad", Q, "outside the workspace"),
+    ("cpio -i --no-abs --rsh-command=cat -F a.cpio", "broad", Q, "remote shell"),
+    ("cpio -idm --no-absolute-filenames < a.cpio", "broad", A, ""),
+    ("cpio -it < a.cpio", "broad", A, ""),
+    ("cpio -pdm build/out < list", "broad", A, ""),
+    ("7z x -o.git a.7z", "broad", Q, "into `.git`"),
+    ("7z x a.7z -o.git/hooks", "broad", D, "workspace.protect"),
+    ("7z X a.7z -Osub/.git", "broad", Q, "sub/.git"),
+    ("7z x a.7z -o/tmp", "broad", Q, "outside the workspace"),
+    ("7zr x a.7z -o../x", "broad", D, "outside the workspace"),
+    ("cd .git && 7za e ../a.7z", "broad", Q, "working directory"),
+    ("7z x -spf a.7z", "broad", Q, "-spf"),
+    ("cd .git && 7z x -o a.7z", "broad", Q, "working directory"),
+    ("7z x a.7z -obuild", "broad", A, ""),
+    ("7z a out.7z src", "broad", A, ""),
+    ("bsdtar -x -f a.tar --cd /tmp", "broad", Q, "outside the workspace"),
+    ("cd .git && bsdtar -xf ../a.tar", "broad", Q, "working directory"),
+    ("bsdtar -xf a.tar", "broad", A, ""),
+    ("pax -r < a.pax", "broad", Q, "absolute"),
+    ("pax -rw src .git", "broad", Q, "into `.git`"),
+    ("pax -r -s ',^,x,' -f a.pax", "broad", Q, "pax"),
+    ("pax -rw src build", "broad", A, ""),
+    ("pax -w -f out.pax src", "broad", A, ""),
+    // 5. Nested loops multiply the passes that settle their values: past a
+    // budget the line is unknown.
+    (
+        "z=a; for v7 in 1 2; do z=c; z=a; for v6 in 1 2; do z=c; z=a; for v5 in 1 2; do z=c; z=a; for v4 in 1 2; do z=c; z=a; for v3 in 1 2; do z=c; z=a; for v2 in 1 2; do z=c; z=a; for v1 in 1 2; do z=c; z=a; for v0 in 1 2; do z=c; cat $z; done; done; done; done; done; done; done; done",
+        "default",
+        D,
+        "loops nested here",
+    ),
 ];
 
 #[test]
@@ -2279,4 +2393,38 @@ fn a_policy_extends_the_knowledge_base() {
     assert_eq!(decide(&p, &req("mytool --hook='curl x'")).decision, D);
     assert_eq!(decide(&p, &req("MYTOOL_MODE=x mytool")).decision, A);
     assert_eq!(decide(&p, &req("OTHER=x mytool")).decision, D);
+}
+
+/// The policy file airlock is using, whatever its name, is refused as a
+/// write target as any `airlock.toml` is.
+#[test]
+fn the_active_policy_file_is_not_written() {
+    let f = fixture();
+    let file = f.root.join("conf/strict.toml");
+    let text = "[workspace]\nroot = \"..\"\n[commands]\nallow = [\"echo\", \"cp\", \"cat\"]\n";
+    let policy = load::from_str(text, &file.display().to_string(), &f.root.join("conf"))
+        .expect("policy loads")
+        .policy;
+    let judge = |cmd: &str| {
+        decide(
+            &policy,
+            &Request {
+                command: Command::Shell {
+                    command: cmd.to_string(),
+                },
+                cwd: f.root.clone(),
+                loosening: Default::default(),
+            },
+        )
+    };
+    let d = judge("echo x > conf/strict.toml");
+    assert_eq!(d.decision, D, "{}", d.reason);
+    assert!(
+        d.reason.contains("the policy file airlock is using"),
+        "{}",
+        d.reason
+    );
+    assert_eq!(d.rule.as_deref(), Some("builtin.policy_file"));
+    assert_eq!(judge("cat conf/strict.toml").decision, A);
+    assert_eq!(judge("echo x > conf/other.toml").decision, A);
 }

@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0x6a9d694e90cadb52;
+pub const SOURCE_HASH: u64 = 0x0a12724919d68117;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -815,6 +815,7 @@ pub static PROGRAMS: &[P] = &[
         long: &[
             L { name: "file", key: "--file", takes: Takes::Required, short: Some('f') },
             L { name: "directory", key: "--directory", takes: Takes::Required, short: Some('C') },
+            L { name: "cd", key: "--cd", takes: Takes::Required, short: Some('C') },
             L { name: "use-compress-program", key: "--use-compress-program", takes: Takes::Required, short: Some('I') },
             L { name: "to-command", key: "--to-command", takes: Takes::Required, short: None },
             L { name: "checkpoint-action", key: "--checkpoint-action", takes: Takes::Required, short: None },
@@ -916,7 +917,88 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zip"], origin: "<built-in knowledge base>:670",
+        names: &["cpio"], origin: "<built-in knowledge base>:670",
+        about: "GNU cpio; where copy-in (-i) and copy-pass (-p) write is judged by the gate's own code (gate.rs, extraction_dirs)",
+        abbreviations: true,
+        short_values: &['C', 'D', 'E', 'F', 'H', 'I', 'M', 'O', 'R'],
+        long: &[
+            L { name: "extract", key: "--extract", takes: Takes::No, short: Some('i') },
+            L { name: "create", key: "--create", takes: Takes::No, short: Some('o') },
+            L { name: "pass-through", key: "--pass-through", takes: Takes::No, short: Some('p') },
+            L { name: "directory", key: "--directory", takes: Takes::Required, short: Some('D') },
+            L { name: "file", key: "--file", takes: Takes::Required, short: Some('F') },
+            L { name: "format", key: "--format", takes: Takes::Required, short: Some('H') },
+            L { name: "pattern-file", key: "--pattern-file", takes: Takes::Required, short: Some('E') },
+            L { name: "message", key: "--message", takes: Takes::Required, short: Some('M') },
+            L { name: "owner", key: "--owner", takes: Takes::Required, short: Some('R') },
+            L { name: "io-size", key: "--io-size", takes: Takes::Required, short: Some('C') },
+            L { name: "block-size", key: "--block-size", takes: Takes::Required, short: None },
+            L { name: "make-directories", key: "--make-directories", takes: Takes::No, short: Some('d') },
+            L { name: "preserve-modification-time", key: "--preserve-modification-time", takes: Takes::No, short: Some('m') },
+            L { name: "unconditional", key: "--unconditional", takes: Takes::No, short: Some('u') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "list", key: "--list", takes: Takes::No, short: Some('t') },
+            L { name: "to-stdout", key: "--to-stdout", takes: Takes::No, short: None },
+            L { name: "rsh-command", key: "--rsh-command", takes: Takes::Required, short: None },
+            L { name: "absolute-filenames", key: "--absolute-filenames", takes: Takes::No, short: None },
+            L { name: "no-absolute-filenames", key: "--no-absolute-filenames", takes: Takes::No, short: None },
+            L { name: "null", key: "--null", takes: Takes::No, short: Some('0') },
+            L { name: "dot", key: "--dot", takes: Takes::No, short: Some('V') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: None },
+            L { name: "reset-access-time", key: "--reset-access-time", takes: Takes::No, short: Some('a') },
+            L { name: "link", key: "--link", takes: Takes::No, short: Some('l') },
+            L { name: "dereference", key: "--dereference", takes: Takes::No, short: Some('L') },
+            L { name: "numeric-uid-gid", key: "--numeric-uid-gid", takes: Takes::No, short: None },
+            L { name: "rename", key: "--rename", takes: Takes::No, short: Some('r') },
+            L { name: "swap", key: "--swap", takes: Takes::No, short: Some('b') },
+            L { name: "swap-bytes", key: "--swap-bytes", takes: Takes::No, short: Some('s') },
+            L { name: "swap-halfwords", key: "--swap-halfwords", takes: Takes::No, short: Some('S') },
+            L { name: "only-verify-crc", key: "--only-verify-crc", takes: Takes::No, short: None },
+            L { name: "sparse", key: "--sparse", takes: Takes::No, short: None },
+            L { name: "append", key: "--append", takes: Takes::No, short: Some('A') },
+            L { name: "force-local", key: "--force-local", takes: Takes::No, short: None },
+            L { name: "ignore-devno", key: "--ignore-devno", takes: Takes::No, short: None },
+            L { name: "renumber-inodes", key: "--renumber-inodes", takes: Takes::No, short: None },
+            L { name: "device-independent", key: "--device-independent", takes: Takes::No, short: None },
+            L { name: "reproducible", key: "--reproducible", takes: Takes::No, short: None },
+            L { name: "no-preserve-owner", key: "--no-preserve-owner", takes: Takes::No, short: None },
+            L { name: "nonmatching", key: "--nonmatching", takes: Takes::No, short: Some('f') },
+            L { name: "preserve-access-time", key: "--preserve-access-time", takes: Takes::No, short: None },
+            L { name: "help", key: "--help", takes: Takes::No, short: None },
+            L { name: "usage", key: "--usage", takes: Takes::No, short: None },
+            L { name: "version", key: "--version", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::Option("--rsh-command"), kind: Kind::Exec, action: Action::ApprovalRequired, inner: InnerCommand::Words,
+                reason: "makes cpio run a remote shell program", ..EFFECT },
+            E { trigger: T::Option("-r"), kind: Kind::Write, action: Action::ApprovalRequired,
+                reason: "renames each file as the terminal answers, so the names written cannot be checked", ..EFFECT },
+            E { trigger: T::Option("-D"), kind: Kind::Write, action: Action::Judge, unless: &["-o"], path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-D"), kind: Kind::Read, action: Action::Judge, requires: &["-o"], path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-E"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-I"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-O"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-F"), kind: Kind::Write, action: Action::Judge, requires: &["-o"], path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-F"), kind: Kind::Read, action: Action::Judge, unless: &["-o"], path: Some(Access::Read), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["pax"], origin: "<built-in knowledge base>:736",
+        about: "POSIX pax; where read mode (-r) writes is judged by the gate's own code (gate.rs, extraction_dirs)",
+        short_values: &['b', 'f', 'o', 'p', 's', 'x'],
+        effects: &[
+            E { trigger: T::Option("-s"), kind: Kind::Write, action: Action::ApprovalRequired,
+                reason: "renames what pax reads or writes by a pattern, so the names written (a shell or git configuration file) cannot be checked", ..EFFECT },
+            E { trigger: T::Option("-i"), kind: Kind::Write, action: Action::ApprovalRequired,
+                reason: "renames each file as the terminal answers, so the names written cannot be checked", ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Write, action: Action::Judge, requires: &["-w"], unless: &["-r"], path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Read, action: Action::Judge, unless: &["-w"], path: Some(Access::Read), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["zip"], origin: "<built-in knowledge base>:769",
         about: "Info-ZIP zip",
         abbreviations: true,
         short_values: &['b', 'n', 'x', 'i', 't'],
@@ -953,7 +1035,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unzip"], origin: "<built-in knowledge base>:703",
+        names: &["unzip"], origin: "<built-in knowledge base>:802",
         about: "Info-ZIP unzip",
         short_values: &['d', 'x'],
         effects: &[
@@ -964,7 +1046,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["make", "gmake"], origin: "<built-in knowledge base>:723",
+        names: &["make", "gmake"], origin: "<built-in knowledge base>:822",
         about: "GNU make; its command-line variable assignments are read by the gate's own code (shell/mod.rs, make_assignments): `SHELL = x`, `override`/`export` prefixes, `!=`, and values calling make functions (`$(shell …)`) need approval",
         abbreviations: true,
         short_values: &['f', 'C', 'I', 'o', 'W', 'E'],
@@ -1018,7 +1100,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cmake"], origin: "<built-in knowledge base>:770",
+        names: &["cmake"], origin: "<built-in knowledge base>:869",
         about: "cmake: `-E env|chdir|time` run a command (unwrapped and judged); -P, -C and --toolchain run CMake scripts; -D cache entries that choose compilers, launchers, linkers or carry compiler options that run programs",
         short_values: &['D', 'C', 'P', 'S', 'B', 'G', 'T', 'A', 'U', 'W', 'E'],
         short_optional: &['j'],
@@ -1093,7 +1175,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:863",
+        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:962",
         about: "GCC and Clang drivers: options that run or load other programs, and the output file",
         short_values: &['o', 'B', 'D', 'U', 'I', 'L', 'l', 'x', 'u', 'T', 'e', 'z', 'A', 'M'],
         long: &[
@@ -1161,13 +1243,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:996",
+        names: &["go"], origin: "<built-in knowledge base>:1095",
         about: "the go command: flags that run other programs in place of go's own tools",
         subcommands: true,
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1001",
+        names: &["go"], origin: "<built-in knowledge base>:1100",
         subcommand: Some("vet"),
         long: &[
             L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
@@ -1209,7 +1291,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1062",
+        names: &["go"], origin: "<built-in knowledge base>:1161",
         subcommand: Some("build"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1250,7 +1332,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1123",
+        names: &["go"], origin: "<built-in knowledge base>:1222",
         subcommand: Some("test"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1295,7 +1377,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1190",
+        names: &["go"], origin: "<built-in knowledge base>:1289",
         subcommand: Some("run"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1336,7 +1418,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["patch"], origin: "<built-in knowledge base>:1251",
+        names: &["patch"], origin: "<built-in knowledge base>:1350",
         about: "GNU patch: where it writes and what it reads",
         abbreviations: true,
         short_values: &['d', 'i', 'o', 'p', 'r', 'B', 'D', 'F', 'V', 'Y', 'z', 'g'],
@@ -1375,7 +1457,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1288",
+        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1387",
         about: "archivers: a plugin to load",
         abbreviations: true,
         long: &[
@@ -1392,7 +1474,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1300",
+        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1399",
         about: "linkers: the output file",
         short_values: &['o', 'L', 'l', 'T', 'e', 'u', 'y', 'Y', 'm', 'F', 'f', 'I', 'h', 'z'],
         long: &[
@@ -1416,7 +1498,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["jq"], origin: "<built-in knowledge base>:1324",
+        names: &["jq"], origin: "<built-in knowledge base>:1423",
         about: "jq: files it reads its program or arguments from",
         short_values: &['f', 'L'],
         long: &[
@@ -1438,7 +1520,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["find"], origin: "<built-in knowledge base>:1344",
+        names: &["find"], origin: "<built-in knowledge base>:1443",
         about: "GNU find: predicates are single-dash words; -exec and friends are unwrapped and their command judged",
         long: &[
             L { name: "-exec", key: "-exec", takes: Takes::Command, short: None },
@@ -1505,7 +1587,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xargs"], origin: "<built-in knowledge base>:1406",
+        names: &["xargs"], origin: "<built-in knowledge base>:1505",
         about: "GNU xargs: the command after its options is unwrapped and judged (echo when none)",
         abbreviations: true, options_first: true,
         short_values: &['I', 'a', 'E', 'd', 'L', 'n', 'P', 's'],
@@ -1536,7 +1618,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["env"], origin: "<built-in knowledge base>:1423",
+        names: &["env"], origin: "<built-in knowledge base>:1522",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
         short_values: &['u', 'C', 'S', 'a'],
@@ -1561,7 +1643,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nice"], origin: "<built-in knowledge base>:1437",
+        names: &["nice"], origin: "<built-in knowledge base>:1536",
         abbreviations: true, options_first: true,
         short_values: &['n'],
         long: &[
@@ -1572,7 +1654,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["timeout"], origin: "<built-in knowledge base>:1444",
+        names: &["timeout"], origin: "<built-in knowledge base>:1543",
         abbreviations: true, options_first: true,
         short_values: &['s', 'k'],
         long: &[
@@ -1587,7 +1669,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1451",
+        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1550",
         options_first: true,
         long: &[
             L { name: "fork", key: "--fork", takes: Takes::No, short: Some('f') },
@@ -1599,7 +1681,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["stdbuf"], origin: "<built-in knowledge base>:1456",
+        names: &["stdbuf"], origin: "<built-in knowledge base>:1555",
         abbreviations: true, options_first: true,
         short_values: &['i', 'o', 'e'],
         long: &[
@@ -1612,7 +1694,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["flock"], origin: "<built-in knowledge base>:1463",
+        names: &["flock"], origin: "<built-in knowledge base>:1562",
         about: "util-linux flock: `flock FILE CMD…` and `flock FILE -c CMD` run the command (unwrapped and judged); the file is created",
         abbreviations: true, options_first: true,
         short_values: &['w', 'E', 'c'],
@@ -1635,7 +1717,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["watch"], origin: "<built-in knowledge base>:1471",
+        names: &["watch"], origin: "<built-in knowledge base>:1570",
         about: "procps watch: runs its words through `sh -c` (with -x, as an argv); unwrapped and judged",
         abbreviations: true, options_first: true,
         short_values: &['n', 'q'],
@@ -1660,7 +1742,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ionice"], origin: "<built-in knowledge base>:1480",
+        names: &["ionice"], origin: "<built-in knowledge base>:1579",
         about: "util-linux ionice: the command after its options is unwrapped and judged (none with -p/-P/-u)",
         abbreviations: true, options_first: true,
         short_values: &['c', 'n', 'p', 'P', 'u'],
@@ -1677,7 +1759,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["chrt"], origin: "<built-in knowledge base>:1488",
+        names: &["chrt"], origin: "<built-in knowledge base>:1587",
         about: "util-linux chrt: `chrt [options] PRIORITY CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['T', 'P', 'D'],
@@ -1703,7 +1785,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["taskset"], origin: "<built-in knowledge base>:1496",
+        names: &["taskset"], origin: "<built-in knowledge base>:1595",
         about: "util-linux taskset: `taskset [options] MASK CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         long: &[
@@ -1716,7 +1798,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["prlimit"], origin: "<built-in knowledge base>:1503",
+        names: &["prlimit"], origin: "<built-in knowledge base>:1602",
         about: "util-linux prlimit: the command after its options is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['p', 'o'],
@@ -1749,7 +1831,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["setpriv"], origin: "<built-in knowledge base>:1512",
+        names: &["setpriv"], origin: "<built-in knowledge base>:1611",
         about: "util-linux setpriv: the command after its options is unwrapped and judged",
         abbreviations: true, options_first: true,
         long: &[
@@ -1782,7 +1864,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["script"], origin: "<built-in knowledge base>:1519",
+        names: &["script"], origin: "<built-in knowledge base>:1618",
         about: "util-linux script: -c runs a shell command (judged); the typescript and log files are written; without -c it runs an interactive shell (unknown)",
         abbreviations: true,
         short_values: &['c', 'E', 'I', 'O', 'B', 'T', 'm', 'o'],
@@ -1817,13 +1899,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unbuffer"], origin: "<built-in knowledge base>:1569",
+        names: &["unbuffer"], origin: "<built-in knowledge base>:1668",
         about: "expect's unbuffer: the command after -p is unwrapped and judged",
         options_first: true,
         ..PROGRAM
     },
     P {
-        names: &["strace"], origin: "<built-in knowledge base>:1575",
+        names: &["strace"], origin: "<built-in knowledge base>:1674",
         about: "strace: the traced command is unwrapped and judged (-E sets its environment); -o writes the trace, `-o |CMD` pipes it into a shell command",
         abbreviations: true, options_first: true,
         short_values: &['e', 'o', 'p', 'P', 's', 'S', 'u', 'E', 'a', 'b', 'I', 'O', 'X', 'U'],
@@ -1888,7 +1970,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:1591",
+        names: &["busybox"], origin: "<built-in knowledge base>:1690",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -1903,7 +1985,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:1605",
+        names: &["less"], origin: "<built-in knowledge base>:1704",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -1942,11 +2024,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:1642",
+        names: &["more"], origin: "<built-in knowledge base>:1741",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:1646",
+        names: &["man"], origin: "<built-in knowledge base>:1745",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -1983,7 +2065,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1678",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1777",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -2012,7 +2094,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:1721",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:1820",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -2031,7 +2113,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1741",
+        names: &["git"], origin: "<built-in knowledge base>:1840",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -2077,7 +2159,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1787",
+        names: &["git"], origin: "<built-in knowledge base>:1886",
         subcommand: Some("init"),
         abbreviations: true,
         long: &[
@@ -2099,7 +2181,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1805",
+        names: &["git"], origin: "<built-in knowledge base>:1904",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -2121,7 +2203,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1811",
+        names: &["git"], origin: "<built-in knowledge base>:1910",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -2135,7 +2217,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1818",
+        names: &["git"], origin: "<built-in knowledge base>:1917",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -2174,7 +2256,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1837",
+        names: &["git"], origin: "<built-in knowledge base>:1936",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -2225,7 +2307,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1876",
+        names: &["git"], origin: "<built-in knowledge base>:1975",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -2280,7 +2362,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1938",
+        names: &["git"], origin: "<built-in knowledge base>:2037",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -2289,7 +2371,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1949",
+        names: &["git"], origin: "<built-in knowledge base>:2048",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -2298,7 +2380,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1960",
+        names: &["git"], origin: "<built-in knowledge base>:2059",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2307,7 +2389,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1970",
+        names: &["git"], origin: "<built-in knowledge base>:2069",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -2328,7 +2410,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1990",
+        names: &["git"], origin: "<built-in knowledge base>:2089",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2337,7 +2419,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2000",
+        names: &["git"], origin: "<built-in knowledge base>:2099",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -2346,7 +2428,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2010",
+        names: &["git"], origin: "<built-in knowledge base>:2109",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -2368,7 +2450,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2029",
+        names: &["git"], origin: "<built-in knowledge base>:2128",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -2394,7 +2476,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2036",
+        names: &["git"], origin: "<built-in knowledge base>:2135",
         subcommand: Some("grep"),
         abbreviations: true,
         short_optional: &['O'],
@@ -2417,7 +2499,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2055",
+        names: &["git"], origin: "<built-in knowledge base>:2154",
         subcommand: Some("fetch-pack"),
         abbreviations: true,
         long: &[
@@ -2447,7 +2529,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2073",
+        names: &["git"], origin: "<built-in knowledge base>:2172",
         subcommand: Some("ls-remote"),
         abbreviations: true,
         long: &[
@@ -2472,7 +2554,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2091",
+        names: &["git"], origin: "<built-in knowledge base>:2190",
         subcommand: Some("clone"),
         abbreviations: true,
         short_values: &['u', 'o', 'b', 'c', 'j'],
@@ -2509,7 +2591,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2117",
+        names: &["git"], origin: "<built-in knowledge base>:2216",
         subcommand: Some("fetch"),
         abbreviations: true,
         long: &[
@@ -2543,7 +2625,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2129",
+        names: &["git"], origin: "<built-in knowledge base>:2228",
         subcommand: Some("pull"),
         abbreviations: true,
         short_values: &['s', 'X'],
@@ -2585,7 +2667,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2161",
+        names: &["git"], origin: "<built-in knowledge base>:2260",
         subcommand: Some("merge"),
         abbreviations: true,
         short_values: &['s', 'X', 'm', 'F'],
@@ -2629,7 +2711,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2193",
+        names: &["git"], origin: "<built-in knowledge base>:2292",
         subcommand: Some("cherry-pick"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2664,7 +2746,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2219",
+        names: &["git"], origin: "<built-in knowledge base>:2318",
         subcommand: Some("revert"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2697,7 +2779,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2245",
+        names: &["git"], origin: "<built-in knowledge base>:2344",
         subcommand: Some("commit"),
         abbreviations: true,
         short_values: &['m', 'F', 'C', 'c', 't'],
@@ -2753,7 +2835,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2265",
+        names: &["git"], origin: "<built-in knowledge base>:2364",
         subcommand: Some("tag"),
         abbreviations: true,
         short_values: &['m', 'F', 'u'],
@@ -2800,7 +2882,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2304",
+        names: &["git"], origin: "<built-in knowledge base>:2403",
         subcommand: Some("log"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -2928,7 +3010,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2332",
+        names: &["git"], origin: "<built-in knowledge base>:2431",
         subcommand: Some("show"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -3056,7 +3138,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2360",
+        names: &["git"], origin: "<built-in knowledge base>:2459",
         subcommand: Some("verify-commit"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3065,7 +3147,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2370",
+        names: &["git"], origin: "<built-in knowledge base>:2469",
         subcommand: Some("verify-tag"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3074,7 +3156,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:2382",
+        names: &["cargo"], origin: "<built-in knowledge base>:2481",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -3134,7 +3216,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:2420",
+        names: &["rustc"], origin: "<built-in knowledge base>:2519",
         short_values: &['o', 'L', 'l', 'C', 'W', 'Z'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -3163,7 +3245,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2453",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2552",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -3202,7 +3284,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2493",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2592",
         subcommand: Some("exec"),
         abbreviations: true, options_first: true,
         short_values: &['c'],
@@ -3219,7 +3301,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2507",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2606",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3228,7 +3310,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2517",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2616",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -3246,7 +3328,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2530",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2629",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -3291,7 +3373,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2606",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2705",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -3311,7 +3393,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2626",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2725",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
@@ -3363,7 +3445,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2666",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2765",
         subcommand: Some("list"),
         abbreviations: true,
         long: &[
@@ -3387,7 +3469,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:2672",
+        names: &["perl"], origin: "<built-in knowledge base>:2771",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -3405,7 +3487,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:2697",
+        names: &["ruby"], origin: "<built-in knowledge base>:2796",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -3424,7 +3506,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:2724",
+        names: &["rsync"], origin: "<built-in knowledge base>:2823",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -3477,7 +3559,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2768",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2867",
         about: "ssh and friends: their -o keywords (any case, `Key=Value`, `Key Value`), -F, -S, -I and -J, also after ssh's host, are read by the gate's own code (shell/mod.rs, ssh_options)",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -3487,7 +3569,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["curl"], origin: "<built-in knowledge base>:2781",
+        names: &["curl"], origin: "<built-in knowledge base>:2880",
         about: "curl: -K/--config reads options the gate does not see; where it writes and reads (the names -O takes from URLs, and -J from the server, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['A', 'b', 'c', 'C', 'd', 'D', 'e', 'E', 'F', 'H', 'K', 'm', 'o', 'P', 'Q', 'r', 'T', 't', 'u', 'U', 'w', 'x', 'X', 'y', 'Y', 'z'],
@@ -3631,7 +3713,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["wget"], origin: "<built-in knowledge base>:2891",
+        names: &["wget"], origin: "<built-in knowledge base>:2990",
         about: "GNU wget: -e runs wgetrc commands and --config reads them (they can name any file to write); where it writes and reads (the name a URL gives, and names the server chooses in recursion, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['e', 'O', 'o', 'a', 'P', 'i', 'U', 't', 'T', 'w', 'l', 'A', 'R', 'D', 'I', 'X', 'B', 'Q', 'n'],
@@ -3748,7 +3830,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sqlite3"], origin: "<built-in knowledge base>:2970",
+        names: &["sqlite3"], origin: "<built-in knowledge base>:3069",
         about: "the sqlite3 shell: SQL and dot-commands (from its arguments, -cmd, -init or standard input) can run commands, load extensions and write any file; -safe forbids that",
         long: &[
             L { name: "-cmd", key: "-cmd", takes: Takes::Required, short: None },
@@ -3808,32 +3890,32 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:2992",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:3091",
         reason: "", options_of: None },
-    StaticEnv { names: &["ZIPOPT", "ZIP"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:2999",
+    StaticEnv { names: &["ZIPOPT", "ZIP"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3098",
         reason: "gives zip options, as if written on its command line", options_of: Some("zip") },
-    StaticEnv { names: &["UNZIP", "UNZIPOPT"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3006",
+    StaticEnv { names: &["UNZIP", "UNZIPOPT"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3105",
         reason: "gives unzip options, as if written on its command line", options_of: Some("unzip") },
-    StaticEnv { names: &["BZIP", "BZIP2"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3013",
+    StaticEnv { names: &["BZIP", "BZIP2"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3112",
         reason: "gives bzip2 options, as if written on its command line", options_of: Some("bzip2") },
-    StaticEnv { names: &["XZ_DEFAULTS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3020",
+    StaticEnv { names: &["XZ_DEFAULTS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3119",
         reason: "gives xz options, as if written on its command line", options_of: Some("xz") },
-    StaticEnv { names: &["COMPILER_PATH", "GCC_EXEC_PREFIX", "CCC_OVERRIDE_OPTIONS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3029",
+    StaticEnv { names: &["COMPILER_PATH", "GCC_EXEC_PREFIX", "CCC_OVERRIDE_OPTIONS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3128",
         reason: "chooses the programs a compiler driver runs (as gcc's -B does) or rewrites clang's command line", options_of: None },
-    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3037",
+    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3136",
         reason: "passes options to the compiler, which can make it run or load programs", options_of: Some("gcc") },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3045",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3144",
         reason: "changes which programs and libraries run, or what the shell runs on its own", options_of: None },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3052",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3151",
         reason: "makes git run a program or read configuration of the caller's choice", options_of: None },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3058",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3157",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)", options_of: None },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3065",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3164",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run", options_of: None },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3072",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3171",
         reason: "makes an interpreter load code or options of the caller's choice", options_of: None },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3078",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3177",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys", options_of: None },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3084",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3183",
         reason: "sends network traffic through a proxy of the caller's choice", options_of: None },
 ];

@@ -19,7 +19,7 @@ use brush_parser::ast;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use words::{expand, short, Expansion, Vars};
+use words::{expand, short, Assigned, Expansion, Vars};
 
 /// Deepest nesting of shells-in-shells (`sh -c`) and function calls analysed.
 pub const MAX_SHELL_DEPTH: usize = 8;
@@ -27,6 +27,12 @@ pub const MAX_SHELL_DEPTH: usize = 8;
 pub const MAX_NESTING: usize = 64;
 /// At most this many segments per request; more is "too complex".
 pub const MAX_SEGMENTS: usize = 4096;
+/// At most this many passes over the bodies of loops nested in one
+/// outermost loop. Each loop is judged until its values settle (up to four
+/// passes), so nested loops multiply: ten of them cost 4^10 passes, bounded
+/// before by MAX_SEGMENTS alone (25 ms for a line). A three-deep nest takes
+/// at most 4 + 16 + 64; loops one after another are not counted together.
+pub const MAX_NESTED_LOOP_PASSES: usize = 256;
 /// At most this many words in all segments of a request, after brace expansion
 /// and unwrapping; more is "too complex". Brace expansion multiplies words, and
 /// function bodies are judged at every call, so a short string could otherwise
@@ -250,6 +256,12 @@ struct LineFacts {
     attributed: std::collections::BTreeSet<String>,
     /// Attributes were given to names only known at run time.
     any_attributed: bool,
+    /// Names given the integer attribute (`declare -i`): bash evaluates
+    /// what is stored in them as arithmetic, where an array subscript runs
+    /// a command.
+    integers: std::collections::BTreeSet<String>,
+    /// The integer attribute was given to names only known at run time.
+    any_integer: bool,
 }
 
 impl LineFacts {
@@ -257,15 +269,35 @@ impl LineFacts {
         (self.allexport || !other.allexport)
             && (self.any_attributed || !other.any_attributed)
             && other.attributed.is_subset(&self.attributed)
+            && (self.any_integer || !other.any_integer)
+            && other.integers.is_subset(&self.integers)
     }
     fn join(&mut self, other: &LineFacts) {
         self.allexport |= other.allexport;
         self.any_attributed |= other.any_attributed;
         self.attributed.extend(other.attributed.iter().cloned());
+        self.any_integer |= other.any_integer;
+        self.integers.extend(other.integers.iter().cloned());
     }
     fn attributed(&self, name: &str) -> bool {
         self.any_attributed || self.attributed.contains(name)
     }
+    /// Whether storing in `name` evaluates the value as arithmetic: a name
+    /// given the integer attribute, or one of bash's own that has it.
+    fn integer(&self, name: &str) -> bool {
+        self.any_integer || self.integers.contains(name) || INTEGER_SPECIALS.contains(&name)
+    }
+}
+
+/// bash's own variables that evaluate what is stored in them as arithmetic
+/// (bash 5.2: `read OPTIND < f` runs `a[$(cmd)]` in `f`).
+const INTEGER_SPECIALS: &[&str] = &["RANDOM", "SRANDOM", "OPTIND", "HISTCMD"];
+
+/// Why storing a value the gate cannot see in `name` is unknown.
+fn integer_why(how: &str, name: &str) -> String {
+    format!(
+        "{how} stores a value the gate cannot see in `{name}`, which has the integer attribute: bash evaluates it as arithmetic, where an array subscript runs a command; store it in a name without the attribute and check it first (`case $x in *[!0-9]*) exit 1;; esac`)"
+    )
 }
 
 /// Run an analysis until the facts it finds are all assumed (at most three
@@ -387,6 +419,50 @@ struct State {
 }
 
 impl State {
+    /// Before a command's words are expanded: a known value the expansion
+    /// itself replaces (`cat $((x=1)) $x`) is no longer known. A name the
+    /// gate cannot see stays unseen until the expansion that reads it is
+    /// judged.
+    fn forget_before(&mut self, a: &Assigned) {
+        if a.any {
+            self.vars.known.clear();
+        }
+        for name in a.integers.iter().chain(&a.defaults) {
+            self.vars.known.remove(name);
+        }
+    }
+
+    /// After the command: arithmetic left an integer in each name it
+    /// assigned (harmless where arithmetic reads it, as after
+    /// `x=$((…))`), and `${x:=word}` a value the gate does not follow.
+    fn forget_after(&mut self, a: &Assigned) {
+        if a.any {
+            self.vars.known.clear();
+        }
+        for name in &a.integers {
+            self.vars.unset(name);
+        }
+        for name in &a.defaults {
+            self.vars.set_unseen(name);
+        }
+    }
+
+    /// After code that runs at times the gate does not follow (a trap's
+    /// handler, which a DEBUG trap runs before every later command): every
+    /// value it may change, and its working directory, are no longer known.
+    fn forget_changed_by(&mut self, other: &State, what: &str) {
+        let changed: Vec<String> = (self.vars.known.iter())
+            .filter(|(name, values)| other.vars.known.get(*name) != Some(*values))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in changed.iter().chain(&other.vars.unseen) {
+            self.vars.set_unseen(name);
+        }
+        if other.cwd != self.cwd {
+            self.cwd = Cwd::Unknown(format!("{what} changes the working directory"));
+        }
+    }
+
     /// After a branch that may or may not have run: either state is possible.
     fn merge(&mut self, other: &State) {
         self.cwd.merge(&other.cwd);
@@ -432,6 +508,11 @@ struct Analyzer {
     assumed: LineFacts,
     /// What this pass finds.
     seen: LineFacts,
+    /// Loops being judged around the current command.
+    loop_depth: usize,
+    /// Passes over loop bodies inside the current outermost loop
+    /// (bounded by [`MAX_NESTED_LOOP_PASSES`]).
+    nested_loop_passes: usize,
 }
 
 /// Programs whose arguments are data, not paths.
@@ -1350,6 +1431,8 @@ impl Analyzer {
             words: 0,
             assumed: assumed.clone(),
             seen: LineFacts::default(),
+            loop_depth: 0,
+            nested_loop_passes: 0,
         }
     }
 
@@ -1536,13 +1619,22 @@ impl Analyzer {
                 let mut seg = Segment::new(&st.cwd);
                 seg.argv = vec!["[[".into()];
                 seg.data_only = true;
-                self.extended_test_words(&test.expr, &mut seg, &st.vars);
                 let mut all = inherited.to_vec();
                 if let Some(r) = redirects {
                     all.extend(r.0.iter().cloned());
                 }
+                let mut assigned = Assigned::default();
+                test_assigns(&test.expr, &mut assigned);
+                for r in &all {
+                    words::assigned_in_word(&r.to_string(), &mut assigned);
+                }
+                st.forget_before(&assigned);
+                self.extended_test_words(&test.expr, &mut seg, &st.vars);
                 self.redirects(&all, &mut seg, &st.vars);
                 self.push(seg);
+                st.forget_after(&assigned);
+                // `=~` sets BASH_REMATCH to what matched.
+                st.vars.set_unseen("BASH_REMATCH");
             }
         }
     }
@@ -1635,7 +1727,14 @@ impl Analyzer {
         self.compound(cc, st, depth, nest, &all);
     }
 
-    fn arithmetic(&mut self, expr: &str, st: &State) {
+    fn arithmetic(&mut self, expr: &str, st: &mut State) {
+        let mut assigned = Assigned::default();
+        words::arithmetic_assigned(expr, &mut assigned);
+        self.arithmetic_judged(expr, st);
+        st.forget_after(&assigned);
+    }
+
+    fn arithmetic_judged(&mut self, expr: &str, st: &State) {
         let why = if expr.contains("$(") || expr.contains('`') {
             format!(
                 "the arithmetic `{}` contains a command substitution",
@@ -1678,6 +1777,11 @@ impl Analyzer {
                 self.loop_body(&f.body.list, st, depth, nest, redirects);
             }
             C::ForClause(f) => {
+                let mut assigned = Assigned::default();
+                for w in f.values.iter().flatten() {
+                    words::assigned_in_word(&w.value, &mut assigned);
+                }
+                st.forget_before(&assigned);
                 let mut seg = Segment::new(&st.cwd);
                 let mut values = Vec::new();
                 let mut known = true;
@@ -1716,6 +1820,7 @@ impl Analyzer {
                     seg.argv = vec!["for".into()];
                     self.push(seg);
                 }
+                st.forget_after(&assigned);
                 if known && !values.is_empty() && values.len() <= words::MAX_ALTERNATIVES {
                     st.vars.set_known(&f.variable_name, values);
                 } else {
@@ -1725,6 +1830,12 @@ impl Analyzer {
             }
             C::CaseClause(c) => {
                 let mut seg = Segment::new(&st.cwd);
+                let mut assigned = Assigned::default();
+                words::assigned_in_word(&c.value.value, &mut assigned);
+                for p in c.cases.iter().flat_map(|item| &item.patterns) {
+                    words::assigned_in_word(&p.value, &mut assigned);
+                }
+                st.forget_before(&assigned);
                 self.data_word(&c.value.value, &mut seg, &st.vars);
                 for item in &c.cases {
                     for p in &item.patterns {
@@ -1735,6 +1846,7 @@ impl Analyzer {
                     seg.argv = vec!["case".into()];
                     self.push(seg);
                 }
+                st.forget_after(&assigned);
                 let before = st.clone();
                 for item in &c.cases {
                     if let Some(body) = &item.cmd {
@@ -1791,8 +1903,31 @@ impl Analyzer {
         nest: usize,
         redirects: &[ast::IoRedirect],
     ) {
+        if self.loop_depth == 0 {
+            self.nested_loop_passes = 0;
+        }
+        self.loop_depth += 1;
+        self.loop_passes(body, st, depth, nest, redirects);
+        self.loop_depth -= 1;
+    }
+
+    fn loop_passes(
+        &mut self,
+        body: &ast::CompoundList,
+        st: &mut State,
+        depth: usize,
+        nest: usize,
+        redirects: &[ast::IoRedirect],
+    ) {
         let mut entry = st.clone();
         for pass in 0..4 {
+            self.nested_loop_passes += 1;
+            if self.nested_loop_passes > MAX_NESTED_LOOP_PASSES {
+                self.too_complex.get_or_insert(format!(
+                    "the loops nested here would be judged more than {MAX_NESTED_LOOP_PASSES} times over before the values they set settle; split them into separate commands or nest fewer loops"
+                ));
+                return;
+            }
             let mut out = entry.clone();
             self.list_with(body, &mut out, depth, nest, redirects);
             let mut next = entry.clone();
@@ -1925,7 +2060,49 @@ impl Analyzer {
         }
     }
 
+    /// A simple command, with what its own expansions assign: the gate
+    /// follows none of those values (`((x=5))`, `${x:=w}`, `a[i++]=1`).
     fn simple(
+        &mut self,
+        sc: &ast::SimpleCommand,
+        st: &mut State,
+        depth: usize,
+        nest: usize,
+        inherited: &[ast::IoRedirect],
+    ) {
+        let mut assigned = Assigned::default();
+        let items = (sc.prefix.iter().flat_map(|p| p.0.iter()))
+            .chain(sc.suffix.iter().flat_map(|s| s.0.iter()));
+        for item in items {
+            use ast::CommandPrefixOrSuffixItem as I;
+            match item {
+                I::Word(w) => words::assigned_in_word(&w.value, &mut assigned),
+                I::AssignmentWord(a, w) => {
+                    words::assigned_in_word(&w.value, &mut assigned);
+                    // An indexed array's subscript is arithmetic.
+                    if let ast::AssignmentName::ArrayElementName(_, sub) = &a.name {
+                        words::arithmetic_assigned(sub, &mut assigned);
+                    }
+                }
+                I::IoRedirect(r) => words::assigned_in_word(&r.to_string(), &mut assigned),
+                I::ProcessSubstitution(..) => {}
+            }
+        }
+        if let Some(w) = &sc.word_or_name {
+            words::assigned_in_word(&w.value, &mut assigned);
+        }
+        for r in inherited {
+            words::assigned_in_word(&r.to_string(), &mut assigned);
+        }
+        if assigned.is_empty() {
+            return self.simple_words(sc, st, depth, nest, inherited);
+        }
+        st.forget_before(&assigned);
+        self.simple_words(sc, st, depth, nest, inherited);
+        st.forget_after(&assigned);
+    }
+
+    fn simple_words(
         &mut self,
         sc: &ast::SimpleCommand,
         st: &mut State,
@@ -2145,6 +2322,21 @@ impl Analyzer {
         } else {
             expand(raw, &st.vars, &self.home)
         };
+        // A name with the integer attribute evaluates what it is given.
+        if self.assumed.integer(name) {
+            let why = match &value {
+                Expansion::Unknown { .. } if !arithmetic_only(raw) => {
+                    Some(integer_why("the assignment", name))
+                }
+                Expansion::Known { values, .. } => values.iter().find_map(|v| {
+                    words::arithmetic_unseen(v, &st.vars).map(|n| words::unseen_why(&n, v))
+                }),
+                _ => None,
+            };
+            if let Some(why) = why {
+                seg.unknown.get_or_insert(why);
+            }
+        }
         match value {
             Expansion::Known { values, .. } => {
                 let values = match self.stored_value(a, values, &st.vars) {
@@ -2431,6 +2623,20 @@ impl Analyzer {
             ));
         }
         seg.data_only = DATA_ONLY.contains(&program.as_str());
+        // The subscripts those builtins evaluate assign too (`read 'a[i++]'`),
+        // and `let`'s arguments are arithmetic (`let x=5`, `let x++`).
+        // Applied once the builtin is judged: a name whose value is unseen
+        // is still read as it runs (`read x; let x+=1`).
+        let mut assigned = Assigned::default();
+        if NAME_EVALUATING.contains(&program.as_str()) {
+            for a in seg.argv.iter().skip(1) {
+                if program == "let" {
+                    words::arithmetic_assigned(a, &mut assigned);
+                } else if let Some((_, sub)) = a.split_once('[') {
+                    words::arithmetic_assigned(sub, &mut assigned);
+                }
+            }
+        }
         // Builtins that change the shell's state for later commands.
         match program.as_str() {
             "cd" | "pushd" => {
@@ -2465,12 +2671,18 @@ impl Analyzer {
                     st.oldpwd = Some(st.cwd.clone());
                     st.cwd = new_cwd;
                 }
+                // `cd` sets PWD and OLDPWD to directories, not to what the
+                // line assigned them.
+                st.vars.set_unseen("PWD");
+                st.vars.set_unseen("OLDPWD");
                 seg.data_only = false;
                 self.push(seg);
                 return;
             }
             "popd" => {
                 st.cwd = Cwd::Unknown("`popd` returns to a directory not known here".into());
+                st.vars.set_unseen("PWD");
+                st.vars.set_unseen("OLDPWD");
                 seg.data_only = true;
                 self.push(seg);
                 return;
@@ -2495,6 +2707,12 @@ impl Analyzer {
                         && !a.starts_with("--")
                         && a[1..].chars().any(|c| "ilunaA".contains(c))
                 });
+                let integer = args.iter().any(|a| {
+                    a.len() > 1
+                        && (a.starts_with('-') || a.starts_with('+'))
+                        && !a.starts_with("--")
+                        && a[1..].contains('i')
+                });
                 if attributes && program != "export" {
                     for a in args
                         .iter()
@@ -2507,15 +2725,47 @@ impl Analyzer {
                             || !is_var_name(name)
                         {
                             self.seen.any_attributed = true;
+                            self.seen.any_integer |= integer;
                         } else {
                             self.seen.attributed.insert(name.to_string());
+                            if integer {
+                                self.seen.integers.insert(name.to_string());
+                            }
                         }
                     }
                 }
+                let printing = args.iter().any(|a| {
+                    a.starts_with('-') && (a.contains('p') || a.contains('f') || a.contains('F'))
+                });
                 for a in args {
+                    if !a.starts_with('-') && !a.starts_with('+') && !a.contains('=') {
+                        // `local x` (and `declare x` in a function, which is
+                        // local) leaves `x` empty, not its caller's value.
+                        if is_var_name(&a)
+                            && program != "export"
+                            && program != "readonly"
+                            && !printing
+                        {
+                            st.vars.unset(&a);
+                        }
+                        continue;
+                    }
                     if let Some((name, value)) = a.split_once('=') {
                         let append = name.ends_with('+');
                         let name = name.trim_end_matches('+');
+                        if is_var_name(name)
+                            && ((integer && program != "export") || self.assumed.integer(name))
+                        {
+                            let unseen = if seg.unknown_args.iter().any(|(shown, _)| *shown == a) {
+                                Some(integer_why(&format!("`{program}`"), name))
+                            } else {
+                                words::arithmetic_unseen(value, &st.vars)
+                                    .map(|n| words::unseen_why(&n, value))
+                            };
+                            if let Some(why) = unseen {
+                                seg.unknown.get_or_insert(why);
+                            }
+                        }
                         if is_var_name(name) {
                             let kb = Kb::new(&self.kb);
                             if program == "export"
@@ -2558,16 +2808,47 @@ impl Analyzer {
                     }
                 }
             }
-            "read" | "mapfile" | "readarray" | "getopts" => {
+            "read" | "mapfile" | "readarray" | "getopts" | "wait" => {
                 let kb = Kb::new(&self.kb);
-                for a in seg.argv.iter().skip(1) {
+                // The names each one sets besides those it is given: `read`
+                // with none sets REPLY, `mapfile` MAPFILE, and `getopts` its
+                // OPTARG and OPTIND. `wait` sets only the name of `-p NAME`.
+                let own: &[&str] = match program.as_str() {
+                    "read" => &["REPLY"],
+                    "mapfile" | "readarray" => &["MAPFILE"],
+                    "getopts" => &["OPTARG", "OPTIND"],
+                    _ => &[],
+                };
+                let given = seg.argv.iter().skip(1).map(String::as_str);
+                let names: Vec<&str> = if program == "wait" {
+                    let at = seg.argv.iter().position(|a| {
+                        a == "-p"
+                            || (a.starts_with('-') && a.ends_with('p') && !a.starts_with("--"))
+                    });
+                    at.and_then(|i| seg.argv.get(i + 1))
+                        .map(String::as_str)
+                        .into_iter()
+                        .collect()
+                } else {
+                    given.chain(own.iter().copied()).collect()
+                };
+                for a in names {
                     if is_var_name(a) {
                         if knowledge::env_known_risky(kb, a) {
                             seg.unknown
                                 .get_or_insert(risky_set(&format!("`{program}`"), a));
                         }
+                        // OPTIND is getopts' own counter, an integer it sets.
+                        if self.assumed.integer(a) && !(program == "getopts" && a == "OPTIND") {
+                            seg.unknown
+                                .get_or_insert(integer_why(&format!("`{program}`"), a));
+                        }
                         st.vars.set_unseen(a);
                     }
+                }
+                // `read $name`: a name only known at run time may be any.
+                if !seg.unknown_args.is_empty() {
+                    st.vars.known.clear();
                 }
             }
             "printf" => {
@@ -2585,6 +2866,12 @@ impl Analyzer {
                 if let Some(name) = named {
                     if knowledge::env_known_risky(Kb::new(&self.kb), &name) {
                         seg.unknown.get_or_insert(risky_set("`printf -v`", &name));
+                    }
+                    if self.assumed.integer(&name) {
+                        seg.unknown.get_or_insert(integer_why("`printf -v`", &name));
+                    }
+                    if seg.unknown_args.iter().any(|(shown, _)| *shown == name) {
+                        st.vars.known.clear();
                     }
                     st.vars.set_unseen(&name);
                 }
@@ -2637,10 +2924,14 @@ impl Analyzer {
                     if let Some(why) = self.shell_text(&code, &mut inner, depth + 1) {
                         seg.unknown.get_or_insert(why);
                     }
+                    // A DEBUG trap runs its handler before every later
+                    // command, so nothing it assigns is known after this.
+                    st.forget_changed_by(&inner, "a trap's handler");
                 }
             }
             _ => {}
         }
+        st.forget_after(&assigned);
         if self.functions.contains_key(&seg.argv[0]) {
             seg.function_call = true;
             let name = seg.argv[0].clone();
@@ -2686,6 +2977,45 @@ struct Assignment {
     append: bool,
     /// `name[i]=`: an array element.
     element: bool,
+}
+
+/// What a `[[ ]]` test assigns as bash evaluates it: its words' expansions,
+/// and the operands of `-eq` and the like, which are arithmetic
+/// (`[[ x=3 -eq 3 ]]`, `[[ i++ -lt 3 ]]`).
+fn test_assigns(e: &ast::ExtendedTestExpr, out: &mut Assigned) {
+    use ast::ExtendedTestExpr as E;
+    match e {
+        E::And(a, b) | E::Or(a, b) => {
+            test_assigns(a, out);
+            test_assigns(b, out);
+        }
+        E::Not(a) | E::Parenthesized(a) => test_assigns(a, out),
+        E::UnaryTest(_, w) => {
+            words::assigned_in_word(&w.value, out);
+            // `-v a[i=1]`: the subscript of the name tested is arithmetic.
+            if let Some((_, sub)) = w.value.split_once('[') {
+                words::arithmetic_assigned(sub, out);
+            }
+        }
+        E::BinaryTest(op, a, b) => {
+            use ast::BinaryPredicate as P;
+            let arithmetic = matches!(
+                op,
+                P::ArithmeticEqualTo
+                    | P::ArithmeticNotEqualTo
+                    | P::ArithmeticLessThan
+                    | P::ArithmeticLessThanOrEqualTo
+                    | P::ArithmeticGreaterThan
+                    | P::ArithmeticGreaterThanOrEqualTo
+            );
+            for w in [a, b] {
+                words::assigned_in_word(&w.value, out);
+                if arithmetic {
+                    words::arithmetic_assigned(&w.value, out);
+                }
+            }
+        }
+    }
 }
 
 /// A word that is one arithmetic expansion (`$((n+1))`): its value is an integer.
@@ -2765,6 +3095,30 @@ mod tests {
             short.segments.last().map(|s| s.cwd.clone()),
             Some(Cwd::Known(vec![PathBuf::from("/w/b/c")]))
         );
+    }
+
+    #[test]
+    fn nested_loops_are_judged_within_a_budget_of_passes() {
+        let ctx = Context::new("/w".into(), "/w".into());
+        // Each loop resets `z` before and changes it inside, so every loop
+        // needs a second pass each time the loop around it runs.
+        let nested = |depth: usize| {
+            (0..depth).fold("cat $z".to_string(), |inner, i| {
+                format!("z=a; for v{i} in 1 2; do z=c; {inner}; done")
+            })
+        };
+        let deep = analyze(&nested(10), &ctx);
+        assert!(
+            deep.unknown
+                .as_deref()
+                .is_some_and(|w| w.contains("loops nested here")),
+            "{:?}",
+            deep.unknown
+        );
+        assert!(analyze(&nested(3), &ctx).unknown.is_none());
+        // Loops one after another are not counted together.
+        let row = "for i in 1 2; do x=$x$i; done; ".repeat(500) + "ls";
+        assert!(analyze(&row, &ctx).unknown.is_none());
     }
 
     #[test]

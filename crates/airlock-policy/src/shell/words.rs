@@ -109,6 +109,136 @@ fn arithmetic_unseen_at(expr: &str, vars: &Vars, depth: usize) -> Option<String>
     None
 }
 
+/// What expansions and arithmetic assign as they are evaluated, which the
+/// gate does not follow: the value a name held before is no longer known.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Assigned {
+    /// Names arithmetic assigns (`x=3`, `x+=1`, `x++`, `--x`): an integer.
+    pub integers: Vec<String>,
+    /// Names `${x:=word}` or `${x=word}` may assign: the word's value.
+    pub defaults: Vec<String>,
+    /// Arithmetic assigns a name only known at run time (`(($n=1))`).
+    pub any: bool,
+}
+
+impl Assigned {
+    pub fn is_empty(&self) -> bool {
+        self.integers.is_empty() && self.defaults.is_empty() && !self.any
+    }
+}
+
+/// Add what the arithmetic expression `expr` assigns to `out`. A name is
+/// assigned when an assignment operator (`=` but not `==`, `+=`, `<<=`, …)
+/// follows it, after an optional subscript, or `++`/`--` stands on either
+/// side. A `$` in an expression that assigns may make the assigned name
+/// (`(($n=1))`, `((${n}++))`), so then any name may be.
+pub fn arithmetic_assigned(expr: &str, out: &mut Assigned) {
+    let b = expr.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let skip_blank = |mut j: usize| {
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        j
+    };
+    let assigns_at = |j: usize| -> bool {
+        let rest = &b[j.min(b.len())..];
+        // The second byte of `==`, `!=`, `<=`, `>=` compares.
+        if rest.first() == Some(&b'=') && j > 0 && b"=!<>".contains(&b[j - 1]) {
+            return false;
+        }
+        if rest.starts_with(b"++") || rest.starts_with(b"--") {
+            return true;
+        }
+        if rest.starts_with(b"<<=") || rest.starts_with(b">>=") {
+            return true;
+        }
+        match rest {
+            [b'=', next, ..] => *next != b'=',
+            [b'=', ..] => true,
+            [op, b'=', ..] => b"+-*/%&^|".contains(op),
+            _ => false,
+        }
+    };
+    let mut assigns_somewhere = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if (c.is_ascii_alphabetic() || c == b'_') && (i == 0 || !word(b[i - 1])) {
+            let end = (i..b.len()).find(|&j| !word(b[j])).unwrap_or(b.len());
+            let name = &expr[i..end];
+            // After the name (and a subscript of it), an assignment operator;
+            // before it, `++` or `--`.
+            let mut after = skip_blank(end);
+            if b.get(after) == Some(&b'[') {
+                let mut depth = 0usize;
+                while after < b.len() {
+                    match b[after] {
+                        b'[' => depth += 1,
+                        b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    after += 1;
+                }
+                after = skip_blank(after + 1);
+            }
+            let before = expr[..i].trim_end();
+            let prefixed = before.ends_with("++") || before.ends_with("--");
+            let dollar = before.ends_with('$') || before.ends_with("${");
+            if (assigns_at(after) || prefixed) && !dollar {
+                assigns_somewhere = true;
+                if !out.integers.iter().any(|n| n == name) {
+                    out.integers.push(name.to_string());
+                }
+            } else if assigns_at(after) || prefixed {
+                assigns_somewhere = true;
+            }
+            i = end;
+            continue;
+        }
+        if assigns_at(i) {
+            assigns_somewhere = true;
+        }
+        i += 1;
+    }
+    if assigns_somewhere && expr.contains('$') {
+        out.any = true;
+    }
+}
+
+/// Add what expanding the raw word `raw` assigns to `out`: the arithmetic
+/// of its `$(( ))`, `$[ ]`, subscripts and substring offsets, and the
+/// names of its `${x:=word}` and `${x=word}`. Quotes are not followed: a
+/// name in single quotes counts too, which only ever forgets more.
+pub fn assigned_in_word(raw: &str, out: &mut Assigned) {
+    if !raw.contains('$') {
+        return;
+    }
+    for part in arithmetic_parts(raw) {
+        arithmetic_assigned(part, out);
+    }
+    let mut rest = raw;
+    while let Some(i) = rest.find("${") {
+        rest = &rest[i + 2..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let name = &rest[..end];
+        let after = &rest[end..];
+        if !name.is_empty()
+            && (after.starts_with(":=") || after.starts_with('='))
+            && !out.defaults.iter().any(|n| n == name)
+        {
+            out.defaults.push(name.to_string());
+        }
+    }
+}
+
 /// The arithmetic parts of a raw word: `$(( … ))`, `$[ … ]`, an array
 /// subscript `${name[ … ]}` and a substring's offset and length `${name: … }`.
 pub fn arithmetic_parts(raw: &str) -> Vec<&str> {
@@ -607,6 +737,31 @@ mod tests {
         assert_eq!(one("~/x"), "/home/me/x");
         assert_eq!(one("$HOME/x"), "/home/me/x");
         assert_eq!(one("{a,b}c"), "ac|bc");
+    }
+
+    #[test]
+    fn arithmetic_names_what_it_assigns() {
+        let names = |expr: &str| {
+            let mut a = Assigned::default();
+            arithmetic_assigned(expr, &mut a);
+            (a.integers, a.any)
+        };
+        assert_eq!(names("x=5"), (vec!["x".to_string()], false));
+        assert_eq!(names(" x += 1, y"), (vec!["x".to_string()], false));
+        assert_eq!(names("x++ + --y"), (vec!["x".into(), "y".into()], false));
+        assert_eq!(names("a[i=1] <<= 2"), (vec!["a".into(), "i".into()], false));
+        assert_eq!(
+            names("x == 1 || y != 2 || z <= 3 || w >= 4"),
+            (vec![], false)
+        );
+        assert_eq!(names("y = x + 1"), (vec!["y".to_string()], false));
+        assert!(names("$n=1").1, "a name from a value may be any");
+        assert!(names("${n}++").1);
+        assert!(!names("$n + 1").1);
+        let mut a = Assigned::default();
+        assigned_in_word("${x:=/etc}${y=1}${z:-w}$((i++))", &mut a);
+        assert_eq!(a.defaults, ["x", "y"]);
+        assert_eq!(a.integers, ["i"]);
     }
 
     #[test]
