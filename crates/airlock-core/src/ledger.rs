@@ -92,6 +92,31 @@ impl LedgerConfig {
     }
 }
 
+/// The audit files an operator keeps outside the state directory and no run
+/// may see or write: the signing key (whoever reads it can re-sign a
+/// rewritten log so that `audit verify --key` passes) and the checkpoint
+/// export file (rewriting it hides a rollback from `verify --checkpoints`).
+/// Named with the variable that set them; empty when neither is set.
+pub fn audit_files_from_env() -> Vec<(&'static str, PathBuf)> {
+    [
+        (
+            ENV_AUDIT_SIGNING_KEY,
+            "audit signing key (AIRLOCK_AUDIT_SIGNING_KEY)",
+        ),
+        (
+            ENV_AUDIT_CHECKPOINT_FILE,
+            "audit checkpoint file (AIRLOCK_AUDIT_CHECKPOINT_FILE)",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, what)| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(|v| (what, PathBuf::from(v)))
+    })
+    .collect()
+}
+
 /// The signing side of the audit anchor, from `AIRLOCK_AUDIT_SIGNING_KEY` and
 /// its companions; `None` when no key is configured.
 pub fn anchor_from_env(

@@ -155,6 +155,7 @@ pub fn engine_error(e: EngineError) -> ApiError {
         EngineError::Ledger(_) => ApiError::new(ErrorCode::AuditError, e.to_string()),
         EngineError::ExecutionUnrecorded(_) => ApiError::new(ErrorCode::AuditError, e.to_string()),
         EngineError::StdinUnreadable(_) => ApiError::new(ErrorCode::BadRequest, e.to_string()),
+        EngineError::StateDirExposed(_) => ApiError::new(ErrorCode::Forbidden, e.to_string()),
     }
 }
 
