@@ -38,6 +38,9 @@ impl Default for LedgerConfig {
 pub const ENV_APPROVAL_TTL: &str = "AIRLOCK_APPROVAL_TTL";
 pub const ENV_AUDIT_MAX_FILE_BYTES: &str = "AIRLOCK_AUDIT_MAX_FILE_BYTES";
 pub const ENV_AUDIT_OUTPUT_BYTES: &str = "AIRLOCK_AUDIT_OUTPUT_BYTES";
+/// The most `AIRLOCK_AUDIT_OUTPUT_BYTES` may be: 18 times it, plus the rest
+/// of an execution record, stays under what `audit verify` reads in one line.
+pub const MAX_AUDIT_OUTPUT_BYTES: u64 = 14 * 1024 * 1024;
 /// The operator's ed25519 signing key (PKCS#8 PEM, outside the state directory):
 /// with it, checkpoints of the chain's head are signed and exported.
 pub const ENV_AUDIT_SIGNING_KEY: &str = "AIRLOCK_AUDIT_SIGNING_KEY";
@@ -82,11 +85,20 @@ impl LedgerConfig {
                     })?;
         }
         if let Some((name, value)) = get(ENV_AUDIT_OUTPUT_BYTES) {
-            self.audit.output_bytes = value.trim().parse().ok().ok_or(LedgerError::Config {
-                name,
-                value,
-                expected: "a number of bytes",
-            })?;
+            // A record keeps up to 18 times this (stdout, stderr, stdin, each
+            // escaped), and `verify` reads lines of at most MAX_LINE_BYTES: a
+            // larger value would write records nothing can read back (and
+            // asks `audit/reserve` for more than a file may hold).
+            self.audit.output_bytes = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n: &usize| (*n as u64) <= MAX_AUDIT_OUTPUT_BYTES)
+                .ok_or(LedgerError::Config {
+                    name,
+                    value,
+                    expected: "a number of bytes, at most 14680064 (14 MiB)",
+                })?;
         }
         Ok(self)
     }
