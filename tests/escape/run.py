@@ -1015,8 +1015,9 @@ class Session:
         if case.spec.get("toolchains"):
             lines += ["[toolchains]", "use = " + json.dumps(case.spec["toolchains"]), ""]
         if case.spec.get("state_write_path"):
-            # a policy whose filesystem.write names the state dir itself
-            lines += ["[filesystem]", f'write = ["{ws}/.local/state/airlock"]', ""]
+            # a policy whose filesystem.write holds the state dir (its parent;
+            # one naming the state dir itself, or a path inside it, is refused)
+            lines += ["[filesystem]", f'write = ["{ws}/.local/state"]', ""]
         if tier != "native":
             lines += ["[sandbox]", f'backend = "{tier_backend(tier)}"', ""]
         return "\n".join(lines)

@@ -249,6 +249,11 @@ pub enum EngineError {
     /// caller's stdin could not be read whole to pin it.
     #[error("refused: the command needs an approval, which covers its exact stdin, and stdin could not be read whole: {0}")]
     StdinUnreadable(String),
+    /// The workspace, or a read or write path the run would be shown, is
+    /// airlock's state directory or lies inside it: refused before anything
+    /// is judged or run (see [`crate::state::refuse_tree_in_state_dir`]).
+    #[error("{0}")]
+    StateDirExposed(String),
 }
 
 /// What [`EngineError::ExecutionUnrecorded`] says: what the run did, and why
@@ -446,6 +451,7 @@ impl Engine {
         self.refuse_after_lost_record()?;
         let request_id = new_request_id();
         let judged = self.judge(&caller.tenant(), policy, request)?;
+        self.refuse_state_exposure(policy, &judged.request.loosening)?;
         prof.mark("judged");
         let mut audit_ids = Vec::new();
 
@@ -1047,6 +1053,51 @@ impl Engine {
             .collect()
     }
 
+    /// Refuses a run whose workspace, or one of whose read or write paths
+    /// (the policy's or a grant's), is the state directory or lies inside it.
+    /// The state directory is hidden from a run only when it lies inside
+    /// what the run is shown; the other way round the run would see the live
+    /// audit log, approvals and grants, and could rewrite them.
+    fn refuse_state_exposure(
+        &self,
+        policy: &Policy,
+        loosening: &Loosening,
+    ) -> Result<(), EngineError> {
+        let state = self.ledger.state_dir();
+        let trees = std::iter::once(("workspace", &policy.workspace.root))
+            .chain(
+                policy
+                    .filesystem
+                    .read
+                    .iter()
+                    .map(|p| ("filesystem.read path", p)),
+            )
+            .chain(
+                loosening
+                    .read_paths
+                    .iter()
+                    .map(|p| ("granted read path", p)),
+            )
+            .chain(
+                policy
+                    .filesystem
+                    .write
+                    .iter()
+                    .map(|p| ("filesystem.write path", p)),
+            )
+            .chain(
+                loosening
+                    .write_paths
+                    .iter()
+                    .map(|p| ("granted write path", p)),
+            );
+        for (what, tree) in trees {
+            crate::state::refuse_tree_in_state_dir(state, what, tree)
+                .map_err(EngineError::StateDirExposed)?;
+        }
+        Ok(())
+    }
+
     fn adjust_spec(&self, spec: &mut SandboxSpec, loosening: &Loosening, options: &RunOptions<'_>) {
         for p in self.owned() {
             if !spec.workspace.owned.contains(&p) {
@@ -1076,10 +1127,21 @@ impl Engine {
         // workspace, a `filesystem.read` or `filesystem.write` entry, a
         // grant; named as written, resolved, and resolved under the root as
         // written. Hidden last, over any bind.
-        let state = self.ledger.state_dir();
-        for form in crate::spec::owned_forms(&spec.workspace.root, &spec.cwd, state) {
-            if crate::spec::shown_by(spec, &form) && !spec.hide_paths.contains(&form) {
-                spec.hide_paths.push(form);
+        // The same for the audit signing key and checkpoint file: a run that
+        // could read the key could re-sign a rewritten log, and whatever it
+        // prints lands in the log itself.
+        let state = self.ledger.state_dir().to_path_buf();
+        let audit_files = crate::ledger::audit_files_from_env();
+        let hidden =
+            std::iter::once(state.as_path()).chain(audit_files.iter().map(|(_, p)| p.as_path()));
+        for p in hidden {
+            for form in crate::spec::owned_forms(&spec.workspace.root, &spec.cwd, p) {
+                if !spec.workspace.owned.contains(&form) {
+                    spec.workspace.owned.push(form.clone());
+                }
+                if crate::spec::shown_by(spec, &form) && !spec.hide_paths.contains(&form) {
+                    spec.hide_paths.push(form);
+                }
             }
         }
     }

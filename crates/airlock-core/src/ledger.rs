@@ -38,6 +38,9 @@ impl Default for LedgerConfig {
 pub const ENV_APPROVAL_TTL: &str = "AIRLOCK_APPROVAL_TTL";
 pub const ENV_AUDIT_MAX_FILE_BYTES: &str = "AIRLOCK_AUDIT_MAX_FILE_BYTES";
 pub const ENV_AUDIT_OUTPUT_BYTES: &str = "AIRLOCK_AUDIT_OUTPUT_BYTES";
+/// The most `AIRLOCK_AUDIT_OUTPUT_BYTES` may be: 18 times it, plus the rest
+/// of an execution record, stays under what `audit verify` reads in one line.
+pub const MAX_AUDIT_OUTPUT_BYTES: u64 = 14 * 1024 * 1024;
 /// The operator's ed25519 signing key (PKCS#8 PEM, outside the state directory):
 /// with it, checkpoints of the chain's head are signed and exported.
 pub const ENV_AUDIT_SIGNING_KEY: &str = "AIRLOCK_AUDIT_SIGNING_KEY";
@@ -82,14 +85,48 @@ impl LedgerConfig {
                     })?;
         }
         if let Some((name, value)) = get(ENV_AUDIT_OUTPUT_BYTES) {
-            self.audit.output_bytes = value.trim().parse().ok().ok_or(LedgerError::Config {
-                name,
-                value,
-                expected: "a number of bytes",
-            })?;
+            // A record keeps up to 18 times this (stdout, stderr, stdin, each
+            // escaped), and `verify` reads lines of at most MAX_LINE_BYTES: a
+            // larger value would write records nothing can read back (and
+            // asks `audit/reserve` for more than a file may hold).
+            self.audit.output_bytes = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n: &usize| (*n as u64) <= MAX_AUDIT_OUTPUT_BYTES)
+                .ok_or(LedgerError::Config {
+                    name,
+                    value,
+                    expected: "a number of bytes, at most 14680064 (14 MiB)",
+                })?;
         }
         Ok(self)
     }
+}
+
+/// The audit files an operator keeps outside the state directory and no run
+/// may see or write: the signing key (whoever reads it can re-sign a
+/// rewritten log so that `audit verify --key` passes) and the checkpoint
+/// export file (rewriting it hides a rollback from `verify --checkpoints`).
+/// Named with the variable that set them; empty when neither is set.
+pub fn audit_files_from_env() -> Vec<(&'static str, PathBuf)> {
+    [
+        (
+            ENV_AUDIT_SIGNING_KEY,
+            "audit signing key (AIRLOCK_AUDIT_SIGNING_KEY)",
+        ),
+        (
+            ENV_AUDIT_CHECKPOINT_FILE,
+            "audit checkpoint file (AIRLOCK_AUDIT_CHECKPOINT_FILE)",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, what)| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(|v| (what, PathBuf::from(v)))
+    })
+    .collect()
 }
 
 /// The signing side of the audit anchor, from `AIRLOCK_AUDIT_SIGNING_KEY` and

@@ -283,8 +283,9 @@ pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSp
         airlock_policy::WorkspaceMode::Ro => (WorkspaceMode::Ro, false),
         airlock_policy::WorkspaceMode::Rw => (WorkspaceMode::Overlay, true),
     };
-    // What airlock owns and no run may write: the active policy file and the
-    // state directory (a tokens file inside a workspace is refused by `serve`).
+    // What airlock owns and no run may write: the active policy file, the
+    // state directory and the audit signing key and checkpoint file (a tokens
+    // file inside a workspace is refused by `serve`).
     // Each is named both as written and as resolved, against the root as
     // written, so that a symlink on the way does not hide it.
     let root = &policy.workspace.root;
@@ -294,6 +295,9 @@ pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSp
     }
     if let Ok(state) = crate::state::resolve_state_dir() {
         owned.extend(owned_forms(root, &request.cwd, &state));
+    }
+    for (_, file) in crate::ledger::audit_files_from_env() {
+        owned.extend(owned_forms(root, &request.cwd, &file));
     }
     SandboxSpec {
         request_id: request_id.to_string(),

@@ -81,6 +81,49 @@ pub fn ensure_private_dir(path: &Path) -> Result<(), StateError> {
     Ok(())
 }
 
+/// The forms a path is compared in: as written (made absolute, lexically) and
+/// resolved (symlinks followed as far as it exists), so that a link on either
+/// side does not hide that one tree lies inside the other.
+fn forms(p: &Path) -> Vec<PathBuf> {
+    let abs = airlock_policy::load::absolute_lexical(p);
+    let mut out = vec![abs.clone()];
+    if let Ok(real) = std::fs::canonicalize(&abs) {
+        if real != abs {
+            out.push(real);
+        }
+    }
+    out
+}
+
+/// Refuses a tree the sandbox would show from the host (`what`: the
+/// workspace, a `filesystem.read` or `filesystem.write` path) that is the
+/// state directory or lies inside it. Airlock hides its state directory when
+/// it lies inside such a tree; it cannot hide a tree from itself, so a
+/// sandboxed command would see, and with a write path or an applied change
+/// set rewrite, the audit log, pending approvals and grants (finding 1 of
+/// the audit review).
+pub fn refuse_tree_in_state_dir(state: &Path, what: &str, tree: &Path) -> Result<(), String> {
+    let states = forms(state);
+    for t in forms(tree) {
+        if let Some(s) = states.iter().find(|s| t.starts_with(s)) {
+            let place = if t == *s {
+                "is airlock's state directory".to_string()
+            } else {
+                format!("lies inside airlock's state directory {}", s.display())
+            };
+            return Err(format!(
+                "refused: the {what} {} {place} (AIRLOCK_STATE_DIR): a sandboxed command would \
+                 see, and could rewrite, the audit log, approvals and grants kept there. Run \
+                 airlock from a directory outside {} (or name another workspace.root), or set \
+                 AIRLOCK_STATE_DIR to a directory outside every workspace",
+                tree.display(),
+                state.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A short random id with a prefix (`ap-3f9c2a7d1e4b`): 48 bits from the kernel's
 /// random source, so that ids are not guessable from one another.
 pub fn random_id(prefix: &str) -> String {

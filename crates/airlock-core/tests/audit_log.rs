@@ -184,11 +184,45 @@ fn a_record_cut_in_the_middle_is_detected_then_repaired_and_recorded() {
         Event::Repair(r) => {
             assert_eq!(r.length_after, good_len);
             assert_eq!(r.length_before, bytes.len() as u64);
+            // What was cut is named by its digest (docs/audit.md).
+            let dropped = &bytes[good_len as usize..];
+            assert_eq!(
+                r.dropped_sha256,
+                hex::encode(<sha2::Sha256 as sha2::Digest>::digest(dropped))
+            );
         }
         other => panic!("expected a repair record, got {other:?}"),
     }
     log.append(test_event(99)).unwrap();
     assert_eq!(verify(&dir).unwrap().records, 5);
+}
+
+/// Finding 5 of the audit review: a torn last line whose record the head
+/// anchor names (it was acknowledged, so this is no crash) is not cut: the
+/// writer refuses and leaves the file exactly as it found it.
+#[test]
+fn a_torn_tail_the_anchor_names_is_refused_and_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let writer = write_n(&dir, AuditConfig::default(), 3);
+    let path = dir.join(file_name(1));
+    let mut lines = lines(&path);
+    // The anchor names a3; cut a3 in half.
+    let last = lines.pop().unwrap();
+    let mut bytes = (lines.join("\n") + "\n").into_bytes();
+    bytes.extend_from_slice(&last.as_bytes()[..last.len() / 2]);
+    std::fs::write(&path, &bytes).unwrap();
+    // A writer that had the log open before the tear, then a fresh one.
+    let e = writer.append(test_event(9)).unwrap_err();
+    assert!(e.to_string().contains("the head anchor names a3"), "{e}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the torn bytes are kept"
+    );
+    let e = AuditLog::open(&dir, AuditConfig::default()).err().unwrap();
+    assert!(e.to_string().contains("the head anchor names a3"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
 
 #[test]

@@ -1141,3 +1141,115 @@ fn verify_warns_of_a_run_decision_with_no_execution_record() {
     log.append(execution).unwrap();
     assert_eq!(verify(&dir).unwrap().warnings, Vec::<String>::new());
 }
+
+/// Finding 1 of the audit review: an execution record whose decision record
+/// was cut out of the log (and the chain rebuilt) is named by `verify`.
+#[test]
+fn verify_warns_of_an_execution_record_with_no_decision_record() {
+    let f = fixture();
+    assert_eq!(
+        f.run("echo hi", RunOptions::default()).status,
+        RunStatus::Ran
+    );
+    let records = read_all(&f.state.join("audit")).unwrap();
+    let execution = records
+        .iter()
+        .find(|r| matches!(&r.event, Event::Execution(_)))
+        .unwrap()
+        .event
+        .clone();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    let log = airlock_core::audit::AuditLog::open(&dir, Default::default()).unwrap();
+    log.append(execution).unwrap();
+    let report = verify(&dir).unwrap();
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    assert!(
+        report.warnings[0]
+            .contains("1 execution record(s) have no decision record before them: a1"),
+        "{:?}",
+        report.warnings
+    );
+    // The whole log, decision then execution, has no warning.
+    assert_eq!(
+        verify(&f.state.join("audit")).unwrap().warnings,
+        Vec::<String>::new()
+    );
+}
+
+/// Finding 1 of the audit review: a workspace that is the state directory
+/// or lies inside it, or a read or write path inside it, is refused before
+/// anything is judged, recorded or run.
+#[test]
+fn a_workspace_or_path_inside_the_state_dir_is_refused() {
+    let f = fixture();
+    // Put a record in the log first, so that the audit directory exists.
+    assert_eq!(
+        f.run("echo hi", RunOptions::default()).status,
+        RunStatus::Ran
+    );
+    let before = read_all(&f.state.join("audit")).unwrap().len();
+    let audit = f.state.join("audit");
+    let link = f.outside.join("state-link");
+    std::os::unix::fs::symlink(&f.state, &link).unwrap();
+    let cases: Vec<(String, String)> = vec![
+        (
+            format!("[workspace]\nroot = \"{}\"\n[commands]\nallow = [\"echo\"]\n", audit.display()),
+            "the workspace".into(),
+        ),
+        (
+            format!("[workspace]\nroot = \"{}\"\n[commands]\nallow = [\"echo\"]\n", f.state.display()),
+            "is airlock's state directory".into(),
+        ),
+        // Through a symlink: refused once resolved.
+        (
+            format!(
+                "[workspace]\nroot = \"{}\"\n[commands]\nallow = [\"echo\"]\n",
+                link.join("audit").display()
+            ),
+            "lies inside airlock's state directory".into(),
+        ),
+        (
+            format!(
+                "[workspace]\nroot = \"{}\"\n[commands]\nallow = [\"echo\"]\n[filesystem]\nwrite = [\"{}\"]\n",
+                f.workspace.display(),
+                f.state.join("approvals").display()
+            ),
+            "filesystem.write path".into(),
+        ),
+        (
+            format!(
+                "[workspace]\nroot = \"{}\"\n[commands]\nallow = [\"echo\"]\n[filesystem]\nread = [\"{}\"]\n",
+                f.workspace.display(),
+                audit.display()
+            ),
+            "filesystem.read path".into(),
+        ),
+    ];
+    for (text, says) in cases {
+        let policy = policy_from(&text, &f.workspace);
+        let err = f
+            .engine
+            .run(
+                &Caller::token("agent-1"),
+                &policy,
+                &f.request("echo hi"),
+                RunOptions::default(),
+                &mut Discard,
+            )
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(err, airlock_core::EngineError::StateDirExposed(_)),
+            "{msg}"
+        );
+        assert!(msg.contains(&says), "{says}: {msg}");
+        assert!(
+            msg.contains("could rewrite, the audit log, approvals and grants"),
+            "{msg}"
+        );
+        assert!(msg.contains("set AIRLOCK_STATE_DIR"), "{msg}");
+    }
+    assert_eq!(f.runs(), 1, "nothing more ran");
+    assert_eq!(read_all(&f.state.join("audit")).unwrap().len(), before);
+}

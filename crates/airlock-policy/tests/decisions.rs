@@ -771,6 +771,30 @@ fn bad_input_gets_a_decision_with_a_reason() {
     assert_eq!(d.decision, D, "{}", d.reason);
 }
 
+/// Finding 10 of the audit review: 200 here-documents pending on one line
+/// still parse (the tokenizer keeps them in order) and are allowed; past the
+/// cap the line cannot be analysed and is not allowed.
+#[test]
+fn many_heredocs_on_one_line_parse_up_to_the_cap() {
+    let f = fixture();
+    let line = |n: usize| {
+        let mut text = format!(
+            "cat {}\n",
+            (0..n).map(|i| format!("<<E{i} ")).collect::<String>()
+        );
+        for i in 0..n {
+            text.push_str(&format!("body {i}\nE{i}\n"));
+        }
+        text
+    };
+    let d = judge(&f, &line(200), ".", "default");
+    assert_eq!(d.decision, A, "{}", d.reason);
+    let over = airlock_policy::shell::hazards::MAX_PENDING_HEREDOCS + 1;
+    let d = judge(&f, &line(over), ".", "default");
+    assert_ne!(d.decision, A, "{}", d.reason);
+    assert!(d.reason.contains("here-documents"), "{}", d.reason);
+}
+
 #[test]
 fn max_command_bytes_is_configurable() {
     let f = fixture();

@@ -432,3 +432,56 @@ git_config = { "user.name" = "agent", "url.https://mirror.example/.insteadOf" = 
     let (_, _, msg) = one("[env]\ngit_config = { \"core.pager\" = \"a\\nb\" }\n");
     assert!(msg.contains("must be one line"), "{msg}");
 }
+
+/// Finding 11 of the audit review: NUL and other control characters in a
+/// path-valued key are refused at load time, at the entry, with a hint;
+/// before, `policy check` passed and the run failed with a misleading error.
+#[test]
+fn control_characters_in_paths_are_refused_where_they_are() {
+    for (text, line, column, what) in [
+        (
+            "[filesystem]\nread = [\"/tmp/x\\u0000y\"]\n",
+            2,
+            9,
+            "filesystem.read",
+        ),
+        (
+            "[filesystem]\nwrite = [\"/ok\", \"/a\\tb\"]\n",
+            2,
+            17,
+            "filesystem.write",
+        ),
+        (
+            "[filesystem]\nhide = [\"a\\u0000b\"]\n",
+            2,
+            9,
+            "filesystem.hide",
+        ),
+        (
+            "[workspace]\nroot = \"/tmp/\\u001b[2Jx\"\n",
+            2,
+            8,
+            "workspace.root",
+        ),
+        (
+            "[workspace]\nprotect = [\"a\\nb\"]\n",
+            2,
+            12,
+            "workspace.protect",
+        ),
+        (
+            "[changes]\nallow = [\"src/\\u0000*\"]\n",
+            2,
+            10,
+            "changes.allow",
+        ),
+    ] {
+        let (l, c, m) = one(text);
+        assert_eq!((l, c), (line, column), "{text}: {m}");
+        assert!(m.contains(&format!("`{what}` entry")), "{m}");
+        assert!(m.contains("control character"), "{m}");
+        assert!(m.contains("write the path without it"), "{m}");
+        // Shown escaped: the raw character never reaches the terminal.
+        assert!(!m.chars().any(|c| c.is_ascii_control()), "{m:?}");
+    }
+}

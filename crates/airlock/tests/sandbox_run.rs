@@ -560,10 +560,13 @@ fn the_state_dir_is_hidden_through_a_link_and_under_a_write_path() {
     let e = Env::new();
     let link = e.dir.path().join("wsL");
     std::os::unix::fs::symlink(e.ws(), &link).unwrap();
-    let state = link.join(".st");
+    // The write path holds the state dir (its parent): one naming the state
+    // dir itself, or a path inside it, is refused (checked at the end).
+    std::fs::create_dir(e.ws().join("var")).unwrap();
+    let state = link.join("var/.st");
     let policy = e.policy(&format!(
         "[filesystem]\nwrite = [\"{}\"]\n",
-        e.ws().join(".st").display()
+        e.ws().join("var").display()
     ));
     let run = |args: &[&str]| {
         Command::new(AIRLOCK)
@@ -577,7 +580,7 @@ fn the_state_dir_is_hidden_through_a_link_and_under_a_write_path() {
     // A first run puts records in the log.
     let o = run(&["run", "--policy", &policy, "--", "echo", "first"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    assert!(e.ws().join(".st/audit").is_dir());
+    assert!(e.ws().join("var/.st/audit").is_dir());
     let o = run(&[
         "run",
         "--policy",
@@ -585,7 +588,7 @@ fn the_state_dir_is_hidden_through_a_link_and_under_a_write_path() {
         "--",
         "sh",
         "-c",
-        "cat .st/audit/* 2>/dev/null; cat .st/approvals/* 2>/dev/null; echo x > .st/audit/planted 2>/dev/null; echo done",
+        "cat var/.st/audit/* 2>/dev/null; cat var/.st/approvals/* 2>/dev/null; echo x > var/.st/audit/planted 2>/dev/null; echo done",
     ]);
     let out = text(&o.stdout);
     assert_eq!(
@@ -594,9 +597,23 @@ fn the_state_dir_is_hidden_through_a_link_and_under_a_write_path() {
         "the state dir showed: {out} {}",
         text(&o.stderr)
     );
-    assert!(!e.ws().join(".st/audit/planted").exists());
+    assert!(!e.ws().join("var/.st/audit/planted").exists());
     let o = run(&["audit", "verify"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+    // A write path that is the state dir (named through the link's target)
+    // would show it unhidden: refused before anything runs.
+    let inside = e.policy(&format!(
+        "[filesystem]\nwrite = [\"{}\"]\n",
+        e.ws().join("var/.st").display()
+    ));
+    let o = run(&["run", "--policy", &inside, "--", "echo", "never"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(text(&o.stdout).is_empty(), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("is airlock's state directory"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 /// A change set longer than its audit record lists keeps its full list

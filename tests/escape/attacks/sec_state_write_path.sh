@@ -1,6 +1,8 @@
 # Tries: read and write airlock's state directory (the audit log, approvals,
-# grants) through a policy whose `filesystem.write` names it: a read-write
-# bind of the state dir itself. The runner puts the state dir at
+# grants) through a policy whose `filesystem.write` holds it: a read-write
+# bind of the state dir's parent (a write path naming the state dir itself,
+# or one inside it, is refused before anything runs: state_ws_inside_state_dir).
+# The runner puts the state dir at
 # <workspace>/.local/state/airlock and runs one command first, so the audit
 # log there holds records.
 # Stops it: the state dir is hidden (an empty mount) last, over every bind

@@ -1,4 +1,5 @@
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use utf8_chars::BufReadCharsExt;
 
@@ -218,7 +219,7 @@ struct CrossTokenParseState {
     /// Current state of parsing here-documents.
     here_state: HereState,
     /// Ordered queue of here tags for which we're still looking for matching here-document bodies.
-    current_here_tags: Vec<HereTag>,
+    current_here_tags: VecDeque<HereTag>,
     /// Tokens already tokenized that should be used first to serve requests for tokens.
     queued_tokens: Vec<TokenizeResult>,
     /// Are we in an arithmetic expansion?
@@ -384,7 +385,7 @@ impl TokenParseState {
                     token: Some(self.pop(&cross_token_state.cursor)),
                 };
 
-                cross_token_state.current_here_tags.push(HereTag {
+                cross_token_state.current_here_tags.push_back(HereTag {
                     tag,
                     tag_was_escaped_or_quoted,
                     remove_tabs,
@@ -402,7 +403,7 @@ impl TokenParseState {
                     cross_token_state.here_state = HereState::NextLineIsHereDoc;
                 }
 
-                if let Some(last_here_tag) = cross_token_state.current_here_tags.last_mut() {
+                if let Some(last_here_tag) = cross_token_state.current_here_tags.back_mut() {
                     let token = self.pop(&cross_token_state.cursor);
                     let result = TokenizeResult {
                         reason,
@@ -418,7 +419,10 @@ impl TokenParseState {
             }
             HereState::InHereDocs => {
                 // We hit the end of the current here-document.
-                let completed_here_tag = cross_token_state.current_here_tags.remove(0);
+                let completed_here_tag = cross_token_state
+                    .current_here_tags
+                    .pop_front()
+                    .ok_or(TokenizerError::MissingHereTagForDocumentBody)?;
 
                 // First queue the redirection operator and (start) here-tag.
                 for here_token in completed_here_tag.tokens {
@@ -541,7 +545,7 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
                     column: 1,
                 },
                 here_state: HereState::None,
-                current_here_tags: vec![],
+                current_here_tags: VecDeque::new(),
                 queued_tokens: vec![],
                 arithmetic_expansion: false,
             },

@@ -567,6 +567,10 @@ impl AuditLog {
             .metadata()
             .map_err(|e| self.err("reading the audit file", index, e))?
             .len();
+        // A torn last line (a writer killed mid-append) is found here, but
+        // cut only after the anchor check below: if the anchor names the torn
+        // record or a later one, the record was acknowledged, so this is not
+        // a crash but tampering, and the bytes are evidence to leave alone.
         let mut repair = None;
         if len > 0
             && last_byte(&mut file, len)
@@ -577,18 +581,24 @@ impl AuditLog {
                 .map_err(|e| self.err("reading the audit file", index, e))?;
             let dropped = read_range(&mut file, keep, len)
                 .map_err(|e| self.err("reading the audit file", index, e))?;
-            file.set_len(keep)
-                .map_err(|e| self.err("cutting the torn tail of", index, e))?;
-            file.sync_all().map_err(|e| self.err("syncing", index, e))?;
             repair = Some(RepairEvent {
                 file: file_name(index),
                 length_before: len,
                 length_after: keep,
                 dropped_sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&dropped)),
             });
-            len = keep;
         }
-        let head = self.chain_head(&files, index, &mut file, len)?;
+        let whole = repair.as_ref().map_or(len, |r| r.length_after);
+        let head = self.chain_head(&files, index, &mut file, whole)?;
+        if check_anchor {
+            self.check_anchor(&head)?;
+        }
+        if let Some(r) = &repair {
+            file.set_len(r.length_after)
+                .map_err(|e| self.err("cutting the torn tail of", index, e))?;
+            file.sync_all().map_err(|e| self.err("syncing", index, e))?;
+            len = r.length_after;
+        }
         if head.seq == 0 {
             // A fresh log gets its anchor now, under the lock and before its
             // first record: a run's decision record is anchored only after
@@ -602,9 +612,6 @@ impl AuditLog {
                 sync_dir(&self.dir)
                     .map_err(|e| AuditError::io("syncing the audit directory", &self.dir, e))?;
             }
-        }
-        if check_anchor {
-            self.check_anchor(&head)?;
         }
         let ino = file
             .metadata()

@@ -8,7 +8,8 @@
 //! first problem, naming the file, line and record. Read-only: it repairs nothing.
 //! It streams the log (memory does not grow with it) and also returns
 //! warnings that are not failures: an anchor lagging the end by more than
-//! [`ANCHOR_LAG_WARN`] records, run decisions with no execution record.
+//! [`ANCHOR_LAG_WARN`] records, run decisions with no execution record,
+//! execution records with no decision record.
 
 use super::chain::{line_hash, GENESIS};
 use super::log::{file_name, list_files, read_anchor_locked, HeadAnchor, HEAD_FILE};
@@ -29,6 +30,11 @@ const ORPHANS_NAMED: usize = 10;
 /// Decisions waiting for their execution record while the walk goes on; past
 /// this many, the oldest is counted as orphaned (memory stays bounded).
 const ORPHANS_TRACKED: usize = 4096;
+
+/// Decisions remembered for the executions that follow them (an execution is
+/// written within one run of its decision); past this many, the oldest is
+/// forgotten and an execution naming it is not checked (memory stays bounded).
+const DECISIONS_TRACKED: usize = 65_536;
 
 /// The longest line `verify` reads: far more than any record airlock writes
 /// (a line is one record; output is capped by AIRLOCK_AUDIT_OUTPUT_BYTES).
@@ -200,6 +206,58 @@ impl Orphans {
     }
 }
 
+/// Execution records whose request has no decision record before them. Every
+/// run writes its decision (`run`, or the `approval_pending` one a person then
+/// answered) before anything runs, so an execution without one means the
+/// decision was cut out of the log (and the chain rebuilt around the gap).
+#[derive(Default)]
+struct Undecided {
+    decided: std::collections::HashSet<String>,
+    order: std::collections::VecDeque<String>,
+    /// Decisions forgotten past [`DECISIONS_TRACKED`]: an execution not found
+    /// may have been one of theirs.
+    forgot: bool,
+    count: u64,
+    named: Vec<String>,
+}
+
+impl Undecided {
+    fn see(&mut self, record: &Record) {
+        match &record.event {
+            // A request's first decision only (an approval's later ones share it).
+            Event::Decision(d) if !self.decided.contains(&d.request_id) => {
+                self.decided.insert(d.request_id.clone());
+                self.order.push_back(d.request_id.clone());
+                if self.order.len() > DECISIONS_TRACKED {
+                    if let Some(old) = self.order.pop_front() {
+                        self.decided.remove(&old);
+                        self.forgot = true;
+                    }
+                }
+            }
+            Event::Execution(e) if !self.decided.contains(&e.request_id) && !self.forgot => {
+                self.count += 1;
+                if self.named.len() < ORPHANS_NAMED {
+                    self.named.push(record.id.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn warning(self) -> Option<String> {
+        (self.count > 0).then(|| {
+            let more = self.count - self.named.len() as u64;
+            format!(
+                "{} execution record(s) have no decision record before them: {}{} (every run's decision is written before it runs: records were removed from the log and the chain rebuilt, or the log was written by another tool); `airlock audit show ID` shows what ran",
+                self.count,
+                self.named.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            )
+        })
+    }
+}
+
 /// The anchor itself must be well-formed and, while the log has records,
 /// name one of them (seq 0 is the anchor of a log with none).
 fn check_anchor_shape(dir: &Path, anchor: &HeadAnchor) -> Result<(), VerifyFailure> {
@@ -282,6 +340,7 @@ pub(crate) fn walk(
     let mut last: Option<(String, String)> = None;
     let mut last_file = None;
     let mut orphans = Orphans::default();
+    let mut undecided = Undecided::default();
     let mut lists = ChangeLists::default();
     for (position, &index) in files.iter().enumerate() {
         let path = dir.join(file_name(index));
@@ -421,6 +480,7 @@ pub(crate) fn walk(
                 }
             }
             orphans.see(&record);
+            undecided.see(&record);
             if let Err(problem) = lists.see(dir, &record) {
                 return fail(path, Some(line_no), id, problem);
             }
@@ -441,6 +501,7 @@ pub(crate) fn walk(
     let records = expected_seq - 1;
     let mut warnings = check_head(dir, anchor, records, &last, last_file)?;
     warnings.extend(orphans.warning());
+    warnings.extend(undecided.warning());
     warnings.extend(lists.warning());
     Ok(VerifyReport {
         files: files.len(),

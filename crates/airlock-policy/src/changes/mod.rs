@@ -242,13 +242,23 @@ pub struct Context {
     /// configuration (see [`git_config`]); empty unless
     /// [`Context::with_host_git_config`] read them.
     pub git_named: Vec<git_config::GitNamed>,
+    /// The root is an airlock-owned path or lies inside one (a workspace in
+    /// the state directory): every change would write airlock's own files,
+    /// so every change is denied. The front ends refuse such a workspace
+    /// before anything runs; this is the second line.
+    pub root_owned: Option<PathBuf>,
 }
 
 impl Context {
     /// A context for `root`, with the airlock-owned absolute `paths` that lie
-    /// inside it made relative (those outside cannot be reached by a change).
+    /// inside it made relative (those outside cannot be reached by a change),
+    /// and an owned path that holds the root itself kept as `root_owned`.
     pub fn new(root: &Path, owned: &[PathBuf], protect: &[PathBuf]) -> Context {
         Context {
+            root_owned: owned
+                .iter()
+                .find(|p| p.is_absolute() && root.starts_with(p))
+                .cloned(),
             root: root.to_path_buf(),
             airlock_owned: owned
                 .iter()
@@ -604,6 +614,15 @@ impl Rules {
             );
         }
         // 1. airlock's own files, then workspace.protect.
+        if let Some(owned) = &ctx.root_owned {
+            return deny(
+                "builtin.airlock_owned",
+                format!(
+                    "`{shown}` would change a file in `{}`, which airlock owns (the workspace root lies inside it): a run may never write there; run airlock from a workspace outside airlock's state directory",
+                    escape_path(owned)
+                ),
+            );
+        }
         for owned in &ctx.airlock_owned {
             if touches(rel, owned, entry.kind) {
                 return deny(
@@ -1560,6 +1579,39 @@ mod tests {
             ),
         );
         assert_eq!(c.disposition, Disposition::Deny);
+    }
+
+    /// Finding 1 of the audit review: a workspace inside the state directory
+    /// (or equal to it) is all airlock's own; no change there is applied,
+    /// however the rules would judge it.
+    #[test]
+    fn a_root_inside_an_owned_path_owns_every_change() {
+        let policy = ChangesPolicy {
+            allow: vec!["**".into()],
+            ..ChangesPolicy::default()
+        };
+        for root in ["/state/audit", "/state"] {
+            let ctx = Context::new(Path::new(root), &[PathBuf::from("/state")], &[]);
+            for (p, kind) in [
+                ("audit-000001.jsonl", ChangeKind::Modified),
+                ("head.json", ChangeKind::Modified),
+                ("new.txt", ChangeKind::Added),
+                ("ap-1.json", ChangeKind::Deleted),
+            ] {
+                let c = classify(&entry(p, kind, EntryType::File), &policy, &ctx);
+                assert_eq!(c.disposition, Disposition::Deny, "{root} {p}");
+                assert_eq!(c.rule, "builtin.airlock_owned");
+                assert!(c.reason.contains("/state"), "{}", c.reason);
+            }
+        }
+        // A sibling of the owned path is not inside it.
+        let ctx = Context::new(Path::new("/state2"), &[PathBuf::from("/state")], &[]);
+        let c = classify(
+            &entry("x", ChangeKind::Added, EntryType::File),
+            &policy,
+            &ctx,
+        );
+        assert_ne!(c.disposition, Disposition::Deny);
     }
 
     #[test]

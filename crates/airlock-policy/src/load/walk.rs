@@ -288,6 +288,26 @@ impl<'t> Walker<'t> {
         }
     }
 
+    /// Refuses a path-valued entry holding NUL or another ASCII control
+    /// character: no file name airlock should be pointed at has one, a NUL
+    /// cannot reach the kernel at all (the run would fail later with a
+    /// misleading error), and the others hide what the path is on a terminal.
+    /// True when `p` is clean.
+    fn clean_path(&mut self, span: Range<usize>, what: &str, p: &str) -> bool {
+        let Some(c) = p.chars().find(char::is_ascii_control) else {
+            return true;
+        };
+        self.error(
+            span,
+            format!(
+                "`{what}` entry {} holds the control character {}: paths may not contain NUL or other control characters (a NUL cannot be passed to the kernel); write the path without it",
+                p.escape_default(),
+                c.escape_default()
+            ),
+        );
+        false
+    }
+
     /// An array of strings, each with its span.
     fn strings(&mut self, v: &SValue<'_>, what: &str) -> Vec<(String, Range<usize>)> {
         self.strs(v, what)
@@ -572,6 +592,7 @@ impl<'t> Walker<'t> {
                     if let Some(s) = self.string(v, "workspace.root") {
                         if s.is_empty() {
                             self.error(v.span(), "`workspace.root` must not be empty; use \".\" for the policy file's folder".into());
+                        } else if !self.clean_path(v.span(), "workspace.root", &s) {
                         } else if root_override.is_none() {
                             out.root = absolute_lexical(&base_dir.join(&s));
                             if !out.root.is_dir() {
@@ -612,7 +633,8 @@ impl<'t> Walker<'t> {
                     out.protect.clear();
                     for (p, span) in self.strings(v, "workspace.protect") {
                         let path = PathBuf::from(&p);
-                        if p.is_empty()
+                        if !self.clean_path(span.clone(), "workspace.protect", &p) {
+                        } else if p.is_empty()
                             || path.is_absolute()
                             || path.components().any(|c| c == Component::ParentDir)
                         {
@@ -983,7 +1005,8 @@ impl<'t> Walker<'t> {
             let mut paths = Vec::new();
             for (p, span) in self.strings(v, &what) {
                 let path = PathBuf::from(&p);
-                if !path.is_absolute() {
+                if !self.clean_path(span.clone(), &what, &p) {
+                } else if !path.is_absolute() {
                     self.error(
                         span,
                         format!("`{what}` entry \"{p}\" must be an absolute path"),

@@ -88,6 +88,14 @@ pub const MAX_OPEN_SUBSCRIPTS: usize = 1;
 /// them took 15 s); bash rejects each as a bad substitution.
 pub const MAX_OPEN_EXPANSIONS: usize = 2;
 
+/// Most here-documents (`<<`, not `<<<`) opened on one line. Each is pending
+/// until the lines after it close it, and brush-parser's tokenizer does work
+/// for every pending one at each (112 500 on one line took 36 s of CPU before
+/// it kept them in a queue; finding 10 of the audit review). Counted on the
+/// raw text, quotes included, as the other bounds are; no script an agent
+/// sends opens this many on one line.
+pub const MAX_PENDING_HEREDOCS: usize = 256;
+
 /// How many more `case` than `esac` words `text` holds, in one pass, and none
 /// at all when there is no `case` (the gate's usual text).
 fn open_cases(text: &str) -> usize {
@@ -247,7 +255,7 @@ fn parser_hazard(text: &str, present: &Present) -> Option<String> {
     }
     if present.any(b"<") {
         if let Some(why) = heredoc_hazard(text) {
-            return Some(why.into());
+            return Some(why);
         }
     }
     if parens {
@@ -256,19 +264,35 @@ fn parser_hazard(text: &str, present: &Present) -> Option<String> {
     None
 }
 
-fn heredoc_hazard(text: &str) -> Option<&'static str> {
+fn heredoc_hazard(text: &str) -> Option<String> {
     // A here-document inside a command substitution can make brush's tokenizer
     // grow without bound (found by fuzzing). A command substitution is never
     // allowed anyway, so nothing allowable is lost by refusing the pair early.
-    let has_heredoc = text.match_indices("<<").any(|(k, _)| {
-        text.as_bytes().get(k + 2) != Some(&b'<') && (k == 0 || text.as_bytes()[k - 1] != b'<')
-    });
+    let bytes = text.as_bytes();
+    let heredoc = |k: usize| bytes.get(k + 2) != Some(&b'<') && (k == 0 || bytes[k - 1] != b'<');
+    let has_heredoc = text.match_indices("<<").any(|(k, _)| heredoc(k));
     if has_heredoc && (text.contains("$(") || text.contains('`')) {
         return Some(
-            "a here-document together with a command substitution is more than the gate analyses",
+            "a here-document together with a command substitution is more than the gate analyses"
+                .into(),
         );
     }
-    heredoc_delimiter_hazard(text)
+    if has_heredoc {
+        let mut line_start = 0;
+        for line in text.split('\n') {
+            let opened = line
+                .match_indices("<<")
+                .filter(|(k, _)| heredoc(line_start + k))
+                .count();
+            if opened > MAX_PENDING_HEREDOCS {
+                return Some(format!(
+                    "a line opens more than {MAX_PENDING_HEREDOCS} here-documents, more than the gate analyses"
+                ));
+            }
+            line_start += line.len() + 1;
+        }
+    }
+    heredoc_delimiter_hazard(text).map(String::from)
 }
 
 fn paren_depth_hazard(text: &str) -> Option<String> {
@@ -534,6 +558,23 @@ mod tests {
         ] {
             assert!(refuse_before_parsing(text).is_some(), "{text:?}");
         }
+    }
+
+    /// Finding 10 of the audit review: many here-documents pending on one
+    /// line are refused before parsing; up to the cap they go to the parser.
+    #[test]
+    fn too_many_pending_heredocs_on_one_line_are_refused() {
+        use super::MAX_PENDING_HEREDOCS;
+        let text = |n: usize| format!("cat {}\n{}", "<<E ".repeat(n), "E\n".repeat(n));
+        let why = refuse_before_parsing(&text(MAX_PENDING_HEREDOCS + 1)).unwrap();
+        assert!(why.contains("more than 256 here-documents"), "{why}");
+        assert_eq!(refuse_before_parsing(&text(MAX_PENDING_HEREDOCS)), None);
+        // Spread over lines they are not pending at once.
+        let lines = "cat <<E\nE\n".repeat(MAX_PENDING_HEREDOCS + 1);
+        assert_eq!(refuse_before_parsing(&lines), None);
+        // `<<<` (a here-string) is not a here-document.
+        let strings = format!("cat {}", "<<<x ".repeat(MAX_PENDING_HEREDOCS + 1));
+        assert_eq!(refuse_before_parsing(&strings), None);
     }
 
     #[test]

@@ -101,9 +101,27 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let decision: Decision = match recorded {
         Ok(checked) => checked.decision,
         Err(e) => {
+            // A malformed AIRLOCK_AUDIT_* (or AIRLOCK_APPROVAL_TTL) names its
+            // variable itself; the state directory is not what is wrong then.
+            let bad_variable = e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<airlock_core::LedgerError>(),
+                    Some(airlock_core::LedgerError::Config { .. })
+                ) || matches!(
+                    c.downcast_ref::<airlock_core::EngineError>(),
+                    Some(airlock_core::EngineError::Ledger(
+                        airlock_core::LedgerError::Config { .. }
+                    ))
+                )
+            });
             eprintln!(
-                "airlock: error: the check could not be recorded in the audit log, so it is not answered: {}\nHint: set AIRLOCK_STATE_DIR to a writable directory",
-                airlock_core::terminal::escape_line(&format!("{e:#}"))
+                "airlock: error: the check could not be recorded in the audit log, so it is not answered: {}\nHint: {}",
+                airlock_core::terminal::escape_line(&format!("{e:#}")),
+                if bad_variable {
+                    "fix or unset the environment variable named above"
+                } else {
+                    "set AIRLOCK_STATE_DIR to a writable directory"
+                }
             );
             return Ok(2);
         }

@@ -24,8 +24,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let policy = load_policy(args.policy.as_deref())?;
     crate::serve::check_secrets_outside_workspaces(
-        &[("state directory", airlock_core::resolve_state_dir()?)],
-        &[("mcp-stdio".into(), policy.workspace.root.clone())],
+        &crate::serve::secrets(airlock_core::resolve_state_dir()?, None),
+        &crate::serve::shown_trees("mcp-stdio", &policy),
     )?;
     let engine = Arc::new(crate::serve::backend::open_engine()?);
     let engine_at_exit = engine.clone();

@@ -81,7 +81,8 @@ impl<'a> Ctx<'a> {
 }
 
 /// The paths airlock itself lives by, for [`Ctx::own`]: the state directory,
-/// the tokens file (if any) and the policy's own file (if it came from one),
+/// the tokens file (if any), the audit signing key and checkpoint file (if
+/// set) and the policy's own file (if it came from one),
 /// each as given and as resolved.
 pub fn own_files(
     policy: &Policy,
@@ -100,6 +101,9 @@ pub fn own_files(
     add("state directory", state_dir);
     if let Some(t) = tokens {
         add("tokens file", t);
+    }
+    for (what, p) in airlock_core::ledger::audit_files_from_env() {
+        add(what, &p);
     }
     let source = Path::new(&policy.source);
     if source.is_absolute() || source.exists() {

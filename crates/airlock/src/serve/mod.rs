@@ -76,17 +76,16 @@ pub fn run(options: Options, engine: airlock_core::Engine) -> anyhow::Result<()>
     if options.no_socket && options.listen.is_none() {
         anyhow::bail!("--no-socket without --listen leaves nothing to listen on");
     }
-    let state_dir = airlock_core::resolve_state_dir()?;
-    let mut secrets = vec![("state directory", state_dir)];
-    if let Some(tokens) = &options.tokens {
-        secrets.push(("tokens file", tokens.clone()));
-    }
-    let roots: Vec<_> = tenants
+    let secrets = secrets(
+        airlock_core::resolve_state_dir()?,
+        options.tokens.as_deref(),
+    );
+    let trees: Vec<_> = tenants
         .all()
         .iter()
-        .map(|t| (t.name.clone(), t.policy.workspace.root.clone()))
+        .flat_map(|t| shown_trees(&t.name, &t.policy))
         .collect();
-    check_secrets_outside_workspaces(&secrets, &roots)?;
+    check_secrets_outside_workspaces(&secrets, &trees)?;
     let socket_path = if options.no_socket {
         None
     } else {
@@ -295,27 +294,82 @@ async fn serve(
     Ok(())
 }
 
-/// Refuse to serve a workspace that contains the state directory (audit log,
-/// approvals, run directories) or the tokens file: every sandboxed command of
-/// that tenant could read them, and an agent could lift another tenant's token.
+/// A tree a tenant's runs are shown from the host: its workspace root and
+/// its `filesystem.read` and `filesystem.write` paths, with what each is.
+pub fn shown_trees(
+    tenant: &str,
+    policy: &airlock_policy::Policy,
+) -> Vec<(String, &'static str, PathBuf)> {
+    std::iter::once(("workspace", &policy.workspace.root))
+        .chain(
+            policy
+                .filesystem
+                .read
+                .iter()
+                .map(|p| ("filesystem.read path", p)),
+        )
+        .chain(
+            policy
+                .filesystem
+                .write
+                .iter()
+                .map(|p| ("filesystem.write path", p)),
+        )
+        .map(|(what, p)| (tenant.to_string(), what, p.clone()))
+        .collect()
+}
+
+/// The files airlock lives by that no tenant's run may see: the state
+/// directory (audit log, approvals, run directories), the tokens file and the
+/// audit signing key and checkpoint export file, where configured.
+pub fn secrets(
+    state_dir: PathBuf,
+    tokens: Option<&std::path::Path>,
+) -> Vec<(&'static str, PathBuf)> {
+    let mut secrets = vec![("state directory", state_dir)];
+    if let Some(tokens) = tokens {
+        secrets.push(("tokens file", tokens.to_path_buf()));
+    }
+    secrets.extend(airlock_core::ledger::audit_files_from_env());
+    secrets
+}
+
+/// Refuse to serve a workspace, read path or write path that contains the
+/// state directory (audit log, approvals, run directories), the tokens file
+/// or the audit signing key or checkpoint file: every sandboxed command of
+/// that tenant could read them (an agent could lift another tenant's token,
+/// or the key that makes a rewritten log pass `audit verify --key`). And the
+/// other way round: a tree that is the state directory or lies inside it,
+/// which no hiding can cover.
 pub fn check_secrets_outside_workspaces(
     secrets: &[(&str, PathBuf)],
-    roots: &[(String, PathBuf)],
+    trees: &[(String, &str, PathBuf)],
 ) -> anyhow::Result<()> {
     let real = |p: &std::path::Path| {
         std::fs::canonicalize(p)
             .unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
     };
     for (what, path) in secrets {
-        let path = real(path);
-        for (tenant, root) in roots {
-            if path.starts_with(real(root)) {
+        for (tenant, kind, tree) in trees {
+            let inside = real(path).starts_with(real(tree))
+                || airlock_policy::load::absolute_lexical(path)
+                    .starts_with(airlock_policy::load::absolute_lexical(tree));
+            if inside {
                 anyhow::bail!(
-                    "the {what} {} is inside the workspace {} of `{tenant}`: sandboxed commands could \
-                     read it. Move it out (AIRLOCK_STATE_DIR, --tokens) or narrow workspace.root",
+                    "refused: the {what} {} is inside the {kind} {} of `{tenant}`: sandboxed \
+                     commands could read it. Move it out (AIRLOCK_STATE_DIR, --tokens, \
+                     AIRLOCK_AUDIT_SIGNING_KEY, AIRLOCK_AUDIT_CHECKPOINT_FILE) or narrow the {kind}",
                     path.display(),
-                    root.display()
+                    tree.display()
                 );
+            }
+            if *what == "state directory" {
+                airlock_core::state::refuse_tree_in_state_dir(
+                    path,
+                    &format!("{kind} of `{tenant}`"),
+                    tree,
+                )
+                .map_err(anyhow::Error::msg)?;
             }
         }
     }

@@ -155,6 +155,7 @@ pub fn engine_error(e: EngineError) -> ApiError {
         EngineError::Ledger(_) => ApiError::new(ErrorCode::AuditError, e.to_string()),
         EngineError::ExecutionUnrecorded(_) => ApiError::new(ErrorCode::AuditError, e.to_string()),
         EngineError::StdinUnreadable(_) => ApiError::new(ErrorCode::BadRequest, e.to_string()),
+        EngineError::StateDirExposed(_) => ApiError::new(ErrorCode::Forbidden, e.to_string()),
     }
 }
 
@@ -306,9 +307,29 @@ fn cwd_exists(cwd: &Path, root: &Path) -> Result<(), ApiError> {
                 ),
             ))
         }
+        // A name longer than the filesystem takes (or a path longer than
+        // PATH_MAX) can name no folder: the caller's mistake, not the
+        // sandbox's (it was a 500 `sandbox_error` from chdir in the sandbox).
+        Err(rustix::io::Errno::NAMETOOLONG) => Err(ApiError::new(
+            ErrorCode::InvalidCwd,
+            format!(
+                "cwd {:?} has a name longer than the filesystem allows (255 bytes per name, 4096 in all); name a folder of the workspace",
+                short_text(&rel.display().to_string())
+            ),
+        )),
         // EXDEV: a symlink or `..` leads out of the workspace, which the gate
         // refuses; anything else is left to the gate and the run too.
         Err(_) => Ok(()),
+    }
+}
+
+/// A caller's text for an error message: at most 64 characters of it, so
+/// that an over-long value is not echoed back in full.
+fn short_text(text: &str) -> String {
+    const KEEP: usize = 64;
+    match text.char_indices().nth(KEEP) {
+        Some((at, _)) => format!("{}… ({} bytes)", &text[..at], text.len()),
+        None => text.to_string(),
     }
 }
 
@@ -426,7 +447,8 @@ impl Service {
                         ApiError::new(
                             ErrorCode::UnsupportedLanguage,
                             format!(
-                                "language {wanted:?} is not enabled here (enabled: {})",
+                                "language {:?} is not enabled here (enabled: {})",
+                                short_text(wanted),
                                 known.join(", ")
                             ),
                         )
@@ -808,5 +830,17 @@ mod tests {
         for p in ["missing", "file", "loop", "sub/missing"] {
             assert_eq!(answer(p), Some("not_found"), "{p}");
         }
+        // Finding 12 of the audit review: a name too long for the filesystem
+        // is the caller's mistake (400), not a sandbox error (500), and is
+        // not echoed back in full.
+        let long = "a".repeat(300);
+        assert_eq!(answer(&long), Some("invalid_cwd"));
+        let e = cwd_exists(&ws.join(&long), &ws).unwrap_err();
+        assert!(
+            e.message.contains("longer than the filesystem allows"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.len() < 300, "{}", e.message);
     }
 }

@@ -43,6 +43,9 @@ impl Walker<'_> {
                 _ => {
                     let mut list = Vec::new();
                     for (p, span) in self.strings(v, &what) {
+                        if !self.clean_path(span.clone(), &what, &p) {
+                            continue;
+                        }
                         match Pattern::new(&p) {
                             Ok(_) => list.push(p),
                             Err(e) => self.error(span, format!("`{what}` entry \"{p}\": {e}")),
