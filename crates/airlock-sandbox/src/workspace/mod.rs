@@ -424,7 +424,10 @@ pub fn rules(ws: &WorkspaceSpec) -> Rules {
         .map(|p| crate::view::relative_inside(p).unwrap_or_else(|| p.clone()))
         .filter(|p| !p.as_os_str().is_empty())
         .collect();
-    Rules::new(&ws.changes, Context::new(&ws.root, &ws.owned, &protect))
+    Rules::new(
+        &ws.changes,
+        Context::new(&ws.root, &ws.owned, &protect).with_home(ws.home.as_deref()),
+    )
 }
 
 /// The workspace as a change set (an upper layer, or a kept set's files) would
