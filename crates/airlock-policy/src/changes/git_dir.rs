@@ -186,3 +186,70 @@ pub(super) fn makes_git_dir(rel: &Path, view: &dyn View) -> Option<PathBuf> {
     }
     None
 }
+
+/// Why a file that host git would write from an index or a commit at `path`
+/// needs a person by its name alone: a `HEAD` or a `commondir` is what
+/// makes a directory a repository (beside `objects` and `refs`) or a
+/// worktree's git directory (beside a `HEAD`), whose `config` git obeys;
+/// its siblings may come in another commit, or be there already. Compared
+/// ASCII-case-insensitively, as a case-insensitive work tree finds them.
+pub(super) fn git_dir_maker(path: &Path) -> Option<&'static str> {
+    let name = path.file_name()?.as_bytes();
+    if name.eq_ignore_ascii_case(b"HEAD") {
+        Some("a `HEAD`, which beside `objects` and `refs` makes its directory a repository whose `config` git obeys")
+    } else if name.eq_ignore_ascii_case(b"commondir") {
+        Some("a `commondir`, which beside a `HEAD` makes its directory a worktree's git directory whose `config` git obeys")
+    } else {
+        None
+    }
+}
+
+/// The view with the paths an index or a commit would have git write added
+/// (with their directories): a directory that would look like a repository
+/// once they are written is judged so ([`makes_git_dir`]), whichever of its
+/// files are in the work tree already and which come from git.
+pub(super) struct WithWrites<'a> {
+    pub(super) view: &'a dyn View,
+    paths: std::collections::HashSet<PathBuf>,
+}
+
+impl<'a> WithWrites<'a> {
+    pub(super) fn new<'p>(view: &'a dyn View, written: impl Iterator<Item = &'p Path>) -> Self {
+        let mut paths = std::collections::HashSet::new();
+        for p in written {
+            for a in p.ancestors().filter(|a| !a.as_os_str().is_empty()) {
+                if !paths.insert(a.to_path_buf()) {
+                    break;
+                }
+            }
+        }
+        WithWrites { view, paths }
+    }
+}
+
+impl View for WithWrites<'_> {
+    fn link(&self, p: &Path) -> Option<PathBuf> {
+        self.view.link(p)
+    }
+    fn exists(&self, p: &Path) -> bool {
+        self.paths.contains(p) || self.view.exists(p)
+    }
+    fn read(&self, p: &Path, max: usize) -> Option<Vec<u8>> {
+        self.view.read(p, max)
+    }
+    fn read_host(&self, p: &Path, max: usize) -> Option<Vec<u8>> {
+        self.view.read_host(p, max)
+    }
+    fn nested_git(&self, dir: &Path) -> Option<PathBuf> {
+        self.view.nested_git(dir)
+    }
+    fn host_has(&self, p: &Path) -> bool {
+        self.view.host_has(p)
+    }
+    fn names(&self, p: &Path) -> Vec<std::ffi::OsString> {
+        self.view.names(p)
+    }
+    fn read_at(&self, p: &Path, offset: u64, len: usize) -> Option<Vec<u8>> {
+        self.view.read_at(p, offset, len)
+    }
+}

@@ -457,18 +457,24 @@ impl Rules {
             .unwrap_or_default()
             .into_iter()
             .collect();
-        for s in staged.iter().filter(|s| !host.contains(*s)) {
-            let path = PathBuf::from(std::ffi::OsStr::from_bytes(&s.path));
-            let why = if path.file_name().is_some_and(|n| n == "HEAD") {
-                Some("a `HEAD`, which beside `objects` and `refs` makes its directory a repository whose `config` git obeys".to_string())
+        let new: Vec<(PathBuf, &git_index::Staged)> = staged
+            .iter()
+            .filter(|s| !host.contains(*s))
+            .map(|s| (PathBuf::from(std::ffi::OsStr::from_bytes(&s.path)), s))
+            .collect();
+        // Each judged beside the others, as `git checkout` writes them together.
+        let grown = WithWrites::new(view, new.iter().map(|(p, _)| p.as_path()));
+        for (path, s) in &new {
+            let why = if let Some(why) = git_dir_maker(path) {
+                Some(why.to_string())
             } else {
                 // The work tree holding that very content already (judged
                 // itself, or the host's) is what restoring it writes.
                 let same = matches!(s.objects.len(), 20 | 32)
                     && view
-                        .read(&path, GIT_INDEX_MAX_BYTES)
+                        .read(path, GIT_INDEX_MAX_BYTES)
                         .is_some_and(|d| git_objects::blob_name(&d, s.objects.len()) == s.objects);
-                self.held_write(&path, EntryType::File, view)
+                self.held_write(path, EntryType::File, &grown)
                     .filter(|_| !same)
             };
             if let Some(why) = why {
@@ -476,7 +482,7 @@ impl Rules {
                     "builtin.git_index",
                     format!(
                         "`{shown}` stages `{}`, which the user's `git restore .` or `git checkout` would write into the work tree, where a change is held ({why}); a person must approve it",
-                        escape_path(&path)
+                        escape_path(path)
                     ),
                 ));
             }
@@ -561,11 +567,25 @@ impl Rules {
             }
             Written::Files { blobs, trees } => (blobs, trees),
         };
+        // Each judged in the work tree the commit produces: beside the
+        // others it writes (a bare repository's `HEAD`, `objects`, `refs`
+        // and `config`, none of them held alone).
+        let grown = WithWrites::new(
+            view,
+            blobs
+                .iter()
+                .map(|(p, _)| p.as_path())
+                .chain(trees.iter().map(PathBuf::as_path)),
+        );
         let held = |path: &Path, file_type: EntryType| {
             // Git refuses to write such a name from a tree.
-            git_index::path_ok(path.as_os_str().as_bytes())
-                .then(|| self.held_write(path, file_type, view))
-                .flatten()
+            if !git_index::path_ok(path.as_os_str().as_bytes()) {
+                return None;
+            }
+            match git_dir_maker(path) {
+                Some(why) if file_type == EntryType::File => Some(why.to_string()),
+                _ => self.held_write(path, file_type, &grown),
+            }
         };
         let found = blobs
             .iter()
@@ -1132,6 +1152,159 @@ mod tests {
             (c.disposition, c.rule.as_str()),
             (Disposition::ApprovalRequired, "builtin.git_objects")
         );
+    }
+
+    /// The loose objects of a commit (no parent) whose tree holds `files`
+    /// (path, mode, content), and the commit's path among them.
+    fn commit_of(files: &[(&str, &str, &[u8])]) -> (String, Vec<(String, Vec<u8>)>) {
+        use git_objects::tests::{loose, name_of};
+        let path_of = |oid: &[u8]| {
+            let h = hex::encode(oid);
+            format!(".git/objects/{}/{}", &h[..2], &h[2..])
+        };
+        fn build(files: &[(&str, &str, &[u8])], out: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Vec<u8> {
+            use git_objects::tests::{name_of, tree};
+            let mut names: Vec<&str> = files
+                .iter()
+                .map(|(p, _, _)| p.split('/').next().unwrap())
+                .collect();
+            names.sort();
+            names.dedup();
+            let mut entries: Vec<(String, String, Vec<u8>)> = Vec::new();
+            for n in names {
+                if let Some((_, mode, data)) = files.iter().find(|(p, _, _)| *p == n) {
+                    let oid = name_of("blob", data);
+                    out.push((oid.clone(), git_objects::tests::loose("blob", data)));
+                    entries.push((mode.to_string(), n.to_string(), oid));
+                } else {
+                    let below: Vec<(&str, &str, &[u8])> = files
+                        .iter()
+                        .filter_map(|(p, m, d)| {
+                            Some((p.strip_prefix(n)?.strip_prefix('/')?, *m, *d))
+                        })
+                        .collect();
+                    let body = build(&below, out);
+                    let oid = name_of("tree", &body);
+                    out.push((oid.clone(), git_objects::tests::loose("tree", &body)));
+                    entries.push(("40000".into(), n.to_string(), oid));
+                }
+            }
+            let refs: Vec<(&str, &str, &[u8])> = entries
+                .iter()
+                .map(|(m, n, o)| (m.as_str(), n.as_str(), o.as_slice()))
+                .collect();
+            tree(&refs)
+        }
+        let mut objects = Vec::new();
+        let root = build(files, &mut objects);
+        let root_oid = name_of("tree", &root);
+        objects.push((root_oid.clone(), loose("tree", &root)));
+        let commit = format!(
+            "tree {}\nauthor a <a@a> 0 +0000\ncommitter a <a@a> 0 +0000\n\nx\n",
+            hex::encode(&root_oid)
+        )
+        .into_bytes();
+        let commit_oid = name_of("commit", &commit);
+        objects.push((commit_oid.clone(), loose("commit", &commit)));
+        (
+            path_of(&commit_oid),
+            objects.into_iter().map(|(o, d)| (path_of(&o), d)).collect(),
+        )
+    }
+
+    /// A commit that brings a directory looking like a repository (a bare
+    /// one's `HEAD`, `objects`, `refs`, `config`) is held, though each of
+    /// its files alone is an ordinary name: a `HEAD` or `commondir` outside
+    /// `.git` by its name, the rest beside what the commit writes.
+    #[test]
+    fn a_commit_bringing_a_bare_repository_lookalike_is_held() {
+        let judge = |files: &[(&str, &str, &[u8])], work_tree: &[&'static str]| {
+            let (commit, objects) = commit_of(files);
+            let view = MapView {
+                paths: work_tree.to_vec(),
+                files: objects,
+                ..MapView::default()
+            };
+            judge_in(&view, &entry(&commit, ChangeKind::Added, EntryType::File))
+        };
+        let bare: &[(&str, &str, &[u8])] = &[
+            ("fix/HEAD", "100644", b"ref: refs/heads/main\n"),
+            (
+                "fix/objects/info/alternates",
+                "100644",
+                b"../../.git/objects\n",
+            ),
+            ("fix/refs/heads/main", "100644", b"0123\n"),
+            ("fix/config", "100644", b"[diff]\n\texternal = sh -c x\n"),
+            ("README.md", "100644", b"hi\n"),
+        ];
+        let c = judge(bare, &["README.md"]);
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::ApprovalRequired, "builtin.git_commit"),
+            "{}",
+            c.reason
+        );
+        assert!(c.reason.contains("`fix/"), "{}", c.reason);
+        // `HEAD` there already (an earlier run's, allowed alone): the
+        // commit's `objects` and `refs` beside it make the repository.
+        let c = judge(&bare[1..], &["README.md", "fix/HEAD"]);
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::ApprovalRequired, "builtin.git_commit"),
+            "{}",
+            c.reason
+        );
+        assert!(
+            c.reason.contains("look like a git repository"),
+            "{}",
+            c.reason
+        );
+        // A worktree's admin directory: `commondir`.
+        let c = judge(&[("w/commondir", "100644", b"../..\n")], &[]);
+        assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
+        // An ordinary project's `config/`, `objects/`, `refs/` pass.
+        let c = judge(
+            &[
+                ("config/routes.rb", "100644", b"x"),
+                ("src/objects/a.py", "100644", b"x"),
+                ("src/refs/b.py", "100644", b"x"),
+            ],
+            &[],
+        );
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+    }
+
+    /// The same for an index: a staged `commondir`, and staged `objects`
+    /// and `config` beside a `HEAD` the work tree has.
+    #[test]
+    fn an_index_staging_a_lookalikes_files_is_held() {
+        use git_index::tests::index_v2;
+        let judge = |names: &[&[u8]], work_tree: Vec<&'static str>| {
+            let view = MapView {
+                paths: work_tree,
+                index: index_v2(names),
+                ..MapView::default()
+            };
+            judge_in(
+                &view,
+                &entry(".git/index", ChangeKind::Modified, EntryType::File),
+            )
+        };
+        let c = judge(
+            &[b"README.md", b"fix/config", b"fix/objects/x"],
+            vec!["fix/HEAD"],
+        );
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::ApprovalRequired, "builtin.git_index"),
+            "{}",
+            c.reason
+        );
+        let c = judge(&[b"README.md", b"w/commondir"], vec![]);
+        assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
+        let c = judge(&[b"README.md", b"src/config", b"src/objects/x"], vec![]);
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
     }
 
     /// Host git reads an object by its name without checking it: a loose
