@@ -7,12 +7,50 @@ use super::{GIT_DIR_NAMES, GIT_INDEX_MAX_BYTES, GIT_SAFE};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// Whether a file system may take the name `c` for `.git`, as git's
+/// `is_ntfs_dotgit` and `is_hfs_dotgit` do: any ASCII case (a
+/// case-insensitive work tree: WSL's drvfs, SMB, vfat, casefold
+/// directories), with the trailing spaces and dots NTFS drops, an NTFS
+/// stream (`.git::$INDEX_ALLOCATION`), NTFS's 8.3 short name `git~1`, and
+/// the code points HFS+ ignores (zero-width joiners, direction marks).
+pub(super) fn is_dotgit(c: &[u8]) -> bool {
+    if c == b".git" {
+        return true;
+    }
+    let hfs_ignored = |ch: char| matches!(ch as u32, 0x200c..=0x200f | 0x202a..=0x202e | 0x206a..=0x206f | 0xfeff);
+    let name: Vec<u8> = match std::str::from_utf8(c) {
+        Ok(s) => s
+            .chars()
+            .filter(|ch| !hfs_ignored(*ch))
+            .collect::<String>()
+            .into_bytes(),
+        Err(_) => c.to_vec(),
+    };
+    let base = name.split(|b| *b == b':').next().unwrap_or(&[]);
+    let mut trimmed = base;
+    while let Some(rest) = trimmed
+        .strip_suffix(b" ")
+        .or_else(|| trimmed.strip_suffix(b"."))
+    {
+        trimmed = rest;
+    }
+    trimmed.eq_ignore_ascii_case(b".git") || trimmed.eq_ignore_ascii_case(b"git~1")
+}
+
 /// Why `rel` is git metadata that needs a person, if it is.
 pub(super) fn git_metadata(rel: &Path) -> Option<String> {
     let comps = pattern::normal_components(rel);
     for (i, c) in comps.iter().enumerate() {
-        if *c != b".git" {
+        if !is_dotgit(c) {
             continue;
+        }
+        // Another spelling is `.git` itself on such a file system, where
+        // the checks below (which read `.git` as written) would not see it.
+        if *c != b".git" {
+            return Some(format!(
+                "is under `{}`, which a case-insensitive file system (or NTFS's or HFS+'s name rules) takes for `.git`",
+                escape_bytes(c)
+            ));
         }
         match comps.get(i + 1) {
             None => return Some(
@@ -126,7 +164,7 @@ pub(super) fn inside_git_dir(rel: &Path) -> bool {
     let comps: Vec<&[u8]> = rel.iter().map(|c| c.as_bytes()).collect();
     comps[..comps.len().saturating_sub(1)]
         .iter()
-        .any(|c| *c == b".git")
+        .any(|c| is_dotgit(c))
 }
 
 /// `rel` is the work tree's own index, `.git/index` (a nested `.git` is held
@@ -170,12 +208,12 @@ pub(super) fn makes_git_dir(rel: &Path, view: &dyn View) -> Option<PathBuf> {
     let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
     for i in 0..comps.len() {
         let dir: PathBuf = comps[..i].iter().collect();
-        if comps[..i].iter().any(|c| c.as_bytes() == b".git") {
+        if comps[..i].iter().any(|c| is_dotgit(c.as_bytes())) {
             return None;
         }
         if !GIT_DIR_NAMES
             .iter()
-            .any(|n| n.as_bytes() == comps[i].as_bytes())
+            .any(|n| n.as_bytes().eq_ignore_ascii_case(comps[i].as_bytes()))
         {
             continue;
         }

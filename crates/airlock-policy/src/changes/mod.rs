@@ -413,6 +413,13 @@ impl Rules {
             "changes.approval",
             policy.approval.iter().map(String::as_str),
         ));
+        // A case-insensitive work tree takes `.VSCODE/tasks.json` for
+        // `.vscode/tasks.json`: what needs a person does in any case.
+        // (`allow` and `discard` stay exact: they let more through.)
+        let approval = approval
+            .into_iter()
+            .map(|(rule, p)| (rule, p.ignoring_case()))
+            .collect();
         Rules {
             ctx,
             deny: compile("changes.deny", policy.deny.iter().map(String::as_str)),
@@ -465,6 +472,27 @@ impl Rules {
         // Each judged beside the others, as `git checkout` writes them together.
         let grown = WithWrites::new(view, new.iter().map(|(p, _)| p.as_path()));
         for (path, s) in &new {
+            // A symlink git creates is judged as one: where it leads.
+            if s.mode & 0o170000 == 0o120000 && matches!(s.objects.len(), 20 | 32) {
+                let target =
+                    git_objects::staged_link_target(view, &s.objects, &self.inflate_budget);
+                if let Some((disposition, why)) = self.held_link(path, target.as_deref(), &grown) {
+                    let reason = format!(
+                        "`{shown}` stages the symlink `{}`, which the user's `git restore .` or `git checkout` would create in the work tree: {why}",
+                        escape_path(path)
+                    );
+                    return Some(match disposition {
+                        Disposition::Deny => {
+                            deny("builtin.git_index", format!("{reason}; nothing allows it"))
+                        }
+                        _ => approval(
+                            "builtin.git_index",
+                            format!("{reason}; a person must approve it"),
+                        ),
+                    });
+                }
+                continue;
+            }
             let why = if let Some(why) = git_dir_maker(path) {
                 Some(why.to_string())
             } else {
@@ -544,6 +572,42 @@ impl Rules {
         .then_some(c.reason)
     }
 
+    /// Why the rules refuse or hold a symlink that host git would create at
+    /// `path` with `target` (from a tree or an index entry of mode 120000):
+    /// judged as the same link in the work tree would be (a target outside
+    /// the workspace is denied, one into a held path held), unless the work
+    /// tree has that very link. A target that could not be read (`None`)
+    /// needs a person.
+    fn held_link(
+        &self,
+        path: &Path,
+        target: Option<&[u8]>,
+        view: &dyn View,
+    ) -> Option<(Disposition, String)> {
+        let Some(target) = target else {
+            return Some((
+                Disposition::ApprovalRequired,
+                format!("its target cannot be read from git's objects (larger than {} bytes, or not found)", git_objects::LINK_MAX_BYTES),
+            ));
+        };
+        let target = Path::new(std::ffi::OsStr::from_bytes(target));
+        if view.link(path).is_some_and(|t| t == target) {
+            return None;
+        }
+        let c = self.classify_with(
+            &Entry {
+                symlink_target: Some(target),
+                ..Entry::written(path, ChangeKind::Added, EntryType::Symlink)
+            },
+            &NoIndexView(view),
+        );
+        matches!(
+            c.disposition,
+            Disposition::Deny | Disposition::ApprovalRequired
+        )
+        .then_some((c.disposition, c.reason))
+    }
+
     /// A loose object the run wrote: refused unless it is the object its name
     /// says; if a commit, the files its new trees name, each
     /// judged as the work-tree write `git reset --hard` or `git checkout`
@@ -551,7 +615,7 @@ impl Rules {
     /// already (see [`git_objects`]).
     fn committed_writes(&self, rel: &Path, view: &dyn View, shown: &str) -> Option<Classification> {
         use git_objects::Written;
-        let (blobs, trees) = match git_objects::written(view, rel, &self.inflate_budget) {
+        let (blobs, trees, links) = match git_objects::written(view, rel, &self.inflate_budget) {
             Written::Nothing => return None,
             Written::Forged => {
                 return Some(deny(
@@ -565,7 +629,11 @@ impl Rules {
                     format!("`{shown}` is a commit the run wrote that cannot be read to check the files it would have git write ({why}); a person must approve it"),
                 ))
             }
-            Written::Files { blobs, trees } => (blobs, trees),
+            Written::Files {
+                blobs,
+                trees,
+                links,
+            } => (blobs, trees, links),
         };
         // Each judged in the work tree the commit produces: beside the
         // others it writes (a bare repository's `HEAD`, `objects`, `refs`
@@ -587,6 +655,22 @@ impl Rules {
                 _ => self.held_write(path, file_type, &grown),
             }
         };
+        // A symlink git creates is judged as one: where it leads.
+        for (path, target) in &links {
+            if !git_index::path_ok(path.as_os_str().as_bytes()) {
+                continue;
+            }
+            if let Some((disposition, why)) = self.held_link(path, target.as_deref(), &grown) {
+                let reason = format!(
+                    "`{shown}` is a commit that puts the symlink `{}` into its tree, which the user's `git reset --hard` or `git checkout` would create in the work tree: {why}",
+                    escape_path(path)
+                );
+                return Some(match disposition {
+                    Disposition::Deny => deny("builtin.git_commit", format!("{reason}; nothing allows it")),
+                    _ => approval("builtin.git_commit", format!("{reason}; a person must approve it (`git log -p` shows the commit once applied)")),
+                });
+            }
+        }
         let found = blobs
             .iter()
             .filter_map(|(path, oid)| {
@@ -1012,6 +1096,52 @@ mod tests {
         assert_eq!(judge(".git/hooks/pre-commit"), Disposition::Deny);
     }
 
+    /// On a case-insensitive work tree (or under NTFS's and HFS+'s name
+    /// rules) `.GIT`, `.git.`, `git~1` are `.git`, and `.VSCODE` is
+    /// `.vscode`: held as they are.
+    #[test]
+    fn other_spellings_of_git_and_held_names_are_held() {
+        for p in [
+            ".GIT/hooks/pre-commit",
+            ".Git/config",
+            ".GIT/objects/ab/cdef",
+            ".git./config",
+            ".git . /config",
+            "git~1/config",
+            "GIT~1/hooks/x",
+            ".git::$INDEX_ALLOCATION/config",
+            "sub/.g\u{200c}it/config",
+            "sub/.GIT",
+            ".VSCODE/tasks.json",
+            ".Envrc",
+            "x/.GitHub/workflows/ci.yml",
+        ] {
+            let c = classify(
+                &entry(p, ChangeKind::Added, EntryType::File),
+                &ChangesPolicy::default(),
+                &ctx(),
+            );
+            assert_eq!(c.disposition, Disposition::ApprovalRequired, "{p}");
+        }
+        // Host git writes through a link inside `.git` in place: denied in
+        // any spelling.
+        let c = classify(
+            &link(".GIT/COMMIT_EDITMSG", "config"),
+            &ChangesPolicy::default(),
+            &ctx(),
+        );
+        assert_eq!(c.disposition, Disposition::Deny, "{}", c.reason);
+        for p in [
+            ".gitignore",
+            ".github2/x",
+            "git/x",
+            "legit/x",
+            ".gitx/config",
+        ] {
+            assert_eq!(judge(p), Disposition::Allow, "{p}");
+        }
+    }
+
     /// A resulting workspace given as paths: `dir/` a directory, `link -> t`
     /// a symlink, anything else a file (with `.git/index` holding `index`).
     #[derive(Default)]
@@ -1305,6 +1435,77 @@ mod tests {
         assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
         let c = judge(&[b"README.md", b"src/config", b"src/objects/x"], vec![]);
         assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+    }
+
+    /// A symlink in a run's commit or index is judged as the link git
+    /// creates: out of the workspace denied, into a held or protected path
+    /// as that path, its target unreadable held.
+    #[test]
+    fn committed_and_staged_symlinks_are_judged_as_symlinks() {
+        use git_index::tests::index_v2_of;
+        use git_objects::tests::{loose, name_of};
+        let by_commit = |target: &[u8], work_tree: Vec<&'static str>| {
+            let (commit, objects) = commit_of(&[
+                ("README.md", "100644", b"hi\n"),
+                ("notes", "120000", target),
+            ]);
+            let view = MapView {
+                paths: work_tree,
+                files: objects,
+                ..MapView::default()
+            };
+            judge_in(&view, &entry(&commit, ChangeKind::Added, EntryType::File))
+        };
+        let by_index = |target: &[u8], stored: bool| {
+            let oid = name_of("blob", target);
+            let h = hex::encode(&oid);
+            let view = MapView {
+                index: index_v2_of(&[
+                    (0o100644, b"README.md", [0xab; 20]),
+                    (0o120000, b"notes", oid.clone().try_into().unwrap()),
+                ]),
+                files: if stored {
+                    vec![(
+                        format!(".git/objects/{}/{}", &h[..2], &h[2..]),
+                        loose("blob", target),
+                    )]
+                } else {
+                    Vec::new()
+                },
+                ..MapView::default()
+            };
+            judge_in(
+                &view,
+                &entry(".git/index", ChangeKind::Modified, EntryType::File),
+            )
+        };
+        for (target, want) in [
+            (&b"/home/u/.ssh/authorized_keys"[..], Disposition::Deny),
+            (b"../../etc/passwd", Disposition::Deny),
+            (b".git/hooks", Disposition::Deny),
+            (b".envrc", Disposition::ApprovalRequired),
+            (b".github/workflows/x.yml", Disposition::ApprovalRequired),
+            (b"README.md", Disposition::Allow),
+        ] {
+            let shown = String::from_utf8_lossy(target);
+            let c = by_commit(target, vec!["README.md"]);
+            assert_eq!(c.disposition, want, "commit {shown}: {}", c.reason);
+            if want != Disposition::Allow {
+                assert_eq!(c.rule, "builtin.git_commit", "{shown}");
+                assert!(c.reason.contains("symlink `notes`"), "{}", c.reason);
+            }
+            let c = by_index(target, true);
+            assert_eq!(c.disposition, want, "index {shown}: {}", c.reason);
+            if want != Disposition::Allow {
+                assert_eq!(c.rule, "builtin.git_index", "{shown}");
+            }
+        }
+        // The work tree has that very link: nothing new.
+        let c = by_commit(b"/etc/passwd", vec!["README.md", "notes -> /etc/passwd"]);
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        // A target that cannot be read: a person.
+        let c = by_index(b"README.md", false);
+        assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
     }
 
     /// Host git reads an object by its name without checking it: a loose
