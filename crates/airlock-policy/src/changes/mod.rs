@@ -472,8 +472,13 @@ impl Rules {
         // Each judged beside the others, as `git checkout` writes them together.
         let grown = WithWrites::new(view, new.iter().map(|(p, _)| p.as_path()));
         for (path, s) in &new {
-            // A symlink git creates is judged as one: where it leads.
-            if s.mode & 0o170000 == 0o120000 && matches!(s.objects.len(), 20 | 32) {
+            // A symlink git creates is judged as one: where it leads. (A
+            // `HEAD` that is a symlink to `refs/heads/x` is one git accepts:
+            // the name is held first.)
+            if s.mode & 0o170000 == 0o120000
+                && matches!(s.objects.len(), 20 | 32)
+                && git_dir_maker(path).is_none()
+            {
                 let target =
                     git_objects::staged_link_target(view, &s.objects, &self.inflate_budget);
                 if let Some((disposition, why)) = self.held_link(path, target.as_deref(), &grown) {
@@ -1433,6 +1438,16 @@ mod tests {
         );
         let c = judge(&[b"README.md", b"w/commondir"], vec![]);
         assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
+        // Git takes a symlink `HEAD` to `refs/heads/x` for a HEAD.
+        let view = MapView {
+            index: git_index::tests::index_v2_of(&[(0o120000, b"fix/HEAD", [0xab; 20])]),
+            ..MapView::default()
+        };
+        let c = judge_in(
+            &view,
+            &entry(".git/index", ChangeKind::Modified, EntryType::File),
+        );
+        assert!(c.reason.contains("a `HEAD`"), "{}", c.reason);
         let c = judge(&[b"README.md", b"src/config", b"src/objects/x"], vec![]);
         assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
     }
