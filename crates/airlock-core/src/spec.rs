@@ -318,6 +318,9 @@ pub fn derive(policy: &Policy, request: &Request, request_id: &str) -> SandboxSp
             // The engine names the run's directory under the state directory.
             keep: None,
             list: None,
+            // This process's: the caller's for `airlock run` and `apply`,
+            // the server's user's for `airlock serve`.
+            home: std::env::var_os("HOME").map(PathBuf::from),
         },
         network,
         limits,

@@ -417,6 +417,7 @@ pub(crate) mod tests {
                 owned: vec![],
                 keep: None,
                 list: None,
+                home: None,
             },
             network: NetworkSpec::None,
             limits: crate::Limits {

@@ -304,6 +304,7 @@ fn end_to_end(helper: &Path, runs: &Path, limits: &NativeLimits) -> Result<Strin
             owned: vec![],
             keep: None,
             list: None,
+            home: None,
         },
         network: NetworkSpec::None,
         limits: Limits {

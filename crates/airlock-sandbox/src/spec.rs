@@ -89,6 +89,11 @@ pub struct WorkspaceSpec {
     /// return path reports; `None`: not written.
     #[serde(default)]
     pub list: Option<PathBuf>,
+    /// The home directory (`$HOME`) of the user airlock acts for: the
+    /// change-set rules hold more of a workspace that is that directory
+    /// (its `bin/`, on the login PATH). `None`: not known, not held.
+    #[serde(default)]
+    pub home: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

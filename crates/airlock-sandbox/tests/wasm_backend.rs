@@ -50,6 +50,7 @@ fn spec(ws: &Path, module: &str) -> SandboxSpec {
             owned: vec![],
             keep: None,
             list: None,
+            home: None,
         },
         network: NetworkSpec::None,
         limits: Limits {

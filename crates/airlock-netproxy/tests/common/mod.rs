@@ -354,6 +354,7 @@ pub fn proxy_sandbox_spec(
             owned: vec![],
             keep: None,
             list: None,
+            home: None,
         },
         network: NetworkSpec::Proxy {
             socket: socket.to_path_buf(),

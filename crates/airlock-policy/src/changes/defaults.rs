@@ -24,6 +24,10 @@ pub const DEFAULT_APPROVAL: &[&str] = &[
     ".gitattributes",
     ".lfsconfig",
     ".envrc",
+    // What an allowed `.envrc` pulls in without a new `direnv allow`
+    // (`source_env_if_exists .envrc.local`), and direnv's own layout.
+    ".envrc.*",
+    ".direnv/",
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -84,6 +88,9 @@ pub const DEFAULT_APPROVAL: &[&str] = &[
     ".overcommit.yml",
     ".lintstagedrc*",
     "lint-staged.config.*",
+    // ... or the scripts lefthook runs from its `source_dir`s.
+    ".lefthook/",
+    ".lefthook-local/",
     // A workspace that is a home directory: git's and ssh's own configuration.
     ".gitconfig",
     ".config/git/",
@@ -137,6 +144,20 @@ pub const DEFAULT_APPROVAL: &[&str] = &[
     // or tool start runs or obeys (`~/.local/bin` is on Debian's PATH, before
     // /usr/bin), and the credential helpers and files tools read.
     ".local/bin/",
+    // rustup's `~/.cargo/env`, bun, deno, volta, pyenv, asdf, mise and nix
+    // put these first on PATH; bash-completion sources the completion files
+    // in every interactive shell. (`bin/`, on Debian's PATH too, is held
+    // only when the workspace is the home directory: see `Context::home`.)
+    ".cargo/bin/",
+    ".bun/bin/",
+    ".deno/bin/",
+    ".volta/bin/",
+    ".pyenv/shims/",
+    ".asdf/shims/",
+    ".local/share/mise/shims/",
+    ".nix-profile/",
+    ".bash_completion",
+    ".local/share/bash-completion/",
     ".bash_aliases",
     ".config/autostart/",
     ".config/systemd/",

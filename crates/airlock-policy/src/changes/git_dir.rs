@@ -7,12 +7,50 @@ use super::{GIT_DIR_NAMES, GIT_INDEX_MAX_BYTES, GIT_SAFE};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// Whether a file system may take the name `c` for `.git`, as git's
+/// `is_ntfs_dotgit` and `is_hfs_dotgit` do: any ASCII case (a
+/// case-insensitive work tree: WSL's drvfs, SMB, vfat, casefold
+/// directories), with the trailing spaces and dots NTFS drops, an NTFS
+/// stream (`.git::$INDEX_ALLOCATION`), NTFS's 8.3 short name `git~1`, and
+/// the code points HFS+ ignores (zero-width joiners, direction marks).
+pub(super) fn is_dotgit(c: &[u8]) -> bool {
+    if c == b".git" {
+        return true;
+    }
+    let hfs_ignored = |ch: char| matches!(ch as u32, 0x200c..=0x200f | 0x202a..=0x202e | 0x206a..=0x206f | 0xfeff);
+    let name: Vec<u8> = match std::str::from_utf8(c) {
+        Ok(s) => s
+            .chars()
+            .filter(|ch| !hfs_ignored(*ch))
+            .collect::<String>()
+            .into_bytes(),
+        Err(_) => c.to_vec(),
+    };
+    let base = name.split(|b| *b == b':').next().unwrap_or(&[]);
+    let mut trimmed = base;
+    while let Some(rest) = trimmed
+        .strip_suffix(b" ")
+        .or_else(|| trimmed.strip_suffix(b"."))
+    {
+        trimmed = rest;
+    }
+    trimmed.eq_ignore_ascii_case(b".git") || trimmed.eq_ignore_ascii_case(b"git~1")
+}
+
 /// Why `rel` is git metadata that needs a person, if it is.
 pub(super) fn git_metadata(rel: &Path) -> Option<String> {
     let comps = pattern::normal_components(rel);
     for (i, c) in comps.iter().enumerate() {
-        if *c != b".git" {
+        if !is_dotgit(c) {
             continue;
+        }
+        // Another spelling is `.git` itself on such a file system, where
+        // the checks below (which read `.git` as written) would not see it.
+        if *c != b".git" {
+            return Some(format!(
+                "is under `{}`, which a case-insensitive file system (or NTFS's or HFS+'s name rules) takes for `.git`",
+                escape_bytes(c)
+            ));
         }
         match comps.get(i + 1) {
             None => return Some(
@@ -126,7 +164,7 @@ pub(super) fn inside_git_dir(rel: &Path) -> bool {
     let comps: Vec<&[u8]> = rel.iter().map(|c| c.as_bytes()).collect();
     comps[..comps.len().saturating_sub(1)]
         .iter()
-        .any(|c| *c == b".git")
+        .any(|c| is_dotgit(c))
 }
 
 /// `rel` is the work tree's own index, `.git/index` (a nested `.git` is held
@@ -170,12 +208,12 @@ pub(super) fn makes_git_dir(rel: &Path, view: &dyn View) -> Option<PathBuf> {
     let comps: Vec<&std::ffi::OsStr> = rel.iter().collect();
     for i in 0..comps.len() {
         let dir: PathBuf = comps[..i].iter().collect();
-        if comps[..i].iter().any(|c| c.as_bytes() == b".git") {
+        if comps[..i].iter().any(|c| is_dotgit(c.as_bytes())) {
             return None;
         }
         if !GIT_DIR_NAMES
             .iter()
-            .any(|n| n.as_bytes() == comps[i].as_bytes())
+            .any(|n| n.as_bytes().eq_ignore_ascii_case(comps[i].as_bytes()))
         {
             continue;
         }
@@ -185,4 +223,71 @@ pub(super) fn makes_git_dir(rel: &Path, view: &dyn View) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// Why a file that host git would write from an index or a commit at `path`
+/// needs a person by its name alone: a `HEAD` or a `commondir` is what
+/// makes a directory a repository (beside `objects` and `refs`) or a
+/// worktree's git directory (beside a `HEAD`), whose `config` git obeys;
+/// its siblings may come in another commit, or be there already. Compared
+/// ASCII-case-insensitively, as a case-insensitive work tree finds them.
+pub(super) fn git_dir_maker(path: &Path) -> Option<&'static str> {
+    let name = path.file_name()?.as_bytes();
+    if name.eq_ignore_ascii_case(b"HEAD") {
+        Some("a `HEAD`, which beside `objects` and `refs` makes its directory a repository whose `config` git obeys")
+    } else if name.eq_ignore_ascii_case(b"commondir") {
+        Some("a `commondir`, which beside a `HEAD` makes its directory a worktree's git directory whose `config` git obeys")
+    } else {
+        None
+    }
+}
+
+/// The view with the paths an index or a commit would have git write added
+/// (with their directories): a directory that would look like a repository
+/// once they are written is judged so ([`makes_git_dir`]), whichever of its
+/// files are in the work tree already and which come from git.
+pub(super) struct WithWrites<'a> {
+    pub(super) view: &'a dyn View,
+    paths: std::collections::HashSet<PathBuf>,
+}
+
+impl<'a> WithWrites<'a> {
+    pub(super) fn new<'p>(view: &'a dyn View, written: impl Iterator<Item = &'p Path>) -> Self {
+        let mut paths = std::collections::HashSet::new();
+        for p in written {
+            for a in p.ancestors().filter(|a| !a.as_os_str().is_empty()) {
+                if !paths.insert(a.to_path_buf()) {
+                    break;
+                }
+            }
+        }
+        WithWrites { view, paths }
+    }
+}
+
+impl View for WithWrites<'_> {
+    fn link(&self, p: &Path) -> Option<PathBuf> {
+        self.view.link(p)
+    }
+    fn exists(&self, p: &Path) -> bool {
+        self.paths.contains(p) || self.view.exists(p)
+    }
+    fn read(&self, p: &Path, max: usize) -> Option<Vec<u8>> {
+        self.view.read(p, max)
+    }
+    fn read_host(&self, p: &Path, max: usize) -> Option<Vec<u8>> {
+        self.view.read_host(p, max)
+    }
+    fn nested_git(&self, dir: &Path) -> Option<PathBuf> {
+        self.view.nested_git(dir)
+    }
+    fn host_has(&self, p: &Path) -> bool {
+        self.view.host_has(p)
+    }
+    fn names(&self, p: &Path) -> Vec<std::ffi::OsString> {
+        self.view.names(p)
+    }
+    fn read_at(&self, p: &Path, offset: u64, len: usize) -> Option<Vec<u8>> {
+        self.view.read_at(p, offset, len)
+    }
 }

@@ -80,6 +80,10 @@ pub fn entries(data: &[u8]) -> Result<Vec<Staged>, IndexProblem> {
 pub struct Staged {
     pub path: Vec<u8>,
     pub objects: Vec<u8>,
+    /// The entry's mode (type and permission bits; 0o120000: a symlink
+    /// whose target is the object). For a resolve-undo entry, its first
+    /// stage's.
+    pub mode: u32,
 }
 
 /// Whether the last `oid_len` bytes of `data` are the checksum git writes
@@ -111,16 +115,9 @@ fn component_ok(c: &[u8]) -> bool {
     if c.is_empty() || c == b"." || c == b".." || c.contains(&b'\\') {
         return false;
     }
-    // `.git`, any case, with what NTFS drops at the end (spaces, dots), or
-    // its 8.3 short name.
-    let trimmed = {
-        let mut t = c;
-        while let Some(rest) = t.strip_suffix(b" ").or_else(|| t.strip_suffix(b".")) {
-            t = rest;
-        }
-        t
-    };
-    !(trimmed.eq_ignore_ascii_case(b".git") || c.eq_ignore_ascii_case(b"git~1"))
+    // `.git`, any case, with what NTFS drops at the end (spaces, dots) or
+    // reads as a stream, its 8.3 short name, or what HFS+ ignores in it.
+    !super::git_dir::is_dotgit(c)
 }
 
 struct Reader<'a> {
@@ -196,7 +193,8 @@ fn paths(data: &[u8], oid_len: usize) -> Result<Vec<Staged>, String> {
     let mut previous: Vec<u8> = Vec::new();
     for _ in 0..count {
         let start = r.at;
-        r.take(40)?; // ctime, mtime, dev, ino, mode, uid, gid, size
+        let stat = r.take(40)?; // ctime, mtime, dev, ino, mode, uid, gid, size
+        let mode = u32::from_be_bytes([stat[24], stat[25], stat[26], stat[27]]);
         let oid = r.take(oid_len)?;
         let flags = r.u16()?;
         if flags & 0x4000 != 0 {
@@ -243,6 +241,7 @@ fn paths(data: &[u8], oid_len: usize) -> Result<Vec<Staged>, String> {
         out.push(Staged {
             path: name,
             objects: oid.to_vec(),
+            mode,
         });
     }
     while r.at < body_end {
@@ -283,15 +282,24 @@ fn resolve_undo(ext: &[u8], oid_len: usize, out: &mut Vec<Staged>) -> Result<(),
     while r.at < ext.len() {
         let path = r.until_nul()?.to_vec();
         let mut present = 0;
+        let mut first = 0;
         for _ in 0..3 {
             let mode = r.until_nul()?;
             let text = std::str::from_utf8(mode).map_err(|_| "bad resolve-undo mode")?;
-            if u32::from_str_radix(text, 8).map_err(|_| "bad resolve-undo mode")? != 0 {
+            let mode = u32::from_str_radix(text, 8).map_err(|_| "bad resolve-undo mode")?;
+            if mode != 0 {
                 present += 1;
+                if first == 0 {
+                    first = mode;
+                }
             }
         }
         let objects = r.take(present * oid_len)?.to_vec();
-        out.push(Staged { path, objects });
+        out.push(Staged {
+            path,
+            objects,
+            mode: first,
+        });
     }
     Ok(())
 }
@@ -302,15 +310,22 @@ pub(crate) mod tests {
 
     /// A version 2 index of `names` (SHA-1), as git writes one.
     pub(crate) fn index_v2(names: &[&[u8]]) -> Vec<u8> {
+        let entries: Vec<(u32, &[u8], [u8; 20])> =
+            names.iter().map(|n| (0o100644, *n, [0xab; 20])).collect();
+        index_v2_of(&entries)
+    }
+
+    /// A version 2 index of (mode, name, object name) entries.
+    pub(crate) fn index_v2_of(entries: &[(u32, &[u8], [u8; 20])]) -> Vec<u8> {
         let mut d = b"DIRC".to_vec();
         d.extend(2u32.to_be_bytes());
-        d.extend((names.len() as u32).to_be_bytes());
-        for n in names {
+        d.extend((entries.len() as u32).to_be_bytes());
+        for (mode, n, oid) in entries {
             let start = d.len();
             d.extend([0u8; 24]);
-            d.extend(0o100644u32.to_be_bytes());
+            d.extend(mode.to_be_bytes());
             d.extend([0u8; 12]);
-            d.extend([0xabu8; 20]);
+            d.extend(oid);
             d.extend((n.len().min(0xfff) as u16).to_be_bytes());
             d.extend(*n);
             d.push(0);

@@ -47,6 +47,9 @@ pub enum Written {
     Files {
         blobs: Vec<(PathBuf, Vec<u8>)>,
         trees: Vec<PathBuf>,
+        /// The symlinks (mode 120000) among them: path, and the target
+        /// (the blob's content), or `None` where the blob cannot be read.
+        links: Vec<(PathBuf, Option<Vec<u8>>)>,
     },
     /// An object whose content is not the object its name says.
     Forged,
@@ -92,13 +95,48 @@ pub fn written(view: &dyn View, rel: &Path, budget: &AtomicU64) -> Written {
     };
     let store = Store::open(view, &objects, name.len(), budget);
     match changed_files(&store, &body) {
-        Ok((blobs, trees)) => Written::Files { blobs, trees },
+        Ok((blobs, trees, links)) => Written::Files {
+            blobs,
+            trees,
+            links: links
+                .into_iter()
+                .map(|(path, oid)| {
+                    let target = link_target(&store, &oid);
+                    (path, target)
+                })
+                .collect(),
+        },
         Err(e) => Written::Unreadable(e),
     }
 }
 
-/// Files (path, blob name) and directories (path) a commit writes.
-type ChangedFiles = (Vec<(PathBuf, Vec<u8>)>, Vec<PathBuf>);
+/// Most bytes of a symlink's target read from its blob (Linux's PATH_MAX).
+pub const LINK_MAX_BYTES: usize = 4096;
+
+/// The target a symlink entry naming blob `oid` has git create, if the blob
+/// can be read and is no longer than [`LINK_MAX_BYTES`].
+fn link_target(store: &Store<'_>, oid: &[u8]) -> Option<Vec<u8>> {
+    match store.read(oid) {
+        Ok(Some((kind, body))) if kind == "blob" && body.len() <= LINK_MAX_BYTES => Some(body),
+        _ => None,
+    }
+}
+
+/// The target of the symlink a staged entry naming blob `oid` has git
+/// create (the work tree's repository, `.git/objects`, loose or packed), if
+/// it can be read. `budget` as for [`written`].
+pub fn staged_link_target(view: &dyn View, oid: &[u8], budget: &AtomicU64) -> Option<Vec<u8>> {
+    let store = Store::open(view, Path::new(".git/objects"), oid.len(), budget);
+    link_target(&store, oid)
+}
+
+/// Files (path, blob name) and directories (path) a commit writes, and the
+/// symlinks (path, blob name) among the files.
+type ChangedFiles = (
+    Vec<(PathBuf, Vec<u8>)>,
+    Vec<PathBuf>,
+    Vec<(PathBuf, Vec<u8>)>,
+);
 
 /// A commit's tree and parents, from its body.
 fn commit_links(body: &[u8], oid_len: usize) -> Result<(Vec<u8>, Vec<Vec<u8>>), String> {
@@ -136,6 +174,7 @@ fn changed_files(store: &Store<'_>, commit: &[u8]) -> Result<ChangedFiles, Strin
         .collect();
     let mut blobs = Vec::new();
     let mut trees = Vec::new();
+    let mut links = Vec::new();
     let mut queue = vec![(PathBuf::new(), tree, parent_trees)];
     let mut seen = 0usize;
     while let Some((dir, oid, theirs)) = queue.pop() {
@@ -187,11 +226,16 @@ fn changed_files(store: &Store<'_>, commit: &[u8]) -> Result<ChangedFiles, Strin
                 // A submodule's commit: nothing of it is written here.
                 b"160000" => {}
                 _ if same_name.iter().any(|o| o == oid) => {}
+                // Git makes a symlink of it, whose target is the blob.
+                b"120000" => {
+                    links.push((path.clone(), oid.to_vec()));
+                    blobs.push((path, oid.to_vec()));
+                }
                 _ => blobs.push((path, oid.to_vec())),
             }
         }
     }
-    Ok((blobs, trees))
+    Ok((blobs, trees, links))
 }
 
 /// A repository's objects as host git finds them: in its packs first, then

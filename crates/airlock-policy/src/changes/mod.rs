@@ -31,6 +31,7 @@ pub mod git_index;
 pub mod git_objects;
 mod git_pack;
 mod links;
+mod package_json;
 mod pattern;
 
 pub use defaults::*;
@@ -247,6 +248,9 @@ pub struct Context {
     /// so every change is denied. The front ends refuse such a workspace
     /// before anything runs; this is the second line.
     pub root_owned: Option<PathBuf>,
+    /// The root is the home directory of the user airlock acts for (see
+    /// [`Context::with_home`]): its `bin/` is on that user's PATH.
+    pub root_is_home: bool,
 }
 
 impl Context {
@@ -273,6 +277,7 @@ impl Context {
                 .collect(),
             protect: protect.to_vec(),
             git_named: Vec::new(),
+            root_is_home: false,
         }
     }
 
@@ -281,6 +286,24 @@ impl Context {
     /// configuration, as its configuration files say now. Reads the host.
     pub fn with_host_git_config(mut self, home: Option<&Path>) -> Context {
         self.git_named = git_config::host_named(&self.root, home);
+        self
+    }
+
+    /// The same context, told the home directory (`$HOME`) of the user
+    /// airlock acts for: when it is the root, `bin/` is held as well, since
+    /// Debian's `~/.profile` puts `~/bin` on PATH before /usr/bin. (In any
+    /// other workspace `bin/` is an ordinary project directory.)
+    pub fn with_home(mut self, home: Option<&Path>) -> Context {
+        let same = |a: &Path, b: &Path| {
+            a == b
+                || std::fs::canonicalize(a)
+                    .ok()
+                    .zip(std::fs::canonicalize(b).ok())
+                    .is_some_and(|(a, b)| a == b)
+        };
+        self.root_is_home = home.is_some_and(|h| {
+            h.is_absolute() && !self.root.as_os_str().is_empty() && same(h, &self.root)
+        });
         self
     }
 }
@@ -415,6 +438,13 @@ impl Rules {
             "changes.approval",
             policy.approval.iter().map(String::as_str),
         ));
+        // A case-insensitive work tree takes `.VSCODE/tasks.json` for
+        // `.vscode/tasks.json`: what needs a person does in any case.
+        // (`allow` and `discard` stay exact: they let more through.)
+        let approval = approval
+            .into_iter()
+            .map(|(rule, p)| (rule, p.ignoring_case()))
+            .collect();
         Rules {
             ctx,
             deny: compile("changes.deny", policy.deny.iter().map(String::as_str)),
@@ -459,19 +489,58 @@ impl Rules {
             .unwrap_or_default()
             .into_iter()
             .collect();
-        for s in staged.iter().filter(|s| !host.contains(*s)) {
-            let path = PathBuf::from(std::ffi::OsStr::from_bytes(&s.path));
-            let why = if path.file_name().is_some_and(|n| n == "HEAD") {
-                Some("a `HEAD`, which beside `objects` and `refs` makes its directory a repository whose `config` git obeys".to_string())
+        let new: Vec<(PathBuf, &git_index::Staged)> = staged
+            .iter()
+            .filter(|s| !host.contains(*s))
+            .map(|s| (PathBuf::from(std::ffi::OsStr::from_bytes(&s.path)), s))
+            .collect();
+        // Each judged beside the others, as `git checkout` writes them together.
+        let grown = WithWrites::new(view, new.iter().map(|(p, _)| p.as_path()));
+        for (path, s) in &new {
+            // A symlink git creates is judged as one: where it leads. (A
+            // `HEAD` that is a symlink to `refs/heads/x` is one git accepts:
+            // the name is held first.)
+            if s.mode & 0o170000 == 0o120000
+                && matches!(s.objects.len(), 20 | 32)
+                && git_dir_maker(path).is_none()
+            {
+                let target =
+                    git_objects::staged_link_target(view, &s.objects, &self.inflate_budget);
+                if let Some((disposition, why)) = self.held_link(path, target.as_deref(), &grown) {
+                    let reason = format!(
+                        "`{shown}` stages the symlink `{}`, which the user's `git restore .` or `git checkout` would create in the work tree: {why}",
+                        escape_path(path)
+                    );
+                    return Some(match disposition {
+                        Disposition::Deny => {
+                            deny("builtin.git_index", format!("{reason}; nothing allows it"))
+                        }
+                        _ => approval(
+                            "builtin.git_index",
+                            format!("{reason}; a person must approve it"),
+                        ),
+                    });
+                }
+                continue;
+            }
+            let why = if let Some(why) = git_dir_maker(path) {
+                Some(why.to_string())
             } else {
-                self.held_write(&path, EntryType::File, view)
+                // The work tree holding that very content already (judged
+                // itself, or the host's) is what restoring it writes.
+                let same = matches!(s.objects.len(), 20 | 32)
+                    && view
+                        .read(path, GIT_INDEX_MAX_BYTES)
+                        .is_some_and(|d| git_objects::blob_name(&d, s.objects.len()) == s.objects);
+                self.held_write(path, EntryType::File, &grown)
+                    .filter(|_| !same)
             };
             if let Some(why) = why {
                 return Some(approval(
                     "builtin.git_index",
                     format!(
                         "`{shown}` stages `{}`, which the user's `git restore .` or `git checkout` would write into the work tree, where a change is held ({why}); a person must approve it",
-                        escape_path(&path)
+                        escape_path(path)
                     ),
                 ));
             }
@@ -547,6 +616,42 @@ impl Rules {
         .then_some(c.reason)
     }
 
+    /// Why the rules refuse or hold a symlink that host git would create at
+    /// `path` with `target` (from a tree or an index entry of mode 120000):
+    /// judged as the same link in the work tree would be (a target outside
+    /// the workspace is denied, one into a held path held), unless the work
+    /// tree has that very link. A target that could not be read (`None`)
+    /// needs a person.
+    fn held_link(
+        &self,
+        path: &Path,
+        target: Option<&[u8]>,
+        view: &dyn View,
+    ) -> Option<(Disposition, String)> {
+        let Some(target) = target else {
+            return Some((
+                Disposition::ApprovalRequired,
+                format!("its target cannot be read from git's objects (larger than {} bytes, or not found)", git_objects::LINK_MAX_BYTES),
+            ));
+        };
+        let target = Path::new(std::ffi::OsStr::from_bytes(target));
+        if view.link(path).is_some_and(|t| t == target) {
+            return None;
+        }
+        let c = self.classify_with(
+            &Entry {
+                symlink_target: Some(target),
+                ..Entry::written(path, ChangeKind::Added, EntryType::Symlink)
+            },
+            &NoIndexView(view),
+        );
+        matches!(
+            c.disposition,
+            Disposition::Deny | Disposition::ApprovalRequired
+        )
+        .then_some((c.disposition, c.reason))
+    }
+
     /// A loose object the run wrote: refused unless it is the object its name
     /// says; if a commit, the files its new trees name, each
     /// judged as the work-tree write `git reset --hard` or `git checkout`
@@ -554,7 +659,7 @@ impl Rules {
     /// already (see [`git_objects`]).
     fn committed_writes(&self, rel: &Path, view: &dyn View, shown: &str) -> Option<Classification> {
         use git_objects::Written;
-        let (blobs, trees) = match git_objects::written(view, rel, &self.inflate_budget) {
+        let (blobs, trees, links) = match git_objects::written(view, rel, &self.inflate_budget) {
             Written::Nothing => return None,
             Written::Forged => {
                 return Some(deny(
@@ -568,14 +673,48 @@ impl Rules {
                     format!("`{shown}` is a commit the run wrote that cannot be read to check the files it would have git write ({why}); a person must approve it"),
                 ))
             }
-            Written::Files { blobs, trees } => (blobs, trees),
+            Written::Files {
+                blobs,
+                trees,
+                links,
+            } => (blobs, trees, links),
         };
+        // Each judged in the work tree the commit produces: beside the
+        // others it writes (a bare repository's `HEAD`, `objects`, `refs`
+        // and `config`, none of them held alone).
+        let grown = WithWrites::new(
+            view,
+            blobs
+                .iter()
+                .map(|(p, _)| p.as_path())
+                .chain(trees.iter().map(PathBuf::as_path)),
+        );
         let held = |path: &Path, file_type: EntryType| {
             // Git refuses to write such a name from a tree.
-            git_index::path_ok(path.as_os_str().as_bytes())
-                .then(|| self.held_write(path, file_type, view))
-                .flatten()
+            if !git_index::path_ok(path.as_os_str().as_bytes()) {
+                return None;
+            }
+            match git_dir_maker(path) {
+                Some(why) if file_type == EntryType::File => Some(why.to_string()),
+                _ => self.held_write(path, file_type, &grown),
+            }
         };
+        // A symlink git creates is judged as one: where it leads.
+        for (path, target) in &links {
+            if !git_index::path_ok(path.as_os_str().as_bytes()) {
+                continue;
+            }
+            if let Some((disposition, why)) = self.held_link(path, target.as_deref(), &grown) {
+                let reason = format!(
+                    "`{shown}` is a commit that puts the symlink `{}` into its tree, which the user's `git reset --hard` or `git checkout` would create in the work tree: {why}",
+                    escape_path(path)
+                );
+                return Some(match disposition {
+                    Disposition::Deny => deny("builtin.git_commit", format!("{reason}; nothing allows it")),
+                    _ => approval("builtin.git_commit", format!("{reason}; a person must approve it (`git log -p` shows the commit once applied)")),
+                });
+            }
+        }
         let found = blobs
             .iter()
             .filter_map(|(path, oid)| {
@@ -889,6 +1028,27 @@ impl Rules {
                 ),
             );
         }
+        if ctx.root_is_home && rel.starts_with("bin") {
+            return approval(
+                "builtin.home_bin",
+                format!(
+                    "`{shown}` is in `bin/` of a workspace that is the user's home directory, which the login shell puts on PATH before /usr/bin (a `bin/git` there runs at the next `git`); a person must approve it, or add a pattern for it to [changes] allow"
+                ),
+            );
+        }
+        if entry.kind != ChangeKind::Deleted
+            && entry.file_type == EntryType::File
+            && rel.file_name().is_some_and(|n| n == "package.json")
+        {
+            if let Some(why) = package_json::hooks_changed(rel, view) {
+                return approval(
+                    "builtin.package_json_hooks",
+                    format!(
+                        "`{shown}` {why}: the git hooks a hook manager installed (husky, yorkie, simple-git-hooks, lint-staged, pre-commit) read them and run their commands at the user's next `git commit` or `git push`; a person must approve it, or add a pattern for it to [changes] allow"
+                    ),
+                );
+            }
+        }
         allowed
     }
 }
@@ -1038,6 +1198,52 @@ mod tests {
         assert_eq!(judge(".git/hooks/pre-commit"), Disposition::Deny);
     }
 
+    /// On a case-insensitive work tree (or under NTFS's and HFS+'s name
+    /// rules) `.GIT`, `.git.`, `git~1` are `.git`, and `.VSCODE` is
+    /// `.vscode`: held as they are.
+    #[test]
+    fn other_spellings_of_git_and_held_names_are_held() {
+        for p in [
+            ".GIT/hooks/pre-commit",
+            ".Git/config",
+            ".GIT/objects/ab/cdef",
+            ".git./config",
+            ".git . /config",
+            "git~1/config",
+            "GIT~1/hooks/x",
+            ".git::$INDEX_ALLOCATION/config",
+            "sub/.g\u{200c}it/config",
+            "sub/.GIT",
+            ".VSCODE/tasks.json",
+            ".Envrc",
+            "x/.GitHub/workflows/ci.yml",
+        ] {
+            let c = classify(
+                &entry(p, ChangeKind::Added, EntryType::File),
+                &ChangesPolicy::default(),
+                &ctx(),
+            );
+            assert_eq!(c.disposition, Disposition::ApprovalRequired, "{p}");
+        }
+        // Host git writes through a link inside `.git` in place: denied in
+        // any spelling.
+        let c = classify(
+            &link(".GIT/COMMIT_EDITMSG", "config"),
+            &ChangesPolicy::default(),
+            &ctx(),
+        );
+        assert_eq!(c.disposition, Disposition::Deny, "{}", c.reason);
+        for p in [
+            ".gitignore",
+            ".github2/x",
+            "git/x",
+            "legit/x",
+            ".gitx/config",
+        ] {
+            assert_eq!(judge(p), Disposition::Allow, "{p}");
+        }
+    }
+
     /// A resulting workspace given as paths: `dir/` a directory, `link -> t`
     /// a symlink, anything else a file (with `.git/index` holding `index`).
     #[derive(Default)]
@@ -1178,6 +1384,240 @@ mod tests {
             (c.disposition, c.rule.as_str()),
             (Disposition::ApprovalRequired, "builtin.git_objects")
         );
+    }
+
+    /// The loose objects of a commit (no parent) whose tree holds `files`
+    /// (path, mode, content), and the commit's path among them.
+    fn commit_of(files: &[(&str, &str, &[u8])]) -> (String, Vec<(String, Vec<u8>)>) {
+        use git_objects::tests::{loose, name_of};
+        let path_of = |oid: &[u8]| {
+            let h = hex::encode(oid);
+            format!(".git/objects/{}/{}", &h[..2], &h[2..])
+        };
+        fn build(files: &[(&str, &str, &[u8])], out: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Vec<u8> {
+            use git_objects::tests::{name_of, tree};
+            let mut names: Vec<&str> = files
+                .iter()
+                .map(|(p, _, _)| p.split('/').next().unwrap())
+                .collect();
+            names.sort();
+            names.dedup();
+            let mut entries: Vec<(String, String, Vec<u8>)> = Vec::new();
+            for n in names {
+                if let Some((_, mode, data)) = files.iter().find(|(p, _, _)| *p == n) {
+                    let oid = name_of("blob", data);
+                    out.push((oid.clone(), git_objects::tests::loose("blob", data)));
+                    entries.push((mode.to_string(), n.to_string(), oid));
+                } else {
+                    let below: Vec<(&str, &str, &[u8])> = files
+                        .iter()
+                        .filter_map(|(p, m, d)| {
+                            Some((p.strip_prefix(n)?.strip_prefix('/')?, *m, *d))
+                        })
+                        .collect();
+                    let body = build(&below, out);
+                    let oid = name_of("tree", &body);
+                    out.push((oid.clone(), git_objects::tests::loose("tree", &body)));
+                    entries.push(("40000".into(), n.to_string(), oid));
+                }
+            }
+            let refs: Vec<(&str, &str, &[u8])> = entries
+                .iter()
+                .map(|(m, n, o)| (m.as_str(), n.as_str(), o.as_slice()))
+                .collect();
+            tree(&refs)
+        }
+        let mut objects = Vec::new();
+        let root = build(files, &mut objects);
+        let root_oid = name_of("tree", &root);
+        objects.push((root_oid.clone(), loose("tree", &root)));
+        let commit = format!(
+            "tree {}\nauthor a <a@a> 0 +0000\ncommitter a <a@a> 0 +0000\n\nx\n",
+            hex::encode(&root_oid)
+        )
+        .into_bytes();
+        let commit_oid = name_of("commit", &commit);
+        objects.push((commit_oid.clone(), loose("commit", &commit)));
+        (
+            path_of(&commit_oid),
+            objects.into_iter().map(|(o, d)| (path_of(&o), d)).collect(),
+        )
+    }
+
+    /// A commit that brings a directory looking like a repository (a bare
+    /// one's `HEAD`, `objects`, `refs`, `config`) is held, though each of
+    /// its files alone is an ordinary name: a `HEAD` or `commondir` outside
+    /// `.git` by its name, the rest beside what the commit writes.
+    #[test]
+    fn a_commit_bringing_a_bare_repository_lookalike_is_held() {
+        let judge = |files: &[(&str, &str, &[u8])], work_tree: &[&'static str]| {
+            let (commit, objects) = commit_of(files);
+            let view = MapView {
+                paths: work_tree.to_vec(),
+                files: objects,
+                ..MapView::default()
+            };
+            judge_in(&view, &entry(&commit, ChangeKind::Added, EntryType::File))
+        };
+        let bare: &[(&str, &str, &[u8])] = &[
+            ("fix/HEAD", "100644", b"ref: refs/heads/main\n"),
+            (
+                "fix/objects/info/alternates",
+                "100644",
+                b"../../.git/objects\n",
+            ),
+            ("fix/refs/heads/main", "100644", b"0123\n"),
+            ("fix/config", "100644", b"[diff]\n\texternal = sh -c x\n"),
+            ("README.md", "100644", b"hi\n"),
+        ];
+        let c = judge(bare, &["README.md"]);
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::ApprovalRequired, "builtin.git_commit"),
+            "{}",
+            c.reason
+        );
+        assert!(c.reason.contains("`fix/"), "{}", c.reason);
+        // `HEAD` there already (an earlier run's, allowed alone): the
+        // commit's `objects` and `refs` beside it make the repository.
+        let c = judge(&bare[1..], &["README.md", "fix/HEAD"]);
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::ApprovalRequired, "builtin.git_commit"),
+            "{}",
+            c.reason
+        );
+        assert!(
+            c.reason.contains("look like a git repository"),
+            "{}",
+            c.reason
+        );
+        // A worktree's admin directory: `commondir`.
+        let c = judge(&[("w/commondir", "100644", b"../..\n")], &[]);
+        assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
+        // An ordinary project's `config/`, `objects/`, `refs/` pass.
+        let c = judge(
+            &[
+                ("config/routes.rb", "100644", b"x"),
+                ("src/objects/a.py", "100644", b"x"),
+                ("src/refs/b.py", "100644", b"x"),
+            ],
+            &[],
+        );
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+    }
+
+    /// The same for an index: a staged `commondir`, and staged `objects`
+    /// and `config` beside a `HEAD` the work tree has.
+    #[test]
+    fn an_index_staging_a_lookalikes_files_is_held() {
+        use git_index::tests::index_v2;
+        let judge = |names: &[&[u8]], work_tree: Vec<&'static str>| {
+            let view = MapView {
+                paths: work_tree,
+                index: index_v2(names),
+                ..MapView::default()
+            };
+            judge_in(
+                &view,
+                &entry(".git/index", ChangeKind::Modified, EntryType::File),
+            )
+        };
+        let c = judge(
+            &[b"README.md", b"fix/config", b"fix/objects/x"],
+            vec!["fix/HEAD"],
+        );
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::ApprovalRequired, "builtin.git_index"),
+            "{}",
+            c.reason
+        );
+        let c = judge(&[b"README.md", b"w/commondir"], vec![]);
+        assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
+        // Git takes a symlink `HEAD` to `refs/heads/x` for a HEAD.
+        let view = MapView {
+            index: git_index::tests::index_v2_of(&[(0o120000, b"fix/HEAD", [0xab; 20])]),
+            ..MapView::default()
+        };
+        let c = judge_in(
+            &view,
+            &entry(".git/index", ChangeKind::Modified, EntryType::File),
+        );
+        assert!(c.reason.contains("a `HEAD`"), "{}", c.reason);
+        let c = judge(&[b"README.md", b"src/config", b"src/objects/x"], vec![]);
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+    }
+
+    /// A symlink in a run's commit or index is judged as the link git
+    /// creates: out of the workspace denied, into a held or protected path
+    /// as that path, its target unreadable held.
+    #[test]
+    fn committed_and_staged_symlinks_are_judged_as_symlinks() {
+        use git_index::tests::index_v2_of;
+        use git_objects::tests::{loose, name_of};
+        let by_commit = |target: &[u8], work_tree: Vec<&'static str>| {
+            let (commit, objects) = commit_of(&[
+                ("README.md", "100644", b"hi\n"),
+                ("notes", "120000", target),
+            ]);
+            let view = MapView {
+                paths: work_tree,
+                files: objects,
+                ..MapView::default()
+            };
+            judge_in(&view, &entry(&commit, ChangeKind::Added, EntryType::File))
+        };
+        let by_index = |target: &[u8], stored: bool| {
+            let oid = name_of("blob", target);
+            let h = hex::encode(&oid);
+            let view = MapView {
+                index: index_v2_of(&[
+                    (0o100644, b"README.md", [0xab; 20]),
+                    (0o120000, b"notes", oid.clone().try_into().unwrap()),
+                ]),
+                files: if stored {
+                    vec![(
+                        format!(".git/objects/{}/{}", &h[..2], &h[2..]),
+                        loose("blob", target),
+                    )]
+                } else {
+                    Vec::new()
+                },
+                ..MapView::default()
+            };
+            judge_in(
+                &view,
+                &entry(".git/index", ChangeKind::Modified, EntryType::File),
+            )
+        };
+        for (target, want) in [
+            (&b"/home/u/.ssh/authorized_keys"[..], Disposition::Deny),
+            (b"../../etc/passwd", Disposition::Deny),
+            (b".git/hooks", Disposition::Deny),
+            (b".envrc", Disposition::ApprovalRequired),
+            (b".github/workflows/x.yml", Disposition::ApprovalRequired),
+            (b"README.md", Disposition::Allow),
+        ] {
+            let shown = String::from_utf8_lossy(target);
+            let c = by_commit(target, vec!["README.md"]);
+            assert_eq!(c.disposition, want, "commit {shown}: {}", c.reason);
+            if want != Disposition::Allow {
+                assert_eq!(c.rule, "builtin.git_commit", "{shown}");
+                assert!(c.reason.contains("symlink `notes`"), "{}", c.reason);
+            }
+            let c = by_index(target, true);
+            assert_eq!(c.disposition, want, "index {shown}: {}", c.reason);
+            if want != Disposition::Allow {
+                assert_eq!(c.rule, "builtin.git_index", "{shown}");
+            }
+        }
+        // The work tree has that very link: nothing new.
+        let c = by_commit(b"/etc/passwd", vec!["README.md", "notes -> /etc/passwd"]);
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        // A target that cannot be read: a person.
+        let c = by_index(b"README.md", false);
+        assert_eq!(c.disposition, Disposition::ApprovalRequired, "{}", c.reason);
     }
 
     /// Host git reads an object by its name without checking it: a loose
@@ -1345,6 +1785,134 @@ mod tests {
         }
         let c = judge(index_v2(&[b"README.md", b"src/x.py"]), Vec::new());
         assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+    }
+
+    /// What an allowed `.envrc` or a hook manager's config pulls in, and
+    /// what a home directory's PATH and shells start, are held as their
+    /// configs are.
+    #[test]
+    fn files_that_trusted_configs_and_a_homes_path_run_are_held() {
+        for p in [
+            ".envrc.local",
+            "sub/.envrc.private",
+            ".direnv/python-3.12/bin/python",
+            ".lefthook/pre-commit/lint.sh",
+            ".lefthook-local/pre-push/x.sh",
+            ".cargo/bin/git",
+            ".bun/bin/git",
+            ".deno/bin/git",
+            ".volta/bin/node",
+            ".pyenv/shims/python",
+            ".asdf/shims/python",
+            ".local/share/mise/shims/node",
+            ".nix-profile/bin/git",
+            ".bash_completion",
+            ".local/share/bash-completion/completions/git",
+        ] {
+            assert_eq!(judge(p), Disposition::ApprovalRequired, "{p}");
+        }
+        // A project's own `bin/` and nested `.cargo/bin` are its business.
+        for p in ["bin/tool", "crates/x/.cargo/bin/y", ".envrc-example"] {
+            assert_eq!(judge(p), Disposition::Allow, "{p}");
+        }
+    }
+
+    /// `bin/` is on the login PATH only as `~/bin`: held in a workspace that
+    /// is the home directory, and only there.
+    #[test]
+    fn bin_is_held_only_when_the_workspace_is_home() {
+        let judge_home = |home: Option<&str>, rel: &str| {
+            let ctx = ctx().with_home(home.map(Path::new));
+            classify(
+                &entry(rel, ChangeKind::Added, EntryType::File),
+                &ChangesPolicy::default(),
+                &ctx,
+            )
+        };
+        let c = judge_home(Some("/w"), "bin/git");
+        assert_eq!(
+            (c.disposition, c.rule.as_str()),
+            (Disposition::ApprovalRequired, "builtin.home_bin")
+        );
+        assert!(c.reason.contains("home directory"), "{}", c.reason);
+        assert_eq!(
+            judge_home(Some("/w/"), "bin").disposition,
+            Disposition::ApprovalRequired
+        );
+        for (home, rel) in [
+            (Some("/home/u"), "bin/git"),
+            (None, "bin/git"),
+            (Some("/w"), "src/bin/git"),
+            (Some("/w"), "binaries/x"),
+        ] {
+            assert_eq!(
+                judge_home(home, rel).disposition,
+                Disposition::Allow,
+                "{home:?} {rel}"
+            );
+        }
+    }
+
+    /// A `package.json` is held when its hook-manager keys change against the
+    /// host's, not for its dependencies or scripts.
+    #[test]
+    fn package_json_is_held_when_its_hook_keys_change() {
+        let host = br#"{"name":"x","scripts":{"test":"jest"},"husky":{"hooks":{"pre-commit":"lint-staged"}},"lint-staged":{"*.js":"eslint"}}"#.to_vec();
+        let judge = |rel: &str, now: &[u8], host: Option<&[u8]>| {
+            let view = MapView {
+                files: vec![(rel.to_string(), now.to_vec())],
+                host_files: host
+                    .map(|h| vec![(rel.to_string(), h.to_vec())])
+                    .unwrap_or_default(),
+                ..MapView::default()
+            };
+            judge_in(&view, &entry(rel, ChangeKind::Modified, EntryType::File))
+        };
+        // Ordinary edits, and the hook keys reordered or reformatted.
+        for now in [
+            &br#"{"name":"x","scripts":{"test":"vitest"},"dependencies":{"a":"1"},"husky":{"hooks":{"pre-commit":"lint-staged"}},"lint-staged":{"*.js":"eslint"}}"#[..],
+            br#"{ "lint-staged": { "*.js": "eslint" }, "husky": { "hooks": { "pre-commit": "lint-staged" } }, "name": "y" }"#,
+        ] {
+            let c = judge("package.json", now, Some(&host));
+            assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        }
+        let c = judge(
+            "web/package.json",
+            br#"{"name":"x","dependencies":{}}"#,
+            None,
+        );
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+        for (rel, now, host) in [
+            ("package.json", &br#"{"name":"x","husky":{"hooks":{"pre-commit":"curl x|sh"}},"lint-staged":{"*.js":"eslint"}}"#[..], Some(&host[..])),
+            ("package.json", br#"{"name":"x","husky":{"hooks":{"pre-commit":"lint-staged"}},"lint-staged":{"*.js":"sh -c evil"}}"#, Some(&host[..])),
+            ("web/package.json", br#"{"gitHooks":{"pre-commit":"sh x"}}"#, None),
+            ("package.json", br#"{"simple-git-hooks":{"pre-push":"sh x"}}"#, None),
+            ("package.json", br#"{"pre-commit":["evil"]}"#, None),
+            ("package.json", br#"{"pre-push":["evil"]}"#, None),
+            // Not JSON (an editor's half-written file): cannot be compared.
+            ("package.json", b"{ oops", Some(&host[..])),
+        ] {
+            let c = judge(rel, now, host);
+            assert_eq!(
+                (c.disposition, c.rule.as_str()),
+                (Disposition::ApprovalRequired, "builtin.package_json_hooks"),
+                "{}",
+                String::from_utf8_lossy(now)
+            );
+        }
+        // Unreadable (too large, gone): a person.
+        let view = MapView::default();
+        let c = judge_in(
+            &view,
+            &entry("package.json", ChangeKind::Modified, EntryType::File),
+        );
+        assert_eq!(c.disposition, Disposition::ApprovalRequired);
+        // Deleting one runs nothing.
+        let c = judge_in(
+            &view,
+            &entry("package.json", ChangeKind::Deleted, EntryType::File),
+        );
+        assert_eq!(c.disposition, Disposition::Allow);
     }
 
     fn judge_in(view: &MapView, e: &Entry<'_>) -> Classification {

@@ -7,7 +7,9 @@
 //! * `*` and `?` match within one component;
 //! * a pattern that matches a directory matches everything below it.
 //!
-//! Matching works on bytes, so names that are not UTF-8 are matched exactly.
+//! Matching works on bytes, so names that are not UTF-8 are matched exactly;
+//! a pattern made [`Pattern::ignoring_case`] compares ASCII letters in
+//! either case.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
@@ -18,6 +20,8 @@ pub struct Pattern {
     text: String,
     anchored: bool,
     parts: Vec<Vec<u8>>,
+    /// ASCII letters match in either case.
+    fold: bool,
 }
 
 impl Pattern {
@@ -46,7 +50,17 @@ impl Pattern {
             text: text.to_string(),
             anchored,
             parts,
+            fold: false,
         })
+    }
+
+    /// The same pattern, matching ASCII letters in either case: what a
+    /// case-insensitive work tree (WSL's drvfs, SMB, vfat, casefold
+    /// directories) takes for the same name. Only for lists where matching
+    /// more holds more (approval), never for what it lets through.
+    pub fn ignoring_case(mut self) -> Pattern {
+        self.fold = true;
+        self
     }
 
     /// The pattern as written.
@@ -58,9 +72,9 @@ impl Pattern {
     pub fn matches(&self, rel: &Path) -> bool {
         let comps = normal_components(rel);
         if self.anchored {
-            prefix_match(&self.parts, &comps)
+            prefix_match(&self.parts, &comps, self.fold)
         } else {
-            (0..comps.len()).any(|i| prefix_match(&self.parts, &comps[i..]))
+            (0..comps.len()).any(|i| prefix_match(&self.parts, &comps[i..], self.fold))
         }
     }
 
@@ -76,7 +90,7 @@ impl Pattern {
             return self.matches(rel);
         }
         let comps = normal_components(rel);
-        may_extend(&self.parts, &comps)
+        may_extend(&self.parts, &comps, self.fold)
     }
 }
 
@@ -94,20 +108,22 @@ pub(crate) fn normal_components(rel: &Path) -> Vec<&[u8]> {
 /// True when `pat` matches `comps` followed by some further components,
 /// the last of `comps` matched by a part of the pattern other than `**` (a
 /// `**` that took the link's own name would match below its target as well).
-fn may_extend(pat: &[Vec<u8>], comps: &[&[u8]]) -> bool {
+fn may_extend(pat: &[Vec<u8>], comps: &[&[u8]], fold: bool) -> bool {
     match (pat.split_first(), comps.split_first()) {
         // Matched already (everything below matches), or `comps` used up
         // with pattern left, which names below can satisfy.
         (None, _) | (_, None) => true,
         (Some((first, rest)), _) if first.as_slice() == b"**" => {
-            rest.is_empty() || (0..comps.len()).any(|i| may_extend(rest, &comps[i..]))
+            rest.is_empty() || (0..comps.len()).any(|i| may_extend(rest, &comps[i..], fold))
         }
-        (Some((first, rest)), Some((c, tail))) => glob(first, c) && may_extend(rest, tail),
+        (Some((first, rest)), Some((c, tail))) => {
+            glob_case(first, c, fold) && may_extend(rest, tail, fold)
+        }
     }
 }
 
 /// True when `pat` matches `comps[..k]` for some k >= 1.
-fn prefix_match(pat: &[Vec<u8>], comps: &[&[u8]]) -> bool {
+fn prefix_match(pat: &[Vec<u8>], comps: &[&[u8]], fold: bool) -> bool {
     let Some((first, rest)) = pat.split_first() else {
         return true;
     };
@@ -119,22 +135,24 @@ fn prefix_match(pat: &[Vec<u8>], comps: &[&[u8]]) -> bool {
                 // `a/**` matches everything below `a`, not `a` itself.
                 !tail.is_empty() || i > 0
             } else {
-                prefix_match(rest, tail)
+                prefix_match(rest, tail, fold)
             }
         });
     }
     match comps.split_first() {
-        Some((c, tail)) if glob(first, c) => prefix_match(rest, tail),
+        Some((c, tail)) if glob_case(first, c, fold) => prefix_match(rest, tail, fold),
         _ => false,
     }
 }
 
-/// `*` and `?` within one component, on bytes.
-pub(crate) fn glob(pat: &[u8], name: &[u8]) -> bool {
+/// `*` and `?` within one component, on bytes (ASCII letters in either
+/// case when `fold`).
+fn glob_case(pat: &[u8], name: &[u8], fold: bool) -> bool {
+    let same = |a: u8, b: u8| a == b || (fold && a.eq_ignore_ascii_case(&b));
     let (mut p, mut n) = (0, 0);
     let (mut star, mut mark) = (None, 0);
     while n < name.len() {
-        if p < pat.len() && (pat[p] == b'?' || pat[p] == name[n]) {
+        if p < pat.len() && (pat[p] == b'?' || same(pat[p], name[n])) {
             p += 1;
             n += 1;
         } else if p < pat.len() && pat[p] == b'*' {
@@ -211,6 +229,26 @@ mod tests {
         let p = Pattern::new("*.txt").unwrap();
         assert!(p.matches(Path::new(OsStr::from_bytes(b"\xff\xfe.txt"))));
         assert!(!p.matches(Path::new(OsStr::from_bytes(b"\xff\xfe.txu"))));
+    }
+
+    #[test]
+    fn patterns_ignoring_case_match_ascii_letters_in_either_case() {
+        let ci = |p: &str, path: &str| {
+            Pattern::new(p)
+                .unwrap()
+                .ignoring_case()
+                .matches(Path::new(path))
+        };
+        assert!(ci(".envrc", "sub/.ENVRC"));
+        assert!(ci(".vscode/", ".VSCode/tasks.json"));
+        assert!(ci("**/.github/workflows/", "a/.GitHub/Workflows/x.yml"));
+        assert!(ci(".lintstagedrc*", ".LintStagedRC.json"));
+        assert!(!ci(".envrc", "sub/.envrc2"));
+        assert!(!m(".envrc", "sub/.ENVRC"));
+        assert!(Pattern::new(".config/git/")
+            .unwrap()
+            .ignoring_case()
+            .may_match_below(Path::new(".CONFIG")));
     }
 
     #[test]

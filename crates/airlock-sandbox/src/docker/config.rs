@@ -409,6 +409,7 @@ mod tests {
                 owned: vec![],
                 keep: None,
                 list: None,
+                home: None,
             },
             network: NetworkSpec::Proxy {
                 socket: "/var/lib/airlock/proxy/r1/proxy.sock".into(),

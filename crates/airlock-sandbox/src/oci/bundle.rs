@@ -658,6 +658,7 @@ mod tests {
                 owned: vec![],
                 keep: None,
                 list: None,
+                home: None,
             },
             network: NetworkSpec::None,
             limits: crate::Limits {

@@ -424,10 +424,12 @@ pub fn rules(ws: &WorkspaceSpec) -> Rules {
         .map(|p| crate::view::relative_inside(p).unwrap_or_else(|| p.clone()))
         .filter(|p| !p.as_os_str().is_empty())
         .collect();
-    // Read from the host when the set is judged, so the configuration the
-    // user's git obeys then is what names the held files.
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let context = Context::new(&ws.root, &ws.owned, &protect).with_host_git_config(home.as_deref());
+    // The host's git configuration is read when the set is judged, so the
+    // configuration the user's git obeys then is what names the held files.
+    let home = ws.home.as_deref();
+    let context = Context::new(&ws.root, &ws.owned, &protect)
+        .with_home(home)
+        .with_host_git_config(home);
     Rules::new(&ws.changes, context)
 }
 

@@ -231,6 +231,18 @@ fn hidden_by<'p>(policy: &'p Policy, abs: &Path) -> Option<&'p Path> {
 /// Whether a tool may `access` the workspace path `rel` at all (before
 /// anything is opened). `shown` is the path as the caller gave it.
 pub fn check_path(ctx: &Ctx<'_>, rel: &Path, access: Access, shown: &str) -> Result<(), FileError> {
+    check_path_with(ctx, rel, access, shown, None)
+}
+
+/// [`check_path`], with the bytes a write would put at `rel` (for the rules
+/// that compare a file with the host's: a `package.json`'s hook keys).
+fn check_path_with(
+    ctx: &Ctx<'_>,
+    rel: &Path,
+    access: Access,
+    shown: &str,
+    content: Option<&[u8]>,
+) -> Result<(), FileError> {
     let policy = ctx.policy;
     let abs = if rel == Path::new(".") {
         policy.workspace.root.clone()
@@ -308,12 +320,18 @@ pub fn check_path(ctx: &Ctx<'_>, rel: &Path, access: Access, shown: &str) -> Res
             ),
         ));
     }
-    change_verdict(ctx, rel, &abs, shown)
+    change_verdict(ctx, rel, &abs, shown, content)
 }
 
 /// The change-set policy's verdict on writing `rel` (the same classifier that
 /// judges `--apply` and `rw` changes: one rule set for every way back).
-fn change_verdict(ctx: &Ctx<'_>, rel: &Path, abs: &Path, shown: &str) -> Result<(), FileError> {
+fn change_verdict(
+    ctx: &Ctx<'_>,
+    rel: &Path,
+    abs: &Path,
+    shown: &str,
+    content: Option<&[u8]>,
+) -> Result<(), FileError> {
     use airlock_policy::changes::{ChangeKind, Context, Entry, EntryType};
     use airlock_policy::Disposition;
     let policy = ctx.policy;
@@ -321,6 +339,7 @@ fn change_verdict(ctx: &Ctx<'_>, rel: &Path, abs: &Path, shown: &str) -> Result<
     let owned: Vec<PathBuf> = ctx.own.iter().map(|(_, p)| p.clone()).collect();
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let context = Context::new(&policy.workspace.root, &owned, &policy.workspace.protect)
+        .with_home(home.as_deref())
         .with_host_git_config(home.as_deref());
     let entry = Entry {
         rel,
@@ -341,6 +360,7 @@ fn change_verdict(ctx: &Ctx<'_>, rel: &Path, abs: &Path, shown: &str) -> Result<
         &HostView {
             root: &policy.workspace.root,
             written: rel,
+            content,
         },
     );
     match verdict.disposition {
@@ -361,11 +381,13 @@ fn change_verdict(ctx: &Ctx<'_>, rel: &Path, abs: &Path, shown: &str) -> Result<
 
 /// The host workspace with the file being written in it, for the change-set
 /// rules that look beyond one entry (a directory made to look like a git
-/// repository). The written file's content is not offered: a `.git/index`
-/// written by a tool needs a person.
+/// repository). The written file's content is offered only for a
+/// `package.json`, whose hook keys are compared with the host's: a
+/// `.git/index` written by a tool needs a person.
 struct HostView<'a> {
     root: &'a Path,
     written: &'a Path,
+    content: Option<&'a [u8]>,
 }
 
 impl airlock_policy::changes::View for HostView<'_> {
@@ -375,6 +397,39 @@ impl airlock_policy::changes::View for HostView<'_> {
 
     fn exists(&self, p: &Path) -> bool {
         p == self.written || rustix::fs::lstat(self.root.join(p)).is_ok()
+    }
+
+    fn read(&self, p: &Path, max: usize) -> Option<Vec<u8>> {
+        let content = self.content.filter(|c| c.len() <= max)?;
+        (p == self.written && p.file_name().is_some_and(|n| n == "package.json"))
+            .then(|| content.to_vec())
+    }
+
+    fn read_host(&self, p: &Path, max: usize) -> Option<Vec<u8>> {
+        // As write_file reaches it: below the root, through no symlink.
+        let root = rustix::fs::open(
+            self.root,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        let fd = beneath(
+            &root,
+            p,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+            "",
+        )
+        .ok()?;
+        if FileType::from_raw_mode(rustix::fs::fstat(&fd).ok()?.st_mode) != FileType::RegularFile {
+            return None;
+        }
+        let mut data = Vec::new();
+        std::fs::File::from(fd)
+            .take(max as u64 + 1)
+            .read_to_end(&mut data)
+            .ok()?;
+        (data.len() <= max).then_some(data)
     }
 }
 
@@ -557,7 +612,7 @@ pub fn write_file(
     if rel == Path::new(".") {
         return Err(err("is_directory", "cannot write the workspace root"));
     }
-    check_path(ctx, &rel, Access::Write, path)?;
+    check_path_with(ctx, &rel, Access::Write, path, Some(content.as_bytes()))?;
     let root = open_root(ctx.policy)?;
     let parent = rel
         .parent()
