@@ -102,6 +102,26 @@ wait "$caller" 2>/dev/null
 run -- true >/dev/null 2>&1
 check "a killed helper's container and stage are swept by the next run" test "$(containers)" = 0 -a -z "$(ls -A /run/airlock-docker 2>/dev/null)"
 
+# A live run's stage is in the host's mount namespace (the daemon resolves
+# its bind sources there) and root's alone: another local user can neither
+# list it nor read the staged workspace through it (the overlay's merged
+# root is the upper layer's 0755 directory, so only the stage's own 0700
+# directories keep them out).
+other=airlock-u1
+id -u "$other" >/dev/null 2>&1 || other=nobody
+(cd "$ws" && exec "$bin" run --backend docker -- sleep 4) >/dev/null 2>&1 &
+caller=$!
+for _ in $(seq 50); do [ "$(containers)" -gt 0 ] && break; sleep 0.1; done
+stage=$(ls -d /run/airlock-docker/*/ 2>/dev/null | head -1)
+modes=$(stat -c %a /run/airlock-docker "${stage:-/nonexistent}" 2>&1 | tr '\n' ' ')
+check "a live run's stage and its base are 0700 ($modes)" test "$modes" = "700 700 "
+peeks=()
+for peek in "ls /run/airlock-docker" "ls $stage" "ls ${stage}merged" "cat ${stage}merged/in.txt" "cat ${stage}lower/in.txt"; do
+  [ -n "$stage" ] && runuser -u "$other" -- sh -c "$peek" >/dev/null 2>&1 && peeks+=("$peek")
+done
+check "another local user ($other) cannot list or read a live run's stage (${peeks[*]:-nothing got through})" test -n "$stage" -a ${#peeks[@]} = 0
+wait "$caller" 2>/dev/null
+
 # -- Network allowlist mode: the in-sandbox relay (airlock-relay exec) in
 # front of the command, NetworkMode none. Two network namespaces made here and
 # joined by a veth pair, nothing else: airlock (and its egress proxy) runs in
