@@ -9,6 +9,8 @@
 # processes the allowlist checks start, for the caller's cleanup to kill by
 # PID should the script end early).
 pass=0 fail=0 smoke_pids=()
+# The sandbox's host uid and gid (SANDBOX_HOST_UID in native/namespaces.rs).
+sandbox_uid=2000000000
 check() { # name, then a command that must succeed
   local name=$1; shift
   if "$@"; then pass=$((pass + 1)); echo "ok   ${tag:+$tag: }$name"; else fail=$((fail + 1)); echo "FAIL ${tag:+$tag: }$name"; return 1; fi
@@ -44,7 +46,7 @@ check "an applied file belongs to the workspace's owner" test "$(stat -c %u "$ws
 out=$(run -- python3 -c 'print(sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").read().splitlines()[2:]))' 2>&1)
 check "network none: loopback only ($out)" test "$out" = "['lo']"
 out=$(run -- python3 -c 'import os; print(os.getuid(), open("/proc/self/status").read().split("CapEff:")[1].split()[0], open("/proc/self/status").read().split("NoNewPrivs:")[1].split()[0], open("/proc/self/status").read().split("Seccomp:")[1].split()[0])' 2>&1)
-check "not root, no capabilities, no_new_privs, seccomp ($out)" test "$out" = "100000 0000000000000000 1 2"
+check "not root, no capabilities, no_new_privs, seccomp ($out)" test "$out" = "$sandbox_uid 0000000000000000 1 2"
 out=$(run -- python3 -c 'open("/usr/x","w")' 2>&1)
 check "the image's root is read-only" grep -q "Read-only file system" <<<"$out"
 out=$(run --json -- sh -c 'sleep 30')
@@ -255,11 +257,11 @@ time.sleep(2)
 PY
 # The relay the container gets is a copy owned by the container's uid: only
 # the read-only bind, not its owner, keeps the command from writing it.
-cp "$AIRLOCK_RELAY" "$d/relay-100000"
-chown 100000:100000 "$d/relay-100000"
-chmod 0755 "$d/relay-100000"
-relay_sha=$(sha256sum "$d/relay-100000" | cut -d' ' -f1)
-(cd "$aws" && AIRLOCK_STATE_DIR=$astate AIRLOCK_RELAY=$d/relay-100000 timeout -s KILL 120 \
+cp "$AIRLOCK_RELAY" "$d/relay-owned"
+chown "$sandbox_uid:$sandbox_uid" "$d/relay-owned"
+chmod 0755 "$d/relay-owned"
+relay_sha=$(sha256sum "$d/relay-owned" | cut -d' ' -f1)
+(cd "$aws" && AIRLOCK_STATE_DIR=$astate AIRLOCK_RELAY=$d/relay-owned timeout -s KILL 120 \
   nsenter -t "$ns_air" -n "$bin" run --backend docker --json -- python3 egress.py "$lport" >"$d/allow.json" 2>"$d/allow.err") &
 runner=$!
 host_sock=
@@ -285,8 +287,8 @@ check "allowlist: the relay binary cannot be written or changed from inside, eve
   test "$(line relay-chmod) $(line relay-utime) $(line relay-mount)" = "EROFS EROFS ro" -a "$(line relay-write)" != done
 check "allowlist: a wait for every child returns: the relay is not the command's child ($(line wait-all))" test "$(line wait-all)" = returned
 check "allowlist: 40 connections held through the relay under pids = 64, and the command still forks ($(line held))" test "$(line held)" = "40 forks 10"
-check "allowlist: the relay binary on the host is unchanged" test "$(sha256sum "$d/relay-100000" | cut -d' ' -f1)" = "$relay_sha"
-check "allowlist: the container's user reaches the socket through an idmapped bind ($(line socket-inside))" test "$(line socket-inside)" = "100000 0o600"
+check "allowlist: the relay binary on the host is unchanged" test "$(sha256sum "$d/relay-owned" | cut -d' ' -f1)" = "$relay_sha"
+check "allowlist: the container's user reaches the socket through an idmapped bind ($(line socket-inside))" test "$(line socket-inside)" = "$sandbox_uid 0o600"
 check "allowlist: the proxy's socket itself stays root's 0600 ($host_sock)" test "$host_sock" = "0 600"
 v=$(echo "$out" | python3 -c 'import json,sys; o=json.load(sys.stdin); print("|".join(sorted(set(x["kind"] + ":" + x["detail"] for x in o["violations"]))))' 2>/dev/null)
 check "allowlist: the refusal is in the outcome's violations" grep -q "network:blocked: evil.test (not in allowlist)" <<<"$v" || echo "$v"
@@ -309,7 +311,7 @@ out=$(AIRLOCK_RELAY=$d/nothing arun -- python3 -c pass 2>&1)
 check "allowlist: a missing relay binary is refused with a hint" grep -q "relay.*Hint: build it with .scripts/build-relay" <<<"$out" || echo "$out"
 cp "$AIRLOCK_RELAY" "$d/relay-0700" && chmod 0700 "$d/relay-0700"
 out=$(AIRLOCK_RELAY=$d/relay-0700 arun -- python3 -c pass 2>&1)
-check "allowlist: a relay the container's user cannot execute is refused with a hint" grep -q "uid 100000; Hint: .chmod 0755" <<<"$out" || echo "$out"
+check "allowlist: a relay the container's user cannot execute is refused with a hint" grep -q "uid $sandbox_uid; Hint: .chmod 0755" <<<"$out" || echo "$out"
 mkdir -p "$d/norun" && touch "$d/norun/run"
 tar -C "$d/norun" -c . | import_image airlock-norun:test
 out=$(AIRLOCK_DOCKER_IMAGE=airlock-norun:test arun -- python3 -c pass 2>&1)

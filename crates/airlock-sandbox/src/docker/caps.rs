@@ -73,7 +73,7 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
                host's; the daemon adds the image's own ENV entries the spec does not set")
         }
         Boundary::Privileges => e(
-            "runs as uid 100000 (not root; no user namespace unless the daemon remaps), \
+            "runs as uid 2000000000 (not root; no user namespace unless the daemon remaps), \
              CapDrop ALL, no-new-privileges, the OCI backend's seccomp deny list in place of \
              the daemon's default profile (no user notification)",
         ),

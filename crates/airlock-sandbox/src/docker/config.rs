@@ -10,6 +10,7 @@
 //! the seccomp profile (the OCI backend's, in place of the daemon's default).
 
 use super::Daemon;
+use crate::native::namespaces::{SANDBOX_HOST_GID, SANDBOX_HOST_UID};
 use crate::oci::bundle::{self, Staged};
 use crate::view::{Owner, ViewOp};
 use crate::{relay, NetworkSpec, SandboxSpec};
@@ -27,7 +28,9 @@ pub const LABEL_RUN: &str = "airlock.run";
 pub const LABEL_OWNER: &str = "airlock.owner";
 /// The user the command runs as: the sandbox's host uid and gid (the staged
 /// workspace is idmapped to it, as under the OCI backend's user namespace).
-pub const USER: &str = "100000:100000";
+pub fn user() -> String {
+    format!("{SANDBOX_HOST_UID}:{SANDBOX_HOST_GID}")
+}
 
 /// What the helper staged for the container beside the workspace.
 pub struct Extras<'a> {
@@ -49,7 +52,7 @@ pub struct Extras<'a> {
 #[derive(Debug, Clone)]
 pub struct Egress {
     /// The run's egress-proxy socket as staged by the helper: an idmapped
-    /// bind of the root-owned 0600 socket that shows it as uid 100000's, so
+    /// bind of the root-owned 0600 socket that shows it as the sandbox uid's, so
     /// that the container's user may connect without the socket itself being
     /// opened to anyone.
     pub socket: PathBuf,
@@ -131,13 +134,10 @@ pub fn translate(
                 // podman's service knows no `uid=`/`gid=`; its `U` makes
                 // the mount the container user's.
                 if *owner == Owner::SandboxUser {
-                    options.push(
-                        match daemon.daemon {
-                            Daemon::Docker => "uid=100000,gid=100000",
-                            Daemon::Podman => "U",
-                        }
-                        .into(),
-                    );
+                    options.push(match daemon.daemon {
+                        Daemon::Docker => format!("uid={SANDBOX_HOST_UID},gid={SANDBOX_HOST_GID}"),
+                        Daemon::Podman => "U".into(),
+                    });
                 }
                 tmpfs.insert(path.display().to_string(), options.join(","));
             }
@@ -198,7 +198,7 @@ pub fn translate(
         ulimit("fsize", l.file_size_bytes),
         ulimit("nofile", u64::from(l.open_files)),
         // No RLIMIT_NPROC of ours: without a user namespace it would count
-        // every process of host uid 100000, other sandboxes' too.
+        // every process of the sandbox's host uid, other sandboxes' too.
     ];
     if daemon.daemon == Daemon::Podman {
         // podman gives every container RLIMIT_NPROC 1048576 unless told,
@@ -245,7 +245,7 @@ pub fn translate(
         cmd: Some(rest.to_vec()),
         env: Some(env(spec, extras.egress.is_some())),
         working_dir: Some(spec.cwd.display().to_string()),
-        user: Some(USER.into()),
+        user: Some(user()),
         hostname: Some("airlock".into()),
         network_disabled: Some(!matches!(spec.network, NetworkSpec::Open)),
         attach_stdin: Some(true),

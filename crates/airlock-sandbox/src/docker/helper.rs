@@ -231,7 +231,7 @@ fn write_files(
 /// Network allowlist mode: the run's proxy socket, staged for the
 /// container's user. The socket stays root's 0600 in its 0700 directory; the
 /// stage gets an idmapped bind of it (read-only, nosuid, nodev, noexec) on
-/// which its owner shows as uid 100000, the container's user, as the native
+/// which its owner shows as uid 2000000000, the container's user, as the native
 /// and OCI backends show it to sandbox root. The daemon binds that into the
 /// container; nobody else gains a way to it.
 fn stage_egress(req: &Request, stage: &Stage) -> Result<Option<config::Egress>, SandboxError> {

@@ -133,12 +133,12 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
         }
         Boundary::Privileges if gvisor => e(
             "gVisor sandbox: root inside is the Sentry's bookkeeping; on the host the Sentry runs \
-             as nobody in a user namespace of its own and the gofer as uid 100000, both with \
+             as nobody in a user namespace of its own and the gofer as uid 2000000000, both with \
              noNewPrivileges under runsc's own seccomp filters; no capabilities inside; nice and \
              oom_score_adj inside do not reach the host",
         ),
         Boundary::Privileges => e(
-            "user namespace (root inside is host uid 100000), no capabilities, noNewPrivileges, \
+            "user namespace (root inside is host uid 2000000000), no capabilities, noNewPrivileges, \
              an OCI seccomp deny list (not airlock's native allowlist; user notification only for netwatch in allowlist mode)",
         ),
     }

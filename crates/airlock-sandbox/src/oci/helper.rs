@@ -365,7 +365,7 @@ fn guest_relay_possible(
 }
 
 /// gVisor's allowlist mode: the egress proxy's socket and the relay binary
-/// in the stage, where runsc's gofer (host uid 100000) reaches them whatever
+/// in the stage, where runsc's gofer (host uid 2000000000) reaches them whatever
 /// the directories above the originals let through. The socket (root's,
 /// 0600) is idmapped so that sandbox root owns it and may connect; the relay
 /// is a plain bind and must be readable and executable by others. Rootless,
@@ -679,7 +679,7 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
 }
 
 /// The workspace as the native backend lays it out, below `dir`: idmapped
-/// (its owner is sandbox root inside, host uid 100000), and in overlay mode
+/// (its owner is sandbox root inside, host uid 2000000000), and in overlay mode
 /// the lower layer of an overlay whose upper layer is a tmpfs capped at 3/4
 /// of the memory limit. Returns the directory the sandbox sees and, in
 /// overlay mode, the upper layer the change report is read from. The microVM

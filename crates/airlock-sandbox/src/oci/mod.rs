@@ -55,7 +55,7 @@ pub struct Request {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Privilege {
-    /// As host root: idmapped mounts (sandbox root is host uid 100000), the
+    /// As host root: idmapped mounts (sandbox root is host uid 2000000000), the
     /// stage under [`helper::STAGE_BASE`], a cgroup of the run's own.
     #[default]
     Root,
