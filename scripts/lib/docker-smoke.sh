@@ -104,6 +104,19 @@ wait "$caller" 2>/dev/null
 run -- true >/dev/null 2>&1
 check "a killed helper's container and stage are swept by the next run" test "$(containers)" = 0 -a -z "$(ls -A /run/airlock-docker 2>/dev/null)"
 
+# A second airlock on the same daemon from another pid namespace (a CI
+# container, another host) cannot see the first one's helper: its sweep must
+# leave that run's container and stage alone.
+out1=$(mktemp)
+(cd "$ws" && exec "$bin" run --backend docker --json -- sh -c 'sleep 3; echo finished') >"$out1" 2>/dev/null &
+first=$!
+for _ in $(seq 50); do [ "$(containers)" -gt 0 ] && break; sleep 0.1; done
+(cd "$ws" && unshare -pf --mount-proc "$bin" run --backend docker -- true) >/dev/null 2>&1
+wait "$first"
+check "a run from another pid namespace does not sweep a live run ($(field stdout <"$out1" | tr -d '\n'))" \
+  test "$(field stdout <"$out1")" = finished
+rm -f "$out1"
+
 # A live run's stage is in the host's mount namespace (the daemon resolves
 # its bind sources there) and root's alone: another local user can neither
 # list it nor read the staged workspace through it (the overlay's merged

@@ -23,8 +23,9 @@ use std::path::{Path, PathBuf};
 
 /// The label every airlock container carries (its value: the run's id).
 pub const LABEL_RUN: &str = "airlock.run";
-/// The label naming the helper process that owns the container (its pid and
-/// start time), so that a sweep can tell a live owner from a dead one.
+/// The label naming the helper process that owns the container (its boot,
+/// pid namespace, pid and start time: [`crate::oci::owner`]), so that a sweep
+/// can tell a live owner of its own from a dead one, and leaves others alone.
 pub const LABEL_OWNER: &str = "airlock.owner";
 /// The user the command runs as: the sandbox's host uid and gid (the staged
 /// workspace is idmapped to it, as under the OCI backend's user namespace).

@@ -23,6 +23,7 @@ pub mod backend;
 pub mod bundle;
 pub mod caps;
 pub mod helper;
+pub mod owner;
 pub mod runtime;
 
 pub use backend::OciBackend;
