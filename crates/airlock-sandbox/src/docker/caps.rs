@@ -22,8 +22,9 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
             "the programs of the configured image (present locally, never pulled), not the host's",
         ),
         Boundary::FilesystemView => e(
-            "the image as a read-only root; the daemon's /dev and /proc; no host directory but \
-             the workspace and the policy's paths (no landlock second wall)",
+            "the image as a read-only root; the daemon's /dev and /proc; an empty read-only \
+             tmpfs over the daemon's /sys; no host directory but the workspace and the \
+             policy's paths (no landlock second wall)",
         ),
         Boundary::Workspace => e(match spec.workspace.mode {
             WorkspaceMode::Overlay => {

@@ -164,6 +164,13 @@ pub fn translate(
             | ViewOp::Workspace { .. } => {}
         }
     }
+    // The view has no /sys (native, oci and gVisor show none), but both
+    // daemons mount the host's sysfs there, and MaskedPaths replaces their
+    // default masks (dockerd's /sys/firmware among them): firmware memory
+    // maps, vmcoreinfo, kernel notes, block devices. A mount of the
+    // container's own at /sys takes the place of the daemon's: an empty
+    // read-only tmpfs.
+    tmpfs.insert(SYS.to_string(), sys_tmpfs_options(daemon.daemon));
     let seccomp = match daemon.daemon {
         Daemon::Docker => format!("seccomp={}", seccomp_profile(spec)),
         // podman's service reads `seccomp=` as a file on its own host (it
@@ -273,6 +280,18 @@ fn env(spec: &SandboxSpec, egress: bool) -> Vec<String> {
         }
     }
     pairs.iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
+/// Where the daemons mount sysfs, covered by [`sys_tmpfs_options`].
+pub const SYS: &str = "/sys";
+
+/// The empty read-only tmpfs over /sys: nothing to read, nothing to write.
+fn sys_tmpfs_options(daemon: Daemon) -> String {
+    let mut o = "ro,nosuid,nodev,noexec,mode=555,size=4096".to_string();
+    if daemon == Daemon::Docker {
+        o.push_str(",nr_inodes=16");
+    }
+    o
 }
 
 /// How the daemon at hand takes what differs between dockerd and podman.
@@ -563,6 +582,31 @@ mod tests {
             .unwrap()
             .iter()
             .any(|e| e.starts_with("HTTP_PROXY=http://127")));
+    }
+
+    #[test]
+    fn sys_is_an_empty_read_only_tmpfs_in_place_of_the_daemons_sysfs() {
+        let ws = tempfile::tempdir().unwrap();
+        let mut s = spec(ws.path());
+        s.network = NetworkSpec::None;
+        let b = body(&s, None).unwrap();
+        let host = b.host_config.unwrap();
+        let sys = host
+            .tmpfs
+            .as_ref()
+            .unwrap()
+            .get(SYS)
+            .expect("a tmpfs at /sys");
+        let opts: Vec<&str> = sys.split(',').collect();
+        for o in ["ro", "nosuid", "nodev", "noexec", "size=4096"] {
+            assert!(opts.contains(&o), "{sys}");
+        }
+        // No bind of the host's sysfs, nor anything below it, either.
+        assert!(!host.mounts.unwrap().iter().any(|m| m
+            .target
+            .as_deref()
+            .is_some_and(|t| t == SYS || t.starts_with("/sys/"))));
+        assert!(!sys_tmpfs_options(Daemon::Podman).contains("nr_inodes"));
     }
 
     #[test]
