@@ -300,6 +300,15 @@ fn run(req: &Request) -> HelperReport {
         },
         _ => {}
     }
+    // What runs killed outright left under the base (their stage
+    // directories, empty outside their dead mount namespaces); then this
+    // run's owner file beside its stage, written before the directory exists
+    // so that no stage is ever left without one.
+    let swept = super::owner::sweep_stages(&base);
+    let _owner = match OwnerFile::write(&base, &spec.request_id) {
+        Ok(o) => o,
+        Err(e) => return HelperReport::from_error(e),
+    };
     // Step 2: the workspace and the bundle.
     let stage = match stage_at(
         &base,
@@ -336,9 +345,31 @@ fn run(req: &Request) -> HelperReport {
         report.changes = f.changes;
         report.change_summary = Some(f.summary);
     }
-    // Step 5: teardown.
+    // Step 5: teardown (the owner file goes after the stage, when `_owner`
+    // drops).
     stage.remove();
+    report.notes.extend(swept);
     report
+}
+
+/// A stage's owner file ([`super::owner::STAGE_OWNER_SUFFIX`]), removed
+/// when dropped.
+struct OwnerFile(PathBuf);
+
+impl OwnerFile {
+    fn write(base: &Path, run: &str) -> Result<OwnerFile, SandboxError> {
+        mkdir(base, StageAccess::Runtime.mode())?;
+        let path = base.join(format!("{run}{}", super::owner::STAGE_OWNER_SUFFIX));
+        std::fs::write(&path, super::owner::owner_label())
+            .map_err(|e| fail(Layer::Mounts, path.display(), e))?;
+        Ok(OwnerFile(path))
+    }
+}
+
+impl Drop for OwnerFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Whether gVisor's allowlist mode can run: runsc must be able to let its
