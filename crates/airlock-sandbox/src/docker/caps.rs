@@ -55,7 +55,13 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
                  connection fails (no route out of the container) but is not logged as a \
                  violation: the Docker Engine API offers no seccomp user notification",
             ),
-            NetworkSpec::Open => e("NetworkMode host (as the policy says)"),
+            NetworkSpec::Open => e(
+                "NetworkMode host (as the policy says), the native backend's open-mode socket \
+                 families (no AF_PACKET or AF_VSOCK, netlink for NETLINK_ROUTE only); unlike \
+                 the native backend, the host's abstract unix sockets are not scoped: the \
+                 container shares the host's network namespace, where they live, and a \
+                 seccomp filter cannot see a socket's address (no landlock here)",
+            ),
         },
         Boundary::Timeout => e(
             "wall-clock timer in the helper from the container's start; the container is killed \

@@ -316,17 +316,21 @@ pub const PODMAN_READONLY: &[&str] = &[
 
 /// The container's seccomp profile: the OCI backend's. The daemons' runtimes
 /// (runc, crun) honour errnoRet (the clone3 rule's ENOSYS); gVisor's
-/// exception does not apply. In allowlist mode the socket families are the
-/// native backend's for it ([`bundle::relay_socket_rules`]).
+/// exception does not apply. In allowlist and open modes the socket families
+/// are the native backend's for them ([`bundle::relay_socket_rules`],
+/// [`bundle::open_socket_rules`]).
 pub fn seccomp_profile(spec: &SandboxSpec) -> serde_json::Value {
     let mut profile = bundle::seccomp_profile(
         matches!(spec.network, NetworkSpec::None),
         crate::oci::runtime::Runtime::Runc,
     );
-    if let (NetworkSpec::Proxy { .. }, Some(rules)) =
-        (&spec.network, profile["syscalls"].as_array_mut())
-    {
-        rules.extend(bundle::relay_socket_rules());
+    if let Some(rules) = profile["syscalls"].as_array_mut() {
+        match &spec.network {
+            NetworkSpec::Proxy { .. } => rules.extend(bundle::relay_socket_rules()),
+            // NetworkMode host: the native backend's open-mode families.
+            NetworkSpec::Open => rules.extend(bundle::open_socket_rules()),
+            NetworkSpec::None => {}
+        }
     }
     profile
 }
@@ -582,6 +586,30 @@ mod tests {
             .unwrap()
             .iter()
             .any(|e| e.starts_with("HTTP_PROXY=http://127")));
+    }
+
+    #[test]
+    fn open_mode_refuses_the_families_native_refuses() {
+        let ws = tempfile::tempdir().unwrap();
+        let mut s = spec(ws.path());
+        s.network = NetworkSpec::Open;
+        let profile = seccomp_profile(&s);
+        let rules = profile["syscalls"].as_array().unwrap();
+        let refused = |f, t, p| crate::oci::bundle::tests::refuses_socket(rules, f, t, p);
+        assert!(refused(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW,
+            libc::NETLINK_XFRM
+        ));
+        assert!(refused(libc::AF_PACKET, libc::SOCK_RAW, 0));
+        assert!(refused(libc::AF_VSOCK, libc::SOCK_STREAM, 0));
+        assert!(!refused(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW,
+            libc::NETLINK_ROUTE
+        ));
+        assert!(!refused(libc::AF_INET, libc::SOCK_STREAM, 0));
+        assert!(!refused(libc::AF_UNIX, libc::SOCK_STREAM, 0));
     }
 
     #[test]

@@ -100,7 +100,14 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
                  and recorded by netwatch through seccomp user notification \
                  (linux.seccomp.listenerPath)",
             ),
-            NetworkSpec::Open => e("host network (as the policy says)"),
+            NetworkSpec::Open if gvisor => e("host network (as the policy says)"),
+            NetworkSpec::Open => e(
+                "host network (as the policy says), the native backend's open-mode socket \
+                 families (no AF_PACKET or AF_VSOCK, netlink for NETLINK_ROUTE only); unlike \
+                 the native backend, the host's abstract unix sockets are not scoped: the \
+                 container shares the host's network namespace, where they live, and a \
+                 seccomp filter cannot see a socket's address (no landlock here)",
+            ),
         },
         Boundary::Timeout => e(
             "wall-clock timer in the helper from the runtime's start; the runtime kills the \
