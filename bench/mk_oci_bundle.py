@@ -4,7 +4,7 @@
 rootfs: an empty directory with read-only, nosuid, nodev binds of the host's /usr
 and /etc (this host is merged-/usr: /bin /lib /lib64 /sbin are symlinks), a fresh
 /proc with the usual masked and read-only paths, a tmpfs /dev and /tmp; new user
-(root mapped to 100000), pid, net, ipc, uts, mount and cgroup namespaces; cgroup
+(root mapped to 2000000000, the sandbox uid), pid, net, ipc, uts, mount and cgroup namespaces; cgroup
 memory 512 MiB and pids 256; no capabilities; no_new_privs; read-only root.
 Adapted from the planning notes' peer_baselines.sh.
 
@@ -42,8 +42,8 @@ def main() -> None:
         "readonlyPaths": ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"],
     }
     if userns:
-        linux["uidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
-        linux["gidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+        linux["uidMappings"] = [{"containerID": 0, "hostID": 2000000000, "size": 65536}]
+        linux["gidMappings"] = [{"containerID": 0, "hostID": 2000000000, "size": 65536}]
     if cgroup:
         linux["resources"] = {"memory": {"limit": 512 << 20}, "pids": {"limit": 256},
                               "devices": [{"allow": False, "access": "rwm"}]}

@@ -9,6 +9,8 @@
 # processes the allowlist checks start, for the caller's cleanup to kill by
 # PID should the script end early).
 pass=0 fail=0 smoke_pids=()
+# The sandbox's host uid and gid (SANDBOX_HOST_UID in native/namespaces.rs).
+sandbox_uid=2000000000
 check() { # name, then a command that must succeed
   local name=$1; shift
   if "$@"; then pass=$((pass + 1)); echo "ok   ${tag:+$tag: }$name"; else fail=$((fail + 1)); echo "FAIL ${tag:+$tag: }$name"; return 1; fi
@@ -44,7 +46,7 @@ check "an applied file belongs to the workspace's owner" test "$(stat -c %u "$ws
 out=$(run -- python3 -c 'print(sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").read().splitlines()[2:]))' 2>&1)
 check "network none: loopback only ($out)" test "$out" = "['lo']"
 out=$(run -- python3 -c 'import os; print(os.getuid(), open("/proc/self/status").read().split("CapEff:")[1].split()[0], open("/proc/self/status").read().split("NoNewPrivs:")[1].split()[0], open("/proc/self/status").read().split("Seccomp:")[1].split()[0])' 2>&1)
-check "not root, no capabilities, no_new_privs, seccomp ($out)" test "$out" = "100000 0000000000000000 1 2"
+check "not root, no capabilities, no_new_privs, seccomp ($out)" test "$out" = "$sandbox_uid 0000000000000000 1 2"
 out=$(run -- python3 -c 'open("/usr/x","w")' 2>&1)
 check "the image's root is read-only" grep -q "Read-only file system" <<<"$out"
 out=$(run --json -- sh -c 'sleep 30')
@@ -76,6 +78,8 @@ out=$(run --json -- python3 -c 'print("y" * 100000)')
 check "output beyond limits.output is cut and killed" test "$(echo "$out" | field truncated)" = True
 out=$(run -- python3 -c 'import os; print(os.path.exists("/etc/shadow") and os.access("/etc/shadow", os.R_OK), os.path.exists("/root/.ssh"), os.path.exists("/work"))' 2>&1)
 check "host secrets are not in the view ($out)" test "$out" = "False False False"
+out=$(run -- python3 -c 'import os; print(os.listdir("/sys"), os.path.exists("/sys/kernel/vmcoreinfo"))' 2>&1)
+check "/sys is empty: no host sysfs in the view ($out)" test "$out" = "[] False"
 check "no container is left" test "$(containers)" = 0
 check "no stage is left" test -z "$(ls -A /run/airlock-docker 2>/dev/null)"
 
@@ -101,6 +105,39 @@ helper=$(pgrep -P "$caller" | head -1)
 wait "$caller" 2>/dev/null
 run -- true >/dev/null 2>&1
 check "a killed helper's container and stage are swept by the next run" test "$(containers)" = 0 -a -z "$(ls -A /run/airlock-docker 2>/dev/null)"
+
+# A second airlock on the same daemon from another pid namespace (a CI
+# container, another host) cannot see the first one's helper: its sweep must
+# leave that run's container and stage alone.
+out1=$(mktemp)
+(cd "$ws" && exec "$bin" run --backend docker --json -- sh -c 'sleep 3; echo finished') >"$out1" 2>/dev/null &
+first=$!
+for _ in $(seq 50); do [ "$(containers)" -gt 0 ] && break; sleep 0.1; done
+(cd "$ws" && unshare -pf --mount-proc "$bin" run --backend docker -- true) >/dev/null 2>&1
+wait "$first"
+check "a run from another pid namespace does not sweep a live run ($(field stdout <"$out1" | tr -d '\n'))" \
+  test "$(field stdout <"$out1")" = finished
+rm -f "$out1"
+
+# A live run's stage is in the host's mount namespace (the daemon resolves
+# its bind sources there) and root's alone: another local user can neither
+# list it nor read the staged workspace through it (the overlay's merged
+# root is the upper layer's 0755 directory, so only the stage's own 0700
+# directories keep them out).
+other=airlock-u1
+id -u "$other" >/dev/null 2>&1 || other=nobody
+(cd "$ws" && exec "$bin" run --backend docker -- sleep 4) >/dev/null 2>&1 &
+caller=$!
+for _ in $(seq 50); do [ "$(containers)" -gt 0 ] && break; sleep 0.1; done
+stage=$(ls -d /run/airlock-docker/*/ 2>/dev/null | head -1)
+modes=$(stat -c %a /run/airlock-docker "${stage:-/nonexistent}" 2>&1 | tr '\n' ' ')
+check "a live run's stage and its base are 0700 ($modes)" test "$modes" = "700 700 "
+peeks=()
+for peek in "ls /run/airlock-docker" "ls $stage" "ls ${stage}merged" "cat ${stage}merged/in.txt" "cat ${stage}lower/in.txt"; do
+  [ -n "$stage" ] && runuser -u "$other" -- sh -c "$peek" >/dev/null 2>&1 && peeks+=("$peek")
+done
+check "another local user ($other) cannot list or read a live run's stage (${peeks[*]:-nothing got through})" test -n "$stage" -a ${#peeks[@]} = 0
+wait "$caller" 2>/dev/null
 
 # -- Network allowlist mode: the in-sandbox relay (airlock-relay exec) in
 # front of the command, NetworkMode none. Two network namespaces made here and
@@ -235,11 +272,11 @@ time.sleep(2)
 PY
 # The relay the container gets is a copy owned by the container's uid: only
 # the read-only bind, not its owner, keeps the command from writing it.
-cp "$AIRLOCK_RELAY" "$d/relay-100000"
-chown 100000:100000 "$d/relay-100000"
-chmod 0755 "$d/relay-100000"
-relay_sha=$(sha256sum "$d/relay-100000" | cut -d' ' -f1)
-(cd "$aws" && AIRLOCK_STATE_DIR=$astate AIRLOCK_RELAY=$d/relay-100000 timeout -s KILL 120 \
+cp "$AIRLOCK_RELAY" "$d/relay-owned"
+chown "$sandbox_uid:$sandbox_uid" "$d/relay-owned"
+chmod 0755 "$d/relay-owned"
+relay_sha=$(sha256sum "$d/relay-owned" | cut -d' ' -f1)
+(cd "$aws" && AIRLOCK_STATE_DIR=$astate AIRLOCK_RELAY=$d/relay-owned timeout -s KILL 120 \
   nsenter -t "$ns_air" -n "$bin" run --backend docker --json -- python3 egress.py "$lport" >"$d/allow.json" 2>"$d/allow.err") &
 runner=$!
 host_sock=
@@ -265,8 +302,8 @@ check "allowlist: the relay binary cannot be written or changed from inside, eve
   test "$(line relay-chmod) $(line relay-utime) $(line relay-mount)" = "EROFS EROFS ro" -a "$(line relay-write)" != done
 check "allowlist: a wait for every child returns: the relay is not the command's child ($(line wait-all))" test "$(line wait-all)" = returned
 check "allowlist: 40 connections held through the relay under pids = 64, and the command still forks ($(line held))" test "$(line held)" = "40 forks 10"
-check "allowlist: the relay binary on the host is unchanged" test "$(sha256sum "$d/relay-100000" | cut -d' ' -f1)" = "$relay_sha"
-check "allowlist: the container's user reaches the socket through an idmapped bind ($(line socket-inside))" test "$(line socket-inside)" = "100000 0o600"
+check "allowlist: the relay binary on the host is unchanged" test "$(sha256sum "$d/relay-owned" | cut -d' ' -f1)" = "$relay_sha"
+check "allowlist: the container's user reaches the socket through an idmapped bind ($(line socket-inside))" test "$(line socket-inside)" = "$sandbox_uid 0o600"
 check "allowlist: the proxy's socket itself stays root's 0600 ($host_sock)" test "$host_sock" = "0 600"
 v=$(echo "$out" | python3 -c 'import json,sys; o=json.load(sys.stdin); print("|".join(sorted(set(x["kind"] + ":" + x["detail"] for x in o["violations"]))))' 2>/dev/null)
 check "allowlist: the refusal is in the outcome's violations" grep -q "network:blocked: evil.test (not in allowlist)" <<<"$v" || echo "$v"
@@ -289,7 +326,7 @@ out=$(AIRLOCK_RELAY=$d/nothing arun -- python3 -c pass 2>&1)
 check "allowlist: a missing relay binary is refused with a hint" grep -q "relay.*Hint: build it with .scripts/build-relay" <<<"$out" || echo "$out"
 cp "$AIRLOCK_RELAY" "$d/relay-0700" && chmod 0700 "$d/relay-0700"
 out=$(AIRLOCK_RELAY=$d/relay-0700 arun -- python3 -c pass 2>&1)
-check "allowlist: a relay the container's user cannot execute is refused with a hint" grep -q "uid 100000; Hint: .chmod 0755" <<<"$out" || echo "$out"
+check "allowlist: a relay the container's user cannot execute is refused with a hint" grep -q "uid $sandbox_uid; Hint: .chmod 0755" <<<"$out" || echo "$out"
 mkdir -p "$d/norun" && touch "$d/norun/run"
 tar -C "$d/norun" -c . | import_image airlock-norun:test
 out=$(AIRLOCK_DOCKER_IMAGE=airlock-norun:test arun -- python3 -c pass 2>&1)

@@ -17,7 +17,7 @@ check "doctor: every layer enforceable" "$bin" doctor
 out=$(cd "$ws" && "$bin" run -- python3 -c 'print("hello from the sandbox")')
 check "run: python3 prints from the sandbox" test "$out" = "hello from the sandbox"
 out=$(cd "$ws" && "$bin" run -- python3 -c 'print(" ".join(open("/proc/self/uid_map").read().split()))')
-check "run: root inside maps to host uid 100000" test "$out" = "0 100000 1"
+check "run: root inside maps to host uid 2000000000" test "$out" = "0 2000000000 1"
 (cd "$ws" && "$bin" run -- sudo true >/dev/null 2>&1); rc=$?
 check "run: gate refusal exits 77" test "$rc" = 77
 check "runs dir empty after the runs" test -z "$(ls -A "$state/runs" 2>/dev/null)"

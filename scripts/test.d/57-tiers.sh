@@ -144,6 +144,23 @@ print(s.split("NoNewPrivs:")[1].split()[0], s.split("Seccomp:")[1].split()[0], n
   out=$(run -- python3 -c 'import os; print(os.path.exists("/etc/shadow"), os.path.exists("/etc/ssh"), os.path.exists("/var/lib"))' 2>&1)
   check "$b: host secrets are not in the view ($out)" test "$out" = "False False False"
   ls /run/airlock-oci 2>/dev/null | grep -q . && fail=$((fail + 1)) && echo "FAIL $b: a run's stage was left behind"
+  # A helper killed outright leaves its stage directory (empty once its
+  # private mount namespace is gone) and the owner file beside it: the next
+  # run sweeps both.
+  (cd "$ws" && exec "$bin" run --backend "$backend" -- sleep 3) >/dev/null 2>&1 &
+  local caller=$! owner= helper=
+  for _ in $(seq 100); do
+    owner=$(ls /run/airlock-oci/*.owner 2>/dev/null | head -1)
+    helper=$(pgrep -P "$caller" | head -1)
+    [ -n "$owner" ] && [ -n "$helper" ] && break
+    sleep 0.05
+  done
+  [ -n "$helper" ] && kill -9 "$helper"
+  wait "$caller" 2>/dev/null
+  local left=${owner%.owner}
+  check "$b: a killed helper left its stage (${left:-no owner file found})" test -n "$owner" -a -d "$left"
+  run -- true >/dev/null 2>&1
+  check "$b: the next run swept the killed helper's stage and owner file" test -n "$owner" -a ! -e "$left" -a ! -e "$owner"
 }
 
 allowlist() { # backend [OCI runtime]: network allowlist mode through the CLI

@@ -105,7 +105,7 @@ out=$(run --json -- sh out.sh)
 check "output beyond limits.output is cut and the run killed" test "$(echo "$out" | json 'o["truncated"], o["killed_by"]')" = "True output" || echo "$out"
 
 out=$(run -- sh who.sh 2>&1)
-check "a non-root user without capabilities runs the command ($(echo $out))" test "$(echo $out)" = "100000 CapEff: 0000000000000000"
+check "a non-root user without capabilities runs the command ($(echo $out))" test "$(echo $out)" = "2000000000 CapEff: 0000000000000000"
 
 # Escape attempts, judged on the host.
 out=$(run -- sh write.sh 2>&1)
@@ -226,7 +226,7 @@ rm -rf "$cancel_ws" "$cancel_state"
 
 left=$(ls /run/airlock-microvm 2>/dev/null | wc -l)
 check "no run's stage is left behind" test "$left" = 0
-pgrep -f "qemu-system-x86_64 -M microvm -accel" -u 100000 >/dev/null
+pgrep -f "qemu-system-x86_64 -M microvm -accel" -u 2000000000 >/dev/null
 check "no QEMU of a run is left" test $? != 0
 echo "$pass passed, $fail failed"
 status=0

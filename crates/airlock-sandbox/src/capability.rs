@@ -327,7 +327,7 @@ fn native(b: Boundary, spec: &SandboxSpec, limits: &NativeLimits) -> Support {
         Boundary::FileSize => "RLIMIT_FSIZE",
         Boundary::OpenFiles => "RLIMIT_NOFILE",
         Boundary::Environment => "the helper starts with an empty environment; the spec's is the whole environment",
-        Boundary::Privileges => "user namespace (root inside is host uid 100000), no_new_privs, every capability dropped, seccomp",
+        Boundary::Privileges => "user namespace (root inside is host uid 2000000000), no_new_privs, every capability dropped, seccomp",
     };
     Support::Enforced(how.to_string())
 }
@@ -345,7 +345,34 @@ pub fn report(
     } else {
         NativeLimits::RootCgroup
     };
-    report_with(kind, spec, available, native_limits)
+    let uses_sandbox_ids = match kind {
+        BackendKind::Native | BackendKind::Gvisor => native_limits == NativeLimits::RootCgroup,
+        BackendKind::Wasm => false,
+        _ => true,
+    };
+    let mut r = report_with(kind, spec, available, native_limits);
+    if uses_sandbox_ids {
+        refuse_delegated_ids(&mut r, &crate::native::subid::host_delegations());
+    }
+    r
+}
+
+/// A backend whose sandbox runs as the sandbox's host uid and gid holds no
+/// privilege boundary while a user of the host may become them (their range
+/// in /etc/subuid or /etc/subgid): the run is refused, saying which range and
+/// how to remove it.
+fn refuse_delegated_ids(
+    r: &mut CapabilityReport,
+    delegations: &[crate::native::subid::Delegation],
+) {
+    let Some(why) = crate::native::subid::describe(delegations) else {
+        return;
+    };
+    for l in r.lines.iter_mut() {
+        if l.boundary == Boundary::Privileges {
+            l.support = Support::Missing(why.clone());
+        }
+    }
 }
 
 /// [`report`] for a given native limits situation (tests, doctor).
@@ -438,6 +465,36 @@ pub(crate) mod tests {
             limit_enforcement: Default::default(),
             git_config: String::new(),
         }
+    }
+
+    #[test]
+    fn a_delegated_sandbox_uid_refuses_the_run_naming_the_range_and_the_fix() {
+        use crate::native::namespaces::SANDBOX_HOST_UID;
+        let spec = spec();
+        let mut r = report_with(
+            BackendKind::Native,
+            &spec,
+            Ok("here".into()),
+            NativeLimits::RootCgroup,
+        );
+        refuse_delegated_ids(&mut r, &[]);
+        assert_eq!(r.refusal(), None);
+        let d = crate::native::subid::holding(
+            "/etc/subuid",
+            &format!("alice:{SANDBOX_HOST_UID}:65536\n"),
+            SANDBOX_HOST_UID,
+        );
+        refuse_delegated_ids(&mut r, &d);
+        let why = r.refusal().expect("refused");
+        assert!(why.contains("privileges (none gained)"), "{why}");
+        assert!(why.contains("/etc/subuid gives alice"), "{why}");
+        assert!(why.contains("usermod --del-subuids"), "{why}");
+        // The description names the id the sandbox really uses.
+        let native = native(Boundary::Privileges, &spec, &NativeLimits::RootCgroup);
+        assert!(
+            matches!(&native, Support::Enforced(s) if s.contains(&SANDBOX_HOST_UID.to_string())),
+            "{native:?}"
+        );
     }
 
     #[test]

@@ -61,7 +61,10 @@ fn mode() -> Result<String, String> {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     if euid == 0 {
-        Ok("root: mounts are built with full privilege, then dropped; sandbox root is host uid 100000".into())
+        Ok(format!(
+            "root: mounts are built with full privilege, then dropped; sandbox root is host uid {}",
+            native::namespaces::SANDBOX_HOST_UID
+        ))
     } else {
         Ok(format!(
             "rootless (euid {euid}): a user namespace maps uid {euid} to root inside; the sandbox is \
@@ -104,6 +107,67 @@ fn user_namespaces() -> Result<String, String> {
         "created one mapping root to host uid {} (max_user_namespaces {max})",
         native::namespaces::SANDBOX_HOST_UID
     ))
+}
+
+/// Whether any user may become the sandbox's host uid or gid: a range in
+/// /etc/subuid or /etc/subgid that holds them (required as root, where every
+/// backend relies on them being strangers; rootless runs never use them), or
+/// /etc/login.defs letting `useradd` hand them out later (a warning).
+fn subordinate_ids(rootless: bool) -> LayerCheck {
+    use native::namespaces::{SANDBOX_HOST_GID, SANDBOX_HOST_UID};
+    let delegations = native::subid::host_delegations();
+    subordinate_ids_check(
+        rootless,
+        &delegations,
+        std::fs::read_to_string("/etc/login.defs").ok().as_deref(),
+    )
+    .unwrap_or_else(|| LayerCheck {
+        layer: "subordinate_ids",
+        ok: true,
+        required: false,
+        detail: format!(
+            "the sandbox's host uid {SANDBOX_HOST_UID} and gid {SANDBOX_HOST_GID} are delegated \
+             to no user by /etc/subuid or /etc/subgid, nor in reach of useradd's ranges in \
+             /etc/login.defs"
+        ),
+    })
+}
+
+/// [`subordinate_ids`]'s verdict when something is wrong.
+fn subordinate_ids_check(
+    rootless: bool,
+    delegations: &[native::subid::Delegation],
+    login_defs: Option<&str>,
+) -> Option<LayerCheck> {
+    use native::namespaces::{SANDBOX_HOST_GID, SANDBOX_HOST_UID};
+    if let Some(detail) = native::subid::describe(delegations) {
+        return Some(LayerCheck {
+            layer: "subordinate_ids",
+            ok: false,
+            required: !rootless,
+            detail,
+        });
+    }
+    let defs = login_defs?;
+    let reach = native::subid::login_defs_reach(defs, "UID", SANDBOX_HOST_UID)
+        .map(|r| ("SUB_UID", r))
+        .or_else(|| {
+            native::subid::login_defs_reach(defs, "GID", SANDBOX_HOST_GID).map(|r| ("SUB_GID", r))
+        })?;
+    let (key, (min, top)) = reach;
+    Some(LayerCheck {
+        layer: "subordinate_ids",
+        ok: false,
+        required: false,
+        detail: format!(
+            "no user holds the sandbox's host uid {SANDBOX_HOST_UID} / gid {SANDBOX_HOST_GID} \
+             yet, but /etc/login.defs lets useradd delegate {min}-{top} ({key}_MIN to \
+             {key}_MAX plus one {key}_COUNT), so a user added later may get it and could then \
+             signal the sandbox's processes and write what they own. Hint: set {key}_MAX in \
+             /etc/login.defs so that {key}_MAX plus {key}_COUNT stays below {}",
+            SANDBOX_HOST_UID.min(SANDBOX_HOST_GID)
+        ),
+    })
 }
 
 /// One line per sysctl that gates unprivileged user namespaces. Rootless mode
@@ -371,6 +435,7 @@ pub fn run(helper: &Path, runs: &Path) -> Vec<LayerCheck> {
         check("user_namespace", true, user_namespaces()),
     ];
     checks.extend(sysctl_checks());
+    checks.push(subordinate_ids(rootless));
     checks.extend([
         check("namespaces", true, namespaces),
         check("idmapped_mounts", !rootless, idmapped),
@@ -389,4 +454,39 @@ pub fn run(helper: &Path, runs: &Path) -> Vec<LayerCheck> {
 /// True when the default policy can be enforced on this host.
 pub fn all_required_ok(checks: &[LayerCheck]) -> bool {
     checks.iter().all(|c| c.ok || !c.required)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::namespaces::SANDBOX_HOST_UID;
+
+    #[test]
+    fn a_delegated_sandbox_uid_fails_the_check_with_a_hint_required_as_root() {
+        let text = format!("airlock-u1:{}:65536\n", SANDBOX_HOST_UID - 10);
+        let d = native::subid::holding("/etc/subuid", &text, SANDBOX_HOST_UID);
+        let c = subordinate_ids_check(false, &d, None).unwrap();
+        assert!(!c.ok && c.required, "{c:?}");
+        assert!(
+            c.detail.contains("airlock-u1") && c.detail.contains("Hint: "),
+            "{c:?}"
+        );
+        // Rootless runs never use the id: a failed line, not a failed doctor.
+        let c = subordinate_ids_check(true, &d, None).unwrap();
+        assert!(!c.ok && !c.required, "{c:?}");
+    }
+
+    #[test]
+    fn login_defs_reaching_the_sandbox_uid_warns_and_debians_defaults_do_not() {
+        let debian = "SUB_UID_MIN 100000\nSUB_UID_MAX 600100000\nSUB_UID_COUNT 65536\n";
+        assert_eq!(subordinate_ids_check(false, &[], Some(debian)), None);
+        assert_eq!(subordinate_ids_check(false, &[], None), None);
+        let wide = "SUB_GID_MAX 2100000000\n";
+        let c = subordinate_ids_check(false, &[], Some(wide)).unwrap();
+        assert!(!c.ok && !c.required, "{c:?}");
+        assert!(
+            c.detail.contains("SUB_GID_MAX") && c.detail.contains("Hint: "),
+            "{c:?}"
+        );
+    }
 }

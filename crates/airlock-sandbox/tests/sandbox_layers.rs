@@ -174,7 +174,7 @@ fn privileges_and_user_namespace_are_in_force() {
     assert!(field(s, "Uid:").starts_with("0\t"));
     let map = s.split("UIDMAP\n").nth(1).unwrap().lines().next().unwrap();
     let cols: Vec<&str> = map.split_whitespace().collect();
-    assert_eq!(cols, ["0", "100000", "1"], "uid_map");
+    assert_eq!(cols, ["0", "2000000000", "1"], "uid_map");
     // Only 0, 1, 2 (and the fd ls opens for the listing itself).
     let fds: Vec<&str> = s
         .split("FDS\n")

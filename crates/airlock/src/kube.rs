@@ -32,8 +32,9 @@ use std::path::Path;
 
 /// The RuntimeClass a gVisor node pool registers (`handler: runsc`).
 pub const RUNTIME_CLASS: &str = "gvisor";
-/// The uid the command runs as (the native sandbox maps its root to the same).
-pub const RUN_AS: i64 = 100000;
+/// The uid the command runs as (the native sandbox maps its root to the same:
+/// out of the ranges `useradd` delegates, see its definition).
+pub const RUN_AS: i64 = airlock_sandbox::native::namespaces::SANDBOX_HOST_UID as i64;
 /// Where the workspace is mounted in the Pod.
 pub const WORKSPACE_MOUNT: &str = "/workspace";
 /// The label that ties the NetworkPolicy to the Pod.

@@ -127,7 +127,7 @@ impl Backend for DockerBackend {
 }
 
 /// The in-sandbox relay binary of allowlist mode ([`crate::relay::relay_binary`]:
-/// static, executable), which the container's user, host uid 100000 and not
+/// static, executable), which the container's user, host uid 2000000000 and not
 /// its owner, must also be allowed to execute: the bind carries the host
 /// file's owner and mode into the container.
 pub fn relay_for_container() -> Result<PathBuf, SandboxError> {
@@ -141,10 +141,11 @@ pub fn relay_for_container() -> Result<PathBuf, SandboxError> {
             layer: crate::Layer::Network,
             detail: format!(
                 "the in-sandbox relay {} (mode {:o}) may not be executed by others, and the \
-                 container runs as uid 100000; Hint: `chmod 0755 {}`, or build it with \
+                 container runs as uid {}; Hint: `chmod 0755 {}`, or build it with \
                  `scripts/build-relay`",
                 path.display(),
                 mode & 0o7777,
+                crate::native::namespaces::SANDBOX_HOST_UID,
                 path.display()
             ),
         });

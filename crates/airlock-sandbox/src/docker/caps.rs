@@ -22,8 +22,9 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
             "the programs of the configured image (present locally, never pulled), not the host's",
         ),
         Boundary::FilesystemView => e(
-            "the image as a read-only root; the daemon's /dev and /proc; no host directory but \
-             the workspace and the policy's paths (no landlock second wall)",
+            "the image as a read-only root; the daemon's /dev and /proc; an empty read-only \
+             tmpfs over the daemon's /sys; no host directory but the workspace and the \
+             policy's paths (no landlock second wall)",
         ),
         Boundary::Workspace => e(match spec.workspace.mode {
             WorkspaceMode::Overlay => {
@@ -54,7 +55,13 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
                  connection fails (no route out of the container) but is not logged as a \
                  violation: the Docker Engine API offers no seccomp user notification",
             ),
-            NetworkSpec::Open => e("NetworkMode host (as the policy says)"),
+            NetworkSpec::Open => e(
+                "NetworkMode host (as the policy says), the native backend's open-mode socket \
+                 families (no AF_PACKET or AF_VSOCK, netlink for NETLINK_ROUTE only); unlike \
+                 the native backend, the host's abstract unix sockets are not scoped: the \
+                 container shares the host's network namespace, where they live, and a \
+                 seccomp filter cannot see a socket's address (no landlock here)",
+            ),
         },
         Boundary::Timeout => e(
             "wall-clock timer in the helper from the container's start; the container is killed \
@@ -73,7 +80,7 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
                host's; the daemon adds the image's own ENV entries the spec does not set")
         }
         Boundary::Privileges => e(
-            "runs as uid 100000 (not root; no user namespace unless the daemon remaps), \
+            "runs as uid 2000000000 (not root; no user namespace unless the daemon remaps), \
              CapDrop ALL, no-new-privileges, the OCI backend's seccomp deny list in place of \
              the daemon's default profile (no user notification)",
         ),

@@ -10,6 +10,7 @@
 //! the seccomp profile (the OCI backend's, in place of the daemon's default).
 
 use super::Daemon;
+use crate::native::namespaces::{SANDBOX_HOST_GID, SANDBOX_HOST_UID};
 use crate::oci::bundle::{self, Staged};
 use crate::view::{Owner, ViewOp};
 use crate::{relay, NetworkSpec, SandboxSpec};
@@ -22,12 +23,15 @@ use std::path::{Path, PathBuf};
 
 /// The label every airlock container carries (its value: the run's id).
 pub const LABEL_RUN: &str = "airlock.run";
-/// The label naming the helper process that owns the container (its pid and
-/// start time), so that a sweep can tell a live owner from a dead one.
+/// The label naming the helper process that owns the container (its boot,
+/// pid namespace, pid and start time: [`crate::oci::owner`]), so that a sweep
+/// can tell a live owner of its own from a dead one, and leaves others alone.
 pub const LABEL_OWNER: &str = "airlock.owner";
 /// The user the command runs as: the sandbox's host uid and gid (the staged
 /// workspace is idmapped to it, as under the OCI backend's user namespace).
-pub const USER: &str = "100000:100000";
+pub fn user() -> String {
+    format!("{SANDBOX_HOST_UID}:{SANDBOX_HOST_GID}")
+}
 
 /// What the helper staged for the container beside the workspace.
 pub struct Extras<'a> {
@@ -49,7 +53,7 @@ pub struct Extras<'a> {
 #[derive(Debug, Clone)]
 pub struct Egress {
     /// The run's egress-proxy socket as staged by the helper: an idmapped
-    /// bind of the root-owned 0600 socket that shows it as uid 100000's, so
+    /// bind of the root-owned 0600 socket that shows it as the sandbox uid's, so
     /// that the container's user may connect without the socket itself being
     /// opened to anyone.
     pub socket: PathBuf,
@@ -131,13 +135,10 @@ pub fn translate(
                 // podman's service knows no `uid=`/`gid=`; its `U` makes
                 // the mount the container user's.
                 if *owner == Owner::SandboxUser {
-                    options.push(
-                        match daemon.daemon {
-                            Daemon::Docker => "uid=100000,gid=100000",
-                            Daemon::Podman => "U",
-                        }
-                        .into(),
-                    );
+                    options.push(match daemon.daemon {
+                        Daemon::Docker => format!("uid={SANDBOX_HOST_UID},gid={SANDBOX_HOST_GID}"),
+                        Daemon::Podman => "U".into(),
+                    });
                 }
                 tmpfs.insert(path.display().to_string(), options.join(","));
             }
@@ -163,6 +164,13 @@ pub fn translate(
             | ViewOp::Workspace { .. } => {}
         }
     }
+    // The view has no /sys (native, oci and gVisor show none), but both
+    // daemons mount the host's sysfs there, and MaskedPaths replaces their
+    // default masks (dockerd's /sys/firmware among them): firmware memory
+    // maps, vmcoreinfo, kernel notes, block devices. A mount of the
+    // container's own at /sys takes the place of the daemon's: an empty
+    // read-only tmpfs.
+    tmpfs.insert(SYS.to_string(), sys_tmpfs_options(daemon.daemon));
     let seccomp = match daemon.daemon {
         Daemon::Docker => format!("seccomp={}", seccomp_profile(spec)),
         // podman's service reads `seccomp=` as a file on its own host (it
@@ -198,7 +206,7 @@ pub fn translate(
         ulimit("fsize", l.file_size_bytes),
         ulimit("nofile", u64::from(l.open_files)),
         // No RLIMIT_NPROC of ours: without a user namespace it would count
-        // every process of host uid 100000, other sandboxes' too.
+        // every process of the sandbox's host uid, other sandboxes' too.
     ];
     if daemon.daemon == Daemon::Podman {
         // podman gives every container RLIMIT_NPROC 1048576 unless told,
@@ -245,7 +253,7 @@ pub fn translate(
         cmd: Some(rest.to_vec()),
         env: Some(env(spec, extras.egress.is_some())),
         working_dir: Some(spec.cwd.display().to_string()),
-        user: Some(USER.into()),
+        user: Some(user()),
         hostname: Some("airlock".into()),
         network_disabled: Some(!matches!(spec.network, NetworkSpec::Open)),
         attach_stdin: Some(true),
@@ -274,6 +282,18 @@ fn env(spec: &SandboxSpec, egress: bool) -> Vec<String> {
     pairs.iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
 
+/// Where the daemons mount sysfs, covered by [`sys_tmpfs_options`].
+pub const SYS: &str = "/sys";
+
+/// The empty read-only tmpfs over /sys: nothing to read, nothing to write.
+fn sys_tmpfs_options(daemon: Daemon) -> String {
+    let mut o = "ro,nosuid,nodev,noexec,mode=555,size=4096".to_string();
+    if daemon == Daemon::Docker {
+        o.push_str(",nr_inodes=16");
+    }
+    o
+}
+
 /// How the daemon at hand takes what differs between dockerd and podman.
 pub struct DaemonForm {
     pub daemon: Daemon,
@@ -296,17 +316,21 @@ pub const PODMAN_READONLY: &[&str] = &[
 
 /// The container's seccomp profile: the OCI backend's. The daemons' runtimes
 /// (runc, crun) honour errnoRet (the clone3 rule's ENOSYS); gVisor's
-/// exception does not apply. In allowlist mode the socket families are the
-/// native backend's for it ([`bundle::relay_socket_rules`]).
+/// exception does not apply. In allowlist and open modes the socket families
+/// are the native backend's for them ([`bundle::relay_socket_rules`],
+/// [`bundle::open_socket_rules`]).
 pub fn seccomp_profile(spec: &SandboxSpec) -> serde_json::Value {
     let mut profile = bundle::seccomp_profile(
         matches!(spec.network, NetworkSpec::None),
         crate::oci::runtime::Runtime::Runc,
     );
-    if let (NetworkSpec::Proxy { .. }, Some(rules)) =
-        (&spec.network, profile["syscalls"].as_array_mut())
-    {
-        rules.extend(bundle::relay_socket_rules());
+    if let Some(rules) = profile["syscalls"].as_array_mut() {
+        match &spec.network {
+            NetworkSpec::Proxy { .. } => rules.extend(bundle::relay_socket_rules()),
+            // NetworkMode host: the native backend's open-mode families.
+            NetworkSpec::Open => rules.extend(bundle::open_socket_rules()),
+            NetworkSpec::None => {}
+        }
     }
     profile
 }
@@ -563,6 +587,55 @@ mod tests {
             .unwrap()
             .iter()
             .any(|e| e.starts_with("HTTP_PROXY=http://127")));
+    }
+
+    #[test]
+    fn open_mode_refuses_the_families_native_refuses() {
+        let ws = tempfile::tempdir().unwrap();
+        let mut s = spec(ws.path());
+        s.network = NetworkSpec::Open;
+        let profile = seccomp_profile(&s);
+        let rules = profile["syscalls"].as_array().unwrap();
+        let refused = |f, t, p| crate::oci::bundle::tests::refuses_socket(rules, f, t, p);
+        assert!(refused(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW,
+            libc::NETLINK_XFRM
+        ));
+        assert!(refused(libc::AF_PACKET, libc::SOCK_RAW, 0));
+        assert!(refused(libc::AF_VSOCK, libc::SOCK_STREAM, 0));
+        assert!(!refused(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW,
+            libc::NETLINK_ROUTE
+        ));
+        assert!(!refused(libc::AF_INET, libc::SOCK_STREAM, 0));
+        assert!(!refused(libc::AF_UNIX, libc::SOCK_STREAM, 0));
+    }
+
+    #[test]
+    fn sys_is_an_empty_read_only_tmpfs_in_place_of_the_daemons_sysfs() {
+        let ws = tempfile::tempdir().unwrap();
+        let mut s = spec(ws.path());
+        s.network = NetworkSpec::None;
+        let b = body(&s, None).unwrap();
+        let host = b.host_config.unwrap();
+        let sys = host
+            .tmpfs
+            .as_ref()
+            .unwrap()
+            .get(SYS)
+            .expect("a tmpfs at /sys");
+        let opts: Vec<&str> = sys.split(',').collect();
+        for o in ["ro", "nosuid", "nodev", "noexec", "size=4096"] {
+            assert!(opts.contains(&o), "{sys}");
+        }
+        // No bind of the host's sysfs, nor anything below it, either.
+        assert!(!host.mounts.unwrap().iter().any(|m| m
+            .target
+            .as_deref()
+            .is_some_and(|t| t == SYS || t.starts_with("/sys/"))));
+        assert!(!sys_tmpfs_options(Daemon::Podman).contains("nr_inodes"));
     }
 
     #[test]

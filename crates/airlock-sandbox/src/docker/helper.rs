@@ -9,7 +9,7 @@
 
 use super::{config, sweep, Daemon, Request};
 use crate::native::{namespaces, protocol};
-use crate::oci::helper::{serve_one_request, stage_at, Stage, FD_CONTROL, FD_STDIN};
+use crate::oci::helper::{serve_one_request, stage_at, Stage, StageAccess, FD_CONTROL, FD_STDIN};
 use crate::oci::HelperReport;
 use crate::Layer;
 use crate::{sys, workspace};
@@ -28,7 +28,9 @@ use tokio::io::AsyncWriteExt;
 /// First argument that makes the airlock binary the Docker helper.
 pub const HELPER_ARG: &str = "__airlock-docker-helper";
 /// Where runs stage their workspaces: outside every workspace and state
-/// directory, in the host's mount namespace.
+/// directory, in the host's mount namespace; root's alone (0700, as is each
+/// stage), since the daemon resolves the bind sources as root and no other
+/// user may reach a staged workspace.
 pub const STAGE_BASE: &str = "/run/airlock-docker";
 /// The Engine API version spoken: dockerd 20.10 (Debian 12) and podman 4
 /// both serve it; newer daemons accept it too.
@@ -107,11 +109,19 @@ fn run(req: &Request) -> HelperReport {
     let owner = sweep::owner_label();
     let mut files = Vec::new();
     let mut egress = None;
-    let stage = match stage_at(Path::new(STAGE_BASE), spec, &req.runs_dir, false, |stage| {
-        write_files(stage, &owner, &mut files)?;
-        egress = stage_egress(req, stage)?;
-        Ok(())
-    }) {
+    let base = Path::new(STAGE_BASE);
+    let stage = match stage_at(
+        base,
+        StageAccess::RootOnly,
+        spec,
+        &req.runs_dir,
+        false,
+        |stage| {
+            write_files(stage, &owner, &mut files)?;
+            egress = stage_egress(req, stage)?;
+            Ok(())
+        },
+    ) {
         Ok(s) => s,
         Err(e) => return HelperReport::from_error_of(e, Layer::Docker),
     };
@@ -221,7 +231,7 @@ fn write_files(
 /// Network allowlist mode: the run's proxy socket, staged for the
 /// container's user. The socket stays root's 0600 in its 0700 directory; the
 /// stage gets an idmapped bind of it (read-only, nosuid, nodev, noexec) on
-/// which its owner shows as uid 100000, the container's user, as the native
+/// which its owner shows as uid 2000000000, the container's user, as the native
 /// and OCI backends show it to sandbox root. The daemon binds that into the
 /// container; nobody else gains a way to it.
 fn stage_egress(req: &Request, stage: &Stage) -> Result<Option<config::Egress>, SandboxError> {

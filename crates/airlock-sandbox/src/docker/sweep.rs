@@ -1,10 +1,16 @@
 //! What a helper killed outright (SIGKILL, a crash, the machine's OOM killer)
-//! leaves behind: its container and its stage. Both name their owner (the
-//! helper's pid and the start time of that process, so a reused pid is not
-//! mistaken for it); every helper removes those whose owner is gone before
-//! it starts its own run.
+//! leaves behind: its container and its stage. Both name their owner: the
+//! boot and the pid namespace the helper ran in, its pid there and the start
+//! time of that process (so that a reused pid is not mistaken for it). Every
+//! helper removes those whose owner is provably gone before it starts its own
+//! run: only owners of this boot and this pid namespace can be looked up, so a
+//! container of another host or of another pid namespace sharing the daemon
+//! (a CI container, a second machine, a remote podman service) is never
+//! touched, nor is one whose owner cannot be read (an older airlock's).
 
 use super::config::{LABEL_OWNER, LABEL_RUN};
+pub use crate::oci::owner::owner_label;
+use crate::oci::owner::{alive, stale, Here};
 use crate::sys;
 use bollard::query_parameters::ListContainersOptions;
 use bollard::Docker;
@@ -14,29 +20,6 @@ use std::path::Path;
 /// The file in a stage that names its owner.
 pub const OWNER_FILE: &str = "owner";
 
-/// `PID:START` of a process, START being its start time in clock ticks since
-/// boot (field 22 of /proc/PID/stat).
-fn owner_of(pid: &str) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces: count from its closing ')'.
-    let after = &stat[stat.rfind(')')? + 1..];
-    let start = after.split_whitespace().nth(19)?;
-    Some(format!("{pid}:{start}"))
-}
-
-/// This process's owner label.
-pub fn owner_label() -> String {
-    owner_of(&std::process::id().to_string()).unwrap_or_default()
-}
-
-/// Whether the process named by an owner label is still the one that wrote it.
-fn alive(label: &str) -> bool {
-    match label.split_once(':') {
-        Some((pid, _)) => owner_of(pid).is_some_and(|now| now == label),
-        None => false,
-    }
-}
-
 /// Removes every airlock container whose owner is gone; returns notes.
 pub async fn containers(docker: &Docker) -> Vec<String> {
     let mut filters = HashMap::new();
@@ -45,6 +28,9 @@ pub async fn containers(docker: &Docker) -> Vec<String> {
         all: true,
         filters: Some(filters),
         ..Default::default()
+    };
+    let Some(here) = Here::detect() else {
+        return Vec::new();
     };
     let Ok(list) = docker.list_containers(Some(opts)).await else {
         return Vec::new();
@@ -57,7 +43,7 @@ pub async fn containers(docker: &Docker) -> Vec<String> {
             .and_then(|l| l.get(LABEL_OWNER))
             .cloned()
             .unwrap_or_default();
-        if alive(&owner) {
+        if !stale(&owner, &here, alive) {
             continue;
         }
         if let Some(id) = c.id {
@@ -73,14 +59,17 @@ pub async fn containers(docker: &Docker) -> Vec<String> {
 /// Unmounts and removes every stage under `base` whose owner is gone.
 pub fn stages(base: &Path) -> Vec<String> {
     let mut notes = Vec::new();
+    let Some(here) = Here::detect() else {
+        return notes;
+    };
     let Ok(entries) = std::fs::read_dir(base) else {
         return notes;
     };
     for entry in entries.flatten() {
         let dir = entry.path();
+        // A stage being made has no owner file yet: never stale.
         let owner = std::fs::read_to_string(dir.join(OWNER_FILE)).unwrap_or_default();
-        if owner.is_empty() || alive(&owner) {
-            // A stage being made has no owner file yet.
+        if !stale(&owner, &here, alive) {
             continue;
         }
         // Only once the stage's tmpfs (and the workspace bound below it) is

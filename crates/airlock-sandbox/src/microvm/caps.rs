@@ -10,8 +10,8 @@ pub const ENFORCES: &[&str] = &[
     "system directories as read-only 9p shares; no network device",
     "allowlist mode: a guest relay on 127.0.0.1:3128/1080 multiplexed over one virtio-serial \
      port to the host's egress proxy",
-    "limits by the guest's cgroup v2 and rlimits; command as uid 100000, no capabilities",
-    "QEMU itself unprivileged (uid 100000) under its own seccomp sandbox",
+    "limits by the guest's cgroup v2 and rlimits; command as uid 2000000000, no capabilities",
+    "QEMU itself unprivileged (uid 2000000000) under its own seccomp sandbox",
 ];
 
 pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
@@ -25,7 +25,7 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
         Boundary::FilesystemView => e(
             "a guest kernel with its own root (the initramfs), /proc, /dev and /tmp; of the \
              host only the view's read-only directories (system directories, read paths) and \
-             the workspace, shared over virtio-9p by QEMU running as uid 100000",
+             the workspace, shared over virtio-9p by QEMU running as uid 2000000000",
         ),
         Boundary::Workspace => e(match spec.workspace.mode {
             WorkspaceMode::Overlay => {
@@ -91,8 +91,8 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
             "the spec's environment only, passed in the control share; nothing else is inherited",
         ),
         Boundary::Privileges => e(
-            "a non-root guest user (uid 100000) without capabilities, no_new_privs; behind it \
-             the guest kernel, and QEMU as host uid 100000 under its own seccomp filter",
+            "a non-root guest user (uid 2000000000) without capabilities, no_new_privs; behind it \
+             the guest kernel, and QEMU as host uid 2000000000 under its own seccomp filter",
         ),
     }
 }

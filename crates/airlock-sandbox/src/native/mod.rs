@@ -37,6 +37,7 @@ pub mod rlimits;
 pub mod rootless;
 pub mod rundir;
 pub mod seccomp;
+pub mod subid;
 mod teardowns;
 
 pub use caller::NativeBackend;

@@ -16,11 +16,21 @@ use crate::SandboxError;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
-/// Host uid and gid of root inside every sandbox. Not root, not a user in the
+/// Host uid and gid of root inside every sandbox (and of the command, or of
+/// QEMU, under the docker and microvm backends). Not root, not a user in the
 /// host's passwd; shared by concurrent sandboxes, which are kept apart by their
 /// PID, IPC, network and mount namespaces.
-pub const SANDBOX_HOST_UID: u32 = 100_000;
-pub const SANDBOX_HOST_GID: u32 = 100_000;
+///
+/// A stranger only while no user may become it: Debian's and Ubuntu's
+/// `useradd` delegates ranges of 65536 in /etc/subuid and /etc/subgid from
+/// 100000 up to 600100000 (login.defs' SUB_UID_MIN, SUB_UID_MAX), the first
+/// user getting exactly 100000, the id airlock once used. This one lies above
+/// those defaults and above systemd's range for containers (up to
+/// 1879048191), below its "foreign" range (from 2147352576) and below 2^31
+/// (tools that keep uids signed). [`super::subid`] checks the host's own
+/// delegations.
+pub const SANDBOX_HOST_UID: u32 = 2_000_000_000;
+pub const SANDBOX_HOST_GID: u32 = 2_000_000_000;
 
 pub const LAYER: Layer = Layer::Namespaces;
 

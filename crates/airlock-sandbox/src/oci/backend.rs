@@ -131,7 +131,7 @@ fn privilege_for(rt: Runtime, runs_dir: &Path) -> Result<Privilege, String> {
 }
 
 /// Why `rt` (crun, runc, youki) cannot run for an ordinary user: the helper
-/// shows the workspace to sandbox root (host uid 100000) through idmapped
+/// shows the workspace to sandbox root (host uid 2000000000) through idmapped
 /// mounts and runs the runtime as root. gVisor has a rootless mode instead
 /// (runsc runs the Sentry unprivileged), see [`Privilege::Rootless`].
 pub fn unprivileged_refusal(rt: Runtime) -> String {

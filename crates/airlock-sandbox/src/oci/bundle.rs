@@ -195,59 +195,112 @@ const FAMILY_CEILING: i32 = 64;
 /// rule with EPERM, whatever errnoRet says.)
 pub fn relay_socket_rules() -> Vec<serde_json::Value> {
     use serde_json::json;
-    let refuse = |args: serde_json::Value, errno: i32| {
-        json!({"names": ["socket", "socketpair"], "action": "SCMP_ACT_ERRNO",
-               "errnoRet": errno, "args": args})
-    };
-    let allowed = [
+    let mut rules = family_rules(&[
         libc::AF_UNIX,
         libc::AF_INET,
         libc::AF_INET6,
         libc::AF_NETLINK,
-    ];
-    // One rule per family: a rule's conditions are all required, so "none of
-    // these" cannot be one rule.
-    let mut rules: Vec<serde_json::Value> = (0..FAMILY_CEILING)
-        .filter(|f| !allowed.contains(f))
-        .map(|f| {
-            refuse(
-                json!([{"index": 0, "value": f, "op": "SCMP_CMP_EQ"}]),
-                libc::EAFNOSUPPORT,
-            )
-        })
-        .collect();
-    rules.push(refuse(
-        json!([{"index": 0, "value": FAMILY_CEILING, "op": "SCMP_CMP_GE"}]),
-        libc::EAFNOSUPPORT,
-    ));
-    rules.push(refuse(
-        json!([{"index": 0, "value": libc::AF_NETLINK, "op": "SCMP_CMP_EQ"},
-               {"index": 2, "value": libc::NETLINK_ROUTE, "op": "SCMP_CMP_NE"}]),
-        libc::EAFNOSUPPORT,
-    ));
-    // The kernel rewrites AF_INET + SOCK_PACKET into AF_PACKET.
-    // value is the mask, valueTwo the datum (libseccomp's order).
-    rules.push(refuse(
-        json!([{"index": 0, "value": libc::AF_INET, "op": "SCMP_CMP_EQ"},
-               {"index": 1, "value": 0xf, "valueTwo": SOCK_PACKET, "op": "SCMP_CMP_MASKED_EQ"}]),
-        libc::EAFNOSUPPORT,
-    ));
+    ]);
     for (family, proto) in [
         (libc::AF_INET, libc::IPPROTO_ICMP),
         (libc::AF_INET6, libc::IPPROTO_ICMPV6),
     ] {
-        rules.push(refuse(
+        rules.push(refuse_socket(
             json!([{"index": 0, "value": family, "op": "SCMP_CMP_EQ"},
                    {"index": 1, "value": 0xf, "valueTwo": libc::SOCK_RAW, "op": "SCMP_CMP_MASKED_EQ"}]),
             libc::EACCES,
         ));
-        rules.push(refuse(
+        rules.push(refuse_socket(
             json!([{"index": 0, "value": family, "op": "SCMP_CMP_EQ"},
                    {"index": 2, "value": proto, "op": "SCMP_CMP_EQ"}]),
             libc::EACCES,
         ));
     }
     rules
+}
+
+/// Allowlist mode under crun and runc, where netwatch answers the watched
+/// calls ([`watch_rules`]): the native backend's `SocketRule::UnixAndInet`
+/// with AF_PACKET let through to netwatch, which refuses and logs it (an
+/// ERRNO rule would win over its notification), as natively. The container
+/// is in the helper's empty network namespace, but netlink families other
+/// than NETLINK_ROUTE, and every other family, are code of the host's kernel
+/// the native backend keeps from the command too.
+pub fn netwatch_socket_rules() -> Vec<serde_json::Value> {
+    family_rules(&[
+        libc::AF_UNIX,
+        libc::AF_INET,
+        libc::AF_INET6,
+        libc::AF_NETLINK,
+        libc::AF_PACKET,
+    ])
+}
+
+/// Network mode open under crun, runc and the Docker-API backend: the native
+/// backend's `SocketRule::Any`. Every family but AF_PACKET (AF_VSOCK is
+/// refused in every mode by [`seccomp_profile`]), netlink for NETLINK_ROUTE
+/// only (no NETLINK_XFRM, audit or uevent on the host's namespace), no
+/// inet SOCK_PACKET. What it cannot do is native's landlock scope: the
+/// container shares the host's network namespace, so the host's abstract
+/// unix sockets stay reachable (a filter sees no socket address); the
+/// capability report says so.
+pub fn open_socket_rules() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let mut rules = vec![refuse_socket(
+        json!([{"index": 0, "value": libc::AF_PACKET, "op": "SCMP_CMP_EQ"}]),
+        libc::EAFNOSUPPORT,
+    )];
+    rules.extend(netlink_and_packet_rules());
+    rules
+}
+
+/// One rule refusing `socket` and `socketpair` with `errno` where `args` hold.
+fn refuse_socket(args: serde_json::Value, errno: i32) -> serde_json::Value {
+    serde_json::json!({"names": ["socket", "socketpair"], "action": "SCMP_ACT_ERRNO",
+                       "errnoRet": errno, "args": args})
+}
+
+/// Every socket family but `allowed` refused (EAFNOSUPPORT, as natively),
+/// with [`netlink_and_packet_rules`].
+fn family_rules(allowed: &[i32]) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    // One rule per family: a rule's conditions are all required, so "none of
+    // these" cannot be one rule.
+    let mut rules: Vec<serde_json::Value> = (0..FAMILY_CEILING)
+        .filter(|f| !allowed.contains(f))
+        .map(|f| {
+            refuse_socket(
+                json!([{"index": 0, "value": f, "op": "SCMP_CMP_EQ"}]),
+                libc::EAFNOSUPPORT,
+            )
+        })
+        .collect();
+    rules.push(refuse_socket(
+        json!([{"index": 0, "value": FAMILY_CEILING, "op": "SCMP_CMP_GE"}]),
+        libc::EAFNOSUPPORT,
+    ));
+    rules.extend(netlink_and_packet_rules());
+    rules
+}
+
+/// Netlink for NETLINK_ROUTE only, and no inet SOCK_PACKET, in every mode
+/// that has more than AF_UNIX (the native filter's own two exceptions).
+fn netlink_and_packet_rules() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    vec![
+        refuse_socket(
+            json!([{"index": 0, "value": libc::AF_NETLINK, "op": "SCMP_CMP_EQ"},
+                   {"index": 2, "value": libc::NETLINK_ROUTE, "op": "SCMP_CMP_NE"}]),
+            libc::EAFNOSUPPORT,
+        ),
+        // The kernel rewrites AF_INET + SOCK_PACKET into AF_PACKET.
+        // value is the mask, valueTwo the datum (libseccomp's order).
+        refuse_socket(
+            json!([{"index": 0, "value": libc::AF_INET, "op": "SCMP_CMP_EQ"},
+                   {"index": 1, "value": 0xf, "valueTwo": SOCK_PACKET, "op": "SCMP_CMP_MASKED_EQ"}]),
+            libc::EAFNOSUPPORT,
+        ),
+    ]
 }
 
 /// The OCI seccomp profile; `unix_only` (network none) refuses every socket
@@ -573,12 +626,20 @@ pub fn translate(
             let seccomp = &mut linux["seccomp"];
             if let Some(rules) = seccomp["syscalls"].as_array_mut() {
                 rules.extend(watch_rules());
+                rules.extend(netwatch_socket_rules());
             }
             seccomp["listenerPath"] = json!(seccomp_listener);
         }
         Some(Egress::GuestRelay { .. }) => {
             if let Some(rules) = linux["seccomp"]["syscalls"].as_array_mut() {
                 rules.extend(relay_socket_rules());
+            }
+        }
+        // Open mode under crun and runc: the native backend's families.
+        // (runsc has its own network stack; its rules are left as they were.)
+        None if matches!(spec.network, NetworkSpec::Open) && !runtime.is_gvisor() => {
+            if let Some(rules) = linux["seccomp"]["syscalls"].as_array_mut() {
+                rules.extend(open_socket_rules());
             }
         }
         None => {}
@@ -638,7 +699,7 @@ pub(crate) fn add_rlimit(config: &mut Value, name: &str, value: u64) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::view::{self, ViewInput};
     use crate::GIT_CONFIG_FILE;
@@ -852,6 +913,112 @@ mod tests {
         };
         let e = bundle_of(&s, Path::new("/m"), Runtime::Crun).unwrap_err();
         assert!(e.contains("relay"), "{e}");
+    }
+
+    /// Whether `rules` refuse `socket(family, type, proto)`, read as
+    /// libseccomp would (every condition of a rule must hold).
+    pub(crate) fn refuses_socket(rules: &[Value], family: i32, ty: i32, proto: i32) -> bool {
+        let arg = [family as i64, ty as i64, proto as i64];
+        rules.iter().any(|r| {
+            r["action"] == "SCMP_ACT_ERRNO"
+                && r["names"]
+                    .as_array()
+                    .is_some_and(|n| n.contains(&json!("socket")))
+                && r["args"].as_array().is_some_and(|args| {
+                    args.iter().all(|a| {
+                        let v = arg[a["index"].as_u64().unwrap() as usize];
+                        let x = a["value"].as_i64().unwrap();
+                        match a["op"].as_str().unwrap() {
+                            "SCMP_CMP_EQ" => v == x,
+                            "SCMP_CMP_NE" => v != x,
+                            "SCMP_CMP_GE" => v >= x,
+                            "SCMP_CMP_MASKED_EQ" => v & x == a["valueTwo"].as_i64().unwrap(),
+                            op => panic!("{op}"),
+                        }
+                    })
+                })
+        })
+    }
+
+    #[test]
+    fn open_mode_takes_the_native_open_families_under_crun_and_runc() {
+        let mut s = spec(Path::new("/w"));
+        s.network = NetworkSpec::Open;
+        for runtime in [Runtime::Crun, Runtime::Runc] {
+            let b = bundle_of(&s, Path::new("/m"), runtime).unwrap();
+            let rules = b.config["linux"]["seccomp"]["syscalls"]
+                .as_array()
+                .unwrap()
+                .clone();
+            let refused = |f, t, p| refuses_socket(&rules, f, t, p);
+            // Refused as natively: packet, vsock, netlink but route, inet's
+            // SOCK_PACKET.
+            assert!(refused(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW,
+                libc::NETLINK_XFRM
+            ));
+            assert!(refused(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW,
+                libc::NETLINK_AUDIT
+            ));
+            assert!(refused(libc::AF_PACKET, libc::SOCK_RAW, 0));
+            assert!(refused(libc::AF_VSOCK, libc::SOCK_STREAM, 0));
+            assert!(refused(libc::AF_INET, SOCK_PACKET, 0));
+            // What open mode is for.
+            assert!(!refused(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW,
+                libc::NETLINK_ROUTE
+            ));
+            assert!(!refused(libc::AF_INET, libc::SOCK_STREAM, 0));
+            assert!(!refused(libc::AF_INET6, libc::SOCK_DGRAM, 0));
+            assert!(!refused(libc::AF_UNIX, libc::SOCK_STREAM, 0));
+        }
+        // runsc's own network stack: its profile is left as it was.
+        s.hide_paths.clear();
+        let b = bundle_of(&s, Path::new("/m"), gvisor()).unwrap();
+        let rules = b.config["linux"]["seccomp"]["syscalls"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert!(!refuses_socket(
+            &rules,
+            libc::AF_NETLINK,
+            libc::SOCK_RAW,
+            libc::NETLINK_XFRM
+        ));
+    }
+
+    #[test]
+    fn allowlist_under_netwatch_takes_the_native_families_and_leaves_packet_to_netwatch() {
+        let mut s = spec(Path::new("/w"));
+        s.network = NetworkSpec::Proxy {
+            socket: "/run/p.sock".into(),
+        };
+        let egress = Egress::HostRelay {
+            netns: "/proc/42/ns/net".into(),
+            seccomp_listener: "/run/airlock-oci/r1/seccomp.sock".into(),
+        };
+        let b = bundle_with(&s, Path::new("/m"), Runtime::Crun, Some(egress)).unwrap();
+        let rules = b.config["linux"]["seccomp"]["syscalls"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let refused = |f, t, p| refuses_socket(&rules, f, t, p);
+        assert!(refused(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW,
+            libc::NETLINK_XFRM
+        ));
+        assert!(refused(libc::AF_BLUETOOTH, libc::SOCK_STREAM, 0));
+        assert!(refused(libc::AF_ALG, libc::SOCK_SEQPACKET, 0));
+        assert!(refused(100, libc::SOCK_STREAM, 0));
+        // netwatch sees (refuses and logs) packet sockets, as natively.
+        assert!(!refused(libc::AF_PACKET, libc::SOCK_RAW, 0));
+        assert!(!refused(libc::AF_INET, libc::SOCK_STREAM, 0));
+        assert!(!refused(libc::AF_UNIX, libc::SOCK_STREAM, 0));
     }
 
     #[test]

@@ -100,7 +100,14 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
                  and recorded by netwatch through seccomp user notification \
                  (linux.seccomp.listenerPath)",
             ),
-            NetworkSpec::Open => e("host network (as the policy says)"),
+            NetworkSpec::Open if gvisor => e("host network (as the policy says)"),
+            NetworkSpec::Open => e(
+                "host network (as the policy says), the native backend's open-mode socket \
+                 families (no AF_PACKET or AF_VSOCK, netlink for NETLINK_ROUTE only); unlike \
+                 the native backend, the host's abstract unix sockets are not scoped: the \
+                 container shares the host's network namespace, where they live, and a \
+                 seccomp filter cannot see a socket's address (no landlock here)",
+            ),
         },
         Boundary::Timeout => e(
             "wall-clock timer in the helper from the runtime's start; the runtime kills the \
@@ -133,12 +140,12 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
         }
         Boundary::Privileges if gvisor => e(
             "gVisor sandbox: root inside is the Sentry's bookkeeping; on the host the Sentry runs \
-             as nobody in a user namespace of its own and the gofer as uid 100000, both with \
+             as nobody in a user namespace of its own and the gofer as uid 2000000000, both with \
              noNewPrivileges under runsc's own seccomp filters; no capabilities inside; nice and \
              oom_score_adj inside do not reach the host",
         ),
         Boundary::Privileges => e(
-            "user namespace (root inside is host uid 100000), no capabilities, noNewPrivileges, \
+            "user namespace (root inside is host uid 2000000000), no capabilities, noNewPrivileges, \
              an OCI seccomp deny list (not airlock's native allowlist; user notification only for netwatch in allowlist mode)",
         ),
     }

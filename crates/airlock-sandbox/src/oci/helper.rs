@@ -300,16 +300,32 @@ fn run(req: &Request) -> HelperReport {
         },
         _ => {}
     }
+    // What runs killed outright left under the base (their stage
+    // directories, empty outside their dead mount namespaces); then this
+    // run's owner file beside its stage, written before the directory exists
+    // so that no stage is ever left without one.
+    let swept = super::owner::sweep_stages(&base);
+    let _owner = match OwnerFile::write(&base, &spec.request_id) {
+        Ok(o) => o,
+        Err(e) => return HelperReport::from_error(e),
+    };
     // Step 2: the workspace and the bundle.
-    let stage = match stage_at(&base, &req.spec, &req.runs_dir, rootless, |stage| {
-        if let Some(e) = egress.as_mut() {
-            stage.staged.egress = Some(e.prepare(&stage.dir)?);
-        }
-        if let Some((socket, relay)) = guest_relay {
-            stage.staged.egress = Some(stage_guest_relay(&stage.dir, socket, relay, rootless)?);
-        }
-        write_bundle(req, stage)
-    }) {
+    let stage = match stage_at(
+        &base,
+        StageAccess::Runtime,
+        &req.spec,
+        &req.runs_dir,
+        rootless,
+        |stage| {
+            if let Some(e) = egress.as_mut() {
+                stage.staged.egress = Some(e.prepare(&stage.dir)?);
+            }
+            if let Some((socket, relay)) = guest_relay {
+                stage.staged.egress = Some(stage_guest_relay(&stage.dir, socket, relay, rootless)?);
+            }
+            write_bundle(req, stage)
+        },
+    ) {
         Ok(s) => s,
         Err(e) => return HelperReport::from_error(e),
     };
@@ -329,9 +345,31 @@ fn run(req: &Request) -> HelperReport {
         report.changes = f.changes;
         report.change_summary = Some(f.summary);
     }
-    // Step 5: teardown.
+    // Step 5: teardown (the owner file goes after the stage, when `_owner`
+    // drops).
     stage.remove();
+    report.notes.extend(swept);
     report
+}
+
+/// A stage's owner file ([`super::owner::STAGE_OWNER_SUFFIX`]), removed
+/// when dropped.
+struct OwnerFile(PathBuf);
+
+impl OwnerFile {
+    fn write(base: &Path, run: &str) -> Result<OwnerFile, SandboxError> {
+        mkdir(base, StageAccess::Runtime.mode())?;
+        let path = base.join(format!("{run}{}", super::owner::STAGE_OWNER_SUFFIX));
+        std::fs::write(&path, super::owner::owner_label())
+            .map_err(|e| fail(Layer::Mounts, path.display(), e))?;
+        Ok(OwnerFile(path))
+    }
+}
+
+impl Drop for OwnerFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Whether gVisor's allowlist mode can run: runsc must be able to let its
@@ -358,7 +396,7 @@ fn guest_relay_possible(
 }
 
 /// gVisor's allowlist mode: the egress proxy's socket and the relay binary
-/// in the stage, where runsc's gofer (host uid 100000) reaches them whatever
+/// in the stage, where runsc's gofer (host uid 2000000000) reaches them whatever
 /// the directories above the originals let through. The socket (root's,
 /// 0600) is idmapped so that sandbox root owns it and may connect; the relay
 /// is a plain bind and must be readable and executable by others. Rootless,
@@ -469,10 +507,37 @@ fn attach_idmapped(
         .map_err(|e| fail(Layer::Workspace, format!("attach {}", src.display()), e))
 }
 
+/// Who must pass through a stage's directories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StageAccess {
+    /// An OCI runtime inside the container's user namespace (sandbox root,
+    /// host uid [`namespaces::SANDBOX_HOST_UID`]) opens the bundle and the
+    /// staged sources itself: the base, the run's directory and its tmpfs are
+    /// 0711. The stage lives in the helper's private mount namespace.
+    Runtime,
+    /// Only host root: a daemon (dockerd, podman's service) resolves the
+    /// bind sources as root, and the container never walks the stage. The
+    /// stage lives in the host's mount namespace, where any local user could
+    /// otherwise list and read the staged workspace, and a user holding the
+    /// sandbox's uid write into it: base, directory and tmpfs are 0700.
+    #[cfg_attr(not(feature = "docker"), allow(dead_code))]
+    RootOnly,
+}
+
+impl StageAccess {
+    fn mode(self) -> u32 {
+        match self {
+            StageAccess::Runtime => 0o711,
+            StageAccess::RootOnly => 0o700,
+        }
+    }
+}
+
 /// Stages the run's workspace and paths in a directory of its own under
 /// `base` (a small tmpfs), then lets `finish` add what its backend needs.
 pub(crate) fn stage_at(
     base: &Path,
+    access: StageAccess,
     spec: &crate::SandboxSpec,
     runs_dir: &Path,
     rootless: bool,
@@ -481,16 +546,18 @@ pub(crate) fn stage_at(
     // The workspace tree is copied before anything is mounted.
     let ws_tree = sys::clone_tree(&spec.workspace.root, true)
         .map_err(|e| fail(Layer::Workspace, spec.workspace.root.display(), e))?;
-    mkdir(base, 0o711)?;
+    // `mkdir` also narrows a base an older airlock made wider.
+    mkdir(base, access.mode())?;
     let dir = base.join(&spec.request_id);
     std::fs::DirBuilder::new()
-        .mode(0o711)
+        .mode(access.mode())
         .create(&dir)
         .map_err(|e| fail(Layer::Mounts, format!("mkdir {}", dir.display()), e))?;
     // Bundle, rootfs files and the runtime's state: a small tmpfs of the run's own.
     // No mount flags: a runtime inside the container's user namespace could
     // not remount the root read-only over flags locked by this namespace.
-    if let Err(e) = tmpfs_with(&dir, 16 << 20, "0711", "tmpfs for the bundle", 0) {
+    let tmpfs_mode = format!("{:04o}", access.mode());
+    if let Err(e) = tmpfs_with(&dir, 16 << 20, &tmpfs_mode, "tmpfs for the bundle", 0) {
         let _ = std::fs::remove_dir(&dir);
         return Err(e);
     }
@@ -643,7 +710,7 @@ fn write_bundle(req: &Request, stage: &mut Stage) -> Result<(), SandboxError> {
 }
 
 /// The workspace as the native backend lays it out, below `dir`: idmapped
-/// (its owner is sandbox root inside, host uid 100000), and in overlay mode
+/// (its owner is sandbox root inside, host uid 2000000000), and in overlay mode
 /// the lower layer of an overlay whose upper layer is a tmpfs capped at 3/4
 /// of the memory limit. Returns the directory the sandbox sees and, in
 /// overlay mode, the upper layer the change report is read from. The microVM

@@ -23,6 +23,7 @@ pub mod backend;
 pub mod bundle;
 pub mod caps;
 pub mod helper;
+pub mod owner;
 pub mod runtime;
 
 pub use backend::OciBackend;
@@ -55,7 +56,7 @@ pub struct Request {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Privilege {
-    /// As host root: idmapped mounts (sandbox root is host uid 100000), the
+    /// As host root: idmapped mounts (sandbox root is host uid 2000000000), the
     /// stage under [`helper::STAGE_BASE`], a cgroup of the run's own.
     #[default]
     Root,
