@@ -2162,6 +2162,17 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("ln -s ../README.md docs/r && cat docs/r", "default", A, ""),
     ("mkdir out && ln -s ../src out/src && cp -r out out2 && touch out2/src/new.py", "default", A, ""),
     ("ln -s ../x src/ && echo x > src/y", "default", A, ""),
+    // A fifth outside pass (rt-gate).
+    // 7, 18. rustc's outputs named inside an option's value, and the linker plugin.
+    ("rustc --emit=link=.git/hooks/pre-commit x.rs", "default", D, "rustc --emit"),
+    ("rustc --emit link=.git/hooks/pre-commit x.rs", "default", D, "rustc --emit"),
+    ("rustc --emit=dep-info=.git/config,link x.rs", "default", D, "rustc --emit"),
+    ("rustc -C incremental=.git/hooks x.rs", "default", D, "rustc -C"),
+    ("rustc -C profile-generate=.git/hooks x.rs", "default", D, "rustc -C"),
+    ("rustc -C incremental=/tmp/x x.rs", "default", D, "rustc -C"),
+    ("rustc -C linker-plugin-lto=./p.so x.rs", "default", Q, "linker-plugin-lto"),
+    ("rustc --emit=asm,link -o build/x x.rs", "default", A, ""),
+    ("rustc -C linker-plugin-lto -C opt-level=2 x.rs", "default", A, ""),
 ];
 
 #[test]
