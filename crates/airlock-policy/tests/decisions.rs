@@ -2173,6 +2173,36 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("rustc -C linker-plugin-lto=./p.so x.rs", "default", Q, "linker-plugin-lto"),
     ("rustc --emit=asm,link -o build/x x.rs", "default", A, ""),
     ("rustc -C linker-plugin-lto -C opt-level=2 x.rs", "default", A, ""),
+    // 8. gzip -N restores the name stored in the archive's header.
+    ("gunzip -Nf .git/notes.gz", "default", D, "gunzip -N"),
+    ("gzip -dNf .git/notes.gz", "default", D, "gzip -N"),
+    ("gunzip --name --force notes.gz", "default", D, "gunzip -N"),
+    ("gzip --decompress --name notes.gz", "default", D, "gzip -N"),
+    ("gunzip -N -c notes.gz > notes.txt", "default", A, ""),
+    ("gzip -N notes.txt", "default", A, ""),
+    ("gunzip notes.gz", "default", A, ""),
+    // 9, 10. tar writes the archive it appends to, updates or deletes from;
+    // --remove-files deletes what it archived.
+    ("tar -rf .git/config a.txt", "default", D, "workspace.protect"),
+    ("tar -uf .git/config a.txt", "default", D, "workspace.protect"),
+    ("tar --append -f .git/config a.txt", "default", D, "workspace.protect"),
+    ("tar -A -f .git/config b.tar", "default", D, "workspace.protect"),
+    ("tar --concatenate --file=sub/.git/config b.tar", "default", Q, "git run there obeys"),
+    ("tar --delete -f .git/hooks/x.tar a", "default", D, "workspace.protect"),
+    ("tar --update -f sub/.git/config a.txt", "default", Q, "git run there obeys"),
+    ("tar -cf /dev/null --remove-files .", "default", Q, "tar --remove-files"),
+    ("tar -cf out.tar --remove src", "default", Q, "tar --remove-files"),
+    ("tar -rf build/out.tar src", "default", A, ""),
+    ("tar -tf .git/x.tar", "default", A, ""),
+    // 11. patch's backup names: a suffix or prefix of the caller's choice.
+    ("patch -b -z ig .git/conf < x.diff", "default", D, "patch -z"),
+    ("patch -b --suffix=rc README.md < x.diff", "default", D, "patch -z"),
+    ("patch -b --basename-prefix=.git/ config < x.diff", "default", D, "patch -Y"),
+    ("patch -b -Y .git/ config < x.diff", "default", D, "patch -Y"),
+    ("patch -B .gi t/config < x.diff", "default", D, "patch -B"),
+    ("patch --prefix=x -b README.md < x.diff", "default", D, "patch -B"),
+    ("patch -b README.md < x.diff", "default", A, ""),
+    ("patch -b -V numbered README.md < x.diff", "default", A, ""),
 ];
 
 #[test]

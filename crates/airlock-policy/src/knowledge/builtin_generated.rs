@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0x88269e32cd86009f;
+pub const SOURCE_HASH: u64 = 0x83f2216e43519ae2;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -399,7 +399,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gzip", "gunzip"], origin: "<built-in knowledge base>:277",
+        names: &["gzip"], origin: "<built-in knowledge base>:277",
         about: "GNU gzip: decompressing writes each file under its name without the suffix (`gunzip x.gz` writes `x`); the gate checks that name as a write",
         abbreviations: true,
         short_values: &['S'],
@@ -426,10 +426,48 @@ pub static PROGRAMS: &[P] = &[
             L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
             L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
         ],
+        effects: &[
+            E { trigger: T::Option("-N"), kind: Kind::Write, action: Action::OnUnknown, requires: &["-d"], unless: &["-c", "-t", "-l"],
+                reason: "decompresses each file under the name stored in the archive (`config`, `.gitconfig`), which the gate does not read; without -N (or with -c) the name written is the operand's without its suffix", ..EFFECT },
+        ],
         ..PROGRAM
     },
     P {
-        names: &["xz", "unxz", "lzma", "unlzma"], origin: "<built-in knowledge base>:284",
+        names: &["gunzip"], origin: "<built-in knowledge base>:293",
+        about: "GNU gunzip: writes each file under its name without the suffix (`gunzip x.gz` writes `x`); the gate checks that name as a write",
+        abbreviations: true,
+        short_values: &['S'],
+        long: &[
+            L { name: "stdout", key: "--stdout", takes: Takes::No, short: Some('c') },
+            L { name: "to-stdout", key: "--to-stdout", takes: Takes::No, short: Some('c') },
+            L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
+            L { name: "uncompress", key: "--uncompress", takes: Takes::No, short: Some('d') },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "keep", key: "--keep", takes: Takes::No, short: Some('k') },
+            L { name: "list", key: "--list", takes: Takes::No, short: Some('l') },
+            L { name: "license", key: "--license", takes: Takes::No, short: Some('L') },
+            L { name: "no-name", key: "--no-name", takes: Takes::No, short: Some('n') },
+            L { name: "name", key: "--name", takes: Takes::No, short: Some('N') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "recursive", key: "--recursive", takes: Takes::No, short: Some('r') },
+            L { name: "rsyncable", key: "--rsyncable", takes: Takes::No, short: None },
+            L { name: "suffix", key: "--suffix", takes: Takes::Required, short: Some('S') },
+            L { name: "synchronous", key: "--synchronous", takes: Takes::No, short: None },
+            L { name: "test", key: "--test", takes: Takes::No, short: Some('t') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "fast", key: "--fast", takes: Takes::No, short: Some('1') },
+            L { name: "best", key: "--best", takes: Takes::No, short: Some('9') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        effects: &[
+            E { trigger: T::Option("-N"), kind: Kind::Write, action: Action::OnUnknown, unless: &["-c", "-t", "-l"],
+                reason: "decompresses each file under the name stored in the archive (`config`, `.gitconfig`), which the gate does not read; without -N (or with -c) the name written is the operand's without its suffix", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["xz", "unxz", "lzma", "unlzma"], origin: "<built-in knowledge base>:307",
         about: "xz: decompressing writes each file under its name without the suffix; --files names the files in a file",
         abbreviations: true,
         short_values: &['S', 'F', 'C', 'T', 'M'],
@@ -482,7 +520,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["bzip2", "bunzip2"], origin: "<built-in knowledge base>:303",
+        names: &["bzip2", "bunzip2"], origin: "<built-in knowledge base>:326",
         about: "bzip2: decompressing writes each file under its name without the suffix",
         long: &[
             L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
@@ -503,7 +541,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zstd", "unzstd"], origin: "<built-in knowledge base>:309",
+        names: &["zstd", "unzstd"], origin: "<built-in knowledge base>:332",
         about: "zstd: decompressing writes each file under its name without the suffix; -o and the output directories name where it writes",
         short_values: &['o', 'D'],
         short_optional: &['T', 'M', 'B'],
@@ -555,7 +593,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rg"], origin: "<built-in knowledge base>:346",
+        names: &["rg"], origin: "<built-in knowledge base>:369",
         about: "ripgrep: --pre runs a program on every file searched, --hostname-bin runs a program; files it reads options from",
         short_values: &['A', 'B', 'C', 'e', 'E', 'f', 'g', 'j', 'M', 'm', 'r', 't', 'T', 'd'],
         long: &[
@@ -659,7 +697,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["date"], origin: "<built-in knowledge base>:381",
+        names: &["date"], origin: "<built-in knowledge base>:404",
         about: "GNU date: -s and an operand of digits set the system clock",
         abbreviations: true,
         short_values: &['d', 'f', 'r', 's'],
@@ -690,7 +728,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["hostname"], origin: "<built-in knowledge base>:414",
+        names: &["hostname"], origin: "<built-in knowledge base>:437",
         about: "hostname: a name operand or -F sets the host name",
         abbreviations: true,
         short_values: &['F'],
@@ -720,7 +758,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sed", "gsed"], origin: "<built-in knowledge base>:436",
+        names: &["sed", "gsed"], origin: "<built-in knowledge base>:459",
         about: "GNU sed",
         abbreviations: true,
         short_values: &['e', 'f', 'l'],
@@ -758,7 +796,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:475",
+        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:498",
         about: "awk; gawk's long options",
         abbreviations: true,
         short_values: &['e', 'f', 'v', 'F', 'E', 'i', 'l', 'W'],
@@ -808,7 +846,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:555",
+        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:578",
         about: "GNU tar",
         abbreviations: true, old_style: true,
         short_values: &['f', 'C', 'I', 'F', 'b', 'H', 'K', 'L', 'N', 'g', 'V', 'T', 'X'],
@@ -833,6 +871,7 @@ pub static PROGRAMS: &[P] = &[
             L { name: "diff", key: "--diff", takes: Takes::No, short: Some('d') },
             L { name: "compare", key: "--compare", takes: Takes::No, short: Some('d') },
             L { name: "delete", key: "--delete", takes: Takes::No, short: None },
+            L { name: "remove-files", key: "--remove-files", takes: Takes::No, short: None },
             L { name: "catenate", key: "--catenate", takes: Takes::No, short: Some('A') },
             L { name: "concatenate", key: "--concatenate", takes: Takes::No, short: Some('A') },
             L { name: "absolute-names", key: "--absolute-names", takes: Takes::No, short: Some('P') },
@@ -909,14 +948,20 @@ pub static PROGRAMS: &[P] = &[
             E { trigger: T::Option("-C"), kind: Kind::Write, action: Action::Judge, requires: &["-x"], path: Some(Access::Write), ..EFFECT },
             E { trigger: T::Option("-C"), kind: Kind::Read, action: Action::Judge, unless: &["-x"], path: Some(Access::Read), ..EFFECT },
             E { trigger: T::Option("-f"), kind: Kind::Write, action: Action::Judge, requires: &["-c"], path: Some(Access::Write), ..EFFECT },
-            E { trigger: T::Option("-f"), kind: Kind::Read, action: Action::Judge, unless: &["-c"], path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Write, action: Action::Judge, requires: &["-r"], path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Write, action: Action::Judge, requires: &["-u"], path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Write, action: Action::Judge, requires: &["-A"], path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Write, action: Action::Judge, requires: &["--delete"], path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Read, action: Action::Judge, unless: &["-c", "-r", "-u", "-A", "--delete"], path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("--remove-files"), kind: Kind::Delete, action: Action::ApprovalRequired,
+                reason: "deletes every file it puts in the archive, as `rm -r` of its operands would (`tar -cf /dev/null --remove-files .` empties the workspace); archive without it, then remove what you mean to", ..EFFECT },
             E { trigger: T::Option("-T"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
             E { trigger: T::Option("-X"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["zip"], origin: "<built-in knowledge base>:670",
+        names: &["zip"], origin: "<built-in knowledge base>:729",
         about: "Info-ZIP zip",
         abbreviations: true,
         short_values: &['b', 'n', 'x', 'i', 't'],
@@ -953,7 +998,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unzip"], origin: "<built-in knowledge base>:703",
+        names: &["unzip"], origin: "<built-in knowledge base>:762",
         about: "Info-ZIP unzip",
         short_values: &['d', 'x'],
         effects: &[
@@ -964,7 +1009,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["make", "gmake"], origin: "<built-in knowledge base>:723",
+        names: &["make", "gmake"], origin: "<built-in knowledge base>:782",
         about: "GNU make; its command-line variable assignments are read by the gate's own code (shell/mod.rs, make_assignments): `SHELL = x`, `override`/`export` prefixes, `!=`, and values calling make functions (`$(shell …)`) need approval",
         abbreviations: true,
         short_values: &['f', 'C', 'I', 'o', 'W', 'E'],
@@ -1018,7 +1063,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cmake"], origin: "<built-in knowledge base>:770",
+        names: &["cmake"], origin: "<built-in knowledge base>:829",
         about: "cmake: `-E env|chdir|time` run a command (unwrapped and judged); -P, -C and --toolchain run CMake scripts; -D cache entries that choose compilers, launchers, linkers or carry compiler options that run programs",
         short_values: &['D', 'C', 'P', 'S', 'B', 'G', 'T', 'A', 'U', 'W', 'E'],
         short_optional: &['j'],
@@ -1093,7 +1138,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:863",
+        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:922",
         about: "GCC and Clang drivers: options that run or load other programs, and the output file",
         short_values: &['o', 'B', 'D', 'U', 'I', 'L', 'l', 'x', 'u', 'T', 'e', 'z', 'A', 'M'],
         long: &[
@@ -1161,13 +1206,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:996",
+        names: &["go"], origin: "<built-in knowledge base>:1055",
         about: "the go command: flags that run other programs in place of go's own tools",
         subcommands: true,
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1001",
+        names: &["go"], origin: "<built-in knowledge base>:1060",
         subcommand: Some("vet"),
         long: &[
             L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
@@ -1209,7 +1254,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1062",
+        names: &["go"], origin: "<built-in knowledge base>:1121",
         subcommand: Some("build"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1250,7 +1295,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1123",
+        names: &["go"], origin: "<built-in knowledge base>:1182",
         subcommand: Some("test"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1295,7 +1340,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1190",
+        names: &["go"], origin: "<built-in knowledge base>:1249",
         subcommand: Some("run"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1336,7 +1381,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["patch"], origin: "<built-in knowledge base>:1251",
+        names: &["patch"], origin: "<built-in knowledge base>:1310",
         about: "GNU patch: where it writes and what it reads",
         abbreviations: true,
         short_values: &['d', 'i', 'o', 'p', 'r', 'B', 'D', 'F', 'V', 'Y', 'z', 'g'],
@@ -1369,13 +1414,18 @@ pub static PROGRAMS: &[P] = &[
             E { trigger: T::Option("-d"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
             E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
             E { trigger: T::Option("-r"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
-            E { trigger: T::Option("-B"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-B"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "names the backup of each file it patches with a prefix of the caller's choice, joined to the file's name as text (`-B .gi` turns `t/config` into `.git/config`), which the gate does not follow", ..EFFECT },
+            E { trigger: T::Option("-Y"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "names the backup of each file it patches with a prefix of the caller's choice before the file's base name (`-Y .git/` turns `config` into `.git/config`), which the gate does not follow", ..EFFECT },
+            E { trigger: T::Option("-z"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "names the backup of each file it patches with a suffix of the caller's choice (`-b -z rc` turns `~/.bash` into `~/.bashrc`), which the gate does not follow", ..EFFECT },
             E { trigger: T::Option("-i"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1288",
+        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1359",
         about: "archivers: a plugin to load",
         abbreviations: true,
         long: &[
@@ -1392,7 +1442,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1300",
+        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1371",
         about: "linkers: the output file",
         short_values: &['o', 'L', 'l', 'T', 'e', 'u', 'y', 'Y', 'm', 'F', 'f', 'I', 'h', 'z'],
         long: &[
@@ -1416,7 +1466,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["jq"], origin: "<built-in knowledge base>:1324",
+        names: &["jq"], origin: "<built-in knowledge base>:1395",
         about: "jq: files it reads its program or arguments from",
         short_values: &['f', 'L'],
         long: &[
@@ -1438,7 +1488,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["find"], origin: "<built-in knowledge base>:1344",
+        names: &["find"], origin: "<built-in knowledge base>:1415",
         about: "GNU find: predicates are single-dash words; -exec and friends are unwrapped and their command judged",
         long: &[
             L { name: "-exec", key: "-exec", takes: Takes::Command, short: None },
@@ -1505,7 +1555,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xargs"], origin: "<built-in knowledge base>:1406",
+        names: &["xargs"], origin: "<built-in knowledge base>:1477",
         about: "GNU xargs: the command after its options is unwrapped and judged (echo when none)",
         abbreviations: true, options_first: true,
         short_values: &['I', 'a', 'E', 'd', 'L', 'n', 'P', 's'],
@@ -1536,7 +1586,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["env"], origin: "<built-in knowledge base>:1423",
+        names: &["env"], origin: "<built-in knowledge base>:1494",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
         short_values: &['u', 'C', 'S', 'a'],
@@ -1561,7 +1611,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nice"], origin: "<built-in knowledge base>:1437",
+        names: &["nice"], origin: "<built-in knowledge base>:1508",
         abbreviations: true, options_first: true,
         short_values: &['n'],
         long: &[
@@ -1572,7 +1622,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["timeout"], origin: "<built-in knowledge base>:1444",
+        names: &["timeout"], origin: "<built-in knowledge base>:1515",
         abbreviations: true, options_first: true,
         short_values: &['s', 'k'],
         long: &[
@@ -1587,7 +1637,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1451",
+        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1522",
         options_first: true,
         long: &[
             L { name: "fork", key: "--fork", takes: Takes::No, short: Some('f') },
@@ -1599,7 +1649,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["stdbuf"], origin: "<built-in knowledge base>:1456",
+        names: &["stdbuf"], origin: "<built-in knowledge base>:1527",
         abbreviations: true, options_first: true,
         short_values: &['i', 'o', 'e'],
         long: &[
@@ -1612,7 +1662,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["flock"], origin: "<built-in knowledge base>:1463",
+        names: &["flock"], origin: "<built-in knowledge base>:1534",
         about: "util-linux flock: `flock FILE CMD…` and `flock FILE -c CMD` run the command (unwrapped and judged); the file is created",
         abbreviations: true, options_first: true,
         short_values: &['w', 'E', 'c'],
@@ -1635,7 +1685,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["watch"], origin: "<built-in knowledge base>:1471",
+        names: &["watch"], origin: "<built-in knowledge base>:1542",
         about: "procps watch: runs its words through `sh -c` (with -x, as an argv); unwrapped and judged",
         abbreviations: true, options_first: true,
         short_values: &['n', 'q'],
@@ -1660,7 +1710,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ionice"], origin: "<built-in knowledge base>:1480",
+        names: &["ionice"], origin: "<built-in knowledge base>:1551",
         about: "util-linux ionice: the command after its options is unwrapped and judged (none with -p/-P/-u)",
         abbreviations: true, options_first: true,
         short_values: &['c', 'n', 'p', 'P', 'u'],
@@ -1677,7 +1727,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["chrt"], origin: "<built-in knowledge base>:1488",
+        names: &["chrt"], origin: "<built-in knowledge base>:1559",
         about: "util-linux chrt: `chrt [options] PRIORITY CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['T', 'P', 'D'],
@@ -1703,7 +1753,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["taskset"], origin: "<built-in knowledge base>:1496",
+        names: &["taskset"], origin: "<built-in knowledge base>:1567",
         about: "util-linux taskset: `taskset [options] MASK CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         long: &[
@@ -1716,7 +1766,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["prlimit"], origin: "<built-in knowledge base>:1503",
+        names: &["prlimit"], origin: "<built-in knowledge base>:1574",
         about: "util-linux prlimit: the command after its options is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['p', 'o'],
@@ -1749,7 +1799,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["setpriv"], origin: "<built-in knowledge base>:1512",
+        names: &["setpriv"], origin: "<built-in knowledge base>:1583",
         about: "util-linux setpriv: the command after its options is unwrapped and judged",
         abbreviations: true, options_first: true,
         long: &[
@@ -1782,7 +1832,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["script"], origin: "<built-in knowledge base>:1519",
+        names: &["script"], origin: "<built-in knowledge base>:1590",
         about: "util-linux script: -c runs a shell command (judged); the typescript and log files are written; without -c it runs an interactive shell (unknown)",
         abbreviations: true,
         short_values: &['c', 'E', 'I', 'O', 'B', 'T', 'm', 'o'],
@@ -1817,13 +1867,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unbuffer"], origin: "<built-in knowledge base>:1569",
+        names: &["unbuffer"], origin: "<built-in knowledge base>:1640",
         about: "expect's unbuffer: the command after -p is unwrapped and judged",
         options_first: true,
         ..PROGRAM
     },
     P {
-        names: &["strace"], origin: "<built-in knowledge base>:1575",
+        names: &["strace"], origin: "<built-in knowledge base>:1646",
         about: "strace: the traced command is unwrapped and judged (-E sets its environment); -o writes the trace, `-o |CMD` pipes it into a shell command",
         abbreviations: true, options_first: true,
         short_values: &['e', 'o', 'p', 'P', 's', 'S', 'u', 'E', 'a', 'b', 'I', 'O', 'X', 'U'],
@@ -1888,7 +1938,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:1591",
+        names: &["busybox"], origin: "<built-in knowledge base>:1662",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -1903,7 +1953,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:1605",
+        names: &["less"], origin: "<built-in knowledge base>:1676",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -1942,11 +1992,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:1642",
+        names: &["more"], origin: "<built-in knowledge base>:1713",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:1646",
+        names: &["man"], origin: "<built-in knowledge base>:1717",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -1983,7 +2033,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1678",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1749",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -2012,7 +2062,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:1721",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:1792",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -2031,7 +2081,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1741",
+        names: &["git"], origin: "<built-in knowledge base>:1812",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -2077,7 +2127,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1787",
+        names: &["git"], origin: "<built-in knowledge base>:1858",
         subcommand: Some("init"),
         abbreviations: true,
         long: &[
@@ -2099,7 +2149,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1805",
+        names: &["git"], origin: "<built-in knowledge base>:1876",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -2121,7 +2171,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1811",
+        names: &["git"], origin: "<built-in knowledge base>:1882",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -2135,7 +2185,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1818",
+        names: &["git"], origin: "<built-in knowledge base>:1889",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -2174,7 +2224,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1837",
+        names: &["git"], origin: "<built-in knowledge base>:1908",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -2225,7 +2275,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1876",
+        names: &["git"], origin: "<built-in knowledge base>:1947",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -2280,7 +2330,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1938",
+        names: &["git"], origin: "<built-in knowledge base>:2009",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -2289,7 +2339,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1949",
+        names: &["git"], origin: "<built-in knowledge base>:2020",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -2298,7 +2348,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1960",
+        names: &["git"], origin: "<built-in knowledge base>:2031",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2307,7 +2357,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1970",
+        names: &["git"], origin: "<built-in knowledge base>:2041",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -2328,7 +2378,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1990",
+        names: &["git"], origin: "<built-in knowledge base>:2061",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2337,7 +2387,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2000",
+        names: &["git"], origin: "<built-in knowledge base>:2071",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -2346,7 +2396,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2010",
+        names: &["git"], origin: "<built-in knowledge base>:2081",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -2368,7 +2418,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2029",
+        names: &["git"], origin: "<built-in knowledge base>:2100",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -2394,7 +2444,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2036",
+        names: &["git"], origin: "<built-in knowledge base>:2107",
         subcommand: Some("grep"),
         abbreviations: true,
         short_optional: &['O'],
@@ -2417,7 +2467,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2055",
+        names: &["git"], origin: "<built-in knowledge base>:2126",
         subcommand: Some("fetch-pack"),
         abbreviations: true,
         long: &[
@@ -2447,7 +2497,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2073",
+        names: &["git"], origin: "<built-in knowledge base>:2144",
         subcommand: Some("ls-remote"),
         abbreviations: true,
         long: &[
@@ -2472,7 +2522,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2091",
+        names: &["git"], origin: "<built-in knowledge base>:2162",
         subcommand: Some("clone"),
         abbreviations: true,
         short_values: &['u', 'o', 'b', 'c', 'j'],
@@ -2509,7 +2559,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2117",
+        names: &["git"], origin: "<built-in knowledge base>:2188",
         subcommand: Some("fetch"),
         abbreviations: true,
         long: &[
@@ -2543,7 +2593,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2129",
+        names: &["git"], origin: "<built-in knowledge base>:2200",
         subcommand: Some("pull"),
         abbreviations: true,
         short_values: &['s', 'X'],
@@ -2585,7 +2635,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2161",
+        names: &["git"], origin: "<built-in knowledge base>:2232",
         subcommand: Some("merge"),
         abbreviations: true,
         short_values: &['s', 'X', 'm', 'F'],
@@ -2629,7 +2679,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2193",
+        names: &["git"], origin: "<built-in knowledge base>:2264",
         subcommand: Some("cherry-pick"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2664,7 +2714,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2219",
+        names: &["git"], origin: "<built-in knowledge base>:2290",
         subcommand: Some("revert"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2697,7 +2747,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2245",
+        names: &["git"], origin: "<built-in knowledge base>:2316",
         subcommand: Some("commit"),
         abbreviations: true,
         short_values: &['m', 'F', 'C', 'c', 't'],
@@ -2753,7 +2803,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2265",
+        names: &["git"], origin: "<built-in knowledge base>:2336",
         subcommand: Some("tag"),
         abbreviations: true,
         short_values: &['m', 'F', 'u'],
@@ -2800,7 +2850,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2304",
+        names: &["git"], origin: "<built-in knowledge base>:2375",
         subcommand: Some("log"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -2928,7 +2978,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2332",
+        names: &["git"], origin: "<built-in knowledge base>:2403",
         subcommand: Some("show"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -3056,7 +3106,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2360",
+        names: &["git"], origin: "<built-in knowledge base>:2431",
         subcommand: Some("verify-commit"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3065,7 +3115,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2370",
+        names: &["git"], origin: "<built-in knowledge base>:2441",
         subcommand: Some("verify-tag"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3074,7 +3124,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:2382",
+        names: &["cargo"], origin: "<built-in knowledge base>:2453",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -3134,7 +3184,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:2420",
+        names: &["rustc"], origin: "<built-in knowledge base>:2491",
         short_values: &['o', 'L', 'l', 'C', 'W', 'Z'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -3169,7 +3219,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2474",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2545",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -3208,7 +3258,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2514",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2585",
         subcommand: Some("exec"),
         abbreviations: true, options_first: true,
         short_values: &['c'],
@@ -3225,7 +3275,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2528",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2599",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3234,7 +3284,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2538",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2609",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -3252,7 +3302,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2551",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2622",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -3297,7 +3347,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2627",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2698",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -3317,7 +3367,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2647",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2718",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
@@ -3369,7 +3419,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2687",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2758",
         subcommand: Some("list"),
         abbreviations: true,
         long: &[
@@ -3393,7 +3443,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:2693",
+        names: &["perl"], origin: "<built-in knowledge base>:2764",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -3411,7 +3461,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:2718",
+        names: &["ruby"], origin: "<built-in knowledge base>:2789",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -3430,7 +3480,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:2745",
+        names: &["rsync"], origin: "<built-in knowledge base>:2816",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -3483,7 +3533,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2789",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2860",
         about: "ssh and friends: their -o keywords (any case, `Key=Value`, `Key Value`), -F, -S, -I and -J, also after ssh's host, are read by the gate's own code (shell/mod.rs, ssh_options)",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -3493,7 +3543,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["curl"], origin: "<built-in knowledge base>:2802",
+        names: &["curl"], origin: "<built-in knowledge base>:2873",
         about: "curl: -K/--config reads options the gate does not see; where it writes and reads (the names -O takes from URLs, and -J from the server, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['A', 'b', 'c', 'C', 'd', 'D', 'e', 'E', 'F', 'H', 'K', 'm', 'o', 'P', 'Q', 'r', 'T', 't', 'u', 'U', 'w', 'x', 'X', 'y', 'Y', 'z'],
@@ -3637,7 +3687,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["wget"], origin: "<built-in knowledge base>:2912",
+        names: &["wget"], origin: "<built-in knowledge base>:2983",
         about: "GNU wget: -e runs wgetrc commands and --config reads them (they can name any file to write); where it writes and reads (the name a URL gives, and names the server chooses in recursion, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['e', 'O', 'o', 'a', 'P', 'i', 'U', 't', 'T', 'w', 'l', 'A', 'R', 'D', 'I', 'X', 'B', 'Q', 'n'],
@@ -3754,7 +3804,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sqlite3"], origin: "<built-in knowledge base>:2991",
+        names: &["sqlite3"], origin: "<built-in knowledge base>:3062",
         about: "the sqlite3 shell: SQL and dot-commands (from its arguments, -cmd, -init or standard input) can run commands, load extensions and write any file; -safe forbids that",
         long: &[
             L { name: "-cmd", key: "-cmd", takes: Takes::Required, short: None },
@@ -3814,32 +3864,32 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:3013",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:3084",
         reason: "", options_of: None },
-    StaticEnv { names: &["ZIPOPT", "ZIP"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3020",
+    StaticEnv { names: &["ZIPOPT", "ZIP"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3091",
         reason: "gives zip options, as if written on its command line", options_of: Some("zip") },
-    StaticEnv { names: &["UNZIP", "UNZIPOPT"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3027",
+    StaticEnv { names: &["UNZIP", "UNZIPOPT"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3098",
         reason: "gives unzip options, as if written on its command line", options_of: Some("unzip") },
-    StaticEnv { names: &["BZIP", "BZIP2"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3034",
+    StaticEnv { names: &["BZIP", "BZIP2"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3105",
         reason: "gives bzip2 options, as if written on its command line", options_of: Some("bzip2") },
-    StaticEnv { names: &["XZ_DEFAULTS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3041",
+    StaticEnv { names: &["XZ_DEFAULTS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3112",
         reason: "gives xz options, as if written on its command line", options_of: Some("xz") },
-    StaticEnv { names: &["COMPILER_PATH", "GCC_EXEC_PREFIX", "CCC_OVERRIDE_OPTIONS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3050",
+    StaticEnv { names: &["COMPILER_PATH", "GCC_EXEC_PREFIX", "CCC_OVERRIDE_OPTIONS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3121",
         reason: "chooses the programs a compiler driver runs (as gcc's -B does) or rewrites clang's command line", options_of: None },
-    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3058",
+    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3129",
         reason: "passes options to the compiler, which can make it run or load programs", options_of: Some("gcc") },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3066",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3137",
         reason: "changes which programs and libraries run, or what the shell runs on its own", options_of: None },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3073",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3144",
         reason: "makes git run a program or read configuration of the caller's choice", options_of: None },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3079",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3150",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)", options_of: None },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3086",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3157",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run", options_of: None },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3093",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3164",
         reason: "makes an interpreter load code or options of the caller's choice", options_of: None },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3099",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3170",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys", options_of: None },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3105",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3176",
         reason: "sends network traffic through a proxy of the caller's choice", options_of: None },
 ];
