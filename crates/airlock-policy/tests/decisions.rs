@@ -2203,6 +2203,37 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("patch --prefix=x -b README.md < x.diff", "default", D, "patch -B"),
     ("patch -b README.md < x.diff", "default", A, ""),
     ("patch -b -V numbered README.md < x.diff", "default", A, ""),
+    // 12. pip --python re-runs pip under another interpreter.
+    ("pip --quiet --python=./evil list", "default", Q, "pip --python"),
+    ("pip --python ./evil list", "default", Q, "pip --python"),
+    ("pip3 list --python=/tmp/py", "default", Q, "pip --python"),
+    ("pip --keyring-provider=subprocess list", "default", Q, "pip --keyring-provider"),
+    ("pip list --format=json", "default", A, ""),
+    // 17. clang's front end, called directly, takes -load and -plugin.
+    ("clang -cc1 -load ./p.so x.c", "default", D, "gcc -cc1"),
+    ("clang -cc1as -o build/x.o x.s", "default", D, "gcc -cc1as"),
+    ("clang -c -o build/x.o src/main.c", "default", A, ""),
+    // 19. cmake cache entries that name programs the build or configure runs.
+    ("cmake -S . -B b -DGIT_EXECUTABLE=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DPython3_EXECUTABLE=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DCMAKE_STRIP=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DCMAKE_NM=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DCMAKE_OBJCOPY=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DCMAKE_OBJDUMP=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DCMAKE_READELF=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DCMAKE_ADDR2LINE=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DCMAKE_DLLTOOL=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DCMAKE_MT=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DCMAKE_CROSSCOMPILING_EMULATOR=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DMEMORYCHECK_COMMAND=./evil", "default", Q, "cmake -D"),
+    ("cmake -S . -B b -DBUILD_TESTING=OFF -DCMAKE_INSTALL_PREFIX=out", "default", A, ""),
+    // 20. python modules that run another module or script named in their arguments.
+    ("python3 -m runpy pip install x", "default", D, "python -m"),
+    ("python3 -m cProfile -m pip install x", "default", D, "python -m"),
+    ("python3 -m pdb -m pip install x", "default", D, "python -m"),
+    ("python3 -m trace --trace -m pip install x", "default", D, "python -m"),
+    ("python3 -m profile src/main.py", "default", D, "python -m"),
+    ("python3 -m json.tool README.md", "default", A, ""),
 ];
 
 #[test]
