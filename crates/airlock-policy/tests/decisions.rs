@@ -2173,6 +2173,17 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("rustc -C linker-plugin-lto=./p.so x.rs", "default", Q, "linker-plugin-lto"),
     ("rustc --emit=asm,link -o build/x x.rs", "default", A, ""),
     ("rustc -C linker-plugin-lto -C opt-level=2 x.rs", "default", A, ""),
+    // 22. rustup's `+TOOLCHAIN` may name a directory whose programs it runs.
+    ("cargo +/abs/ws/tc build", "default", Q, "cargo +TOOLCHAIN"),
+    ("cargo +./tc build", "default", Q, "cargo +TOOLCHAIN"),
+    ("cargo +tc/ fmt", "default", Q, "cargo +TOOLCHAIN"),
+    ("cargo +/tmp/tc metadata", "default", Q, "cargo +TOOLCHAIN"),
+    ("rustc +/p src/main.rs", "default", Q, "rustc +TOOLCHAIN"),
+    ("rustfmt +/p src/lib.rs", "default", Q, "rustfmt +TOOLCHAIN"),
+    ("rustfmt +.. src/lib.rs", "default", Q, "rustfmt +TOOLCHAIN"),
+    ("cargo +nightly build", "default", A, ""),
+    ("rustc +1.80 -o build/x src/main.rs", "default", A, ""),
+    ("rustfmt +nightly src/lib.rs", "default", A, ""),
     // 8. gzip -N restores the name stored in the archive's header.
     ("gunzip -Nf .git/notes.gz", "default", D, "gunzip -N"),
     ("gzip -dNf .git/notes.gz", "default", D, "gzip -N"),
