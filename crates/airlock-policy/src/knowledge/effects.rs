@@ -45,6 +45,8 @@ fn value_matches(when: &[Text], value: Option<&str>) -> bool {
     }
     let Some(v) = value else { return false };
     when.iter().any(|w| match w.strip_suffix('*') {
+        // `=text`: exactly `text`, stars included (`git restore '*'`).
+        _ if w.starts_with('=') => v == &w[1..],
         // `*text*`: anywhere in the value.
         Some(p) if p.len() > 1 && p.starts_with('*') => v.contains(&p[1..]),
         Some(p) => v.starts_with(p),
