@@ -2206,6 +2206,8 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("git branch -df topic", "default", Q, "git branch -d -f"),
     ("git stash drop", "default", Q, "git stash drop"),
     ("git stash drop stash@{1}", "default", Q, "git stash drop"),
+    ("git restore --pathspec-from-file=list.txt", "default", D, "git restore --pathspec-from-file"),
+    ("git checkout HEAD --pathspec-from-file list.txt", "default", D, "git checkout --pathspec-from-file"),
     ("git restore -s HEAD src/main.py", "default", A, ""),
     ("git restore --staged src/main.py", "default", A, ""),
     ("git checkout HEAD -- src/main.py", "default", A, ""),
