@@ -78,6 +78,27 @@ impl Pattern {
         }
     }
 
+    /// True when the pattern matches the last components of `path`, starting
+    /// at any of its components, anchored or not: for a path as a command
+    /// names it (relative to some directory, under a home, absolute), where
+    /// the workspace root it is relative to is not known. `.github/` matches
+    /// `sub/.github/x` here, as [`matches`] would not. A pattern written as a
+    /// directory (`.vscode/`) matches everything below it; any other only a
+    /// path that ends with it (`.gitconfig`, not `.gitconfig/x`).
+    ///
+    /// [`matches`]: Pattern::matches
+    pub fn matches_at_any_depth(&self, path: &Path) -> bool {
+        let comps = normal_components(path);
+        let dir = self.text.ends_with('/');
+        (0..comps.len()).any(|i| {
+            if dir {
+                prefix_match(&self.parts, &comps[i..], self.fold)
+            } else {
+                whole_match(&self.parts, &comps[i..], self.fold)
+            }
+        })
+    }
+
     /// True when the pattern, anchored, may match a path below `rel` whose
     /// match uses `rel`'s components: what a symlink at `rel` would stand in
     /// for, were the names below it reached through it. (A pattern of one
@@ -145,6 +166,20 @@ fn prefix_match(pat: &[Vec<u8>], comps: &[&[u8]], fold: bool) -> bool {
     }
 }
 
+/// True when `pat` matches all of `comps`.
+fn whole_match(pat: &[Vec<u8>], comps: &[&[u8]], fold: bool) -> bool {
+    let Some((first, rest)) = pat.split_first() else {
+        return comps.is_empty();
+    };
+    if first.as_slice() == b"**" {
+        return (0..=comps.len()).any(|i| whole_match(rest, &comps[i..], fold));
+    }
+    match comps.split_first() {
+        Some((c, tail)) if glob_case(first, c, fold) => whole_match(rest, tail, fold),
+        _ => false,
+    }
+}
+
 /// `*` and `?` within one component, on bytes (ASCII letters in either
 /// case when `fold`).
 fn glob_case(pat: &[u8], name: &[u8], fold: bool) -> bool {
@@ -208,6 +243,24 @@ mod tests {
         assert!(m(".envrc", "sub/.envrc"));
         assert!(!m(".envrc", "sub/.envrc2"));
         assert!(m("*.pyc", "a/b.pyc"));
+    }
+
+    #[test]
+    fn at_any_depth_ignores_the_anchor() {
+        let any = |p: &str, path: &str| {
+            Pattern::new(p)
+                .unwrap()
+                .matches_at_any_depth(Path::new(path))
+        };
+        assert!(any(".github/", "sub/.github/workflows/ci.yml"));
+        assert!(any(".config/fish/", "~/.config/fish/config.fish"));
+        assert!(any("**/.cargo/config.toml", "/abs/ws/a/.cargo/config.toml"));
+        assert!(any("*.code-workspace", "x.code-workspace"));
+        assert!(any(".envrc", "../ws/.envrc"));
+        assert!(!any(".envrc", "docs/envrc.md"));
+        assert!(!any(".config/git/", ".config/gitx/y"));
+        assert!(!any(".gitconfig", "/tmp/.gitconfig/README.md"));
+        assert!(any("**/.hg/hgrc", "a/.hg/hgrc"));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0x0a12724919d68117;
+pub const SOURCE_HASH: u64 = 0xccbd4f531cd00ffc;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -399,7 +399,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gzip", "gunzip"], origin: "<built-in knowledge base>:277",
+        names: &["gzip"], origin: "<built-in knowledge base>:277",
         about: "GNU gzip: decompressing writes each file under its name without the suffix (`gunzip x.gz` writes `x`); the gate checks that name as a write",
         abbreviations: true,
         short_values: &['S'],
@@ -426,10 +426,48 @@ pub static PROGRAMS: &[P] = &[
             L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
             L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
         ],
+        effects: &[
+            E { trigger: T::Option("-N"), kind: Kind::Write, action: Action::OnUnknown, requires: &["-d"], unless: &["-c", "-t", "-l"],
+                reason: "decompresses each file under the name stored in the archive (`config`, `.gitconfig`), which the gate does not read; without -N (or with -c) the name written is the operand's without its suffix", ..EFFECT },
+        ],
         ..PROGRAM
     },
     P {
-        names: &["xz", "unxz", "lzma", "unlzma"], origin: "<built-in knowledge base>:284",
+        names: &["gunzip"], origin: "<built-in knowledge base>:293",
+        about: "GNU gunzip: writes each file under its name without the suffix (`gunzip x.gz` writes `x`); the gate checks that name as a write",
+        abbreviations: true,
+        short_values: &['S'],
+        long: &[
+            L { name: "stdout", key: "--stdout", takes: Takes::No, short: Some('c') },
+            L { name: "to-stdout", key: "--to-stdout", takes: Takes::No, short: Some('c') },
+            L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
+            L { name: "uncompress", key: "--uncompress", takes: Takes::No, short: Some('d') },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "keep", key: "--keep", takes: Takes::No, short: Some('k') },
+            L { name: "list", key: "--list", takes: Takes::No, short: Some('l') },
+            L { name: "license", key: "--license", takes: Takes::No, short: Some('L') },
+            L { name: "no-name", key: "--no-name", takes: Takes::No, short: Some('n') },
+            L { name: "name", key: "--name", takes: Takes::No, short: Some('N') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "recursive", key: "--recursive", takes: Takes::No, short: Some('r') },
+            L { name: "rsyncable", key: "--rsyncable", takes: Takes::No, short: None },
+            L { name: "suffix", key: "--suffix", takes: Takes::Required, short: Some('S') },
+            L { name: "synchronous", key: "--synchronous", takes: Takes::No, short: None },
+            L { name: "test", key: "--test", takes: Takes::No, short: Some('t') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "fast", key: "--fast", takes: Takes::No, short: Some('1') },
+            L { name: "best", key: "--best", takes: Takes::No, short: Some('9') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+        ],
+        effects: &[
+            E { trigger: T::Option("-N"), kind: Kind::Write, action: Action::OnUnknown, unless: &["-c", "-t", "-l"],
+                reason: "decompresses each file under the name stored in the archive (`config`, `.gitconfig`), which the gate does not read; without -N (or with -c) the name written is the operand's without its suffix", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["xz", "unxz", "lzma", "unlzma"], origin: "<built-in knowledge base>:307",
         about: "xz: decompressing writes each file under its name without the suffix; --files names the files in a file",
         abbreviations: true,
         short_values: &['S', 'F', 'C', 'T', 'M'],
@@ -482,7 +520,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["bzip2", "bunzip2"], origin: "<built-in knowledge base>:303",
+        names: &["bzip2", "bunzip2"], origin: "<built-in knowledge base>:326",
         about: "bzip2: decompressing writes each file under its name without the suffix",
         long: &[
             L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
@@ -503,7 +541,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zstd", "unzstd"], origin: "<built-in knowledge base>:309",
+        names: &["zstd", "unzstd"], origin: "<built-in knowledge base>:332",
         about: "zstd: decompressing writes each file under its name without the suffix; -o and the output directories name where it writes",
         short_values: &['o', 'D'],
         short_optional: &['T', 'M', 'B'],
@@ -555,7 +593,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rg"], origin: "<built-in knowledge base>:346",
+        names: &["rg"], origin: "<built-in knowledge base>:369",
         about: "ripgrep: --pre runs a program on every file searched, --hostname-bin runs a program; files it reads options from",
         short_values: &['A', 'B', 'C', 'e', 'E', 'f', 'g', 'j', 'M', 'm', 'r', 't', 'T', 'd'],
         long: &[
@@ -659,7 +697,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["date"], origin: "<built-in knowledge base>:381",
+        names: &["date"], origin: "<built-in knowledge base>:404",
         about: "GNU date: -s and an operand of digits set the system clock",
         abbreviations: true,
         short_values: &['d', 'f', 'r', 's'],
@@ -690,7 +728,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["hostname"], origin: "<built-in knowledge base>:414",
+        names: &["hostname"], origin: "<built-in knowledge base>:437",
         about: "hostname: a name operand or -F sets the host name",
         abbreviations: true,
         short_values: &['F'],
@@ -720,7 +758,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sed", "gsed"], origin: "<built-in knowledge base>:436",
+        names: &["sed", "gsed"], origin: "<built-in knowledge base>:459",
         about: "GNU sed",
         abbreviations: true,
         short_values: &['e', 'f', 'l'],
@@ -758,7 +796,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:475",
+        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:498",
         about: "awk; gawk's long options",
         abbreviations: true,
         short_values: &['e', 'f', 'v', 'F', 'E', 'i', 'l', 'W'],
@@ -808,7 +846,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:555",
+        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:578",
         about: "GNU tar",
         abbreviations: true, old_style: true,
         short_values: &['f', 'C', 'I', 'F', 'b', 'H', 'K', 'L', 'N', 'g', 'V', 'T', 'X'],
@@ -834,6 +872,7 @@ pub static PROGRAMS: &[P] = &[
             L { name: "diff", key: "--diff", takes: Takes::No, short: Some('d') },
             L { name: "compare", key: "--compare", takes: Takes::No, short: Some('d') },
             L { name: "delete", key: "--delete", takes: Takes::No, short: None },
+            L { name: "remove-files", key: "--remove-files", takes: Takes::No, short: None },
             L { name: "catenate", key: "--catenate", takes: Takes::No, short: Some('A') },
             L { name: "concatenate", key: "--concatenate", takes: Takes::No, short: Some('A') },
             L { name: "absolute-names", key: "--absolute-names", takes: Takes::No, short: Some('P') },
@@ -910,14 +949,20 @@ pub static PROGRAMS: &[P] = &[
             E { trigger: T::Option("-C"), kind: Kind::Write, action: Action::Judge, requires: &["-x"], path: Some(Access::Write), ..EFFECT },
             E { trigger: T::Option("-C"), kind: Kind::Read, action: Action::Judge, unless: &["-x"], path: Some(Access::Read), ..EFFECT },
             E { trigger: T::Option("-f"), kind: Kind::Write, action: Action::Judge, requires: &["-c"], path: Some(Access::Write), ..EFFECT },
-            E { trigger: T::Option("-f"), kind: Kind::Read, action: Action::Judge, unless: &["-c"], path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Write, action: Action::Judge, requires: &["-r"], path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Write, action: Action::Judge, requires: &["-u"], path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Write, action: Action::Judge, requires: &["-A"], path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Write, action: Action::Judge, requires: &["--delete"], path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-f"), kind: Kind::Read, action: Action::Judge, unless: &["-c", "-r", "-u", "-A", "--delete"], path: Some(Access::Read), ..EFFECT },
+            E { trigger: T::Option("--remove-files"), kind: Kind::Delete, action: Action::ApprovalRequired,
+                reason: "deletes every file it puts in the archive, as `rm -r` of its operands would (`tar -cf /dev/null --remove-files .` empties the workspace); archive without it, then remove what you mean to", ..EFFECT },
             E { trigger: T::Option("-T"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
             E { trigger: T::Option("-X"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["cpio"], origin: "<built-in knowledge base>:670",
+        names: &["cpio"], origin: "<built-in knowledge base>:729",
         about: "GNU cpio; where copy-in (-i) and copy-pass (-p) write is judged by the gate's own code (gate.rs, extraction_dirs)",
         abbreviations: true,
         short_values: &['C', 'D', 'E', 'F', 'H', 'I', 'M', 'O', 'R'],
@@ -984,7 +1029,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pax"], origin: "<built-in knowledge base>:736",
+        names: &["pax"], origin: "<built-in knowledge base>:795",
         about: "POSIX pax; where read mode (-r) writes is judged by the gate's own code (gate.rs, extraction_dirs)",
         short_values: &['b', 'f', 'o', 'p', 's', 'x'],
         effects: &[
@@ -998,7 +1043,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zip"], origin: "<built-in knowledge base>:769",
+        names: &["zip"], origin: "<built-in knowledge base>:828",
         about: "Info-ZIP zip",
         abbreviations: true,
         short_values: &['b', 'n', 'x', 'i', 't'],
@@ -1035,7 +1080,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unzip"], origin: "<built-in knowledge base>:802",
+        names: &["unzip"], origin: "<built-in knowledge base>:861",
         about: "Info-ZIP unzip",
         short_values: &['d', 'x'],
         effects: &[
@@ -1046,7 +1091,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["make", "gmake"], origin: "<built-in knowledge base>:822",
+        names: &["make", "gmake"], origin: "<built-in knowledge base>:881",
         about: "GNU make; its command-line variable assignments are read by the gate's own code (shell/mod.rs, make_assignments): `SHELL = x`, `override`/`export` prefixes, `!=`, and values calling make functions (`$(shell …)`) need approval",
         abbreviations: true,
         short_values: &['f', 'C', 'I', 'o', 'W', 'E'],
@@ -1100,7 +1145,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cmake"], origin: "<built-in knowledge base>:869",
+        names: &["cmake"], origin: "<built-in knowledge base>:928",
         about: "cmake: `-E env|chdir|time` run a command (unwrapped and judged); -P, -C and --toolchain run CMake scripts; -D cache entries that choose compilers, launchers, linkers or carry compiler options that run programs",
         short_values: &['D', 'C', 'P', 'S', 'B', 'G', 'T', 'A', 'U', 'W', 'E'],
         short_optional: &['j'],
@@ -1158,8 +1203,8 @@ pub static PROGRAMS: &[P] = &[
                 reason: "runs a CMake script to fill the cache (it can run any command)", ..EFFECT },
             E { trigger: T::Option("--toolchain"), kind: Kind::Exec, action: Action::ApprovalRequired, path: Some(Access::Read),
                 reason: "runs a toolchain file, a CMake script that also chooses the compilers", ..EFFECT },
-            E { trigger: T::Option("-D"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["*COMPILER*", "*LAUNCHER*", "*LINKER*", "*CMAKE_AR*", "*RANLIB*", "*MAKE_PROGRAM*", "*TOOLCHAIN*", "*_INCLUDE=*", "*_INCLUDE:*", "*_INCLUDE_BEFORE*", "*TOP_LEVEL_INCLUDES*", "*RULES_OVERRIDE*", "*-wrapper*", "*-fplugin*", "*specs=*", "*plugin*", "* -B*", "*=-B*", "*@*", "*CLANG_TIDY*", "*CPPCHECK*", "*CPPLINT*", "*INCLUDE_WHAT_YOU_USE*", "*LINK_WHAT_YOU_USE*"],
-                reason: "sets a cache entry that chooses a program the build runs (compiler, launcher, linker, make program, a checker run on each source such as clang-tidy), a script CMake includes, or compiler options that run or load programs", ..EFFECT },
+            E { trigger: T::Option("-D"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["*COMPILER*", "*LAUNCHER*", "*LINKER*", "*CMAKE_AR*", "*RANLIB*", "*MAKE_PROGRAM*", "*TOOLCHAIN*", "*_INCLUDE=*", "*_INCLUDE:*", "*_INCLUDE_BEFORE*", "*TOP_LEVEL_INCLUDES*", "*RULES_OVERRIDE*", "*-wrapper*", "*-fplugin*", "*specs=*", "*plugin*", "* -B*", "*=-B*", "*@*", "*CLANG_TIDY*", "*CPPCHECK*", "*CPPLINT*", "*INCLUDE_WHAT_YOU_USE*", "*LINK_WHAT_YOU_USE*", "*_EXECUTABLE*", "*EMULATOR*", "*_COMMAND*", "*CMAKE_STRIP*", "*CMAKE_NM*", "*OBJCOPY*", "*OBJDUMP*", "*READELF*", "*ADDR2LINE*", "*CMAKE_MT*", "*DLLTOOL*"],
+                reason: "sets a cache entry that chooses a program the build or configure step runs (compiler, launcher, linker, binutils such as strip or objcopy, a cross-compiling emulator, a `*_EXECUTABLE` a project runs, make program, a checker run on each source such as clang-tidy), a script CMake includes, or compiler options that run or load programs", ..EFFECT },
             E { trigger: T::Option("-E"), kind: Kind::Delete, action: Action::Judge, when: &["rm"], inner: InnerCommand::ValueAndRest, ..EFFECT },
             E { trigger: T::Option("-E"), kind: Kind::Delete, action: Action::ApprovalRequired, when: &["remove_directory"],
                 reason: "deletes each directory and everything in it, as `rm -rf` does", ..EFFECT },
@@ -1175,7 +1220,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:962",
+        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:1021",
         about: "GCC and Clang drivers: options that run or load other programs, and the output file",
         short_values: &['o', 'B', 'D', 'U', 'I', 'L', 'l', 'x', 'u', 'T', 'e', 'z', 'A', 'M'],
         long: &[
@@ -1199,10 +1244,16 @@ pub static PROGRAMS: &[P] = &[
             L { name: "gcc-install-dir", key: "--gcc-install-dir", takes: Takes::Required, short: None },
             L { name: "-ccc-install-dir", key: "-ccc-install-dir", takes: Takes::Required, short: None },
             L { name: "prefix", key: "--prefix", takes: Takes::Required, short: None },
+            L { name: "-cc1", key: "-cc1", takes: Takes::No, short: None },
+            L { name: "-cc1as", key: "-cc1as", takes: Takes::No, short: None },
         ],
         effects: &[
             E { trigger: T::Option("-wrapper"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "runs every compiler step through a program of the caller's choice", ..EFFECT },
+            E { trigger: T::Option("-cc1"), kind: Kind::Exec, action: Action::OnUnknown,
+                reason: "runs clang's front end directly, whose own options (`-load`, `-plugin`, `-add-plugin`) load code and which the gate does not read; call the driver (`clang -c`) instead", ..EFFECT },
+            E { trigger: T::Option("-cc1as"), kind: Kind::Exec, action: Action::OnUnknown,
+                reason: "runs clang's integrated assembler directly, whose own options the gate does not read; call the driver (`clang -c`) instead", ..EFFECT },
             E { trigger: T::Option("-fplugin"), kind: Kind::Exec, action: Action::ApprovalRequired,
                 reason: "loads a compiler plugin (code of the caller's choice) into the compiler", ..EFFECT },
             E { trigger: T::Option("-specs"), kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -1243,13 +1294,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1095",
+        names: &["go"], origin: "<built-in knowledge base>:1166",
         about: "the go command: flags that run other programs in place of go's own tools",
         subcommands: true,
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1100",
+        names: &["go"], origin: "<built-in knowledge base>:1171",
         subcommand: Some("vet"),
         long: &[
             L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
@@ -1291,7 +1342,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1161",
+        names: &["go"], origin: "<built-in knowledge base>:1232",
         subcommand: Some("build"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1332,7 +1383,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1222",
+        names: &["go"], origin: "<built-in knowledge base>:1293",
         subcommand: Some("test"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1377,7 +1428,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1289",
+        names: &["go"], origin: "<built-in knowledge base>:1360",
         subcommand: Some("run"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1418,7 +1469,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["patch"], origin: "<built-in knowledge base>:1350",
+        names: &["patch"], origin: "<built-in knowledge base>:1421",
         about: "GNU patch: where it writes and what it reads",
         abbreviations: true,
         short_values: &['d', 'i', 'o', 'p', 'r', 'B', 'D', 'F', 'V', 'Y', 'z', 'g'],
@@ -1451,13 +1502,18 @@ pub static PROGRAMS: &[P] = &[
             E { trigger: T::Option("-d"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
             E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
             E { trigger: T::Option("-r"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
-            E { trigger: T::Option("-B"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+            E { trigger: T::Option("-B"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "names the backup of each file it patches with a prefix of the caller's choice, joined to the file's name as text (`-B .gi` turns `t/config` into `.git/config`), which the gate does not follow", ..EFFECT },
+            E { trigger: T::Option("-Y"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "names the backup of each file it patches with a prefix of the caller's choice before the file's base name (`-Y .git/` turns `config` into `.git/config`), which the gate does not follow", ..EFFECT },
+            E { trigger: T::Option("-z"), kind: Kind::Write, action: Action::OnUnknown,
+                reason: "names the backup of each file it patches with a suffix of the caller's choice (`-b -z rc` turns `~/.bash` into `~/.bashrc`), which the gate does not follow", ..EFFECT },
             E { trigger: T::Option("-i"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1387",
+        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1470",
         about: "archivers: a plugin to load",
         abbreviations: true,
         long: &[
@@ -1474,7 +1530,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1399",
+        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1482",
         about: "linkers: the output file",
         short_values: &['o', 'L', 'l', 'T', 'e', 'u', 'y', 'Y', 'm', 'F', 'f', 'I', 'h', 'z'],
         long: &[
@@ -1498,7 +1554,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["jq"], origin: "<built-in knowledge base>:1423",
+        names: &["jq"], origin: "<built-in knowledge base>:1506",
         about: "jq: files it reads its program or arguments from",
         short_values: &['f', 'L'],
         long: &[
@@ -1520,7 +1576,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["find"], origin: "<built-in knowledge base>:1443",
+        names: &["find"], origin: "<built-in knowledge base>:1526",
         about: "GNU find: predicates are single-dash words; -exec and friends are unwrapped and their command judged",
         long: &[
             L { name: "-exec", key: "-exec", takes: Takes::Command, short: None },
@@ -1587,7 +1643,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xargs"], origin: "<built-in knowledge base>:1505",
+        names: &["xargs"], origin: "<built-in knowledge base>:1588",
         about: "GNU xargs: the command after its options is unwrapped and judged (echo when none)",
         abbreviations: true, options_first: true,
         short_values: &['I', 'a', 'E', 'd', 'L', 'n', 'P', 's'],
@@ -1618,7 +1674,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["env"], origin: "<built-in knowledge base>:1522",
+        names: &["env"], origin: "<built-in knowledge base>:1605",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
         short_values: &['u', 'C', 'S', 'a'],
@@ -1643,7 +1699,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nice"], origin: "<built-in knowledge base>:1536",
+        names: &["nice"], origin: "<built-in knowledge base>:1619",
         abbreviations: true, options_first: true,
         short_values: &['n'],
         long: &[
@@ -1654,7 +1710,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["timeout"], origin: "<built-in knowledge base>:1543",
+        names: &["timeout"], origin: "<built-in knowledge base>:1626",
         abbreviations: true, options_first: true,
         short_values: &['s', 'k'],
         long: &[
@@ -1669,7 +1725,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1550",
+        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1633",
         options_first: true,
         long: &[
             L { name: "fork", key: "--fork", takes: Takes::No, short: Some('f') },
@@ -1681,7 +1737,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["stdbuf"], origin: "<built-in knowledge base>:1555",
+        names: &["stdbuf"], origin: "<built-in knowledge base>:1638",
         abbreviations: true, options_first: true,
         short_values: &['i', 'o', 'e'],
         long: &[
@@ -1694,7 +1750,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["flock"], origin: "<built-in knowledge base>:1562",
+        names: &["flock"], origin: "<built-in knowledge base>:1645",
         about: "util-linux flock: `flock FILE CMD…` and `flock FILE -c CMD` run the command (unwrapped and judged); the file is created",
         abbreviations: true, options_first: true,
         short_values: &['w', 'E', 'c'],
@@ -1717,7 +1773,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["watch"], origin: "<built-in knowledge base>:1570",
+        names: &["watch"], origin: "<built-in knowledge base>:1653",
         about: "procps watch: runs its words through `sh -c` (with -x, as an argv); unwrapped and judged",
         abbreviations: true, options_first: true,
         short_values: &['n', 'q'],
@@ -1742,7 +1798,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ionice"], origin: "<built-in knowledge base>:1579",
+        names: &["ionice"], origin: "<built-in knowledge base>:1662",
         about: "util-linux ionice: the command after its options is unwrapped and judged (none with -p/-P/-u)",
         abbreviations: true, options_first: true,
         short_values: &['c', 'n', 'p', 'P', 'u'],
@@ -1759,7 +1815,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["chrt"], origin: "<built-in knowledge base>:1587",
+        names: &["chrt"], origin: "<built-in knowledge base>:1670",
         about: "util-linux chrt: `chrt [options] PRIORITY CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['T', 'P', 'D'],
@@ -1785,7 +1841,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["taskset"], origin: "<built-in knowledge base>:1595",
+        names: &["taskset"], origin: "<built-in knowledge base>:1678",
         about: "util-linux taskset: `taskset [options] MASK CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         long: &[
@@ -1798,7 +1854,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["prlimit"], origin: "<built-in knowledge base>:1602",
+        names: &["prlimit"], origin: "<built-in knowledge base>:1685",
         about: "util-linux prlimit: the command after its options is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['p', 'o'],
@@ -1831,7 +1887,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["setpriv"], origin: "<built-in knowledge base>:1611",
+        names: &["setpriv"], origin: "<built-in knowledge base>:1694",
         about: "util-linux setpriv: the command after its options is unwrapped and judged",
         abbreviations: true, options_first: true,
         long: &[
@@ -1864,7 +1920,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["script"], origin: "<built-in knowledge base>:1618",
+        names: &["script"], origin: "<built-in knowledge base>:1701",
         about: "util-linux script: -c runs a shell command (judged); the typescript and log files are written; without -c it runs an interactive shell (unknown)",
         abbreviations: true,
         short_values: &['c', 'E', 'I', 'O', 'B', 'T', 'm', 'o'],
@@ -1899,13 +1955,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unbuffer"], origin: "<built-in knowledge base>:1668",
+        names: &["unbuffer"], origin: "<built-in knowledge base>:1751",
         about: "expect's unbuffer: the command after -p is unwrapped and judged",
         options_first: true,
         ..PROGRAM
     },
     P {
-        names: &["strace"], origin: "<built-in knowledge base>:1674",
+        names: &["strace"], origin: "<built-in knowledge base>:1757",
         about: "strace: the traced command is unwrapped and judged (-E sets its environment); -o writes the trace, `-o |CMD` pipes it into a shell command",
         abbreviations: true, options_first: true,
         short_values: &['e', 'o', 'p', 'P', 's', 'S', 'u', 'E', 'a', 'b', 'I', 'O', 'X', 'U'],
@@ -1970,7 +2026,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:1690",
+        names: &["busybox"], origin: "<built-in knowledge base>:1773",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -1985,7 +2041,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:1704",
+        names: &["less"], origin: "<built-in knowledge base>:1787",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -2024,11 +2080,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:1741",
+        names: &["more"], origin: "<built-in knowledge base>:1824",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:1745",
+        names: &["man"], origin: "<built-in knowledge base>:1828",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -2065,7 +2121,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1777",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1860",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -2094,7 +2150,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:1820",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:1903",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -2113,7 +2169,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1840",
+        names: &["git"], origin: "<built-in knowledge base>:1923",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -2159,7 +2215,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1886",
+        names: &["git"], origin: "<built-in knowledge base>:1969",
         subcommand: Some("init"),
         abbreviations: true,
         long: &[
@@ -2181,7 +2237,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1904",
+        names: &["git"], origin: "<built-in knowledge base>:1987",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -2203,7 +2259,122 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1910",
+        names: &["git"], origin: "<built-in knowledge base>:1996",
+        subcommand: Some("restore"),
+        abbreviations: true,
+        short_values: &['s'],
+        long: &[
+            L { name: "source", key: "--source", takes: Takes::Required, short: Some('s') },
+            L { name: "staged", key: "--staged", takes: Takes::No, short: Some('S') },
+            L { name: "worktree", key: "--worktree", takes: Takes::No, short: Some('W') },
+            L { name: "patch", key: "--patch", takes: Takes::No, short: Some('p') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "progress", key: "--progress", takes: Takes::No, short: None },
+            L { name: "no-progress", key: "--no-progress", takes: Takes::No, short: None },
+            L { name: "ours", key: "--ours", takes: Takes::No, short: None },
+            L { name: "theirs", key: "--theirs", takes: Takes::No, short: None },
+            L { name: "merge", key: "--merge", takes: Takes::No, short: Some('m') },
+            L { name: "conflict", key: "--conflict", takes: Takes::Required, short: None },
+            L { name: "ignore-unmerged", key: "--ignore-unmerged", takes: Takes::No, short: None },
+            L { name: "ignore-skip-worktree-bits", key: "--ignore-skip-worktree-bits", takes: Takes::No, short: None },
+            L { name: "recurse-submodules", key: "--recurse-submodules", takes: Takes::Optional, short: None },
+            L { name: "no-recurse-submodules", key: "--no-recurse-submodules", takes: Takes::No, short: None },
+            L { name: "overlay", key: "--overlay", takes: Takes::No, short: None },
+            L { name: "no-overlay", key: "--no-overlay", takes: Takes::No, short: None },
+            L { name: "pathspec-from-file", key: "--pathspec-from-file", takes: Takes::Required, short: None },
+            L { name: "pathspec-file-nul", key: "--pathspec-file-nul", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::AnyArgument, kind: Kind::Delete, action: Action::ApprovalRequired, when: &[".", "./", ".//", "./.", "=./*", "=*", "=**", ":", ":/", ":/.", "=:/*", ":/!*", ":/^*", ":!*", ":^*", ":(*"],
+                reason: "names the whole tree (`.`, `./`, `:/`, `*`, `:(top)`, or only exclusions such as `:!x`), so every uncommitted change is thrown away, as `git reset --hard` does; name the files to restore, or a person must approve", ..EFFECT },
+            E { trigger: T::Option("--pathspec-from-file"), kind: Kind::Delete, action: Action::OnUnknown, path: Some(Access::Read),
+                reason: "reads the pathspecs it restores from a file the gate does not see, which may name the whole tree; name the files on the command line", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:2017",
+        subcommand: Some("checkout"),
+        abbreviations: true,
+        short_values: &['b', 'B'],
+        long: &[
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "progress", key: "--progress", takes: Takes::No, short: None },
+            L { name: "no-progress", key: "--no-progress", takes: Takes::No, short: None },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "ours", key: "--ours", takes: Takes::No, short: None },
+            L { name: "theirs", key: "--theirs", takes: Takes::No, short: None },
+            L { name: "track", key: "--track", takes: Takes::Optional, short: None },
+            L { name: "no-track", key: "--no-track", takes: Takes::No, short: None },
+            L { name: "guess", key: "--guess", takes: Takes::No, short: None },
+            L { name: "no-guess", key: "--no-guess", takes: Takes::No, short: None },
+            L { name: "detach", key: "--detach", takes: Takes::No, short: None },
+            L { name: "orphan", key: "--orphan", takes: Takes::Required, short: None },
+            L { name: "ignore-skip-worktree-bits", key: "--ignore-skip-worktree-bits", takes: Takes::No, short: None },
+            L { name: "merge", key: "--merge", takes: Takes::No, short: Some('m') },
+            L { name: "conflict", key: "--conflict", takes: Takes::Required, short: None },
+            L { name: "patch", key: "--patch", takes: Takes::No, short: Some('p') },
+            L { name: "ignore-other-worktrees", key: "--ignore-other-worktrees", takes: Takes::No, short: None },
+            L { name: "overwrite-ignore", key: "--overwrite-ignore", takes: Takes::No, short: None },
+            L { name: "no-overwrite-ignore", key: "--no-overwrite-ignore", takes: Takes::No, short: None },
+            L { name: "recurse-submodules", key: "--recurse-submodules", takes: Takes::Optional, short: None },
+            L { name: "no-recurse-submodules", key: "--no-recurse-submodules", takes: Takes::No, short: None },
+            L { name: "overlay", key: "--overlay", takes: Takes::No, short: None },
+            L { name: "no-overlay", key: "--no-overlay", takes: Takes::No, short: None },
+            L { name: "pathspec-from-file", key: "--pathspec-from-file", takes: Takes::Required, short: None },
+            L { name: "pathspec-file-nul", key: "--pathspec-file-nul", takes: Takes::No, short: None },
+        ],
+        effects: &[
+            E { trigger: T::AnyArgument, kind: Kind::Delete, action: Action::ApprovalRequired, when: &[".", "./", ".//", "./.", "=./*", "=*", "=**", ":", ":/", ":/.", "=:/*", ":/!*", ":/^*", ":!*", ":^*", ":(*"],
+                reason: "names the whole tree (`.`, `./`, `:/`, `*`, `:(top)`, or only exclusions such as `:!x`), so every uncommitted change is thrown away, as `git reset --hard` does; name the files to restore, or a person must approve", ..EFFECT },
+            E { trigger: T::Option("--pathspec-from-file"), kind: Kind::Delete, action: Action::OnUnknown, path: Some(Access::Read),
+                reason: "reads the pathspecs it restores from a file the gate does not see, which may name the whole tree; name the files on the command line", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:2040",
+        subcommand: Some("branch"),
+        abbreviations: true,
+        short_values: &['u'],
+        long: &[
+            L { name: "delete", key: "--delete", takes: Takes::No, short: Some('d') },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "move", key: "--move", takes: Takes::No, short: Some('m') },
+            L { name: "copy", key: "--copy", takes: Takes::No, short: Some('c') },
+            L { name: "list", key: "--list", takes: Takes::No, short: Some('l') },
+            L { name: "all", key: "--all", takes: Takes::No, short: Some('a') },
+            L { name: "remotes", key: "--remotes", takes: Takes::No, short: Some('r') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "track", key: "--track", takes: Takes::Optional, short: None },
+            L { name: "no-track", key: "--no-track", takes: Takes::No, short: None },
+            L { name: "set-upstream-to", key: "--set-upstream-to", takes: Takes::Required, short: Some('u') },
+            L { name: "unset-upstream", key: "--unset-upstream", takes: Takes::No, short: None },
+            L { name: "edit-description", key: "--edit-description", takes: Takes::No, short: None },
+            L { name: "show-current", key: "--show-current", takes: Takes::No, short: None },
+            L { name: "create-reflog", key: "--create-reflog", takes: Takes::No, short: None },
+            L { name: "color", key: "--color", takes: Takes::Optional, short: None },
+            L { name: "no-color", key: "--no-color", takes: Takes::No, short: None },
+            L { name: "column", key: "--column", takes: Takes::Optional, short: None },
+            L { name: "no-column", key: "--no-column", takes: Takes::No, short: None },
+            L { name: "sort", key: "--sort", takes: Takes::Required, short: None },
+            L { name: "merged", key: "--merged", takes: Takes::Optional, short: None },
+            L { name: "no-merged", key: "--no-merged", takes: Takes::Optional, short: None },
+            L { name: "contains", key: "--contains", takes: Takes::Optional, short: None },
+            L { name: "no-contains", key: "--no-contains", takes: Takes::Optional, short: None },
+            L { name: "points-at", key: "--points-at", takes: Takes::Required, short: None },
+            L { name: "format", key: "--format", takes: Takes::Required, short: None },
+            L { name: "ignore-case", key: "--ignore-case", takes: Takes::No, short: Some('i') },
+            L { name: "abbrev", key: "--abbrev", takes: Takes::Optional, short: None },
+            L { name: "no-abbrev", key: "--no-abbrev", takes: Takes::No, short: None },
+            L { name: "omit-empty", key: "--omit-empty", takes: Takes::No, short: None },
+            L { name: "recurse-submodules", key: "--recurse-submodules", takes: Takes::No, short: None },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["git"], origin: "<built-in knowledge base>:2047",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -2217,7 +2388,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1917",
+        names: &["git"], origin: "<built-in knowledge base>:2054",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -2256,7 +2427,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1936",
+        names: &["git"], origin: "<built-in knowledge base>:2073",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -2307,7 +2478,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1975",
+        names: &["git"], origin: "<built-in knowledge base>:2112",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -2362,7 +2533,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2037",
+        names: &["git"], origin: "<built-in knowledge base>:2174",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -2371,7 +2542,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2048",
+        names: &["git"], origin: "<built-in knowledge base>:2185",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -2380,7 +2551,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2059",
+        names: &["git"], origin: "<built-in knowledge base>:2196",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2389,7 +2560,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2069",
+        names: &["git"], origin: "<built-in knowledge base>:2206",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -2410,7 +2581,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2089",
+        names: &["git"], origin: "<built-in knowledge base>:2226",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2419,7 +2590,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2099",
+        names: &["git"], origin: "<built-in knowledge base>:2236",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -2428,7 +2599,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2109",
+        names: &["git"], origin: "<built-in knowledge base>:2246",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -2450,7 +2621,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2128",
+        names: &["git"], origin: "<built-in knowledge base>:2265",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -2476,7 +2647,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2135",
+        names: &["git"], origin: "<built-in knowledge base>:2272",
         subcommand: Some("grep"),
         abbreviations: true,
         short_optional: &['O'],
@@ -2499,7 +2670,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2154",
+        names: &["git"], origin: "<built-in knowledge base>:2291",
         subcommand: Some("fetch-pack"),
         abbreviations: true,
         long: &[
@@ -2529,7 +2700,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2172",
+        names: &["git"], origin: "<built-in knowledge base>:2309",
         subcommand: Some("ls-remote"),
         abbreviations: true,
         long: &[
@@ -2554,7 +2725,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2190",
+        names: &["git"], origin: "<built-in knowledge base>:2327",
         subcommand: Some("clone"),
         abbreviations: true,
         short_values: &['u', 'o', 'b', 'c', 'j'],
@@ -2591,7 +2762,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2216",
+        names: &["git"], origin: "<built-in knowledge base>:2353",
         subcommand: Some("fetch"),
         abbreviations: true,
         long: &[
@@ -2625,7 +2796,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2228",
+        names: &["git"], origin: "<built-in knowledge base>:2365",
         subcommand: Some("pull"),
         abbreviations: true,
         short_values: &['s', 'X'],
@@ -2667,7 +2838,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2260",
+        names: &["git"], origin: "<built-in knowledge base>:2397",
         subcommand: Some("merge"),
         abbreviations: true,
         short_values: &['s', 'X', 'm', 'F'],
@@ -2711,7 +2882,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2292",
+        names: &["git"], origin: "<built-in knowledge base>:2429",
         subcommand: Some("cherry-pick"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2746,7 +2917,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2318",
+        names: &["git"], origin: "<built-in knowledge base>:2455",
         subcommand: Some("revert"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2779,7 +2950,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2344",
+        names: &["git"], origin: "<built-in knowledge base>:2481",
         subcommand: Some("commit"),
         abbreviations: true,
         short_values: &['m', 'F', 'C', 'c', 't'],
@@ -2835,7 +3006,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2364",
+        names: &["git"], origin: "<built-in knowledge base>:2501",
         subcommand: Some("tag"),
         abbreviations: true,
         short_values: &['m', 'F', 'u'],
@@ -2882,7 +3053,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2403",
+        names: &["git"], origin: "<built-in knowledge base>:2540",
         subcommand: Some("log"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -3010,7 +3181,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2431",
+        names: &["git"], origin: "<built-in knowledge base>:2568",
         subcommand: Some("show"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -3138,7 +3309,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2459",
+        names: &["git"], origin: "<built-in knowledge base>:2596",
         subcommand: Some("verify-commit"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3147,7 +3318,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2469",
+        names: &["git"], origin: "<built-in knowledge base>:2606",
         subcommand: Some("verify-tag"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3156,7 +3327,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:2481",
+        names: &["cargo"], origin: "<built-in knowledge base>:2618",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -3216,7 +3387,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:2519",
+        names: &["rustc"], origin: "<built-in knowledge base>:2656",
         short_values: &['o', 'L', 'l', 'C', 'W', 'Z'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -3237,6 +3408,12 @@ pub static PROGRAMS: &[P] = &[
         effects: &[
             E { trigger: T::Option("-C"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["linker=*", "link-arg*", "llvm-args*", "passes=*", "ar=*", "dlltool=*"],
                 reason: "chooses the linker or arguments rustc passes to programs it runs", ..EFFECT },
+            E { trigger: T::Option("-C"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["linker-plugin-lto=*"],
+                reason: "makes the linker load a plugin library of the caller's choice (`-C linker-plugin-lto=PATH`); `-C linker-plugin-lto` without a path needs no approval", ..EFFECT },
+            E { trigger: T::Option("-C"), kind: Kind::Write, action: Action::OnUnknown, when: &["incremental=*", "profile-generate=*"],
+                reason: "writes into a directory of the caller's choice (incremental state or profiling data), a path the gate does not check; leave it to cargo's target directory", ..EFFECT },
+            E { trigger: T::Option("--emit"), kind: Kind::Write, action: Action::OnUnknown, when: &["*=*"],
+                reason: "writes an output to a path named after `=` (`--emit=link=PATH`), which the gate does not check; use `--emit KIND` with -o or --out-dir", ..EFFECT },
             E { trigger: T::Option("-Z"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["codegen-backend=*", "llvm-plugins=*", "pre-link-arg*", "self-profile-events*"],
                 reason: "loads a code generator or plugin library into rustc, or passes arguments to the linker", ..EFFECT },
             E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
@@ -3245,7 +3422,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2552",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2710",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -3284,7 +3461,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2592",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2750",
         subcommand: Some("exec"),
         abbreviations: true, options_first: true,
         short_values: &['c'],
@@ -3301,7 +3478,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2606",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2764",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3310,7 +3487,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2616",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2774",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -3328,7 +3505,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2629",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2787",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -3373,7 +3550,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2705",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2863",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -3389,11 +3566,13 @@ pub static PROGRAMS: &[P] = &[
         effects: &[
             E { trigger: T::Option("-c"), kind: Kind::Code, action: Action::Judge, ..EFFECT },
             E { trigger: T::Option("-m"), kind: Kind::Exec, action: Action::Judge, when: &["pip", "pip.*", "pip3", "ensurepip", "ensurepip.*", "venv", "venv.*", "virtualenv", "virtualenv.*", "pipx", "pipx.*", "poetry", "poetry.*", "uv", "uv.*", "build", "build.*", "twine", "twine.*", "http.server", "smtpd", "ftplib", "telnetlib", "webbrowser"], inner: InnerCommand::ValueAndRest, ..EFFECT },
+            E { trigger: T::Option("-m"), kind: Kind::Exec, action: Action::OnUnknown, when: &["runpy", "cProfile", "profile", "pdb", "trace"],
+                reason: "runs another module or script named in its own arguments (`-m runpy pip install x` is pip), which the gate does not follow; run the module itself", ..EFFECT },
         ],
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2725",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2890",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
@@ -3430,12 +3609,18 @@ pub static PROGRAMS: &[P] = &[
             L { name: "no-deps", key: "--no-deps", takes: Takes::No, short: None },
             L { name: "pre", key: "--pre", takes: Takes::No, short: None },
             L { name: "dry-run", key: "--dry-run", takes: Takes::No, short: None },
+            L { name: "python", key: "--python", takes: Takes::Required, short: None },
+            L { name: "keyring-provider", key: "--keyring-provider", takes: Takes::Required, short: None },
             L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
             L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
         ],
         effects: &[
             E { trigger: T::Option("--trusted-host"), kind: Kind::Network, action: Action::ApprovalRequired,
                 reason: "accepts packages from a host without checking its certificate", ..EFFECT },
+            E { trigger: T::Option("--python"), kind: Kind::Exec, action: Action::ApprovalRequired,
+                reason: "re-runs pip under an interpreter of the caller's choice (any program)", ..EFFECT },
+            E { trigger: T::Option("--keyring-provider"), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["subprocess"],
+                reason: "makes pip run the `keyring` program found on PATH for credentials", ..EFFECT },
             E { trigger: T::Option("--break-system-packages"), kind: Kind::Write, action: Action::ApprovalRequired,
                 reason: "installs into the system's Python", ..EFFECT },
             E { trigger: T::Option("-r"), kind: Kind::Read, action: Action::Judge, path: Some(Access::Read), ..EFFECT },
@@ -3445,7 +3630,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2765",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2943",
         subcommand: Some("list"),
         abbreviations: true,
         long: &[
@@ -3469,7 +3654,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:2771",
+        names: &["perl"], origin: "<built-in knowledge base>:2949",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -3487,7 +3672,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:2796",
+        names: &["ruby"], origin: "<built-in knowledge base>:2974",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -3506,7 +3691,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:2823",
+        names: &["rsync"], origin: "<built-in knowledge base>:3001",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -3559,7 +3744,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:2867",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:3045",
         about: "ssh and friends: their -o keywords (any case, `Key=Value`, `Key Value`), -F, -S, -I and -J, also after ssh's host, are read by the gate's own code (shell/mod.rs, ssh_options)",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -3569,7 +3754,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["curl"], origin: "<built-in knowledge base>:2880",
+        names: &["curl"], origin: "<built-in knowledge base>:3058",
         about: "curl: -K/--config reads options the gate does not see; where it writes and reads (the names -O takes from URLs, and -J from the server, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['A', 'b', 'c', 'C', 'd', 'D', 'e', 'E', 'F', 'H', 'K', 'm', 'o', 'P', 'Q', 'r', 'T', 't', 'u', 'U', 'w', 'x', 'X', 'y', 'Y', 'z'],
@@ -3713,7 +3898,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["wget"], origin: "<built-in knowledge base>:2990",
+        names: &["wget"], origin: "<built-in knowledge base>:3168",
         about: "GNU wget: -e runs wgetrc commands and --config reads them (they can name any file to write); where it writes and reads (the name a URL gives, and names the server chooses in recursion, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['e', 'O', 'o', 'a', 'P', 'i', 'U', 't', 'T', 'w', 'l', 'A', 'R', 'D', 'I', 'X', 'B', 'Q', 'n'],
@@ -3830,7 +4015,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sqlite3"], origin: "<built-in knowledge base>:3069",
+        names: &["sqlite3"], origin: "<built-in knowledge base>:3247",
         about: "the sqlite3 shell: SQL and dot-commands (from its arguments, -cmd, -init or standard input) can run commands, load extensions and write any file; -safe forbids that",
         long: &[
             L { name: "-cmd", key: "-cmd", takes: Takes::Required, short: None },
@@ -3890,32 +4075,32 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:3091",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:3269",
         reason: "", options_of: None },
-    StaticEnv { names: &["ZIPOPT", "ZIP"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3098",
+    StaticEnv { names: &["ZIPOPT", "ZIP"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3276",
         reason: "gives zip options, as if written on its command line", options_of: Some("zip") },
-    StaticEnv { names: &["UNZIP", "UNZIPOPT"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3105",
+    StaticEnv { names: &["UNZIP", "UNZIPOPT"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3283",
         reason: "gives unzip options, as if written on its command line", options_of: Some("unzip") },
-    StaticEnv { names: &["BZIP", "BZIP2"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3112",
+    StaticEnv { names: &["BZIP", "BZIP2"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3290",
         reason: "gives bzip2 options, as if written on its command line", options_of: Some("bzip2") },
-    StaticEnv { names: &["XZ_DEFAULTS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3119",
+    StaticEnv { names: &["XZ_DEFAULTS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3297",
         reason: "gives xz options, as if written on its command line", options_of: Some("xz") },
-    StaticEnv { names: &["COMPILER_PATH", "GCC_EXEC_PREFIX", "CCC_OVERRIDE_OPTIONS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3128",
+    StaticEnv { names: &["COMPILER_PATH", "GCC_EXEC_PREFIX", "CCC_OVERRIDE_OPTIONS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3306",
         reason: "chooses the programs a compiler driver runs (as gcc's -B does) or rewrites clang's command line", options_of: None },
-    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3136",
+    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3314",
         reason: "passes options to the compiler, which can make it run or load programs", options_of: Some("gcc") },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3144",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3322",
         reason: "changes which programs and libraries run, or what the shell runs on its own", options_of: None },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3151",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3329",
         reason: "makes git run a program or read configuration of the caller's choice", options_of: None },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3157",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3335",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)", options_of: None },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3164",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3342",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run", options_of: None },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3171",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3349",
         reason: "makes an interpreter load code or options of the caller's choice", options_of: None },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3177",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3355",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys", options_of: None },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3183",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3361",
         reason: "sends network traffic through a proxy of the caller's choice", options_of: None },
 ];

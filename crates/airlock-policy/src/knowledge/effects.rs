@@ -45,6 +45,8 @@ fn value_matches(when: &[Text], value: Option<&str>) -> bool {
     }
     let Some(v) = value else { return false };
     when.iter().any(|w| match w.strip_suffix('*') {
+        // `=text`: exactly `text`, stars included (`git restore '*'`).
+        _ if w.starts_with('=') => v == &w[1..],
         // `*text*`: anywhere in the value.
         Some(p) if p.len() > 1 && p.starts_with('*') => v.contains(&p[1..]),
         Some(p) => v.starts_with(p),
@@ -168,6 +170,9 @@ impl Ctx<'_, '_> {
 /// is compared with the effects of its own entry only (a bounded list).
 pub fn apply(argv: &[String], norm: &Normalized<'_>) -> Applied {
     let mut out = Applied::default();
+    if let Some(f) = toolchain_path(norm) {
+        out.findings.push(f);
+    }
     if norm.entry.is_none() && norm.sub_entry.is_none() {
         return out;
     }
@@ -233,4 +238,34 @@ pub fn apply(argv: &[String], norm: &Normalized<'_>) -> Applied {
         }
     }
     out
+}
+
+/// rustup's `+TOOLCHAIN` selector (`cargo +nightly build`) that names a
+/// directory rather than an installed toolchain (`cargo +./tc build`): rustup
+/// runs that directory's `bin/cargo` or `bin/rustc`, which the gate never
+/// sees. A plain name (`+nightly`, `+1.80`) is left alone.
+fn toolchain_path(norm: &Normalized<'_>) -> Option<Finding> {
+    if !super::normalize::is_rustup_proxy(norm.program) {
+        return None;
+    }
+    let word = norm.words.iter().find_map(|w| match w {
+        Word::Arg {
+            text,
+            index: usize::MAX,
+            ..
+        } if text.starts_with('+') => Some(*text),
+        _ => None,
+    })?;
+    let name = &word[1..];
+    if !(name.contains('/') || name == "." || name == ".." || name.starts_with('~')) {
+        return None;
+    }
+    Some(Finding {
+        action: Action::ApprovalRequired,
+        entry: format!("{} +TOOLCHAIN", norm.program),
+        origin: super::BUILTIN_KNOWLEDGE_ORIGIN.to_string(),
+        shown: word.to_string(),
+        kind: Kind::Exec,
+        reason: "names a directory as the toolchain, so rustup runs the programs under it (its `bin/cargo`, `bin/rustc`), which the gate never sees; name an installed toolchain (`+nightly`) or leave the selector out".into(),
+    })
 }

@@ -413,7 +413,12 @@ impl<'k> Kb<'k> {
     }
 
     /// The config-file pattern a written path matches, if any. A pattern
-    /// matches the whole path or its tail after a `/`.
+    /// matches the whole path or its tail after a `/`. Besides `config_files`,
+    /// the names the return path holds for a person in any workspace
+    /// ([`crate::changes::DEFAULT_APPROVAL`]: `.envrc`, `.vscode/`,
+    /// `rust-toolchain.toml`, …) count, at any depth of the path as written,
+    /// so that the gate asks before a line writes one and then runs the tool
+    /// that obeys it.
     pub fn config_file(&self, path: &str) -> Option<&'k str> {
         let path = path.trim_end_matches('/');
         self.extension
@@ -424,6 +429,7 @@ impl<'k> Kb<'k> {
             .find(|p| {
                 path == *p || (path.ends_with(p) && path[..path.len() - p.len()].ends_with('/'))
             })
+            .or_else(|| held_for_approval(path))
     }
 
     pub fn env(&self, name: &str) -> Option<&'k EnvEntry> {
@@ -434,6 +440,23 @@ impl<'k> Kb<'k> {
         }
         self.builtin.env_entry(name)
     }
+}
+
+/// The pattern of the change-set rules' built-in approval list that `path`
+/// (as a command names it) matches at any depth, if any.
+fn held_for_approval(path: &str) -> Option<&'static str> {
+    use crate::changes::{Pattern, DEFAULT_APPROVAL};
+    static LIST: OnceLock<Vec<(&'static str, Pattern)>> = OnceLock::new();
+    let list = LIST.get_or_init(|| {
+        DEFAULT_APPROVAL
+            .iter()
+            .filter_map(|p| Pattern::new(p).ok().map(|pat| (*p, pat)))
+            .collect()
+    });
+    let path = std::path::Path::new(path);
+    list.iter()
+        .find(|(_, pat)| pat.matches_at_any_depth(path))
+        .map(|(text, _)| *text)
 }
 
 /// A policy's extension of the knowledge base, shared cheaply between requests.

@@ -139,6 +139,27 @@ fn legacy_value_options(program: &str) -> &'static [&'static str] {
     }
 }
 
+/// The programs rustup's proxies stand for: each reads a first argument
+/// `+TOOLCHAIN` as the toolchain to run.
+pub(crate) fn is_rustup_proxy(program: &str) -> bool {
+    matches!(
+        program,
+        "cargo"
+            | "rustc"
+            | "rustdoc"
+            | "rustfmt"
+            | "cargo-fmt"
+            | "cargo-clippy"
+            | "clippy-driver"
+            | "cargo-miri"
+            | "rust-gdb"
+            | "rust-gdbgui"
+            | "rust-lldb"
+            | "rls"
+            | "rust-analyzer"
+    )
+}
+
 /// Normalise an argv. Linear in its length: each word is read once, and a long
 /// option is looked up in its program's entry (a bounded list).
 pub fn normalize<'a>(argv: &'a [String], kb: Kb<'a>) -> Normalized<'a> {
@@ -179,8 +200,13 @@ pub fn normalize<'a>(argv: &'a [String], kb: Kb<'a>) -> Normalized<'a> {
                 i = short_cluster(argv, i, w, first_owner, &mut n.words, true);
                 continue;
             }
-            if !only_args && !in_sub && program == "cargo" && w.starts_with('+') {
-                // `cargo +nightly build`: a toolchain selector.
+            if !only_args
+                && !in_sub
+                && w.starts_with('+')
+                && (program == "cargo" || (i == 1 && is_rustup_proxy(program)))
+            {
+                // `cargo +nightly build`, `rustc +nightly x.rs`: rustup's
+                // toolchain selector, not an argument of the program.
                 n.words.push(Word::Arg {
                     text: w,
                     at: i,

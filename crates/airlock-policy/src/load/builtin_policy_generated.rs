@@ -11,7 +11,7 @@ use crate::Verdict;
 use std::path::PathBuf;
 
 /// SHA-256 of the default_policy.toml this was made from.
-pub const SOURCE_SHA256: &str = "68183a2a79fe7645c7e4fd2f40378b0868f62ec45ec10258ccd6096a91cd2ae6";
+pub const SOURCE_SHA256: &str = "cf452c489ee63f9360e51ac5e85eadcff45e8f61e87162c6a5d3c36a54b6711a";
 
 pub fn policy_data(root: PathBuf) -> Policy {
     Policy {
@@ -1260,18 +1260,30 @@ static RULES: &[R] = &[
     },
     R {
         name: "commands.approval[24]",
-        prefix: &[&["git"], &["branch"], &["-D"]],
+        prefix: &[&["git"], &["stash"], &["drop"]],
         decision: Verdict::ApprovalRequired,
         reason: None,
     },
     R {
         name: "commands.approval[25]",
-        prefix: &[&["git"], &["rm"], &["-f"]],
+        prefix: &[&["git"], &["branch"], &["-D"]],
         decision: Verdict::ApprovalRequired,
         reason: None,
     },
     R {
         name: "commands.approval[26]",
+        prefix: &[&["git"], &["branch"], &["-d"], &["-f"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[27]",
+        prefix: &[&["git"], &["rm"], &["-f"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[28]",
         prefix: &[&["git"], &["rm"], &["--force"]],
         decision: Verdict::ApprovalRequired,
         reason: None,
