@@ -377,7 +377,22 @@ impl<'p> Judge<'p> {
     /// in the knowledge base's `config_files`.
     fn config_file_write(&self, seg: &Segment) -> Option<Finding> {
         let kb = self.kb();
-        let found = |text: &str| kb.config_file(text).map(|p| (text.to_string(), p));
+        // A pattern (`> .npmr?`) is judged as each name it matches in each
+        // working directory the segment may run in.
+        let matched = |text: &str| -> Option<(String, &str)> {
+            if !seg.glob_args.iter().any(|g| g == text) {
+                return None;
+            }
+            let crate::shell::Cwd::Known(dirs) = &seg.cwd else {
+                return None;
+            };
+            dirs.iter()
+                .flat_map(|d| glob_paths(d, text).unwrap_or_default())
+                .find_map(|m| kb.config_file(&m).map(|p| (m, p)))
+        };
+        let found = |text: &str| {
+            (kb.config_file(text).map(|p| (text.to_string(), p))).or_else(|| matched(text))
+        };
         let mut hit = seg
             .paths
             .iter()
@@ -659,26 +674,45 @@ impl<'p> Judge<'p> {
         // and the strictest decides.
         let mut pending: Option<Found> = None;
         for u in &seg.paths {
-            if let Err(o) = self.boundary.check(cwd, &u.text, u.access) {
-                return Some(deny(
-                    &format!("the {}", u.role),
-                    &u.text,
-                    &o.resolved,
-                    u.access,
-                ));
+            // A pattern (`>> .git/c?nfig`) is checked as written and as each
+            // name it matches here.
+            let mut texts = vec![u.text.clone()];
+            if seg.glob_args.contains(&u.text) {
+                let Some(named) = glob_paths(cwd, &u.text) else {
+                    return Some(Found {
+                        verdict: Verdict::Deny,
+                        step: Step::Workspace,
+                        reason: format!(
+                            "the {} `{}` is a pattern that names more than {GLOB_MAX} paths here, and the gate checks each path a pattern names; name fewer at a time",
+                            u.role, u.text
+                        ),
+                        rule: None,
+                    });
+                };
+                texts.extend(named);
             }
-            if u.access == Access::Write {
-                if let Some(f) = protected(&u.text).or_else(|| self.policy_file(cwd, &u.text)) {
-                    return Some(f);
+            for text in &texts {
+                if let Err(o) = self.boundary.check(cwd, text, u.access) {
+                    return Some(deny(
+                        &format!("the {}", u.role),
+                        text,
+                        &o.resolved,
+                        u.access,
+                    ));
                 }
-                if pending.is_none() {
-                    pending = git_metadata(&u.text);
-                }
-                if let Some(f) = self.through_links(at, cwd, &u.text, true) {
-                    if f.verdict == Verdict::Deny {
+                if u.access == Access::Write {
+                    if let Some(f) = protected(text).or_else(|| self.policy_file(cwd, text)) {
                         return Some(f);
                     }
-                    pending.get_or_insert(f);
+                    if pending.is_none() {
+                        pending = git_metadata(text);
+                    }
+                    if let Some(f) = self.through_links(at, cwd, text, true) {
+                        if f.verdict == Verdict::Deny {
+                            return Some(f);
+                        }
+                        pending.get_or_insert(f);
+                    }
                 }
             }
         }
@@ -1402,7 +1436,7 @@ const GLOB_MAX: usize = 256;
 /// one, and `.` and `..` among the entries, as dash lists them; bash leaves
 /// those two out). Empty: nothing matches, and the shell passes the word as
 /// it is. `None`: more than [`GLOB_MAX`] names.
-fn glob_paths(cwd: &Path, pattern: &str) -> Option<Vec<String>> {
+pub(crate) fn glob_paths(cwd: &Path, pattern: &str) -> Option<Vec<String>> {
     let absolute = pattern.starts_with('/');
     let mut prefixes = vec![if absolute {
         "/".to_string()

@@ -48,6 +48,7 @@ fn fixture() -> Fixture {
         "src/lib/util.py",
         "tests/test_main.py",
         "Makefile",
+        ".git/config",
     ] {
         std::fs::write(root.join(f), "x\n").expect("write");
     }
@@ -2276,6 +2277,17 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
         D,
         "loops nested here",
     ),
+    // 6. A pattern in a redirection target names the files it matches, as
+    // bash expands it; a `cd` to a pattern enters the one directory it
+    // names, and is unknown otherwise.
+    ("printf x >> .git/c?nfig", "default", D, "workspace.protect"),
+    ("echo x > .gi[t]/config", "default", D, "workspace.protect"),
+    ("echo x >| .git/c*g", "default", D, "workspace.protect"),
+    ("{ echo x; } 2>> .git/conf?g", "default", D, "workspace.protect"),
+    ("cd .gi[t]/hooks; cp README.md pre-commit", "default", D, "workspace.protect"),
+    ("cd .g*; echo x >> config", "default", D, "workspace.protect"),
+    ("echo x > src/ma?n.py", "default", A, ""),
+    ("cd s?c && cat ../README.md", "default", A, ""),
 ];
 
 #[test]

@@ -1714,6 +1714,29 @@ impl Analyzer {
         }
     }
 
+    /// The working directories after `cd PATTERN`: the one directory the
+    /// pattern names from each, or unknown (bash enters the single match;
+    /// with none or several, `cd` fails or complains).
+    fn glob_chdir(&self, cwd: &Cwd, pattern: &str) -> Cwd {
+        let unknown = || {
+            Cwd::Unknown(format!(
+                "`cd {}` is a pattern that does not name exactly one directory here",
+                short(pattern)
+            ))
+        };
+        let Cwd::Known(dirs) = cwd else {
+            return unknown();
+        };
+        let mut out = Vec::new();
+        for d in dirs {
+            match crate::gate::glob_paths(d, pattern).as_deref() {
+                Some([one]) => out.push(crate::load::absolute_lexical(&d.join(one))),
+                _ => return unknown(),
+            }
+        }
+        Cwd::Known(out)
+    }
+
     fn function_body(
         &mut self,
         body: &ast::FunctionBody,
@@ -2036,8 +2059,13 @@ impl Analyzer {
 
     fn redirect_word(&self, raw: &str, access: Access, seg: &mut Segment, vars: &Vars) {
         match expand(raw, vars, &self.home) {
-            Expansion::Known { values, .. } => {
+            Expansion::Known { values, glob } => {
                 for v in values {
+                    // bash expands a pattern in a redirection target when it
+                    // names one file: the gate checks each name it matches.
+                    if glob {
+                        seg.glob_args.push(v.clone());
+                    }
                     if v.starts_with("/dev/tcp/") || v.starts_with("/dev/udp/") {
                         seg.net_redirects.push(v);
                     } else {
@@ -2658,7 +2686,11 @@ impl Analyzer {
                             access: Access::Read,
                             role: "working directory",
                         });
-                        chdir(&st.cwd, &d)
+                        if seg.glob_args.contains(&d) {
+                            self.glob_chdir(&st.cwd, &d)
+                        } else {
+                            chdir(&st.cwd, &d)
+                        }
                     }
                     None => st.oldpwd.clone().unwrap_or_else(|| {
                         Cwd::Unknown("`cd -` goes back to a directory not known here".into())
