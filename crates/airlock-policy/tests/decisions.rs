@@ -2288,6 +2288,14 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("cd .g*; echo x >> config", "default", D, "workspace.protect"),
     ("echo x > src/ma?n.py", "default", A, ""),
     ("cd s?c && cat ../README.md", "default", A, ""),
+    // 7. An unquoted variable's `*`, `?` and `[…]` are a pattern too.
+    ("x=.git/c?nfig; printf x | tee -a $x", "default", D, "workspace.protect"),
+    ("x=.git/c?nfig; cp README.md $x", "default", D, "workspace.protect"),
+    ("x='*'; cp README.md .git/$x", "default", D, "workspace.protect"),
+    ("x=.gi?; cd $x; echo x >> config", "default", D, "workspace.protect"),
+    ("x=.gi[t]; echo x >> $x/config", "default", D, "workspace.protect"),
+    ("x='src/*.py'; cat $x", "default", A, ""),
+    ("x=.git/c?nfig; echo \"$x\" > out.txt", "default", A, ""),
 ];
 
 #[test]
