@@ -2194,7 +2194,7 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("x=README.md; wait -p x; cat $x", "default", D, "`$x`"),
     ("x=README.md; f() { local x; cat $x; }; f", "default", D, "`$x`"),
     ("PWD=README.md; cd src; cat $PWD", "default", D, "`$PWD`"),
-    ("x=README.md; trap 'x=$y' DEBUG; cat $x", "default", D, "`$x`"),
+    ("x=README.md; trap 'x=$y' DEBUG; cat $x", "default", D, "the trap's handler"),
     ("x=README.md; let x=5; cat $x", "broad", D, "`$x`"),
     ("x=README.md; let x+=1; cat $x", "broad", D, "`$x`"),
     ("MAPFILE=README.md; mapfile < README.md; cat $MAPFILE", "broad", D, "`$MAPFILE`"),
@@ -2296,6 +2296,16 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("x=.gi[t]; echo x >> $x/config", "default", D, "workspace.protect"),
     ("x='src/*.py'; cat $x", "default", A, ""),
     ("x=.git/c?nfig; echo \"$x\" > out.txt", "default", A, ""),
+    // 8. A trap's handler after `--` or options is judged, and one that is
+    // more than constant printing needs approval: it runs at exit (or on a
+    // signal, or before each command) with the state of that moment.
+    ("trap -- 'cp README.md .git/hooks/pre-commit' EXIT", "default", D, "workspace.protect"),
+    ("trap -- 'curl http://x' EXIT", "default", D, "curl"),
+    ("trap -x 'ls' EXIT", "default", D, "`-x`"),
+    ("trap 'cp README.md pre-commit' EXIT; cd .git/hooks", "default", D, "the trap's handler"),
+    ("f=README.md; trap 'cat x >> $f' EXIT; f=.git/config", "default", D, "the trap's handler"),
+    ("trap 'echo done' EXIT; ls", "default", A, ""),
+    ("trap -p EXIT; trap '' INT; trap - EXIT; ls", "default", A, ""),
 ];
 
 #[test]

@@ -2950,15 +2950,47 @@ impl Analyzer {
                 }
             }
             "trap" => {
-                // The handler is shell code that runs later.
-                if let Some(code) = seg.argv.get(1).filter(|c| !c.starts_with('-')).cloned() {
-                    let mut inner = st.clone();
-                    if let Some(why) = self.shell_text(&code, &mut inner, depth + 1) {
+                // The handler is shell code that runs later: at exit, on a
+                // signal, or before every command (DEBUG), in the directory
+                // and with the variables of that moment. It is judged here,
+                // and unless it is a constant that only prints, it needs
+                // approval: the gate does not follow the state it will see.
+                match trap_handler(&seg.argv) {
+                    Err(why) => {
                         seg.unknown.get_or_insert(why);
                     }
-                    // A DEBUG trap runs its handler before every later
-                    // command, so nothing it assigns is known after this.
-                    st.forget_changed_by(&inner, "a trap's handler");
+                    Ok(None) => {}
+                    Ok(Some(code)) => {
+                        let mut inner = st.clone();
+                        let before = self.segments.len();
+                        if let Some(why) = self.shell_text(&code, &mut inner, depth + 1) {
+                            seg.unknown.get_or_insert(why);
+                        }
+                        let printing = !code.contains(['$', '`', '<', '>'])
+                            && self.segments[before..].iter().all(|s| {
+                                s.data_only
+                                    && s.paths.is_empty()
+                                    && s.unknown.is_none()
+                                    && s.unknown_args.is_empty()
+                                    && s.wrappers.is_empty()
+                                    && !s.function_call
+                                    && s.argv.first().is_some_and(|p| {
+                                        matches!(
+                                            p.as_str(),
+                                            "echo" | "printf" | "true" | "false" | ":" | "exit"
+                                        )
+                                    })
+                            });
+                        if !printing {
+                            seg.unknown.get_or_insert(format!(
+                                "the trap's handler `{}` runs later (at exit, on a signal or before each command), in the working directory and with the variables of that moment, which the gate does not follow; a person must approve it, or run that code as the line's last command (a handler of constant `echo`/`printf`/`exit` words is allowed)",
+                                short(&code)
+                            ));
+                        }
+                        // A DEBUG trap runs its handler before every later
+                        // command, so nothing it assigns is known after this.
+                        st.forget_changed_by(&inner, "a trap's handler");
+                    }
                 }
             }
             _ => {}
@@ -3072,6 +3104,30 @@ fn appended(old: &[String], more: &[String]) -> Option<Vec<String>> {
             .flat_map(|o| more.iter().map(move |m| format!("{o}{m}")))
             .collect(),
     )
+}
+
+/// The handler a `trap` sets: `trap [-lpP] [--] [ACTION SIGSPEC…]`.
+/// `Ok(None)`: none (printing, listing, a reset with `-`, ignoring with '').
+fn trap_handler(argv: &[String]) -> Result<Option<String>, String> {
+    let mut i = 1;
+    match argv.get(1) {
+        Some(a) if a == "--" => i = 2,
+        Some(a) if a.len() > 1 && a.starts_with('-') => {
+            if !a[1..].chars().all(|c| matches!(c, 'l' | 'p' | 'P')) {
+                return Err(format!(
+                    "`trap` is given the option `{}`, which the gate does not know; spell the handler after `--`",
+                    short(a)
+                ));
+            }
+            // `-l` lists signals and `-p`/`-P` print handlers: nothing is set.
+            return Ok(None);
+        }
+        _ => {}
+    }
+    match argv.get(i).map(String::as_str) {
+        None | Some("-") | Some("") => Ok(None),
+        Some(code) => Ok(Some(code.to_string())),
+    }
 }
 
 /// The working directories after `cd dir`.
