@@ -491,6 +491,9 @@ impl<'p> Judge<'p> {
                 }
             }
             Cwd::Known(cwds) => {
+                // A finding that needs approval in one cwd may be denied in
+                // another: the strictest decides.
+                let mut waiting: Option<Found> = None;
                 for cwd in cwds {
                     if let Err(o) = self.boundary.check(cwd, ".", Access::Read) {
                         let reason = format!(
@@ -507,9 +510,16 @@ impl<'p> Judge<'p> {
                         };
                     }
                     if let Some(f) = self.check_paths(at, seg, cwd, program, normalized.as_ref()) {
-                        notes.add(Step::Workspace, "deny", || f.reason.clone());
-                        return f;
+                        if f.verdict == Verdict::Deny {
+                            notes.add(Step::Workspace, "deny", || f.reason.clone());
+                            return f;
+                        }
+                        waiting.get_or_insert(f);
                     }
+                }
+                if let Some(f) = waiting {
+                    notes.add(Step::Workspace, "deny", || f.reason.clone());
+                    return f;
                 }
             }
         }

@@ -2306,6 +2306,15 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("f=README.md; trap 'cat x >> $f' EXIT; f=.git/config", "default", D, "the trap's handler"),
     ("trap 'echo done' EXIT; ls", "default", A, ""),
     ("trap -p EXIT; trap '' INT; trap - EXIT; ls", "default", A, ""),
+    // 9. A `cd` into a directory the gate does not see may fail, and after
+    // `;` the line goes on where it was: later paths are judged in both.
+    ("cd .git/hooks; cd ../../nope; cp README.md pre-commit", "default", D, "workspace.protect"),
+    ("cd .git; cd ../nope; echo x >> config", "default", D, "workspace.protect"),
+    ("cd .git; cd sub; echo x >> config", "default", D, "workspace.protect"),
+    ("cd nope; cat ../README.md", "default", D, "outside the workspace"),
+    ("cd nope && cat ../README.md", "default", A, ""),
+    ("cd src; cat ../README.md", "default", A, ""),
+    ("mkdir -p build/x; cd build/x; cat ../../README.md", "default", A, ""),
 ];
 
 #[test]

@@ -233,6 +233,7 @@ fn analyze_with(text: &str, ctx: &Context, plain_fast_path: bool) -> Analysis {
             cwd,
             vars: Vars::default(),
             oldpwd: None,
+            cd_fallback: None,
         };
         let unknown = a.shell_text(text, &mut state, 0);
         let unknown = unknown.or(a.too_complex.take());
@@ -380,6 +381,7 @@ fn analyze_argv_inner(argv: &[String], ctx: &Context) -> Analysis {
             cwd: Cwd::Known(vec![crate::load::absolute_lexical(&ctx.cwd)]),
             vars: Vars::default(),
             oldpwd: None,
+            cd_fallback: None,
         };
         let mut seg = Segment::new(&state.cwd);
         seg.argv = argv.to_vec();
@@ -416,6 +418,10 @@ struct State {
     cwd: Cwd,
     vars: Vars,
     oldpwd: Option<Cwd>,
+    /// Where the shell stays if the last `cd` failed (a directory the gate
+    /// does not see on disk nor made earlier in the line): after `;` the
+    /// line goes on there too.
+    cd_fallback: Option<Cwd>,
 }
 
 impl State {
@@ -513,6 +519,9 @@ struct Analyzer {
     /// Passes over loop bodies inside the current outermost loop
     /// (bounded by [`MAX_NESTED_LOOP_PASSES`]).
     nested_loop_passes: usize,
+    /// Directories `mkdir` makes earlier in the line (absolute, lexical):
+    /// a `cd` into one succeeds.
+    made_dirs: Vec<PathBuf>,
 }
 
 /// Programs whose arguments are data, not paths.
@@ -1433,6 +1442,7 @@ impl Analyzer {
             seen: LineFacts::default(),
             loop_depth: 0,
             nested_loop_passes: 0,
+            made_dirs: Vec::new(),
         }
     }
 
@@ -1532,7 +1542,15 @@ impl Analyzer {
                     let mut bg = st.clone();
                     self.and_or(ao, &mut bg, depth, nest);
                 }
-                ast::SeparatorOperator::Sequence => self.and_or(ao, st, depth, nest),
+                ast::SeparatorOperator::Sequence => {
+                    // A `cd` that may fail leaves the shell where it was, and
+                    // after `;` or a newline the line goes on in either.
+                    st.cd_fallback = None;
+                    self.and_or(ao, st, depth, nest);
+                    if let Some(old) = st.cd_fallback.take() {
+                        st.cwd.merge(&old);
+                    }
+                }
             }
         }
     }
@@ -1568,6 +1586,8 @@ impl Analyzer {
             }
         }
         ok.merge(&failed);
+        // The list's own states already hold where a failed `cd` stays.
+        ok.cd_fallback = None;
         *st = ok;
     }
 
@@ -2477,6 +2497,7 @@ impl Analyzer {
                         cwd: s.cwd.clone(),
                         vars: Vars::default(),
                         oldpwd: None,
+                        cd_fallback: None,
                     };
                     let before = self.segments.len();
                     if let Some(why) = self.shell_text(&code, &mut inner_state, depth + 1) {
@@ -2605,6 +2626,7 @@ impl Analyzer {
                     cwd: seg.cwd.clone(),
                     vars: Vars::default(),
                     oldpwd: None,
+                    cd_fallback: None,
                 };
                 let before = self.segments.len();
                 if let Some(why) = self.shell_text(&code, &mut inner_state, depth + 1) {
@@ -2696,11 +2718,23 @@ impl Analyzer {
                         Cwd::Unknown("`cd -` goes back to a directory not known here".into())
                     }),
                 };
+                let old = st.cwd.clone();
                 if !seg.unknown_args.is_empty() {
                     st.oldpwd = Some(st.cwd.clone());
                     st.cwd = Cwd::Unknown("`cd` to a directory only known at run time".into());
                 } else {
                     st.oldpwd = Some(st.cwd.clone());
+                    // A directory the gate does not see may not exist: the
+                    // `cd` fails and the shell stays.
+                    let sure = match &new_cwd {
+                        Cwd::Known(dirs) => dirs
+                            .iter()
+                            .all(|d| d.is_dir() || self.made_dirs.iter().any(|m| m == d)),
+                        Cwd::Unknown(_) => true,
+                    };
+                    if !sure {
+                        st.cd_fallback = Some(old);
+                    }
                     st.cwd = new_cwd;
                 }
                 // `cd` sets PWD and OLDPWD to directories, not to what the
@@ -2710,6 +2744,21 @@ impl Analyzer {
                 seg.data_only = false;
                 self.push(seg);
                 return;
+            }
+            "mkdir" => {
+                if let Cwd::Known(dirs) = &st.cwd {
+                    for a in seg.argv.iter().skip(1).filter(|a| !a.starts_with('-')) {
+                        for d in dirs {
+                            let made = crate::load::absolute_lexical(&d.join(a));
+                            // `-p` makes the parents too.
+                            for p in made.ancestors() {
+                                if p.starts_with(d) && !self.made_dirs.iter().any(|m| m == p) {
+                                    self.made_dirs.push(p.to_path_buf());
+                                }
+                            }
+                        }
+                    }
+                }
             }
             "popd" => {
                 st.cwd = Cwd::Unknown("`popd` returns to a directory not known here".into());
@@ -3170,7 +3219,9 @@ mod tests {
     fn a_working_directory_of_path_max_or_more_is_not_followed() {
         // 2 100 × "b/" from /w passes PATH_MAX: from there the cwd is unknown,
         // so each later segment costs its own bytes, not the cwd's.
-        let text = format!("{}ls", "cd b; ".repeat(2100));
+        // (`&&`: after `;` a `cd` into a directory not on disk may fail,
+        // and the cwds it may leave grow past the branch bound first.)
+        let text = format!("{}ls", "cd b && ".repeat(2100));
         let a = analyze(&text, &Context::new("/w".into(), "/w".into()));
         let last = a.segments.last().expect("segments");
         assert!(
@@ -3178,10 +3229,19 @@ mod tests {
             "{:?}",
             last.cwd
         );
-        let short = analyze("cd b; cd c; ls", &Context::new("/w".into(), "/w".into()));
+        let short = analyze(
+            "cd b && cd c && ls",
+            &Context::new("/w".into(), "/w".into()),
+        );
         assert_eq!(
             short.segments.last().map(|s| s.cwd.clone()),
             Some(Cwd::Known(vec![PathBuf::from("/w/b/c")]))
+        );
+        // After `;`, a `cd` into a directory not on disk may fail: both.
+        let short = analyze("cd b; ls", &Context::new("/w".into(), "/w".into()));
+        assert_eq!(
+            short.segments.last().map(|s| s.cwd.clone()),
+            Some(Cwd::Known(vec![PathBuf::from("/w/b"), PathBuf::from("/w")]))
         );
     }
 
