@@ -2315,6 +2315,15 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("cd nope && cat ../README.md", "default", A, ""),
     ("cd src; cat ../README.md", "default", A, ""),
     ("mkdir -p build/x; cd build/x; cat ../../README.md", "default", A, ""),
+    // 10. bash calls `command_not_found_handle` for any program it does not
+    // find, which the gate cannot know.
+    (
+        "f=a.txt; command_not_found_handle() { printf x >> $f; }; f=.git/config; tree",
+        "default",
+        D,
+        "command_not_found_handle",
+    ),
+    ("command_not_found_handler() { :; }; ls", "default", D, "command_not_found_handler"),
 ];
 
 #[test]

@@ -1630,6 +1630,22 @@ impl Analyzer {
                 self.compound(cc, st, depth, nest + 1, &all);
             }
             ast::Command::Function(f) => {
+                // bash calls `command_not_found_handle` (zsh
+                // `command_not_found_handler`) for every program it does not
+                // find, which the gate cannot know: any later command may run it.
+                let name = f.fname.value.as_str();
+                if matches!(
+                    name,
+                    "command_not_found_handle" | "command_not_found_handler"
+                ) {
+                    self.unknown_segment(
+                        st,
+                        vec![name.to_string()],
+                        format!(
+                            "defining `{name}` makes the shell run it, with the state of that moment, for any program it does not find, which the gate cannot know; a person must approve it, or give the function another name and call it"
+                        ),
+                    );
+                }
                 // Judge the body where it is defined (stricter than judging it only
                 // when called; calls re-judge it with the caller's directory).
                 let mut body_state = st.clone();
