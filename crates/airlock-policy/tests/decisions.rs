@@ -39,6 +39,10 @@ fn fixture() -> Fixture {
         "docs",
         ".git/hooks",
         "node_modules/.bin",
+        // A bare repository already in the workspace (a test fixture).
+        "fx/bare.git/objects",
+        "fx/bare.git/refs",
+        "fx/bare.git/hooks",
     ] {
         std::fs::create_dir_all(root.join(d)).expect("mkdir");
     }
@@ -49,6 +53,8 @@ fn fixture() -> Fixture {
         "tests/test_main.py",
         "Makefile",
         ".git/config",
+        "fx/bare.git/HEAD",
+        "fx/bare.git/config",
     ] {
         std::fs::write(root.join(f), "x\n").expect("write");
     }
@@ -2324,6 +2330,18 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
         "command_not_found_handle",
     ),
     ("command_not_found_handler() { :; }; ls", "default", D, "command_not_found_handler"),
+    // 11. A bare repository's config and hooks are git metadata: one the
+    // line makes (`git init --bare`, `git clone --bare`/`--mirror`) and one
+    // already on disk.
+    ("git init --bare sub/x && printf x >> sub/x/config", "default", Q, "bare repository"),
+    ("git init -q --bare sub/x; echo x > sub/x/hooks/pre-commit", "default", Q, "git hook"),
+    ("git -C sub init --bare x; echo x > sub/x/config", "default", Q, "bare repository"),
+    ("mkdir r; cd r; git init --bare; echo x >> config", "default", Q, "bare repository"),
+    ("echo x >> fx/bare.git/config", "default", Q, "bare repository"),
+    ("cp README.md fx/bare.git/hooks/pre-commit", "default", Q, "git hook"),
+    ("git init --bare sub/x && echo x > sub/x/description", "default", A, ""),
+    ("cat fx/bare.git/config", "default", A, ""),
+    ("echo x >> fx/*/config", "default", Q, "bare repository"),
 ];
 
 #[test]
