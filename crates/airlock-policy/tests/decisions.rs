@@ -86,7 +86,7 @@ fn fixture() -> Fixture {
         "[commands]\nallow = [\"ls\", \"echo\", \"cat\", \"flock\", \"watch\", \"ionice\", \"chrt\", \"taskset\", \"prlimit\", \"setpriv\", \"script\", \"unbuffer\", \"strace\", \"stdbuf\", \"nohup\", \"sqlite3\", \"cmake\", \"rg\", \"curl\", \"wget\", \"ssh\", \"date\", \"hostname\", \"git\", \"xargs\"]\n",
     );
     let broad = extra(
-        "[commands]\nallow = [\"let\", \"declare\", \"typeset\", \"local\", \"mapfile\", \"readarray\", \"getopts\", \"read\", \"printf\", \"echo\", \"cat\", \"cd\", \"chmod\", \"chown\", \"chgrp\", \"touch\", \"setfacl\", \"setfattr\", \"chattr\", \"truncate\", \"ln\", \"mkdir\", \"cp\", \"mv\", \"sed\", \"tee\", \"rm\", \"cpio\", \"7z\", \"7za\", \"7zr\", \"bsdtar\", \"pax\", \"tar\"]\n",
+        "[commands]\nallow = [\"let\", \"declare\", \"typeset\", \"local\", \"mapfile\", \"readarray\", \"getopts\", \"read\", \"printf\", \"echo\", \"cat\", \"cd\", \"chmod\", \"chown\", \"chgrp\", \"touch\", \"setfacl\", \"setfattr\", \"chattr\", \"truncate\", \"ln\", \"mkdir\", \"cp\", \"mv\", \"sed\", \"tee\", \"rm\", \"cpio\", \"7z\", \"7za\", \"7zr\", \"bsdtar\", \"pax\", \"tar\", \"pushd\", \"popd\"]\n",
     );
     Fixture {
         broad,
@@ -2342,6 +2342,13 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("git init --bare sub/x && echo x > sub/x/description", "default", A, ""),
     ("cat fx/bare.git/config", "default", A, ""),
     ("echo x >> fx/*/config", "default", Q, "bare repository"),
+    // 12. `pushd` alone, `pushd +N`/`-N` and `popd` move along the
+    // directory stack, which the gate does not keep.
+    ("pushd .git/hooks; pushd src; pushd +1; cp README.md pre-commit", "broad", D, "directory stack"),
+    ("pushd .git/hooks; pushd src; pushd; cp README.md pre-commit", "broad", D, "directory stack"),
+    ("pushd .git/hooks; pushd src; pushd -0; cp README.md pre-commit", "broad", D, "directory stack"),
+    ("pushd .git/hooks; pushd src; popd; cp README.md pre-commit", "broad", D, "popd"),
+    ("pushd src && cat ../README.md", "broad", A, ""),
 ];
 
 #[test]

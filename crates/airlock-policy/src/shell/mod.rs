@@ -2706,12 +2706,50 @@ impl Analyzer {
         // Builtins that change the shell's state for later commands.
         match program.as_str() {
             "cd" | "pushd" => {
-                let target = seg
-                    .argv
-                    .iter()
-                    .skip(1)
-                    .find(|a| !a.starts_with('-') || a.as_str() == "-")
-                    .cloned();
+                let mut operands = Vec::new();
+                let mut options_done = false;
+                for a in seg.argv.iter().skip(1) {
+                    if !options_done && a == "--" {
+                        options_done = true;
+                    } else if !options_done && a.len() > 1 && a.starts_with('-') {
+                        // `pushd -N` names a stack entry, not an option.
+                        if program == "pushd" && a[1..].chars().all(|c| c.is_ascii_digit()) {
+                            operands.push(a.clone());
+                        }
+                        if program == "pushd" && a == "-n" {
+                            operands.push(a.clone());
+                        }
+                    } else {
+                        options_done = true;
+                        operands.push(a.clone());
+                    }
+                }
+                let target = operands.first().cloned();
+                // `pushd` alone swaps the top two entries of the directory
+                // stack, `pushd +N`/`-N` rotates it, `-n` only edits it: the
+                // gate does not keep the stack.
+                let stack = program == "pushd"
+                    && match target.as_deref() {
+                        None => true,
+                        Some(t) => {
+                            t == "-n"
+                                || ((t.starts_with('+') || t.starts_with('-'))
+                                    && t.len() > 1
+                                    && t[1..].chars().all(|c| c.is_ascii_digit()))
+                        }
+                    };
+                if stack {
+                    st.oldpwd = Some(st.cwd.clone());
+                    st.cwd = Cwd::Unknown(format!(
+                        "`{}` moves to a directory of the directory stack, which the gate does not keep; use `cd DIR` to be judged",
+                        seg.argv.join(" ")
+                    ));
+                    st.vars.set_unseen("PWD");
+                    st.vars.set_unseen("OLDPWD");
+                    seg.data_only = false;
+                    self.push(seg);
+                    return;
+                }
                 let dest = match target.as_deref() {
                     None => Some(self.home.clone()),
                     Some("-") => None,
