@@ -2345,6 +2345,7 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     // 12. `pushd` alone, `pushd +N`/`-N` and `popd` move along the
     // directory stack, which the gate does not keep.
     ("pushd .git/hooks; pushd src; pushd +1; cp README.md pre-commit", "broad", D, "directory stack"),
+    ("pushd .git/hooks; pushd ../../src; pushd +1; cp README.md pre-commit", "broad", D, "directory stack"),
     ("pushd .git/hooks; pushd src; pushd; cp README.md pre-commit", "broad", D, "directory stack"),
     ("pushd .git/hooks; pushd src; pushd -0; cp README.md pre-commit", "broad", D, "directory stack"),
     ("pushd .git/hooks; pushd src; popd; cp README.md pre-commit", "broad", D, "popd"),
