@@ -229,6 +229,7 @@ fn judge_analysis(
         index,
         shown_prefixes: Default::default(),
         links,
+        bare_repos: bare_repositories(&analysis.segments),
     };
     let mut segments = Vec::with_capacity(analysis.segments.len());
     let mut traces = Vec::new();
@@ -284,6 +285,90 @@ struct Judge<'p> {
     shown_prefixes: std::cell::RefCell<Vec<(&'p Rule, std::rc::Rc<str>)>>,
     /// The symlinks the line makes, which the host does not show yet.
     links: links::LineLinks,
+    /// Directories the line makes bare repositories (`git init --bare DIR`):
+    /// git run there obeys their `config` and `hooks/`.
+    bare_repos: Vec<std::path::PathBuf>,
+}
+
+/// The directories `git init --bare`, `git clone --bare`/`--mirror` (or
+/// either with `--separate-git-dir`) make git directories, from each
+/// working directory the segment may run in. Every operand counts (the
+/// gate does not tell a clone's URL from its directory), and a clone's
+/// default name too.
+fn bare_repositories(segments: &[Segment]) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for seg in segments {
+        if seg.argv.first().map(|p| crate::rules::program_name(p)) != Some("git") {
+            continue;
+        }
+        let Cwd::Known(cwds) = &seg.cwd else {
+            continue;
+        };
+        let mut bases: Vec<std::path::PathBuf> = cwds.clone();
+        let mut i = 1;
+        while let Some(a) = seg.argv.get(i) {
+            if a == "-C" {
+                if let Some(d) = seg.argv.get(i + 1) {
+                    bases = bases.iter().map(|b| b.join(d)).collect();
+                }
+                i += 2;
+            } else if matches!(
+                a.as_str(),
+                "-c" | "--git-dir" | "--work-tree" | "--namespace"
+            ) {
+                i += 2;
+            } else if a.starts_with('-') {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        let Some(sub) = seg.argv.get(i).map(String::as_str) else {
+            continue;
+        };
+        if !matches!(sub, "init" | "clone") {
+            continue;
+        }
+        let rest = &seg.argv[i + 1..];
+        let bare = rest.iter().any(|a| {
+            matches!(a.as_str(), "--bare" | "--mirror") || a.starts_with("--separate-git-dir")
+        });
+        if !bare {
+            continue;
+        }
+        let mut dirs: Vec<String> = Vec::new();
+        for (k, a) in rest.iter().enumerate() {
+            if let Some(v) = a.strip_prefix("--separate-git-dir=") {
+                dirs.push(v.to_string());
+            } else if !a.starts_with('-') {
+                dirs.push(a.clone());
+            } else if a == "--separate-git-dir" {
+                dirs.extend(rest.get(k + 1).cloned());
+            }
+        }
+        if sub == "clone" {
+            // `git clone --bare URL` makes `NAME.git` from the URL's last part.
+            let names: Vec<String> = dirs
+                .iter()
+                .filter_map(|u| {
+                    let last = u.trim_end_matches('/').rsplit(['/', ':']).next()?;
+                    let name = last.trim_end_matches(".git");
+                    (!name.is_empty()).then(|| [name.to_string(), format!("{name}.git")])
+                })
+                .flatten()
+                .collect();
+            dirs.extend(names);
+        }
+        if dirs.is_empty() {
+            dirs.push(".".into());
+        }
+        for b in &bases {
+            for d in &dirs {
+                out.push(crate::load::absolute_lexical(&b.join(d)));
+            }
+        }
+    }
+    out
 }
 
 /// The trace of one segment, when asked for; its details are only built then.
@@ -377,7 +462,22 @@ impl<'p> Judge<'p> {
     /// in the knowledge base's `config_files`.
     fn config_file_write(&self, seg: &Segment) -> Option<Finding> {
         let kb = self.kb();
-        let found = |text: &str| kb.config_file(text).map(|p| (text.to_string(), p));
+        // A pattern (`> .npmr?`) is judged as each name it matches in each
+        // working directory the segment may run in.
+        let matched = |text: &str| -> Option<(String, &str)> {
+            if !seg.glob_args.iter().any(|g| g == text) {
+                return None;
+            }
+            let crate::shell::Cwd::Known(dirs) = &seg.cwd else {
+                return None;
+            };
+            dirs.iter()
+                .flat_map(|d| glob_paths(d, text).unwrap_or_default())
+                .find_map(|m| kb.config_file(&m).map(|p| (m, p)))
+        };
+        let found = |text: &str| {
+            (kb.config_file(text).map(|p| (text.to_string(), p))).or_else(|| matched(text))
+        };
         let mut hit = seg
             .paths
             .iter()
@@ -476,6 +576,9 @@ impl<'p> Judge<'p> {
                 }
             }
             Cwd::Known(cwds) => {
+                // A finding that needs approval in one cwd may be denied in
+                // another: the strictest decides.
+                let mut waiting: Option<Found> = None;
                 for cwd in cwds {
                     if let Err(o) = self.boundary.check(cwd, ".", Access::Read) {
                         let reason = format!(
@@ -492,9 +595,16 @@ impl<'p> Judge<'p> {
                         };
                     }
                     if let Some(f) = self.check_paths(at, seg, cwd, program, normalized.as_ref()) {
-                        notes.add(Step::Workspace, "deny", || f.reason.clone());
-                        return f;
+                        if f.verdict == Verdict::Deny {
+                            notes.add(Step::Workspace, "deny", || f.reason.clone());
+                            return f;
+                        }
+                        waiting.get_or_insert(f);
                     }
+                }
+                if let Some(f) = waiting {
+                    notes.add(Step::Workspace, "deny", || f.reason.clone());
+                    return f;
                 }
             }
         }
@@ -645,6 +755,7 @@ impl<'p> Judge<'p> {
         let git_metadata = |text: &str| {
             self.boundary
                 .git_metadata(cwd, text)
+                .or_else(|| self.in_bare_repo(cwd, text))
                 .map(|(rel, why)| Found {
                     verdict: Verdict::ApprovalRequired,
                     step: Step::Workspace,
@@ -659,26 +770,45 @@ impl<'p> Judge<'p> {
         // and the strictest decides.
         let mut pending: Option<Found> = None;
         for u in &seg.paths {
-            if let Err(o) = self.boundary.check(cwd, &u.text, u.access) {
-                return Some(deny(
-                    &format!("the {}", u.role),
-                    &u.text,
-                    &o.resolved,
-                    u.access,
-                ));
+            // A pattern (`>> .git/c?nfig`) is checked as written and as each
+            // name it matches here.
+            let mut texts = vec![u.text.clone()];
+            if seg.glob_args.contains(&u.text) {
+                let Some(named) = glob_paths(cwd, &u.text) else {
+                    return Some(Found {
+                        verdict: Verdict::Deny,
+                        step: Step::Workspace,
+                        reason: format!(
+                            "the {} `{}` is a pattern that names more than {GLOB_MAX} paths here, and the gate checks each path a pattern names; name fewer at a time",
+                            u.role, u.text
+                        ),
+                        rule: None,
+                    });
+                };
+                texts.extend(named);
             }
-            if u.access == Access::Write {
-                if let Some(f) = protected(&u.text).or_else(|| self.policy_file(cwd, &u.text)) {
-                    return Some(f);
+            for text in &texts {
+                if let Err(o) = self.boundary.check(cwd, text, u.access) {
+                    return Some(deny(
+                        &format!("the {}", u.role),
+                        text,
+                        &o.resolved,
+                        u.access,
+                    ));
                 }
-                if pending.is_none() {
-                    pending = git_metadata(&u.text);
-                }
-                if let Some(f) = self.through_links(at, cwd, &u.text, true) {
-                    if f.verdict == Verdict::Deny {
+                if u.access == Access::Write {
+                    if let Some(f) = protected(text).or_else(|| self.policy_file(cwd, text)) {
                         return Some(f);
                     }
-                    pending.get_or_insert(f);
+                    if pending.is_none() {
+                        pending = git_metadata(text);
+                    }
+                    if let Some(f) = self.through_links(at, cwd, text, true) {
+                        if f.verdict == Verdict::Deny {
+                            return Some(f);
+                        }
+                        pending.get_or_insert(f);
+                    }
                 }
             }
         }
@@ -917,6 +1047,20 @@ impl<'p> Judge<'p> {
             }
         }
         pending
+    }
+
+    /// Where `text` lands in a git directory the line makes bare
+    /// (`git init --bare DIR`), when git obeys it there.
+    fn in_bare_repo(&self, cwd: &Path, text: &str) -> Option<(std::path::PathBuf, &'static str)> {
+        if self.bare_repos.is_empty() {
+            return None;
+        }
+        let path = crate::load::absolute_lexical(&crate::paths::joined(cwd, text));
+        self.bare_repos.iter().find_map(|repo| {
+            let rel = path.strip_prefix(repo).ok()?;
+            let why = crate::paths::bare_git_obeys(rel)?;
+            Some((path.clone(), why))
+        })
     }
 
     /// A write to `text` from `cwd`, judged where it lands through the
@@ -1402,7 +1546,7 @@ const GLOB_MAX: usize = 256;
 /// one, and `.` and `..` among the entries, as dash lists them; bash leaves
 /// those two out). Empty: nothing matches, and the shell passes the word as
 /// it is. `None`: more than [`GLOB_MAX`] names.
-fn glob_paths(cwd: &Path, pattern: &str) -> Option<Vec<String>> {
+pub(crate) fn glob_paths(cwd: &Path, pattern: &str) -> Option<Vec<String>> {
     let absolute = pattern.starts_with('/');
     let mut prefixes = vec![if absolute {
         "/".to_string()

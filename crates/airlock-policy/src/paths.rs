@@ -153,6 +153,34 @@ fn git_obeys(rel: &Path) -> Option<&'static str> {
     }
 }
 
+/// What git obeys at `rel` inside a bare repository's directory (its
+/// `config`, `hooks/`, `commondir`), as inside a `.git`.
+pub(crate) fn bare_git_obeys(rel: &Path) -> Option<&'static str> {
+    let mut comps = rel.iter();
+    let first = comps.next()?.to_str().unwrap_or("");
+    let only = comps.next().is_none();
+    match first {
+        "hooks" => Some("a git hook of a bare repository"),
+        "config" | "config.worktree" if only => Some(
+            "a bare repository's git config (core.fsmonitor, core.pager and aliases run programs)",
+        ),
+        "commondir" | "gitdir" if only => {
+            Some("a pointer to another git directory, whose config and hooks git then obeys")
+        }
+        _ => None,
+    }
+}
+
+/// The bare repository on disk that holds `path` (a directory with `HEAD`,
+/// `objects/` and `refs/`, as git tells one), below `root`.
+fn bare_repository_of(path: &Path, root: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .take_while(|a| a.starts_with(root) && *a != root)
+        .find(|a| a.join("HEAD").is_file() && a.join("objects").is_dir() && a.join("refs").is_dir())
+        .map(Path::to_path_buf)
+}
+
 #[cfg(test)]
 thread_local! {
     /// Bytes of path the boundary's walk built on this thread: what it started
@@ -299,7 +327,14 @@ impl<'p> Boundary<'p> {
     pub fn git_metadata(&self, cwd: &Path, text: &str) -> Option<(PathBuf, &'static str)> {
         let resolved = self.resolve(&joined(cwd, text));
         let rel = resolved.strip_prefix(&self.root_real).ok()?;
-        git_obeys(rel).map(|what| (rel.to_path_buf(), what))
+        if let Some(what) = git_obeys(rel) {
+            return Some((rel.to_path_buf(), what));
+        }
+        // A bare repository already in the workspace (a test fixture, a
+        // `*.git` mirror): git run there obeys its config and hooks.
+        let repo = bare_repository_of(&resolved, &self.root_real)?;
+        let what = bare_git_obeys(resolved.strip_prefix(&repo).ok()?)?;
+        Some((rel.to_path_buf(), what))
     }
 
     /// Whether `text` used from `cwd` lands inside the workspace root.

@@ -39,6 +39,10 @@ fn fixture() -> Fixture {
         "docs",
         ".git/hooks",
         "node_modules/.bin",
+        // A bare repository already in the workspace (a test fixture).
+        "fx/bare.git/objects",
+        "fx/bare.git/refs",
+        "fx/bare.git/hooks",
     ] {
         std::fs::create_dir_all(root.join(d)).expect("mkdir");
     }
@@ -48,6 +52,9 @@ fn fixture() -> Fixture {
         "src/lib/util.py",
         "tests/test_main.py",
         "Makefile",
+        ".git/config",
+        "fx/bare.git/HEAD",
+        "fx/bare.git/config",
     ] {
         std::fs::write(root.join(f), "x\n").expect("write");
     }
@@ -79,7 +86,7 @@ fn fixture() -> Fixture {
         "[commands]\nallow = [\"ls\", \"echo\", \"cat\", \"flock\", \"watch\", \"ionice\", \"chrt\", \"taskset\", \"prlimit\", \"setpriv\", \"script\", \"unbuffer\", \"strace\", \"stdbuf\", \"nohup\", \"sqlite3\", \"cmake\", \"rg\", \"curl\", \"wget\", \"ssh\", \"date\", \"hostname\", \"git\", \"xargs\"]\n",
     );
     let broad = extra(
-        "[commands]\nallow = [\"let\", \"declare\", \"typeset\", \"local\", \"mapfile\", \"readarray\", \"getopts\", \"read\", \"printf\", \"echo\", \"cat\", \"cd\", \"chmod\", \"chown\", \"chgrp\", \"touch\", \"setfacl\", \"setfattr\", \"chattr\", \"truncate\", \"ln\", \"mkdir\", \"cp\", \"mv\", \"sed\", \"tee\", \"rm\", \"cpio\", \"7z\", \"7za\", \"7zr\", \"bsdtar\", \"pax\", \"tar\"]\n",
+        "[commands]\nallow = [\"let\", \"declare\", \"typeset\", \"local\", \"mapfile\", \"readarray\", \"getopts\", \"read\", \"printf\", \"echo\", \"cat\", \"cd\", \"chmod\", \"chown\", \"chgrp\", \"touch\", \"setfacl\", \"setfattr\", \"chattr\", \"truncate\", \"ln\", \"mkdir\", \"cp\", \"mv\", \"sed\", \"tee\", \"rm\", \"cpio\", \"7z\", \"7za\", \"7zr\", \"bsdtar\", \"pax\", \"tar\", \"pushd\", \"popd\"]\n",
     );
     Fixture {
         broad,
@@ -2217,7 +2224,7 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("x=README.md; wait -p x; cat $x", "default", D, "`$x`"),
     ("x=README.md; f() { local x; cat $x; }; f", "default", D, "`$x`"),
     ("PWD=README.md; cd src; cat $PWD", "default", D, "`$PWD`"),
-    ("x=README.md; trap 'x=$y' DEBUG; cat $x", "default", D, "`$x`"),
+    ("x=README.md; trap 'x=$y' DEBUG; cat $x", "default", D, "the trap's handler"),
     ("x=README.md; let x=5; cat $x", "broad", D, "`$x`"),
     ("x=README.md; let x+=1; cat $x", "broad", D, "`$x`"),
     ("MAPFILE=README.md; mapfile < README.md; cat $MAPFILE", "broad", D, "`$MAPFILE`"),
@@ -2431,6 +2438,73 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("python3 -m trace --trace -m pip install x", "default", D, "python -m"),
     ("python3 -m profile src/main.py", "default", D, "python -m"),
     ("python3 -m json.tool README.md", "default", A, ""),
+    // 6. A pattern in a redirection target names the files it matches, as
+    // bash expands it; a `cd` to a pattern enters the one directory it
+    // names, and is unknown otherwise.
+    ("printf x >> .git/c?nfig", "default", D, "workspace.protect"),
+    ("echo x > .gi[t]/config", "default", D, "workspace.protect"),
+    ("echo x >| .git/c*g", "default", D, "workspace.protect"),
+    ("{ echo x; } 2>> .git/conf?g", "default", D, "workspace.protect"),
+    ("cd .gi[t]/hooks; cp README.md pre-commit", "default", D, "workspace.protect"),
+    ("cd .g*; echo x >> config", "default", D, "workspace.protect"),
+    ("echo x > src/ma?n.py", "default", A, ""),
+    ("cd s?c && cat ../README.md", "default", A, ""),
+    // 7. An unquoted variable's `*`, `?` and `[…]` are a pattern too.
+    ("x=.git/c?nfig; printf x | tee -a $x", "default", D, "workspace.protect"),
+    ("x=.git/c?nfig; cp README.md $x", "default", D, "workspace.protect"),
+    ("x='*'; cp README.md .git/$x", "default", D, "workspace.protect"),
+    ("x=.gi?; cd $x; echo x >> config", "default", D, "workspace.protect"),
+    ("x=.gi[t]; echo x >> $x/config", "default", D, "workspace.protect"),
+    ("x='src/*.py'; cat $x", "default", A, ""),
+    ("x=.git/c?nfig; echo \"$x\" > out.txt", "default", A, ""),
+    // 8. A trap's handler after `--` or options is judged, and one that is
+    // more than constant printing needs approval: it runs at exit (or on a
+    // signal, or before each command) with the state of that moment.
+    ("trap -- 'cp README.md .git/hooks/pre-commit' EXIT", "default", D, "workspace.protect"),
+    ("trap -- 'curl http://x' EXIT", "default", D, "curl"),
+    ("trap -x 'ls' EXIT", "default", D, "`-x`"),
+    ("trap 'cp README.md pre-commit' EXIT; cd .git/hooks", "default", D, "the trap's handler"),
+    ("f=README.md; trap 'cat x >> $f' EXIT; f=.git/config", "default", D, "the trap's handler"),
+    ("trap 'echo done' EXIT; ls", "default", A, ""),
+    ("trap -p EXIT; trap '' INT; trap - EXIT; ls", "default", A, ""),
+    // 9. A `cd` into a directory the gate does not see may fail, and after
+    // `;` the line goes on where it was: later paths are judged in both.
+    ("cd .git/hooks; cd ../../nope; cp README.md pre-commit", "default", D, "workspace.protect"),
+    ("cd .git; cd ../nope; echo x >> config", "default", D, "workspace.protect"),
+    ("cd .git; cd sub; echo x >> config", "default", D, "workspace.protect"),
+    ("cd nope; cat ../README.md", "default", D, "outside the workspace"),
+    ("cd nope && cat ../README.md", "default", A, ""),
+    ("cd src; cat ../README.md", "default", A, ""),
+    ("mkdir -p build/x; cd build/x; cat ../../README.md", "default", A, ""),
+    // 10. bash calls `command_not_found_handle` for any program it does not
+    // find, which the gate cannot know.
+    (
+        "f=a.txt; command_not_found_handle() { printf x >> $f; }; f=.git/config; tree",
+        "default",
+        D,
+        "command_not_found_handle",
+    ),
+    ("command_not_found_handler() { :; }; ls", "default", D, "command_not_found_handler"),
+    // 11. A bare repository's config and hooks are git metadata: one the
+    // line makes (`git init --bare`, `git clone --bare`/`--mirror`) and one
+    // already on disk.
+    ("git init --bare sub/x && printf x >> sub/x/config", "default", Q, "bare repository"),
+    ("git init -q --bare sub/x; echo x > sub/x/hooks/pre-commit", "default", Q, "git hook"),
+    ("git -C sub init --bare x; echo x > sub/x/config", "default", Q, "bare repository"),
+    ("mkdir r; cd r; git init --bare; echo x >> config", "default", Q, "bare repository"),
+    ("echo x >> fx/bare.git/config", "default", Q, "bare repository"),
+    ("cp README.md fx/bare.git/hooks/pre-commit", "default", Q, "git hook"),
+    ("git init --bare sub/x && echo x > sub/x/description", "default", A, ""),
+    ("cat fx/bare.git/config", "default", A, ""),
+    ("echo x >> fx/*/config", "default", Q, "bare repository"),
+    // 12. `pushd` alone, `pushd +N`/`-N` and `popd` move along the
+    // directory stack, which the gate does not keep.
+    ("pushd .git/hooks; pushd src; pushd +1; cp README.md pre-commit", "broad", D, "directory stack"),
+    ("pushd .git/hooks; pushd ../../src; pushd +1; cp README.md pre-commit", "broad", D, "directory stack"),
+    ("pushd .git/hooks; pushd src; pushd; cp README.md pre-commit", "broad", D, "directory stack"),
+    ("pushd .git/hooks; pushd src; pushd -0; cp README.md pre-commit", "broad", D, "directory stack"),
+    ("pushd .git/hooks; pushd src; popd; cp README.md pre-commit", "broad", D, "popd"),
+    ("pushd src && cat ../README.md", "broad", A, ""),
 ];
 
 #[test]

@@ -233,6 +233,7 @@ fn analyze_with(text: &str, ctx: &Context, plain_fast_path: bool) -> Analysis {
             cwd,
             vars: Vars::default(),
             oldpwd: None,
+            cd_fallback: None,
         };
         let unknown = a.shell_text(text, &mut state, 0);
         let unknown = unknown.or(a.too_complex.take());
@@ -380,6 +381,7 @@ fn analyze_argv_inner(argv: &[String], ctx: &Context) -> Analysis {
             cwd: Cwd::Known(vec![crate::load::absolute_lexical(&ctx.cwd)]),
             vars: Vars::default(),
             oldpwd: None,
+            cd_fallback: None,
         };
         let mut seg = Segment::new(&state.cwd);
         seg.argv = argv.to_vec();
@@ -416,6 +418,10 @@ struct State {
     cwd: Cwd,
     vars: Vars,
     oldpwd: Option<Cwd>,
+    /// Where the shell stays if the last `cd` failed (a directory the gate
+    /// does not see on disk nor made earlier in the line): after `;` the
+    /// line goes on there too.
+    cd_fallback: Option<Cwd>,
 }
 
 impl State {
@@ -513,6 +519,9 @@ struct Analyzer {
     /// Passes over loop bodies inside the current outermost loop
     /// (bounded by [`MAX_NESTED_LOOP_PASSES`]).
     nested_loop_passes: usize,
+    /// Directories `mkdir` makes earlier in the line (absolute, lexical):
+    /// a `cd` into one succeeds.
+    made_dirs: Vec<PathBuf>,
 }
 
 /// Programs whose arguments are data, not paths.
@@ -1433,6 +1442,7 @@ impl Analyzer {
             seen: LineFacts::default(),
             loop_depth: 0,
             nested_loop_passes: 0,
+            made_dirs: Vec::new(),
         }
     }
 
@@ -1532,7 +1542,15 @@ impl Analyzer {
                     let mut bg = st.clone();
                     self.and_or(ao, &mut bg, depth, nest);
                 }
-                ast::SeparatorOperator::Sequence => self.and_or(ao, st, depth, nest),
+                ast::SeparatorOperator::Sequence => {
+                    // A `cd` that may fail leaves the shell where it was, and
+                    // after `;` or a newline the line goes on in either.
+                    st.cd_fallback = None;
+                    self.and_or(ao, st, depth, nest);
+                    if let Some(old) = st.cd_fallback.take() {
+                        st.cwd.merge(&old);
+                    }
+                }
             }
         }
     }
@@ -1568,6 +1586,8 @@ impl Analyzer {
             }
         }
         ok.merge(&failed);
+        // The list's own states already hold where a failed `cd` stays.
+        ok.cd_fallback = None;
         *st = ok;
     }
 
@@ -1610,6 +1630,22 @@ impl Analyzer {
                 self.compound(cc, st, depth, nest + 1, &all);
             }
             ast::Command::Function(f) => {
+                // bash calls `command_not_found_handle` (zsh
+                // `command_not_found_handler`) for every program it does not
+                // find, which the gate cannot know: any later command may run it.
+                let name = f.fname.value.as_str();
+                if matches!(
+                    name,
+                    "command_not_found_handle" | "command_not_found_handler"
+                ) {
+                    self.unknown_segment(
+                        st,
+                        vec![name.to_string()],
+                        format!(
+                            "defining `{name}` makes the shell run it, with the state of that moment, for any program it does not find, which the gate cannot know; a person must approve it, or give the function another name and call it"
+                        ),
+                    );
+                }
                 // Judge the body where it is defined (stricter than judging it only
                 // when called; calls re-judge it with the caller's directory).
                 let mut body_state = st.clone();
@@ -1712,6 +1748,29 @@ impl Analyzer {
             }
             _ => {}
         }
+    }
+
+    /// The working directories after `cd PATTERN`: the one directory the
+    /// pattern names from each, or unknown (bash enters the single match;
+    /// with none or several, `cd` fails or complains).
+    fn glob_chdir(&self, cwd: &Cwd, pattern: &str) -> Cwd {
+        let unknown = || {
+            Cwd::Unknown(format!(
+                "`cd {}` is a pattern that does not name exactly one directory here",
+                short(pattern)
+            ))
+        };
+        let Cwd::Known(dirs) = cwd else {
+            return unknown();
+        };
+        let mut out = Vec::new();
+        for d in dirs {
+            match crate::gate::glob_paths(d, pattern).as_deref() {
+                Some([one]) => out.push(crate::load::absolute_lexical(&d.join(one))),
+                _ => return unknown(),
+            }
+        }
+        Cwd::Known(out)
     }
 
     fn function_body(
@@ -2036,8 +2095,13 @@ impl Analyzer {
 
     fn redirect_word(&self, raw: &str, access: Access, seg: &mut Segment, vars: &Vars) {
         match expand(raw, vars, &self.home) {
-            Expansion::Known { values, .. } => {
+            Expansion::Known { values, glob } => {
                 for v in values {
+                    // bash expands a pattern in a redirection target when it
+                    // names one file: the gate checks each name it matches.
+                    if glob {
+                        seg.glob_args.push(v.clone());
+                    }
                     if v.starts_with("/dev/tcp/") || v.starts_with("/dev/udp/") {
                         seg.net_redirects.push(v);
                     } else {
@@ -2449,6 +2513,7 @@ impl Analyzer {
                         cwd: s.cwd.clone(),
                         vars: Vars::default(),
                         oldpwd: None,
+                        cd_fallback: None,
                     };
                     let before = self.segments.len();
                     if let Some(why) = self.shell_text(&code, &mut inner_state, depth + 1) {
@@ -2577,6 +2642,7 @@ impl Analyzer {
                     cwd: seg.cwd.clone(),
                     vars: Vars::default(),
                     oldpwd: None,
+                    cd_fallback: None,
                 };
                 let before = self.segments.len();
                 if let Some(why) = self.shell_text(&code, &mut inner_state, depth + 1) {
@@ -2640,12 +2706,50 @@ impl Analyzer {
         // Builtins that change the shell's state for later commands.
         match program.as_str() {
             "cd" | "pushd" => {
-                let target = seg
-                    .argv
-                    .iter()
-                    .skip(1)
-                    .find(|a| !a.starts_with('-') || a.as_str() == "-")
-                    .cloned();
+                let mut operands = Vec::new();
+                let mut options_done = false;
+                for a in seg.argv.iter().skip(1) {
+                    if !options_done && a == "--" {
+                        options_done = true;
+                    } else if !options_done && a.len() > 1 && a.starts_with('-') {
+                        // `pushd -N` names a stack entry, not an option.
+                        if program == "pushd" && a[1..].chars().all(|c| c.is_ascii_digit()) {
+                            operands.push(a.clone());
+                        }
+                        if program == "pushd" && a == "-n" {
+                            operands.push(a.clone());
+                        }
+                    } else {
+                        options_done = true;
+                        operands.push(a.clone());
+                    }
+                }
+                let target = operands.first().cloned();
+                // `pushd` alone swaps the top two entries of the directory
+                // stack, `pushd +N`/`-N` rotates it, `-n` only edits it: the
+                // gate does not keep the stack.
+                let stack = program == "pushd"
+                    && match target.as_deref() {
+                        None => true,
+                        Some(t) => {
+                            t == "-n"
+                                || ((t.starts_with('+') || t.starts_with('-'))
+                                    && t.len() > 1
+                                    && t[1..].chars().all(|c| c.is_ascii_digit()))
+                        }
+                    };
+                if stack {
+                    st.oldpwd = Some(st.cwd.clone());
+                    st.cwd = Cwd::Unknown(format!(
+                        "`{}` moves to a directory of the directory stack, which the gate does not keep; use `cd DIR` to be judged",
+                        seg.argv.join(" ")
+                    ));
+                    st.vars.set_unseen("PWD");
+                    st.vars.set_unseen("OLDPWD");
+                    seg.data_only = false;
+                    self.push(seg);
+                    return;
+                }
                 let dest = match target.as_deref() {
                     None => Some(self.home.clone()),
                     Some("-") => None,
@@ -2658,17 +2762,33 @@ impl Analyzer {
                             access: Access::Read,
                             role: "working directory",
                         });
-                        chdir(&st.cwd, &d)
+                        if seg.glob_args.contains(&d) {
+                            self.glob_chdir(&st.cwd, &d)
+                        } else {
+                            chdir(&st.cwd, &d)
+                        }
                     }
                     None => st.oldpwd.clone().unwrap_or_else(|| {
                         Cwd::Unknown("`cd -` goes back to a directory not known here".into())
                     }),
                 };
+                let old = st.cwd.clone();
                 if !seg.unknown_args.is_empty() {
                     st.oldpwd = Some(st.cwd.clone());
                     st.cwd = Cwd::Unknown("`cd` to a directory only known at run time".into());
                 } else {
                     st.oldpwd = Some(st.cwd.clone());
+                    // A directory the gate does not see may not exist: the
+                    // `cd` fails and the shell stays.
+                    let sure = match &new_cwd {
+                        Cwd::Known(dirs) => dirs
+                            .iter()
+                            .all(|d| d.is_dir() || self.made_dirs.iter().any(|m| m == d)),
+                        Cwd::Unknown(_) => true,
+                    };
+                    if !sure {
+                        st.cd_fallback = Some(old);
+                    }
                     st.cwd = new_cwd;
                 }
                 // `cd` sets PWD and OLDPWD to directories, not to what the
@@ -2678,6 +2798,21 @@ impl Analyzer {
                 seg.data_only = false;
                 self.push(seg);
                 return;
+            }
+            "mkdir" => {
+                if let Cwd::Known(dirs) = &st.cwd {
+                    for a in seg.argv.iter().skip(1).filter(|a| !a.starts_with('-')) {
+                        for d in dirs {
+                            let made = crate::load::absolute_lexical(&d.join(a));
+                            // `-p` makes the parents too.
+                            for p in made.ancestors() {
+                                if p.starts_with(d) && !self.made_dirs.iter().any(|m| m == p) {
+                                    self.made_dirs.push(p.to_path_buf());
+                                }
+                            }
+                        }
+                    }
+                }
             }
             "popd" => {
                 st.cwd = Cwd::Unknown("`popd` returns to a directory not known here".into());
@@ -2918,15 +3053,47 @@ impl Analyzer {
                 }
             }
             "trap" => {
-                // The handler is shell code that runs later.
-                if let Some(code) = seg.argv.get(1).filter(|c| !c.starts_with('-')).cloned() {
-                    let mut inner = st.clone();
-                    if let Some(why) = self.shell_text(&code, &mut inner, depth + 1) {
+                // The handler is shell code that runs later: at exit, on a
+                // signal, or before every command (DEBUG), in the directory
+                // and with the variables of that moment. It is judged here,
+                // and unless it is a constant that only prints, it needs
+                // approval: the gate does not follow the state it will see.
+                match trap_handler(&seg.argv) {
+                    Err(why) => {
                         seg.unknown.get_or_insert(why);
                     }
-                    // A DEBUG trap runs its handler before every later
-                    // command, so nothing it assigns is known after this.
-                    st.forget_changed_by(&inner, "a trap's handler");
+                    Ok(None) => {}
+                    Ok(Some(code)) => {
+                        let mut inner = st.clone();
+                        let before = self.segments.len();
+                        if let Some(why) = self.shell_text(&code, &mut inner, depth + 1) {
+                            seg.unknown.get_or_insert(why);
+                        }
+                        let printing = !code.contains(['$', '`', '<', '>'])
+                            && self.segments[before..].iter().all(|s| {
+                                s.data_only
+                                    && s.paths.is_empty()
+                                    && s.unknown.is_none()
+                                    && s.unknown_args.is_empty()
+                                    && s.wrappers.is_empty()
+                                    && !s.function_call
+                                    && s.argv.first().is_some_and(|p| {
+                                        matches!(
+                                            p.as_str(),
+                                            "echo" | "printf" | "true" | "false" | ":" | "exit"
+                                        )
+                                    })
+                            });
+                        if !printing {
+                            seg.unknown.get_or_insert(format!(
+                                "the trap's handler `{}` runs later (at exit, on a signal or before each command), in the working directory and with the variables of that moment, which the gate does not follow; a person must approve it, or run that code as the line's last command (a handler of constant `echo`/`printf`/`exit` words is allowed)",
+                                short(&code)
+                            ));
+                        }
+                        // A DEBUG trap runs its handler before every later
+                        // command, so nothing it assigns is known after this.
+                        st.forget_changed_by(&inner, "a trap's handler");
+                    }
                 }
             }
             _ => {}
@@ -3042,6 +3209,30 @@ fn appended(old: &[String], more: &[String]) -> Option<Vec<String>> {
     )
 }
 
+/// The handler a `trap` sets: `trap [-lpP] [--] [ACTION SIGSPEC…]`.
+/// `Ok(None)`: none (printing, listing, a reset with `-`, ignoring with '').
+fn trap_handler(argv: &[String]) -> Result<Option<String>, String> {
+    let mut i = 1;
+    match argv.get(1) {
+        Some(a) if a == "--" => i = 2,
+        Some(a) if a.len() > 1 && a.starts_with('-') => {
+            if !a[1..].chars().all(|c| matches!(c, 'l' | 'p' | 'P')) {
+                return Err(format!(
+                    "`trap` is given the option `{}`, which the gate does not know; spell the handler after `--`",
+                    short(a)
+                ));
+            }
+            // `-l` lists signals and `-p`/`-P` print handlers: nothing is set.
+            return Ok(None);
+        }
+        _ => {}
+    }
+    match argv.get(i).map(String::as_str) {
+        None | Some("-") | Some("") => Ok(None),
+        Some(code) => Ok(Some(code.to_string())),
+    }
+}
+
 /// The working directories after `cd dir`.
 fn chdir(cwd: &Cwd, dir: &str) -> Cwd {
     let list = match cwd {
@@ -3082,7 +3273,9 @@ mod tests {
     fn a_working_directory_of_path_max_or_more_is_not_followed() {
         // 2 100 × "b/" from /w passes PATH_MAX: from there the cwd is unknown,
         // so each later segment costs its own bytes, not the cwd's.
-        let text = format!("{}ls", "cd b; ".repeat(2100));
+        // (`&&`: after `;` a `cd` into a directory not on disk may fail,
+        // and the cwds it may leave grow past the branch bound first.)
+        let text = format!("{}ls", "cd b && ".repeat(2100));
         let a = analyze(&text, &Context::new("/w".into(), "/w".into()));
         let last = a.segments.last().expect("segments");
         assert!(
@@ -3090,10 +3283,19 @@ mod tests {
             "{:?}",
             last.cwd
         );
-        let short = analyze("cd b; cd c; ls", &Context::new("/w".into(), "/w".into()));
+        let short = analyze(
+            "cd b && cd c && ls",
+            &Context::new("/w".into(), "/w".into()),
+        );
         assert_eq!(
             short.segments.last().map(|s| s.cwd.clone()),
             Some(Cwd::Known(vec![PathBuf::from("/w/b/c")]))
+        );
+        // After `;`, a `cd` into a directory not on disk may fail: both.
+        let short = analyze("cd b; ls", &Context::new("/w".into(), "/w".into()));
+        assert_eq!(
+            short.segments.last().map(|s| s.cwd.clone()),
+            Some(Cwd::Known(vec![PathBuf::from("/w/b"), PathBuf::from("/w")]))
         );
     }
 

@@ -607,6 +607,11 @@ fn expand_pieces(
                         why: format!("unquoted `{raw}` splits into several words"),
                     });
                 }
+                // Unquoted, the value's `*`, `?` and `[…]` are a pattern too
+                // (`x=.git/c?nfig; tee -a $x`).
+                if !quoted && values.iter().any(|v| is_glob(v)) {
+                    *glob = true;
+                }
                 let mut next = Vec::new();
                 for a in acc.iter() {
                     for v in &values {
