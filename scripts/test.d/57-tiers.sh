@@ -147,7 +147,10 @@ print(s.split("NoNewPrivs:")[1].split()[0], s.split("Seccomp:")[1].split()[0], n
   # A helper killed outright leaves its stage directory (empty once its
   # private mount namespace is gone) and the owner file beside it: the next
   # run sweeps both.
-  (cd "$ws" && exec "$bin" run --backend "$backend" -- sleep 3) >/dev/null 2>&1 &
+  # (The killed helper's command lives on in its cgroup slot until a run takes
+  # that slot; the other lane's corpus would count it as left behind, so it is
+  # stopped here by its pid, found by its one-off argument.)
+  (cd "$ws" && exec "$bin" run --backend "$backend" -- sleep 3.0107) >/dev/null 2>&1 &
   local caller=$! owner= helper=
   for _ in $(seq 100); do
     owner=$(ls /run/airlock-oci/*.owner 2>/dev/null | head -1)
@@ -157,6 +160,10 @@ print(s.split("NoNewPrivs:")[1].split()[0], s.split("Seccomp:")[1].split()[0], n
   done
   [ -n "$helper" ] && kill -9 "$helper"
   wait "$caller" 2>/dev/null
+  for _ in $(seq 40); do
+    pids=$(pgrep -f '^sleep 3\.0107$') && { kill -9 $pids 2>/dev/null; break; }
+    sleep 0.05
+  done
   local left=${owner%.owner}
   check "$b: a killed helper left its stage (${left:-no owner file found})" test -n "$owner" -a -d "$left"
   run -- true >/dev/null 2>&1
