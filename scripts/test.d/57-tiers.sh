@@ -146,7 +146,10 @@ print(s.split("NoNewPrivs:")[1].split()[0], s.split("Seccomp:")[1].split()[0], n
   ls /run/airlock-oci 2>/dev/null | grep -q . && fail=$((fail + 1)) && echo "FAIL $b: a run's stage was left behind"
   # A helper killed outright leaves its stage directory (empty once its
   # private mount namespace is gone) and the owner file beside it: the next
-  # run sweeps both.
+  # run sweeps both. (Not on gVisor: its orphaned sandbox process outlives
+  # the command and would stay in a cgroup slot that later runs of the
+  # corpus must empty; the sweep is the same code, unit-tested.)
+  [ "$backend" = gvisor ] && return 0
   # (The killed helper's command lives on in its cgroup slot until a run takes
   # that slot; the other lane's corpus would count it as left behind, so it is
   # stopped here by its pid, found by its one-off argument.)
