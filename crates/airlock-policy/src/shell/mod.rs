@@ -1685,16 +1685,7 @@ impl Analyzer {
             E::Not(a) | E::Parenthesized(a) => self.extended_test_words(a, seg, vars),
             E::UnaryTest(_, w) => self.test_word(&w.value, seg, vars),
             E::BinaryTest(op, a, b) => {
-                use ast::BinaryPredicate as P;
-                let arithmetic = matches!(
-                    op,
-                    P::ArithmeticEqualTo
-                        | P::ArithmeticNotEqualTo
-                        | P::ArithmeticLessThan
-                        | P::ArithmeticLessThanOrEqualTo
-                        | P::ArithmeticGreaterThan
-                        | P::ArithmeticGreaterThanOrEqualTo
-                );
+                let arithmetic = is_arithmetic(op);
                 for w in [a, b] {
                     self.test_word(&w.value, seg, vars);
                     if arithmetic {
@@ -3165,16 +3156,7 @@ fn test_assigns(e: &ast::ExtendedTestExpr, out: &mut Assigned) {
             }
         }
         E::BinaryTest(op, a, b) => {
-            use ast::BinaryPredicate as P;
-            let arithmetic = matches!(
-                op,
-                P::ArithmeticEqualTo
-                    | P::ArithmeticNotEqualTo
-                    | P::ArithmeticLessThan
-                    | P::ArithmeticLessThanOrEqualTo
-                    | P::ArithmeticGreaterThan
-                    | P::ArithmeticGreaterThanOrEqualTo
-            );
+            let arithmetic = is_arithmetic(op);
             for w in [a, b] {
                 words::assigned_in_word(&w.value, out);
                 if arithmetic {
@@ -3257,6 +3239,20 @@ fn chdir(cwd: &Cwd, dir: &str) -> Cwd {
         ));
     }
     Cwd::Known(list)
+}
+
+/// `[[ a -eq b ]]` and kin: both operands are arithmetic expressions.
+fn is_arithmetic(op: &ast::BinaryPredicate) -> bool {
+    use ast::BinaryPredicate as P;
+    matches!(
+        op,
+        P::ArithmeticEqualTo
+            | P::ArithmeticNotEqualTo
+            | P::ArithmeticLessThan
+            | P::ArithmeticLessThanOrEqualTo
+            | P::ArithmeticGreaterThan
+            | P::ArithmeticGreaterThanOrEqualTo
+    )
 }
 
 #[cfg(test)]
