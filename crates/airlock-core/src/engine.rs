@@ -1064,33 +1064,17 @@ impl Engine {
         loosening: &Loosening,
     ) -> Result<(), EngineError> {
         let state = self.ledger.state_dir();
-        let trees = std::iter::once(("workspace", &policy.workspace.root))
-            .chain(
-                policy
-                    .filesystem
-                    .read
-                    .iter()
-                    .map(|p| ("filesystem.read path", p)),
-            )
-            .chain(
-                loosening
-                    .read_paths
-                    .iter()
-                    .map(|p| ("granted read path", p)),
-            )
-            .chain(
-                policy
-                    .filesystem
-                    .write
-                    .iter()
-                    .map(|p| ("filesystem.write path", p)),
-            )
-            .chain(
-                loosening
-                    .write_paths
-                    .iter()
-                    .map(|p| ("granted write path", p)),
-            );
+        let granted = (loosening
+            .read_paths
+            .iter()
+            .map(|p| ("granted read path", p)))
+        .chain(
+            loosening
+                .write_paths
+                .iter()
+                .map(|p| ("granted write path", p)),
+        );
+        let trees = crate::state::shown_trees(policy).chain(granted);
         for (what, tree) in trees {
             crate::state::refuse_tree_in_state_dir(state, what, tree)
                 .map_err(EngineError::StateDirExposed)?;

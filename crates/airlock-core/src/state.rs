@@ -95,6 +95,28 @@ fn forms(p: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The host trees a policy shows a run, with what each is: its workspace
+/// root, then its `filesystem.read` and `filesystem.write` paths.
+pub fn shown_trees(
+    policy: &airlock_policy::Policy,
+) -> impl Iterator<Item = (&'static str, &PathBuf)> {
+    std::iter::once(("workspace", &policy.workspace.root))
+        .chain(
+            policy
+                .filesystem
+                .read
+                .iter()
+                .map(|p| ("filesystem.read path", p)),
+        )
+        .chain(
+            policy
+                .filesystem
+                .write
+                .iter()
+                .map(|p| ("filesystem.write path", p)),
+        )
+}
+
 /// Refuses a tree the sandbox would show from the host (`what`: the
 /// workspace, a `filesystem.read` or `filesystem.write` path) that is the
 /// state directory or lies inside it. Airlock hides its state directory when

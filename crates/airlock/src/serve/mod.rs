@@ -300,21 +300,7 @@ pub fn shown_trees(
     tenant: &str,
     policy: &airlock_policy::Policy,
 ) -> Vec<(String, &'static str, PathBuf)> {
-    std::iter::once(("workspace", &policy.workspace.root))
-        .chain(
-            policy
-                .filesystem
-                .read
-                .iter()
-                .map(|p| ("filesystem.read path", p)),
-        )
-        .chain(
-            policy
-                .filesystem
-                .write
-                .iter()
-                .map(|p| ("filesystem.write path", p)),
-        )
+    airlock_core::state::shown_trees(policy)
         .map(|(what, p)| (tenant.to_string(), what, p.clone()))
         .collect()
 }
