@@ -345,8 +345,9 @@ def airlock_cgroups() -> set[str]:
 
 def occupied_free_slots() -> list[str]:
     """cgroup v1 slots (airlock/slot-<n>, reused from run to run) that no run
-    holds (their lock file is free) but that still have members: a run's
-    teardown must leave its slot empty."""
+    holds (their lock file is free) but that still have members, or groups
+    below them (an OCI runtime's): a run's teardown must leave its slot an
+    empty leaf."""
     out = []
     parent = Path("/sys/fs/cgroup/pids/airlock")
     try:
@@ -363,12 +364,16 @@ def occupied_free_slots() -> list[str]:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 continue  # a run holds it
-            try:
-                procs = (parent / name / "cgroup.procs").read_text().split()
-            except OSError:
-                procs = []
-            if procs:
-                out.append(f"{name}: pids {procs[:5]}")
+            procs, nested = [], []
+            for d, _dirs, _files in os.walk(parent / name):
+                if Path(d) != parent / name:
+                    nested.append(os.path.basename(d))
+                try:
+                    procs += (Path(d) / "cgroup.procs").read_text().split()
+                except OSError:
+                    pass
+            if procs or nested:
+                out.append(f"{name}: pids {procs[:5]}, groups below it {nested[:3]}")
         finally:
             os.close(lock)
     return out
@@ -1391,7 +1396,7 @@ class Session:
             f.append(f"cgroups left: {sorted(new_cg)[:4]}")
         busy = occupied_free_slots()
         if busy:
-            f.append(f"processes left in cgroup slots no run holds: {busy[:3]}")
+            f.append(f"processes or groups left in cgroup slots no run holds: {busy[:3]}")
         state_after = tree_listing(self.state_dir, with_hash=False)
         if spec.get("kill_airlock_after") and self.backend == "airlock":
             left_state = self._state_leftovers(before["state"], state_after)

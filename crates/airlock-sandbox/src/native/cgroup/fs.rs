@@ -3,7 +3,7 @@
 use super::{err, io_err};
 use crate::SandboxError;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub(super) fn write_file(path: &Path, value: &str) -> Result<(), SandboxError> {
     // O_CREAT lets the v2 unit tests run on a plain directory. On cgroupfs it
@@ -64,14 +64,53 @@ pub(super) fn mkdir(path: &Path, exist_ok: bool) -> Result<(), SandboxError> {
     }
 }
 
-/// Reads `cgroup.procs`; a missing file (the cgroup is gone) is an empty list.
+/// Reads `cgroup.procs` of `dir` and of every group below it: a group's
+/// members are those of its whole subtree (an OCI runtime, for one, makes
+/// the container's group inside the run's). A missing file (the cgroup is
+/// gone) is an empty list.
 pub(super) fn members_of(dir: &Path) -> Result<Vec<i32>, SandboxError> {
-    let path = dir.join("cgroup.procs");
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(text.lines().filter_map(|l| l.trim().parse().ok()).collect()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(io_err("read", &path, e)),
+    let mut pids = Vec::new();
+    for group in subtree(dir)? {
+        let path = group.join("cgroup.procs");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => pids.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("read", &path, e)),
+        }
     }
+    Ok(pids)
+}
+
+/// `dir` and every directory below it, parents before their children (a
+/// missing `dir` is an empty list). cgroupfs counts subdirectories in a
+/// directory's link count, so a group with none, the usual case, costs one
+/// `stat` and no listing.
+pub(super) fn subtree(dir: &Path) -> Result<Vec<PathBuf>, SandboxError> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut next = vec![dir.to_path_buf()];
+    while let Some(group) = next.pop() {
+        let links = match std::fs::symlink_metadata(&group) {
+            Ok(m) if m.is_dir() => m.nlink(),
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io_err("stat", &group, e)),
+        };
+        if links != 2 {
+            let entries = match std::fs::read_dir(&group) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io_err("read", &group, e)),
+            };
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    next.push(entry.path());
+                }
+            }
+        }
+        out.push(group);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,13 +1,15 @@
 //! Teardown: empty a group and remove it. v2 writes `cgroup.kill`; v1 has none,
 //! so it freezes the group (when the freezer is mounted) so that nothing can
 //! fork while the members are listed, SIGKILLs each of them through a pidfd and
-//! thaws, until the group is empty. Then every directory is removed.
+//! thaws, until the group is empty. A group's members are those of its whole
+//! subtree (an OCI runtime makes the container's group inside the run's).
+//! Then every directory is removed, deepest first.
 //!
 //! A member is killed only after checking, with its pid pinned by a pidfd, that
 //! it still lives in this group: a pid recycled by an unrelated host process
 //! between reading `cgroup.procs` and the kill is never signalled.
 
-use super::fs::{members_of, write_file};
+use super::fs::{members_of, subtree, write_file};
 use super::{err, io_err};
 use crate::SandboxError;
 use std::path::{Path, PathBuf};
@@ -60,26 +62,47 @@ pub(super) fn kill_all(members: &Path, method: KillMethod) -> Result<(), Sandbox
     }
 }
 
-/// Removes the group's directories, last first, until none is left. Members
-/// that just died may still be leaving the group: EBUSY is retried for a while.
-/// `dirs` shrinks as directories go, so a failure leaves the rest listed.
+/// Removes the group's directories, last first, until none is left; each
+/// with the groups below it, deepest first (cgroupfs refuses to remove a
+/// group that has children, with EBUSY). Members that just died may still be
+/// leaving the group: EBUSY is retried for a while. `dirs` shrinks as
+/// directories go, so a failure leaves the rest listed.
 pub(super) fn remove_dirs(dirs: &mut Vec<PathBuf>) -> Result<(), SandboxError> {
     let deadline = Instant::now() + TEARDOWN_TIMEOUT;
     while let Some(dir) = dirs.last().cloned() {
-        match std::fs::remove_dir(&dir) {
-            Ok(()) => {
-                dirs.pop();
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                dirs.pop();
-            }
+        remove_below(&dir, deadline)?;
+        remove_dir(&dir, deadline)?;
+        dirs.pop();
+    }
+    Ok(())
+}
+
+/// Removes the groups below each of `dirs`, deepest first, leaving `dirs`
+/// themselves: a reused slot is left an empty leaf.
+pub(super) fn remove_groups_below(dirs: &[PathBuf]) -> Result<(), SandboxError> {
+    let deadline = Instant::now() + TEARDOWN_TIMEOUT;
+    dirs.iter().try_for_each(|dir| remove_below(dir, deadline))
+}
+
+fn remove_below(dir: &Path, deadline: Instant) -> Result<(), SandboxError> {
+    // subtree lists `dir` first, then its descendants, parents first.
+    for group in subtree(dir)?.iter().skip(1).rev() {
+        remove_dir(group, deadline)?;
+    }
+    Ok(())
+}
+
+fn remove_dir(dir: &Path, deadline: Instant) -> Result<(), SandboxError> {
+    loop {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(5));
             }
-            Err(e) => return Err(io_err("rmdir", &dir, e)),
+            Err(e) => return Err(io_err("rmdir", dir, e)),
         }
     }
-    Ok(())
 }
 
 /// v1 freezer: writes FROZEN/THAWED; for FROZEN waits (briefly) until the
@@ -115,7 +138,8 @@ pub(super) fn process_is_gone(pid: i32) -> bool {
 }
 
 /// SIGKILLs `pid` if, once pinned by a pidfd, it still lives in a cgroup whose
-/// path ends with `suffix` (e.g. `/airlock/<name>`). Returns whether it sent it.
+/// path ends with `suffix` (e.g. `/airlock/<name>`), or below it. Returns
+/// whether it sent it.
 fn kill_member(pid: i32, suffix: &str) -> bool {
     // SAFETY: pidfd_open takes integers; the returned fd is closed below.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
@@ -125,7 +149,7 @@ fn kill_member(pid: i32, suffix: &str) -> bool {
     // The pidfd pins this process: if the pid was recycled before pidfd_open,
     // /proc/<pid>/cgroup now describes the new process and the check fails.
     let belongs = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-        .map(|t| t.lines().any(|l| l.trim_end().ends_with(suffix)))
+        .map(|t| t.lines().any(|l| in_group(l.trim_end(), suffix)))
         .unwrap_or(false);
     let sent = belongs && {
         // SAFETY: fd is the pidfd opened above; no siginfo pointer is passed.
@@ -143,6 +167,18 @@ fn kill_member(pid: i32, suffix: &str) -> bool {
     // SAFETY: closing the pidfd we own.
     unsafe { libc::close(fd) };
     sent
+}
+
+/// Whether a `/proc/<pid>/cgroup` line puts the process in the group whose
+/// path ends with `suffix`, or in a group below it.
+fn in_group(line: &str, suffix: &str) -> bool {
+    let Some((_, path)) = line
+        .split_once(':')
+        .and_then(|(_, rest)| rest.split_once(':'))
+    else {
+        return false;
+    };
+    path.ends_with(suffix) || path.contains(&format!("{suffix}/"))
 }
 
 #[cfg(test)]
@@ -205,6 +241,54 @@ mod tests {
         for m in members.iter().filter(|m| **m != pid) {
             assert!(!is_alive(*m), "grandchild {m} survived");
         }
+    }
+
+    /// A group made below the run's (as an OCI runtime makes the
+    /// container's) is part of it: its members are killed and it is removed
+    /// first, so the run's own directories can go.
+    #[test]
+    fn v1_destroy_empties_and_removes_groups_below() {
+        let host = v1_host();
+        let mut cg = host
+            .create(&unique("below"), &limits(64 * MIB, 16, 1.0))
+            .unwrap();
+        let dirs = cg.dirs().to_vec();
+        let nested: Vec<_> = dirs.iter().map(|d| d.join("ctr").join("inner")).collect();
+        let (pid, go) = spawn_waiting(|| {
+            // SAFETY: the child only pauses until it is killed.
+            unsafe {
+                loop {
+                    libc::pause();
+                }
+            }
+        });
+        for dir in &nested {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join("cgroup.procs"), pid.to_string()).unwrap();
+        }
+        release(go);
+        assert_eq!(cg.members().unwrap(), vec![pid]);
+        let started = Instant::now();
+        cg.destroy().unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        let status = wait_dying(pid);
+        assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
+        assert_gone(&nested);
+        assert_gone(&dirs);
+    }
+
+    #[test]
+    fn a_member_of_a_group_below_is_in_the_group() {
+        let suffix = "/airlock/slot-3";
+        assert!(in_group("4:pids:/airlock/slot-3", suffix));
+        assert!(in_group("4:pids:/ns/airlock/slot-3/airlock-r1", suffix));
+        assert!(!in_group("4:pids:/airlock/slot-30", suffix));
+        assert!(!in_group("4:pids:/airlock/slot-30/x", suffix));
+        assert!(!in_group("garbage", suffix));
     }
 
     fn is_alive(pid: i32) -> bool {

@@ -469,8 +469,9 @@ impl Cgroup {
         }
         self.kill_all()?;
         match self.slot.take() {
-            // Empty: the next run takes it as it is (the lock goes now).
-            Some(_) => {}
+            // Empty, and a leaf again: the next run takes it as it is (the
+            // lock goes now).
+            Some(_) => kill::remove_groups_below(&self.dirs)?,
             None => kill::remove_dirs(&mut self.dirs)?,
         }
         self.destroyed = true;
@@ -624,6 +625,33 @@ mod tests {
         // SAFETY: waiting for our own child.
         assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
         status
+    }
+
+    /// `wait`, for a child that should be dying: a child still running after
+    /// five seconds is SIGKILLed and the test fails (it does not hang).
+    pub(super) fn wait_dying(pid: i32) -> i32 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut status = 0;
+        loop {
+            // SAFETY: polling our own child.
+            match unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } {
+                0 if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                0 => {
+                    // SAFETY: killing and reaping our own child.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                        libc::waitpid(pid, &mut status, 0);
+                    }
+                    panic!("child {pid} still ran five seconds after its group's teardown");
+                }
+                n => {
+                    assert_eq!(n, pid);
+                    return status;
+                }
+            }
+        }
     }
 
     pub(super) fn assert_gone(cg_dirs: &[PathBuf]) {

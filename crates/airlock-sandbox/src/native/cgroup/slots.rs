@@ -269,6 +269,55 @@ mod tests {
         remove(&host, &name);
     }
 
+    /// A holder killed mid-run can leave a group below its slot (an OCI
+    /// runtime makes the container's there), with a process in it: the next
+    /// taker kills that process, and its teardown leaves the slot a leaf.
+    /// Before, the process lived on and every later claim of the slot waited
+    /// out the ten-second teardown timeout on the nested group.
+    #[test]
+    fn a_group_left_below_a_slot_is_emptied_and_removed_by_the_next_run() {
+        let host = v1_host();
+        let v1 = v1(&host);
+        let name = own_slot("nested");
+        let (pid, go) = spawn_waiting(|| {
+            // SAFETY: the child only pauses until it is killed.
+            unsafe {
+                loop {
+                    libc::pause();
+                }
+            }
+        });
+        let first = host.try_slot(&v1, &name).expect("a free slot");
+        let nested: Vec<_> = first
+            .dirs()
+            .iter()
+            .map(|d| d.join("runtime-made"))
+            .collect();
+        for dir in &nested {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join("cgroup.procs"), pid.to_string()).unwrap();
+        }
+        release(go);
+        crash(first);
+
+        let started = std::time::Instant::now();
+        let mut next = host.try_slot(&v1, &name).expect("the slot is usable");
+        let status = wait_dying(pid);
+        assert!(
+            libc::WIFSIGNALED(status),
+            "the nested member outlived the claim"
+        );
+        assert!(next.members().unwrap().is_empty());
+        next.destroy().unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(
+            next.dirs().iter().all(|d| d.is_dir()),
+            "the slot was removed"
+        );
+        assert_gone(&nested);
+        remove(&host, &name);
+    }
+
     /// `airlock doctor`'s count: a slot is kept from its first run on, and
     /// held only while a run has it.
     #[test]
