@@ -332,6 +332,13 @@ pub(crate) fn drive(
     let (out, err) = (relayed.stdout, relayed.stderr);
     let status = child.wait().map_err(io_err("waiting for the helper"))?;
     drop(ctl_w);
+    if std::os::unix::process::ExitStatusExt::signal(&status).is_some() {
+        // Killed outright, the helper tore nothing down: the container it
+        // ran lives on in its cgroup slot (in the runtime's group below it).
+        if let Ok(host) = crate::native::cgroup::CgroupHost::detect() {
+            host.empty_stray_slots();
+        }
+    }
     let report: HelperReport =
         output::parse_report(&relayed.report, helper.what, &format!("exited ({status})"))?;
     if report.failure.is_some() {

@@ -149,6 +149,27 @@ impl CgroupHost {
         self.census_of((0..SLOTS).map(|n| format!("{SLOT_PREFIX}{n}")))
     }
 
+    /// Empties the slots no run holds that still have members: a helper
+    /// killed outright leaves its run's processes in its slot (an OCI
+    /// runtime's container, in a group below it, outlives the helper). The
+    /// caller of such a helper calls this, so that they do not live on until
+    /// a later run takes that slot. Returns the slots emptied.
+    pub fn empty_stray_slots(&self) -> Vec<String> {
+        let stray = self.slot_census().map(|c| c.stray).unwrap_or_default();
+        self.empty_slots(stray)
+    }
+
+    fn empty_slots(&self, names: Vec<String>) -> Vec<String> {
+        let Layout::V1(v1) = &self.layout else {
+            return Vec::new();
+        };
+        // Taking a slot empties it; its drop removes the groups below it.
+        names
+            .into_iter()
+            .filter(|name| self.try_slot(v1, name).is_some())
+            .collect()
+    }
+
     fn census_of(&self, names: impl Iterator<Item = String>) -> Option<SlotCensus> {
         let Layout::V1(_) = &self.layout else {
             return None;
@@ -316,6 +337,50 @@ mod tests {
         );
         assert_gone(&nested);
         remove(&host, &name);
+    }
+
+    /// A slot whose holder died with members left (and no run holding it) is
+    /// emptied on demand; a held slot is not touched.
+    #[test]
+    fn stray_slots_are_emptied_and_held_ones_left_alone() {
+        let host = v1_host();
+        let v1 = v1(&host);
+        let (stray, held) = (own_slot("stray"), own_slot("busy"));
+        let pause = || {
+            // SAFETY: the child only pauses until it is killed.
+            unsafe {
+                loop {
+                    libc::pause();
+                }
+            }
+        };
+        let (lost, go_lost) = spawn_waiting(pause);
+        let (kept, go_kept) = spawn_waiting(pause);
+        let crashed = host.try_slot(&v1, &stray).expect("a free slot");
+        let below: Vec<_> = crashed.dirs().iter().map(|d| d.join("ctr")).collect();
+        for dir in &below {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join("cgroup.procs"), lost.to_string()).unwrap();
+        }
+        crash(crashed);
+        let mut running = host.try_slot(&v1, &held).expect("a free slot");
+        running.add_pid(kept).unwrap();
+        release(go_lost);
+        release(go_kept);
+
+        let emptied = host.empty_slots(vec![stray.clone(), held.clone()]);
+        assert_eq!(emptied, vec![stray.clone()]);
+        assert!(libc::WIFSIGNALED(wait_dying(lost)));
+        assert_gone(&below);
+        assert_eq!(
+            running.members().unwrap(),
+            vec![kept],
+            "a held slot was emptied"
+        );
+        running.destroy().unwrap();
+        assert!(libc::WIFSIGNALED(wait_dying(kept)));
+        remove(&host, &stray);
+        remove(&host, &held);
     }
 
     /// `airlock doctor`'s count: a slot is kept from its first run on, and
