@@ -39,6 +39,14 @@ pub struct Explanation {
 
 /// Judge a request. Pure: starts nothing, writes nothing (it reads the
 /// filesystem only to resolve symlinks at the workspace boundary).
+/// What a path the knowledge base's config files or the return path's
+/// default approval list name is, in a reason.
+const CONFIGURES_PROGRAMS: &str =
+    "a file that configures programs (it can make git, a shell or a package manager run commands)";
+
+/// What a path the policy's own `[changes] approval` names is, in a reason.
+const HELD_BY_POLICY: &str = "a path this policy's [changes] approval holds for a person";
+
 pub fn decide(policy: &Policy, request: &Request) -> Decision {
     run(policy, request, false).decision
 }
@@ -400,7 +408,24 @@ fn display_argv(argv: &[String]) -> String {
 
 impl<'p> Judge<'p> {
     fn kb(&self) -> Kb<'p> {
-        Kb::new(&self.policy.knowledge.0)
+        Kb::of(self.policy)
+    }
+
+    fn held_by_policy_list(&self, pattern: &str) -> bool {
+        self.policy.changes.approval.iter().any(|p| p == pattern)
+    }
+
+    /// What a path held by `pattern` ([`Kb::config_file`]) is, for a reason,
+    /// and the rule that held it.
+    fn held(&self, pattern: &str) -> (&'static str, String) {
+        if self.held_by_policy_list(pattern) {
+            (HELD_BY_POLICY, format!("policy:changes.approval {pattern}"))
+        } else {
+            (
+                CONFIGURES_PROGRAMS,
+                format!("knowledge:config_files {pattern}"),
+            )
+        }
     }
 
     /// What the knowledge base found, over what the rules decided: a finding
@@ -495,13 +520,23 @@ impl<'p> Judge<'p> {
                 .find_map(|i| found(&seg.argv[i]));
         }
         let (text, pattern) = hit?;
+        if self.held_by_policy_list(pattern) {
+            return Some(Finding {
+                action: Action::ApprovalRequired,
+                entry: format!("[changes] approval {pattern:?}"),
+                origin: self.policy.source.clone(),
+                shown: text,
+                kind: crate::knowledge::Kind::Config,
+                reason: format!("is {HELD_BY_POLICY}; writing it"),
+            });
+        }
         Some(Finding {
             action: Action::ApprovalRequired,
             entry: format!("config_files {pattern}"),
             origin: crate::knowledge::BUILTIN_KNOWLEDGE_ORIGIN.into(),
             shown: text,
             kind: crate::knowledge::Kind::Config,
-            reason: "is a file that configures programs (it can make git, a shell or a package manager run commands); writing it".into(),
+            reason: format!("is {CONFIGURES_PROGRAMS}; writing it"),
         })
     }
 
@@ -990,13 +1025,16 @@ impl<'p> Judge<'p> {
                     f
                 };
                 let theirs = check_as(&what, &kept).map(named).or_else(|| {
-                    self.kb().config_file(&kept).map(|pattern| Found {
-                        verdict: Verdict::ApprovalRequired,
-                        step: Step::Workspace,
-                        reason: format!(
-                            "`-i{suffix}` keeps the original of `{candidate}` as `{kept}`, a file that configures programs (it can make git, a shell or a package manager run commands); a person must approve it, or use a suffix that names an ordinary file (`-i.bak`)"
-                        ),
-                        rule: Some(format!("knowledge:config_files {pattern}")),
+                    self.kb().config_file(&kept).map(|pattern| {
+                        let (what, rule) = self.held(pattern);
+                        Found {
+                            verdict: Verdict::ApprovalRequired,
+                            step: Step::Workspace,
+                            reason: format!(
+                                "`-i{suffix}` keeps the original of `{candidate}` as `{kept}`, {what}; a person must approve it, or use a suffix that names an ordinary file (`-i.bak`)"
+                            ),
+                            rule: Some(rule),
+                        }
                     })
                 });
                 match (own, theirs) {
@@ -1138,13 +1176,14 @@ impl<'p> Judge<'p> {
                     rule: Some("builtin.git_metadata".into()),
                 });
             } else if let Some(pattern) = self.kb().config_file(&shown) {
+                let (what, rule) = self.held(pattern);
                 pending = Some(Found {
                     verdict: Verdict::ApprovalRequired,
                     step: Step::Workspace,
                     reason: format!(
-                        "{via}; the write lands at {shown}, a file that configures programs (it can make git, a shell or a package manager run commands); a person must approve it"
+                        "{via}; the write lands at {shown}, {what}; a person must approve it"
                     ),
-                    rule: Some(format!("knowledge:config_files {pattern}")),
+                    rule: Some(rule),
                 });
             }
         }
@@ -1207,13 +1246,12 @@ impl<'p> Judge<'p> {
                 });
             }
             if let Some(pattern) = self.kb().config_file(text).filter(|_| config) {
+                let (what, rule) = self.held(pattern);
                 return Some(Found {
                     verdict: Verdict::ApprovalRequired,
                     step: Step::Workspace,
-                    reason: format!(
-                        "`{text}` is a file that configures programs (it can make git, a shell or a package manager run commands); a person must approve it"
-                    ),
-                    rule: Some(format!("knowledge:config_files {pattern}")),
+                    reason: format!("`{text}` is {what}; a person must approve it"),
+                    rule: Some(rule),
                 });
             }
             through
@@ -1235,13 +1273,14 @@ impl<'p> Judge<'p> {
             }
         }
         for (_, name, _) in t.names(&seg.argv).into_iter().filter(|n| !n.2) {
-            let f = self.kb().config_file(&name).map(|pattern| Found {
-                verdict: Verdict::ApprovalRequired,
-                step: Step::Workspace,
-                reason: format!(
-                    "`{shown}` makes `{name}`, a file that configures programs (it can make git, a shell or a package manager run commands); a person must approve it"
-                ),
-                rule: Some(format!("knowledge:config_files {pattern}")),
+            let f = self.kb().config_file(&name).map(|pattern| {
+                let (what, rule) = self.held(pattern);
+                Found {
+                    verdict: Verdict::ApprovalRequired,
+                    step: Step::Workspace,
+                    reason: format!("`{shown}` makes `{name}`, {what}; a person must approve it"),
+                    rule: Some(rule),
+                }
             });
             if let Some(f) = keep(f) {
                 return Some(f);
@@ -1305,9 +1344,7 @@ impl<'p> Judge<'p> {
                 }
                 kb.config_file(&text)
                     .or_else(|| kb.config_file(written))
-                    .map(|_| {
-                        format!("{text}, a file that configures programs (it can make git, a shell or a package manager run commands)")
-                    })
+                    .map(|pattern| format!("{text}, {}", self.held(pattern).0))
             });
             if let Some(what) = held {
                 let f = Found {

@@ -86,7 +86,7 @@ fn fixture() -> Fixture {
         "[commands]\nallow = [\"ls\", \"echo\", \"cat\", \"flock\", \"watch\", \"ionice\", \"chrt\", \"taskset\", \"prlimit\", \"setpriv\", \"script\", \"unbuffer\", \"strace\", \"stdbuf\", \"nohup\", \"sqlite3\", \"cmake\", \"rg\", \"curl\", \"wget\", \"ssh\", \"date\", \"hostname\", \"git\", \"xargs\"]\n",
     );
     let broad = extra(
-        "[commands]\nallow = [\"let\", \"declare\", \"typeset\", \"local\", \"mapfile\", \"readarray\", \"getopts\", \"read\", \"printf\", \"echo\", \"cat\", \"cd\", \"chmod\", \"chown\", \"chgrp\", \"touch\", \"setfacl\", \"setfattr\", \"chattr\", \"truncate\", \"ln\", \"mkdir\", \"cp\", \"mv\", \"sed\", \"tee\", \"rm\", \"cpio\", \"7z\", \"7za\", \"7zr\", \"bsdtar\", \"pax\", \"tar\", \"pushd\", \"popd\"]\n",
+        "[commands]\nallow = [\"let\", \"declare\", \"typeset\", \"local\", \"mapfile\", \"readarray\", \"getopts\", \"read\", \"printf\", \"echo\", \"cat\", \"cd\", \"chmod\", \"chown\", \"chgrp\", \"touch\", \"setfacl\", \"setfattr\", \"chattr\", \"truncate\", \"ln\", \"mkdir\", \"cp\", \"mv\", \"sed\", \"tee\", \"rm\", \"cpio\", \"7z\", \"7za\", \"7zr\", \"bsdtar\", \"pax\", \"tar\", \"pushd\", \"popd\"]\n[changes]\napproval = [\"deploy/\", \"*.service\"]\n",
     );
     Fixture {
         broad,
@@ -2225,6 +2225,12 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("x=README.md; f() { local x; cat $x; }; f", "default", D, "`$x`"),
     ("PWD=README.md; cd src; cat $PWD", "default", D, "`$PWD`"),
     ("x=README.md; trap 'x=$y' DEBUG; cat $x", "default", D, "the trap's handler"),
+    // The policy's own [changes] approval list holds writes the gate sees.
+    ("echo x > deploy/run.sh", "broad", Q, "[changes] approval"),
+    ("cp README.md sub/deploy/", "broad", Q, "[changes] approval"),
+    ("mv README.md app.service", "broad", Q, "[changes] approval"),
+    ("cat deploy/run.sh", "broad", A, ""),
+    ("echo x > deployment.txt", "broad", A, ""),
     ("x=README.md; let x=5; cat $x", "broad", D, "`$x`"),
     ("x=README.md; let x+=1; cat $x", "broad", D, "`$x`"),
     ("MAPFILE=README.md; mapfile < README.md; cat $MAPFILE", "broad", D, "`$MAPFILE`"),
@@ -2349,6 +2355,19 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("git branch -d -f topic", "default", Q, "git branch -d -f"),
     ("git branch --delete --force topic", "default", Q, "git branch -d -f"),
     ("git branch -df topic", "default", Q, "git branch -d -f"),
+    // A branch moved onto another commit or over another branch.
+    ("git branch -f main HEAD~3", "default", Q, "git branch -f"),
+    ("git branch --force main HEAD~3", "default", Q, "git branch -f"),
+    ("git branch -M topic main", "default", Q, "git branch -"),
+    ("git branch -m -f topic main", "default", Q, "git branch -"),
+    ("git branch --move --force topic main", "default", Q, "git branch -"),
+    ("git branch -C topic main", "default", Q, "git branch -"),
+    ("git checkout -B main HEAD~3", "default", Q, "git checkout -B"),
+    ("git switch -C main HEAD~3", "default", Q, "git switch -C"),
+    ("git switch --force-create main", "default", Q, "git switch -"),
+    ("git branch -m topic renamed", "default", A, ""),
+    ("git branch topic", "default", A, ""),
+    ("git checkout -b topic", "default", A, ""),
     ("git stash drop", "default", Q, "git stash drop"),
     ("git stash drop stash@{1}", "default", Q, "git stash drop"),
     ("git restore --pathspec-from-file=list.txt", "default", D, "git restore --pathspec-from-file"),

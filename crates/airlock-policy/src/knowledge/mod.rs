@@ -384,6 +384,9 @@ pub fn builtin_uncached() -> Knowledge {
 pub struct Kb<'k> {
     pub extension: &'k Knowledge,
     pub builtin: &'k Knowledge,
+    /// The policy's own additions to the return path's approval list
+    /// (`[changes] approval`), held like the built-in ones.
+    pub approval: &'k [String],
 }
 
 impl<'k> Kb<'k> {
@@ -391,6 +394,16 @@ impl<'k> Kb<'k> {
         Kb {
             extension,
             builtin: builtin(),
+            approval: &[],
+        }
+    }
+
+    /// The knowledge a policy gives the gate: its extension, and its
+    /// `[changes] approval` patterns as config files.
+    pub fn of(policy: &'k crate::Policy) -> Self {
+        Kb {
+            approval: &policy.changes.approval,
+            ..Kb::new(&policy.knowledge.0)
         }
     }
 
@@ -400,6 +413,7 @@ impl<'k> Kb<'k> {
         Kb {
             extension: EMPTY.get_or_init(Knowledge::default),
             builtin: builtin(),
+            approval: &[],
         }
     }
 
@@ -430,6 +444,19 @@ impl<'k> Kb<'k> {
                 path == *p || (path.ends_with(p) && path[..path.len() - p.len()].ends_with('/'))
             })
             .or_else(|| held_for_approval(path))
+            .or_else(|| self.held_by_policy(path))
+    }
+
+    /// The policy's `[changes] approval` pattern `path` matches at any depth,
+    /// if any. Compiled per call: the list is short and usually empty, and a
+    /// write is rare among a line's words.
+    fn held_by_policy(&self, path: &str) -> Option<&'k str> {
+        use crate::changes::Pattern;
+        let at = std::path::Path::new(path);
+        self.approval
+            .iter()
+            .find(|p| Pattern::new(p).is_ok_and(|pat| pat.matches_at_any_depth(at)))
+            .map(|p| p.as_str())
     }
 
     pub fn env(&self, name: &str) -> Option<&'k EnvEntry> {

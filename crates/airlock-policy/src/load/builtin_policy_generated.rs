@@ -11,7 +11,7 @@ use crate::Verdict;
 use std::path::PathBuf;
 
 /// SHA-256 of the default_policy.toml this was made from.
-pub const SOURCE_SHA256: &str = "cf452c489ee63f9360e51ac5e85eadcff45e8f61e87162c6a5d3c36a54b6711a";
+pub const SOURCE_SHA256: &str = "d909a534ce566a5568bcb3523d456989697ca5407d1da85f03e65e4422a5d0a8";
 
 pub fn policy_data(root: PathBuf) -> Policy {
     Policy {
@@ -1285,6 +1285,54 @@ static RULES: &[R] = &[
     R {
         name: "commands.approval[28]",
         prefix: &[&["git"], &["rm"], &["--force"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[29]",
+        prefix: &[&["git"], &["branch"], &["-f"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[30]",
+        prefix: &[&["git"], &["branch"], &["-M"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[31]",
+        prefix: &[&["git"], &["branch"], &["-m"], &["-f"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[32]",
+        prefix: &[&["git"], &["branch"], &["-C"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[33]",
+        prefix: &[&["git"], &["branch"], &["-c"], &["-f"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[34]",
+        prefix: &[&["git"], &["checkout"], &["-B"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[35]",
+        prefix: &[&["git"], &["switch"], &["-C"]],
+        decision: Verdict::ApprovalRequired,
+        reason: None,
+    },
+    R {
+        name: "commands.approval[36]",
+        prefix: &[&["git"], &["switch"], &["--force-create"]],
         decision: Verdict::ApprovalRequired,
         reason: None,
     },
