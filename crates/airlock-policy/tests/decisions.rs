@@ -83,7 +83,7 @@ fn fixture() -> Fixture {
         "[commands]\nallow = [\"ls\", \"cat\", \"grep\", \"git status\", \"python3\"]\napproval = [\"rm -rf\", \"chmod\", \"git reset --hard\"]\ndeny = [\"curl\", \"wget\"]\n",
     );
     let progs = extra(
-        "[commands]\nallow = [\"ls\", \"echo\", \"cat\", \"flock\", \"watch\", \"ionice\", \"chrt\", \"taskset\", \"prlimit\", \"setpriv\", \"script\", \"unbuffer\", \"strace\", \"stdbuf\", \"nohup\", \"sqlite3\", \"cmake\", \"rg\", \"curl\", \"wget\", \"ssh\", \"date\", \"hostname\", \"git\", \"xargs\"]\n",
+        "[commands]\nallow = [\"ls\", \"echo\", \"cat\", \"flock\", \"watch\", \"ionice\", \"chrt\", \"taskset\", \"prlimit\", \"setpriv\", \"script\", \"unbuffer\", \"strace\", \"stdbuf\", \"nohup\", \"sqlite3\", \"cmake\", \"rg\", \"curl\", \"wget\", \"ssh\", \"date\", \"hostname\", \"git\", \"xargs\", \"pigz\", \"unpigz\", \"lzop\"]\n",
     );
     let broad = extra(
         "[commands]\nallow = [\"let\", \"declare\", \"typeset\", \"local\", \"mapfile\", \"readarray\", \"getopts\", \"read\", \"printf\", \"echo\", \"cat\", \"cd\", \"chmod\", \"chown\", \"chgrp\", \"touch\", \"setfacl\", \"setfattr\", \"chattr\", \"truncate\", \"ln\", \"mkdir\", \"cp\", \"mv\", \"sed\", \"tee\", \"rm\", \"cpio\", \"7z\", \"7za\", \"7zr\", \"bsdtar\", \"pax\", \"tar\", \"pushd\", \"popd\"]\n[changes]\napproval = [\"deploy/\", \"*.service\"]\n",
@@ -2355,6 +2355,17 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("git branch -d -f topic", "default", Q, "git branch -d -f"),
     ("git branch --delete --force topic", "default", Q, "git branch -d -f"),
     ("git branch -df topic", "default", Q, "git branch -d -f"),
+    // pigz and lzop decompress as gunzip does: the name written is judged,
+    // a name from the archive is not known.
+    ("pigz -d .git/hooks/pre-commit.gz", "progs", D, ".git/hooks"),
+    ("unpigz sub/.envrc.gz", "progs", Q, ".envrc"),
+    ("unpigz -N data.gz", "progs", D, "stored in the archive"),
+    ("unpigz -c data.gz", "progs", A, ""),
+    ("lzop -d .envrc.lzo", "progs", Q, ".envrc"),
+    ("lzop -x data.lzo", "progs", D, "stored in the archive"),
+    ("lzop -d -p/tmp/x data.lzo", "progs", D, "another directory"),
+    ("lzop -d -o .envrc data.lzo", "progs", Q, ".envrc"),
+    ("lzop -d data.lzo", "progs", A, ""),
     // A branch moved onto another commit or over another branch.
     ("git branch -f main HEAD~3", "default", Q, "git branch -f"),
     ("git branch --force main HEAD~3", "default", Q, "git branch -f"),

@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0xccbd4f531cd00ffc;
+pub const SOURCE_HASH: u64 = 0x0c2262d5ab01c4e9;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -467,7 +467,156 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xz", "unxz", "lzma", "unlzma"], origin: "<built-in knowledge base>:307",
+        names: &["pigz"], origin: "<built-in knowledge base>:308",
+        about: "pigz: decompressing writes each file under its name without the suffix (`pigz -d x.gz` writes `x`); the gate checks that name as a write",
+        short_values: &['S', 'p', 'b', 'C', 'F', 'A', 'I'],
+        long: &[
+            L { name: "stdout", key: "--stdout", takes: Takes::No, short: Some('c') },
+            L { name: "to-stdout", key: "--to-stdout", takes: Takes::No, short: Some('c') },
+            L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
+            L { name: "uncompress", key: "--uncompress", takes: Takes::No, short: Some('d') },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "keep", key: "--keep", takes: Takes::No, short: Some('k') },
+            L { name: "list", key: "--list", takes: Takes::No, short: Some('l') },
+            L { name: "license", key: "--license", takes: Takes::No, short: Some('L') },
+            L { name: "no-name", key: "--no-name", takes: Takes::No, short: Some('n') },
+            L { name: "name", key: "--name", takes: Takes::No, short: Some('N') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "recursive", key: "--recursive", takes: Takes::No, short: Some('r') },
+            L { name: "rsyncable", key: "--rsyncable", takes: Takes::No, short: Some('R') },
+            L { name: "suffix", key: "--suffix", takes: Takes::Required, short: Some('S') },
+            L { name: "synchronous", key: "--synchronous", takes: Takes::No, short: Some('Y') },
+            L { name: "test", key: "--test", takes: Takes::No, short: Some('t') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "fast", key: "--fast", takes: Takes::No, short: Some('1') },
+            L { name: "best", key: "--best", takes: Takes::No, short: Some('9') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+            L { name: "processes", key: "--processes", takes: Takes::Required, short: Some('p') },
+            L { name: "blocksize", key: "--blocksize", takes: Takes::Required, short: Some('b') },
+            L { name: "independent", key: "--independent", takes: Takes::No, short: Some('i') },
+            L { name: "zip", key: "--zip", takes: Takes::No, short: Some('K') },
+            L { name: "zlib", key: "--zlib", takes: Takes::No, short: Some('z') },
+            L { name: "no-time", key: "--no-time", takes: Takes::No, short: Some('T') },
+            L { name: "time", key: "--time", takes: Takes::No, short: Some('M') },
+            L { name: "huffman", key: "--huffman", takes: Takes::No, short: Some('H') },
+            L { name: "rle", key: "--rle", takes: Takes::No, short: Some('U') },
+            L { name: "comment", key: "--comment", takes: Takes::Required, short: Some('C') },
+            L { name: "first", key: "--first", takes: Takes::No, short: Some('F') },
+            L { name: "alias", key: "--alias", takes: Takes::Required, short: Some('A') },
+            L { name: "iterations", key: "--iterations", takes: Takes::Required, short: Some('I') },
+            L { name: "maxsplits", key: "--maxsplits", takes: Takes::Required, short: Some('J') },
+            L { name: "oneblock", key: "--oneblock", takes: Takes::No, short: Some('O') },
+        ],
+        effects: &[
+            E { trigger: T::Option("-N"), kind: Kind::Write, action: Action::OnUnknown, requires: &["-d"], unless: &["-c", "-t", "-l"],
+                reason: "decompresses each file under the name stored in the archive (`config`, `.gitconfig`), which the gate does not read; without -N (or with -c) the name written is the operand's without its suffix", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["unpigz"], origin: "<built-in knowledge base>:322",
+        about: "unpigz: writes each file under its name without the suffix (`unpigz x.gz` writes `x`); the gate checks that name as a write",
+        short_values: &['S', 'p', 'b', 'C', 'F', 'A', 'I'],
+        long: &[
+            L { name: "stdout", key: "--stdout", takes: Takes::No, short: Some('c') },
+            L { name: "to-stdout", key: "--to-stdout", takes: Takes::No, short: Some('c') },
+            L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
+            L { name: "uncompress", key: "--uncompress", takes: Takes::No, short: Some('d') },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "keep", key: "--keep", takes: Takes::No, short: Some('k') },
+            L { name: "list", key: "--list", takes: Takes::No, short: Some('l') },
+            L { name: "license", key: "--license", takes: Takes::No, short: Some('L') },
+            L { name: "no-name", key: "--no-name", takes: Takes::No, short: Some('n') },
+            L { name: "name", key: "--name", takes: Takes::No, short: Some('N') },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "recursive", key: "--recursive", takes: Takes::No, short: Some('r') },
+            L { name: "rsyncable", key: "--rsyncable", takes: Takes::No, short: Some('R') },
+            L { name: "suffix", key: "--suffix", takes: Takes::Required, short: Some('S') },
+            L { name: "synchronous", key: "--synchronous", takes: Takes::No, short: Some('Y') },
+            L { name: "test", key: "--test", takes: Takes::No, short: Some('t') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "fast", key: "--fast", takes: Takes::No, short: Some('1') },
+            L { name: "best", key: "--best", takes: Takes::No, short: Some('9') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+            L { name: "processes", key: "--processes", takes: Takes::Required, short: Some('p') },
+            L { name: "blocksize", key: "--blocksize", takes: Takes::Required, short: Some('b') },
+            L { name: "independent", key: "--independent", takes: Takes::No, short: Some('i') },
+            L { name: "zip", key: "--zip", takes: Takes::No, short: Some('K') },
+            L { name: "zlib", key: "--zlib", takes: Takes::No, short: Some('z') },
+            L { name: "no-time", key: "--no-time", takes: Takes::No, short: Some('T') },
+            L { name: "time", key: "--time", takes: Takes::No, short: Some('M') },
+            L { name: "huffman", key: "--huffman", takes: Takes::No, short: Some('H') },
+            L { name: "rle", key: "--rle", takes: Takes::No, short: Some('U') },
+            L { name: "comment", key: "--comment", takes: Takes::Required, short: Some('C') },
+            L { name: "first", key: "--first", takes: Takes::No, short: Some('F') },
+            L { name: "alias", key: "--alias", takes: Takes::Required, short: Some('A') },
+            L { name: "iterations", key: "--iterations", takes: Takes::Required, short: Some('I') },
+            L { name: "maxsplits", key: "--maxsplits", takes: Takes::Required, short: Some('J') },
+            L { name: "oneblock", key: "--oneblock", takes: Takes::No, short: Some('O') },
+        ],
+        effects: &[
+            E { trigger: T::Option("-N"), kind: Kind::Write, action: Action::OnUnknown, unless: &["-c", "-t", "-l"],
+                reason: "decompresses each file under the name stored in the archive (`config`, `.gitconfig`), which the gate does not read; without -N (or with -c) the name written is the operand's without its suffix", ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["lzop"], origin: "<built-in knowledge base>:335",
+        about: "lzop: -d writes each file under its name without `.lzo`; -x, -N and -p write under the stored name or in another directory, which the gate does not see",
+        short_values: &['S', 'o'],
+        short_optional: &['p'],
+        long: &[
+            L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
+            L { name: "uncompress", key: "--uncompress", takes: Takes::No, short: Some('d') },
+            L { name: "extract", key: "--extract", takes: Takes::No, short: Some('x') },
+            L { name: "test", key: "--test", takes: Takes::No, short: Some('t') },
+            L { name: "list", key: "--list", takes: Takes::No, short: Some('l') },
+            L { name: "ls", key: "--ls", takes: Takes::Optional, short: None },
+            L { name: "info", key: "--info", takes: Takes::No, short: None },
+            L { name: "sysinfo", key: "--sysinfo", takes: Takes::No, short: None },
+            L { name: "license", key: "--license", takes: Takes::No, short: Some('L') },
+            L { name: "help", key: "--help", takes: Takes::No, short: Some('h') },
+            L { name: "version", key: "--version", takes: Takes::No, short: Some('V') },
+            L { name: "stdout", key: "--stdout", takes: Takes::No, short: Some('c') },
+            L { name: "to-stdout", key: "--to-stdout", takes: Takes::No, short: Some('c') },
+            L { name: "output", key: "--output", takes: Takes::Required, short: Some('o') },
+            L { name: "path", key: "--path", takes: Takes::Optional, short: Some('p') },
+            L { name: "force", key: "--force", takes: Takes::No, short: Some('f') },
+            L { name: "keep", key: "--keep", takes: Takes::No, short: Some('k') },
+            L { name: "delete", key: "--delete", takes: Takes::No, short: Some('U') },
+            L { name: "no-name", key: "--no-name", takes: Takes::No, short: Some('n') },
+            L { name: "name", key: "--name", takes: Takes::No, short: Some('N') },
+            L { name: "no-mode", key: "--no-mode", takes: Takes::No, short: None },
+            L { name: "no-time", key: "--no-time", takes: Takes::No, short: None },
+            L { name: "suffix", key: "--suffix", takes: Takes::Required, short: Some('S') },
+            L { name: "checksum", key: "--checksum", takes: Takes::No, short: None },
+            L { name: "no-checksum", key: "--no-checksum", takes: Takes::No, short: Some('F') },
+            L { name: "crc32", key: "--crc32", takes: Takes::No, short: None },
+            L { name: "adler32", key: "--adler32", takes: Takes::No, short: None },
+            L { name: "no-warn", key: "--no-warn", takes: Takes::No, short: None },
+            L { name: "ignore-warn", key: "--ignore-warn", takes: Takes::No, short: None },
+            L { name: "quiet", key: "--quiet", takes: Takes::No, short: Some('q') },
+            L { name: "silent", key: "--silent", takes: Takes::No, short: Some('q') },
+            L { name: "verbose", key: "--verbose", takes: Takes::No, short: Some('v') },
+            L { name: "recursive", key: "--recursive", takes: Takes::No, short: Some('r') },
+            L { name: "fast", key: "--fast", takes: Takes::No, short: Some('1') },
+            L { name: "best", key: "--best", takes: Takes::No, short: Some('9') },
+        ],
+        effects: &[
+            E { trigger: T::Option("-x"), kind: Kind::Write, action: Action::OnUnknown, unless: &["-c", "-t", "-l"],
+                reason: "extracts each file under the name stored in the archive, which the gate does not read; use -d (the operand's name without `.lzo`) or -c", ..EFFECT },
+            E { trigger: T::Option("-N"), kind: Kind::Write, action: Action::OnUnknown, requires: &["-d"], unless: &["-c", "-t", "-l"],
+                reason: "decompresses each file under the name stored in the archive, which the gate does not read; without -N (or with -c) the name written is the operand's without `.lzo`", ..EFFECT },
+            E { trigger: T::Option("-p"), kind: Kind::Write, action: Action::OnUnknown, unless: &["-c", "-t", "-l"],
+                reason: "writes its output files into another directory, which the gate does not follow; run it there instead", ..EFFECT },
+            E { trigger: T::Option("-o"), kind: Kind::Write, action: Action::Judge, path: Some(Access::Write), ..EFFECT },
+        ],
+        ..PROGRAM
+    },
+    P {
+        names: &["xz", "unxz", "lzma", "unlzma"], origin: "<built-in knowledge base>:370",
         about: "xz: decompressing writes each file under its name without the suffix; --files names the files in a file",
         abbreviations: true,
         short_values: &['S', 'F', 'C', 'T', 'M'],
@@ -520,7 +669,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["bzip2", "bunzip2"], origin: "<built-in knowledge base>:326",
+        names: &["bzip2", "bunzip2"], origin: "<built-in knowledge base>:389",
         about: "bzip2: decompressing writes each file under its name without the suffix",
         long: &[
             L { name: "decompress", key: "--decompress", takes: Takes::No, short: Some('d') },
@@ -541,7 +690,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zstd", "unzstd"], origin: "<built-in knowledge base>:332",
+        names: &["zstd", "unzstd"], origin: "<built-in knowledge base>:395",
         about: "zstd: decompressing writes each file under its name without the suffix; -o and the output directories name where it writes",
         short_values: &['o', 'D'],
         short_optional: &['T', 'M', 'B'],
@@ -593,7 +742,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rg"], origin: "<built-in knowledge base>:369",
+        names: &["rg"], origin: "<built-in knowledge base>:432",
         about: "ripgrep: --pre runs a program on every file searched, --hostname-bin runs a program; files it reads options from",
         short_values: &['A', 'B', 'C', 'e', 'E', 'f', 'g', 'j', 'M', 'm', 'r', 't', 'T', 'd'],
         long: &[
@@ -697,7 +846,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["date"], origin: "<built-in knowledge base>:404",
+        names: &["date"], origin: "<built-in knowledge base>:467",
         about: "GNU date: -s and an operand of digits set the system clock",
         abbreviations: true,
         short_values: &['d', 'f', 'r', 's'],
@@ -728,7 +877,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["hostname"], origin: "<built-in knowledge base>:437",
+        names: &["hostname"], origin: "<built-in knowledge base>:500",
         about: "hostname: a name operand or -F sets the host name",
         abbreviations: true,
         short_values: &['F'],
@@ -758,7 +907,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sed", "gsed"], origin: "<built-in knowledge base>:459",
+        names: &["sed", "gsed"], origin: "<built-in knowledge base>:522",
         about: "GNU sed",
         abbreviations: true,
         short_values: &['e', 'f', 'l'],
@@ -796,7 +945,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:498",
+        names: &["awk", "gawk", "mawk", "nawk"], origin: "<built-in knowledge base>:561",
         about: "awk; gawk's long options",
         abbreviations: true,
         short_values: &['e', 'f', 'v', 'F', 'E', 'i', 'l', 'W'],
@@ -846,7 +995,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:578",
+        names: &["tar", "gtar", "bsdtar"], origin: "<built-in knowledge base>:641",
         about: "GNU tar",
         abbreviations: true, old_style: true,
         short_values: &['f', 'C', 'I', 'F', 'b', 'H', 'K', 'L', 'N', 'g', 'V', 'T', 'X'],
@@ -962,7 +1111,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cpio"], origin: "<built-in knowledge base>:729",
+        names: &["cpio"], origin: "<built-in knowledge base>:792",
         about: "GNU cpio; where copy-in (-i) and copy-pass (-p) write is judged by the gate's own code (gate.rs, extraction_dirs)",
         abbreviations: true,
         short_values: &['C', 'D', 'E', 'F', 'H', 'I', 'M', 'O', 'R'],
@@ -1029,7 +1178,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pax"], origin: "<built-in knowledge base>:795",
+        names: &["pax"], origin: "<built-in knowledge base>:858",
         about: "POSIX pax; where read mode (-r) writes is judged by the gate's own code (gate.rs, extraction_dirs)",
         short_values: &['b', 'f', 'o', 'p', 's', 'x'],
         effects: &[
@@ -1043,7 +1192,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["zip"], origin: "<built-in knowledge base>:828",
+        names: &["zip"], origin: "<built-in knowledge base>:891",
         about: "Info-ZIP zip",
         abbreviations: true,
         short_values: &['b', 'n', 'x', 'i', 't'],
@@ -1080,7 +1229,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unzip"], origin: "<built-in knowledge base>:861",
+        names: &["unzip"], origin: "<built-in knowledge base>:924",
         about: "Info-ZIP unzip",
         short_values: &['d', 'x'],
         effects: &[
@@ -1091,7 +1240,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["make", "gmake"], origin: "<built-in knowledge base>:881",
+        names: &["make", "gmake"], origin: "<built-in knowledge base>:944",
         about: "GNU make; its command-line variable assignments are read by the gate's own code (shell/mod.rs, make_assignments): `SHELL = x`, `override`/`export` prefixes, `!=`, and values calling make functions (`$(shell …)`) need approval",
         abbreviations: true,
         short_values: &['f', 'C', 'I', 'o', 'W', 'E'],
@@ -1145,7 +1294,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cmake"], origin: "<built-in knowledge base>:928",
+        names: &["cmake"], origin: "<built-in knowledge base>:991",
         about: "cmake: `-E env|chdir|time` run a command (unwrapped and judged); -P, -C and --toolchain run CMake scripts; -D cache entries that choose compilers, launchers, linkers or carry compiler options that run programs",
         short_values: &['D', 'C', 'P', 'S', 'B', 'G', 'T', 'A', 'U', 'W', 'E'],
         short_optional: &['j'],
@@ -1220,7 +1369,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:1021",
+        names: &["gcc", "cc", "g++", "c++", "clang", "clang++"], origin: "<built-in knowledge base>:1084",
         about: "GCC and Clang drivers: options that run or load other programs, and the output file",
         short_values: &['o', 'B', 'D', 'U', 'I', 'L', 'l', 'x', 'u', 'T', 'e', 'z', 'A', 'M'],
         long: &[
@@ -1294,13 +1443,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1166",
+        names: &["go"], origin: "<built-in knowledge base>:1229",
         about: "the go command: flags that run other programs in place of go's own tools",
         subcommands: true,
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1171",
+        names: &["go"], origin: "<built-in knowledge base>:1234",
         subcommand: Some("vet"),
         long: &[
             L { name: "-vettool", key: "-vettool", takes: Takes::Required, short: None },
@@ -1342,7 +1491,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1232",
+        names: &["go"], origin: "<built-in knowledge base>:1295",
         subcommand: Some("build"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1383,7 +1532,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1293",
+        names: &["go"], origin: "<built-in knowledge base>:1356",
         subcommand: Some("test"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1428,7 +1577,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["go"], origin: "<built-in knowledge base>:1360",
+        names: &["go"], origin: "<built-in knowledge base>:1423",
         subcommand: Some("run"),
         long: &[
             L { name: "-toolexec", key: "-toolexec", takes: Takes::Required, short: None },
@@ -1469,7 +1618,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["patch"], origin: "<built-in knowledge base>:1421",
+        names: &["patch"], origin: "<built-in knowledge base>:1484",
         about: "GNU patch: where it writes and what it reads",
         abbreviations: true,
         short_values: &['d', 'i', 'o', 'p', 'r', 'B', 'D', 'F', 'V', 'Y', 'z', 'g'],
@@ -1513,7 +1662,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1470",
+        names: &["ar", "gcc-ar", "llvm-ar"], origin: "<built-in knowledge base>:1533",
         about: "archivers: a plugin to load",
         abbreviations: true,
         long: &[
@@ -1530,7 +1679,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1482",
+        names: &["ld", "ld.bfd", "ld.gold", "ld.lld", "lld"], origin: "<built-in knowledge base>:1545",
         about: "linkers: the output file",
         short_values: &['o', 'L', 'l', 'T', 'e', 'u', 'y', 'Y', 'm', 'F', 'f', 'I', 'h', 'z'],
         long: &[
@@ -1554,7 +1703,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["jq"], origin: "<built-in knowledge base>:1506",
+        names: &["jq"], origin: "<built-in knowledge base>:1569",
         about: "jq: files it reads its program or arguments from",
         short_values: &['f', 'L'],
         long: &[
@@ -1576,7 +1725,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["find"], origin: "<built-in knowledge base>:1526",
+        names: &["find"], origin: "<built-in knowledge base>:1589",
         about: "GNU find: predicates are single-dash words; -exec and friends are unwrapped and their command judged",
         long: &[
             L { name: "-exec", key: "-exec", takes: Takes::Command, short: None },
@@ -1643,7 +1792,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["xargs"], origin: "<built-in knowledge base>:1588",
+        names: &["xargs"], origin: "<built-in knowledge base>:1651",
         about: "GNU xargs: the command after its options is unwrapped and judged (echo when none)",
         abbreviations: true, options_first: true,
         short_values: &['I', 'a', 'E', 'd', 'L', 'n', 'P', 's'],
@@ -1674,7 +1823,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["env"], origin: "<built-in knowledge base>:1605",
+        names: &["env"], origin: "<built-in knowledge base>:1668",
         about: "GNU env: NAME=VALUE words are judged as environment assignments; the command is unwrapped",
         abbreviations: true, options_first: true,
         short_values: &['u', 'C', 'S', 'a'],
@@ -1699,7 +1848,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nice"], origin: "<built-in knowledge base>:1619",
+        names: &["nice"], origin: "<built-in knowledge base>:1682",
         abbreviations: true, options_first: true,
         short_values: &['n'],
         long: &[
@@ -1710,7 +1859,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["timeout"], origin: "<built-in knowledge base>:1626",
+        names: &["timeout"], origin: "<built-in knowledge base>:1689",
         abbreviations: true, options_first: true,
         short_values: &['s', 'k'],
         long: &[
@@ -1725,7 +1874,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1633",
+        names: &["nohup", "setsid"], origin: "<built-in knowledge base>:1696",
         options_first: true,
         long: &[
             L { name: "fork", key: "--fork", takes: Takes::No, short: Some('f') },
@@ -1737,7 +1886,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["stdbuf"], origin: "<built-in knowledge base>:1638",
+        names: &["stdbuf"], origin: "<built-in knowledge base>:1701",
         abbreviations: true, options_first: true,
         short_values: &['i', 'o', 'e'],
         long: &[
@@ -1750,7 +1899,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["flock"], origin: "<built-in knowledge base>:1645",
+        names: &["flock"], origin: "<built-in knowledge base>:1708",
         about: "util-linux flock: `flock FILE CMD…` and `flock FILE -c CMD` run the command (unwrapped and judged); the file is created",
         abbreviations: true, options_first: true,
         short_values: &['w', 'E', 'c'],
@@ -1773,7 +1922,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["watch"], origin: "<built-in knowledge base>:1653",
+        names: &["watch"], origin: "<built-in knowledge base>:1716",
         about: "procps watch: runs its words through `sh -c` (with -x, as an argv); unwrapped and judged",
         abbreviations: true, options_first: true,
         short_values: &['n', 'q'],
@@ -1798,7 +1947,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ionice"], origin: "<built-in knowledge base>:1662",
+        names: &["ionice"], origin: "<built-in knowledge base>:1725",
         about: "util-linux ionice: the command after its options is unwrapped and judged (none with -p/-P/-u)",
         abbreviations: true, options_first: true,
         short_values: &['c', 'n', 'p', 'P', 'u'],
@@ -1815,7 +1964,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["chrt"], origin: "<built-in knowledge base>:1670",
+        names: &["chrt"], origin: "<built-in knowledge base>:1733",
         about: "util-linux chrt: `chrt [options] PRIORITY CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['T', 'P', 'D'],
@@ -1841,7 +1990,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["taskset"], origin: "<built-in knowledge base>:1678",
+        names: &["taskset"], origin: "<built-in knowledge base>:1741",
         about: "util-linux taskset: `taskset [options] MASK CMD…`; the command is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         long: &[
@@ -1854,7 +2003,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["prlimit"], origin: "<built-in knowledge base>:1685",
+        names: &["prlimit"], origin: "<built-in knowledge base>:1748",
         about: "util-linux prlimit: the command after its options is unwrapped and judged (none with -p)",
         abbreviations: true, options_first: true,
         short_values: &['p', 'o'],
@@ -1887,7 +2036,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["setpriv"], origin: "<built-in knowledge base>:1694",
+        names: &["setpriv"], origin: "<built-in knowledge base>:1757",
         about: "util-linux setpriv: the command after its options is unwrapped and judged",
         abbreviations: true, options_first: true,
         long: &[
@@ -1920,7 +2069,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["script"], origin: "<built-in knowledge base>:1701",
+        names: &["script"], origin: "<built-in knowledge base>:1764",
         about: "util-linux script: -c runs a shell command (judged); the typescript and log files are written; without -c it runs an interactive shell (unknown)",
         abbreviations: true,
         short_values: &['c', 'E', 'I', 'O', 'B', 'T', 'm', 'o'],
@@ -1955,13 +2104,13 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["unbuffer"], origin: "<built-in knowledge base>:1751",
+        names: &["unbuffer"], origin: "<built-in knowledge base>:1814",
         about: "expect's unbuffer: the command after -p is unwrapped and judged",
         options_first: true,
         ..PROGRAM
     },
     P {
-        names: &["strace"], origin: "<built-in knowledge base>:1757",
+        names: &["strace"], origin: "<built-in knowledge base>:1820",
         about: "strace: the traced command is unwrapped and judged (-E sets its environment); -o writes the trace, `-o |CMD` pipes it into a shell command",
         abbreviations: true, options_first: true,
         short_values: &['e', 'o', 'p', 'P', 's', 'S', 'u', 'E', 'a', 'b', 'I', 'O', 'X', 'U'],
@@ -2026,7 +2175,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["busybox"], origin: "<built-in knowledge base>:1773",
+        names: &["busybox"], origin: "<built-in knowledge base>:1836",
         about: "busybox: the first argument is the applet, judged as that program",
         options_first: true,
         long: &[
@@ -2041,7 +2190,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["less"], origin: "<built-in knowledge base>:1787",
+        names: &["less"], origin: "<built-in knowledge base>:1850",
         about: "less runs commands from `!`, `|`, `v` and LESSOPEN; interactive use needs a terminal the sandbox does not give",
         abbreviations: true,
         short_values: &['b', 'h', 'j', 'k', 'o', 'p', 'P', 't', 'T', 'x', 'y', 'z', '#'],
@@ -2080,11 +2229,11 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["more"], origin: "<built-in knowledge base>:1824",
+        names: &["more"], origin: "<built-in knowledge base>:1887",
         ..PROGRAM
     },
     P {
-        names: &["man"], origin: "<built-in knowledge base>:1828",
+        names: &["man"], origin: "<built-in knowledge base>:1891",
         about: "man runs a pager and preprocessors; -P/-H and --pager choose them",
         abbreviations: true,
         short_values: &['P', 'H', 'C', 'M', 'S', 'e', 'p', 'L', 'R', 'I', 'E', 'm'],
@@ -2121,7 +2270,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1860",
+        names: &["vi", "vim", "nvim", "view", "ex", "vimdiff", "rvim"], origin: "<built-in knowledge base>:1923",
         about: "vim runs Ex commands from -c/+/--cmd/-S; `:!` runs shell commands",
         short_values: &['c', 'S', 's', 'u', 'i', 'T', 't', 'r', 'q', 'U', 'w'],
         long: &[
@@ -2150,7 +2299,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["nano", "pico"], origin: "<built-in knowledge base>:1903",
+        names: &["nano", "pico"], origin: "<built-in knowledge base>:1966",
         short_values: &['f', 'o', 'X', 'Y', 'Q', 'T'],
         long: &[
             L { name: "rcfile", key: "--rcfile", takes: Takes::Required, short: Some('f') },
@@ -2169,7 +2318,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1923",
+        names: &["git"], origin: "<built-in knowledge base>:1986",
         about: "git's global options, before the subcommand",
         abbreviations: true, subcommands: true,
         short_values: &['C', 'c'],
@@ -2215,7 +2364,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1969",
+        names: &["git"], origin: "<built-in knowledge base>:2032",
         subcommand: Some("init"),
         abbreviations: true,
         long: &[
@@ -2237,7 +2386,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1987",
+        names: &["git"], origin: "<built-in knowledge base>:2050",
         subcommand: Some("reset"),
         abbreviations: true,
         long: &[
@@ -2259,7 +2408,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:1996",
+        names: &["git"], origin: "<built-in knowledge base>:2059",
         subcommand: Some("restore"),
         abbreviations: true,
         short_values: &['s'],
@@ -2293,7 +2442,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2017",
+        names: &["git"], origin: "<built-in knowledge base>:2080",
         subcommand: Some("checkout"),
         abbreviations: true,
         short_values: &['b', 'B'],
@@ -2333,7 +2482,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2040",
+        names: &["git"], origin: "<built-in knowledge base>:2103",
         subcommand: Some("branch"),
         abbreviations: true,
         short_values: &['u'],
@@ -2374,7 +2523,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2047",
+        names: &["git"], origin: "<built-in knowledge base>:2110",
         subcommand: Some("clean"),
         abbreviations: true,
         short_values: &['e'],
@@ -2388,7 +2537,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2054",
+        names: &["git"], origin: "<built-in knowledge base>:2117",
         subcommand: Some("push"),
         abbreviations: true,
         short_values: &['o'],
@@ -2427,7 +2576,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2073",
+        names: &["git"], origin: "<built-in knowledge base>:2136",
         subcommand: Some("rebase"),
         abbreviations: true,
         short_values: &['x', 's', 'X'],
@@ -2478,7 +2627,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2112",
+        names: &["git"], origin: "<built-in knowledge base>:2175",
         subcommand: Some("config"),
         abbreviations: true,
         short_values: &['f'],
@@ -2533,7 +2682,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2174",
+        names: &["git"], origin: "<built-in knowledge base>:2237",
         subcommand: Some("bisect"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["run"],
@@ -2542,7 +2691,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2185",
+        names: &["git"], origin: "<built-in knowledge base>:2248",
         subcommand: Some("submodule"),
         effects: &[
             E { trigger: T::Argument(0), kind: Kind::Exec, action: Action::ApprovalRequired, when: &["foreach"],
@@ -2551,7 +2700,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2196",
+        names: &["git"], origin: "<built-in knowledge base>:2259",
         subcommand: Some("filter-branch"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2560,7 +2709,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2206",
+        names: &["git"], origin: "<built-in knowledge base>:2269",
         subcommand: Some("difftool"),
         abbreviations: true,
         short_values: &['x', 't'],
@@ -2581,7 +2730,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2226",
+        names: &["git"], origin: "<built-in knowledge base>:2289",
         subcommand: Some("mergetool"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -2590,7 +2739,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2236",
+        names: &["git"], origin: "<built-in knowledge base>:2299",
         subcommand: Some("daemon"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Network, action: Action::Deny,
@@ -2599,7 +2748,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2246",
+        names: &["git"], origin: "<built-in knowledge base>:2309",
         subcommand: Some("archive"),
         abbreviations: true,
         short_values: &['o'],
@@ -2621,7 +2770,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2265",
+        names: &["git"], origin: "<built-in knowledge base>:2328",
         subcommand: Some("status"),
         abbreviations: true,
         short_values: &['u'],
@@ -2647,7 +2796,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2272",
+        names: &["git"], origin: "<built-in knowledge base>:2335",
         subcommand: Some("grep"),
         abbreviations: true,
         short_optional: &['O'],
@@ -2670,7 +2819,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2291",
+        names: &["git"], origin: "<built-in knowledge base>:2354",
         subcommand: Some("fetch-pack"),
         abbreviations: true,
         long: &[
@@ -2700,7 +2849,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2309",
+        names: &["git"], origin: "<built-in knowledge base>:2372",
         subcommand: Some("ls-remote"),
         abbreviations: true,
         long: &[
@@ -2725,7 +2874,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2327",
+        names: &["git"], origin: "<built-in knowledge base>:2390",
         subcommand: Some("clone"),
         abbreviations: true,
         short_values: &['u', 'o', 'b', 'c', 'j'],
@@ -2762,7 +2911,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2353",
+        names: &["git"], origin: "<built-in knowledge base>:2416",
         subcommand: Some("fetch"),
         abbreviations: true,
         long: &[
@@ -2796,7 +2945,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2365",
+        names: &["git"], origin: "<built-in knowledge base>:2428",
         subcommand: Some("pull"),
         abbreviations: true,
         short_values: &['s', 'X'],
@@ -2838,7 +2987,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2397",
+        names: &["git"], origin: "<built-in knowledge base>:2460",
         subcommand: Some("merge"),
         abbreviations: true,
         short_values: &['s', 'X', 'm', 'F'],
@@ -2882,7 +3031,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2429",
+        names: &["git"], origin: "<built-in knowledge base>:2492",
         subcommand: Some("cherry-pick"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2917,7 +3066,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2455",
+        names: &["git"], origin: "<built-in knowledge base>:2518",
         subcommand: Some("revert"),
         abbreviations: true,
         short_values: &['s', 'X', 'm'],
@@ -2950,7 +3099,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2481",
+        names: &["git"], origin: "<built-in knowledge base>:2544",
         subcommand: Some("commit"),
         abbreviations: true,
         short_values: &['m', 'F', 'C', 'c', 't'],
@@ -3006,7 +3155,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2501",
+        names: &["git"], origin: "<built-in knowledge base>:2564",
         subcommand: Some("tag"),
         abbreviations: true,
         short_values: &['m', 'F', 'u'],
@@ -3053,7 +3202,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2540",
+        names: &["git"], origin: "<built-in knowledge base>:2603",
         subcommand: Some("log"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -3181,7 +3330,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2568",
+        names: &["git"], origin: "<built-in knowledge base>:2631",
         subcommand: Some("show"),
         abbreviations: true,
         short_values: &['n', 'L', 'G', 'S', 'O'],
@@ -3309,7 +3458,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2596",
+        names: &["git"], origin: "<built-in knowledge base>:2659",
         subcommand: Some("verify-commit"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3318,7 +3467,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["git"], origin: "<built-in knowledge base>:2606",
+        names: &["git"], origin: "<built-in knowledge base>:2669",
         subcommand: Some("verify-tag"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3327,7 +3476,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["cargo"], origin: "<built-in knowledge base>:2618",
+        names: &["cargo"], origin: "<built-in knowledge base>:2681",
         about: "cargo: --config and -Z are read before and after the subcommand",
         subcommands: true, globals_anywhere: true,
         short_values: &['Z', 'C', 'p', 'j', 'F'],
@@ -3387,7 +3536,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rustc"], origin: "<built-in knowledge base>:2656",
+        names: &["rustc"], origin: "<built-in knowledge base>:2719",
         short_values: &['o', 'L', 'l', 'C', 'W', 'Z'],
         long: &[
             L { name: "out-dir", key: "--out-dir", takes: Takes::Required, short: None },
@@ -3422,7 +3571,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2710",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2773",
         about: "npm and friends: install runs lifecycle scripts; exec/dlx runs packages",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['C', 'w'],
@@ -3461,7 +3610,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2750",
+        names: &["npm", "pnpm", "yarn"], origin: "<built-in knowledge base>:2813",
         subcommand: Some("exec"),
         abbreviations: true, options_first: true,
         short_values: &['c'],
@@ -3478,7 +3627,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2764",
+        names: &["pnpm", "yarn"], origin: "<built-in knowledge base>:2827",
         subcommand: Some("dlx"),
         effects: &[
             E { trigger: T::Always { min_args: 0 }, kind: Kind::Exec, action: Action::ApprovalRequired,
@@ -3487,7 +3636,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2774",
+        names: &["npx", "pnpx", "bunx"], origin: "<built-in knowledge base>:2837",
         about: "npx runs a package's program, downloading it first if needed",
         options_first: true,
         short_values: &['p', 'c'],
@@ -3505,7 +3654,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2787",
+        names: &["node", "nodejs", "deno", "bun"], origin: "<built-in knowledge base>:2850",
         about: "node: -e/-p run inline code (judged as node itself); -r/--import preload modules",
         options_first: true,
         short_values: &['e', 'p', 'r'],
@@ -3550,7 +3699,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2863",
+        names: &["python", "python3", "python2", "pypy", "pypy3"], origin: "<built-in knowledge base>:2926",
         about: "python: -c runs inline code (judged as python itself: the sandbox is the wall); -m MODULE runs a module",
         options_first: true,
         short_values: &['c', 'm', 'W', 'X'],
@@ -3572,7 +3721,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2890",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2953",
         about: "pip: install runs packages' build code; --index-url and friends choose where code comes from",
         abbreviations: true, subcommands: true, globals_anywhere: true,
         short_values: &['r', 'i', 'e', 'c', 'f', 't'],
@@ -3630,7 +3779,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["pip", "pip3"], origin: "<built-in knowledge base>:2943",
+        names: &["pip", "pip3"], origin: "<built-in knowledge base>:3006",
         subcommand: Some("list"),
         abbreviations: true,
         long: &[
@@ -3654,7 +3803,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["perl"], origin: "<built-in knowledge base>:2949",
+        names: &["perl"], origin: "<built-in knowledge base>:3012",
         about: "perl: -e/-E run inline code (judged as perl itself); -i edits files in place",
         options_first: true,
         short_values: &['e', 'E', 'I', 'M', 'm'],
@@ -3672,7 +3821,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ruby"], origin: "<built-in knowledge base>:2974",
+        names: &["ruby"], origin: "<built-in knowledge base>:3037",
         about: "ruby: -e runs inline code (judged as ruby itself)",
         options_first: true,
         short_values: &['e', 'I', 'r', 'C', 'E'],
@@ -3691,7 +3840,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["rsync"], origin: "<built-in knowledge base>:3001",
+        names: &["rsync"], origin: "<built-in knowledge base>:3064",
         about: "rsync: -e/--rsh chooses the remote shell; --rsync-path the remote program",
         abbreviations: true,
         short_values: &['e', 'B', 'f', 'T'],
@@ -3744,7 +3893,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:3045",
+        names: &["ssh", "scp", "sftp"], origin: "<built-in knowledge base>:3108",
         about: "ssh and friends: their -o keywords (any case, `Key=Value`, `Key Value`), -F, -S, -I and -J, also after ssh's host, are read by the gate's own code (shell/mod.rs, ssh_options)",
         options_first: true,
         short_values: &['o', 'F', 'S', 'i', 'J', 'L', 'R', 'D', 'W', 'B', 'b', 'c', 'e', 'E', 'I', 'l', 'm', 'O', 'p', 'P', 'Q', 'w'],
@@ -3754,7 +3903,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["curl"], origin: "<built-in knowledge base>:3058",
+        names: &["curl"], origin: "<built-in knowledge base>:3121",
         about: "curl: -K/--config reads options the gate does not see; where it writes and reads (the names -O takes from URLs, and -J from the server, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['A', 'b', 'c', 'C', 'd', 'D', 'e', 'E', 'F', 'H', 'K', 'm', 'o', 'P', 'Q', 'r', 'T', 't', 'u', 'U', 'w', 'x', 'X', 'y', 'Y', 'z'],
@@ -3898,7 +4047,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["wget"], origin: "<built-in knowledge base>:3168",
+        names: &["wget"], origin: "<built-in knowledge base>:3231",
         about: "GNU wget: -e runs wgetrc commands and --config reads them (they can name any file to write); where it writes and reads (the name a URL gives, and names the server chooses in recursion, are read by shell/mod.rs, downloaded_names)",
         abbreviations: true,
         short_values: &['e', 'O', 'o', 'a', 'P', 'i', 'U', 't', 'T', 'w', 'l', 'A', 'R', 'D', 'I', 'X', 'B', 'Q', 'n'],
@@ -4015,7 +4164,7 @@ pub static PROGRAMS: &[P] = &[
         ..PROGRAM
     },
     P {
-        names: &["sqlite3"], origin: "<built-in knowledge base>:3247",
+        names: &["sqlite3"], origin: "<built-in knowledge base>:3310",
         about: "the sqlite3 shell: SQL and dot-commands (from its arguments, -cmd, -init or standard input) can run commands, load extensions and write any file; -safe forbids that",
         long: &[
             L { name: "-cmd", key: "-cmd", takes: Takes::Required, short: None },
@@ -4075,32 +4224,32 @@ pub static PROGRAMS: &[P] = &[
 ];
 
 pub static ENV: &[StaticEnv] = &[
-    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:3269",
+    StaticEnv { names: &["LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "CI", "DEBUG", "VERBOSE", "RUST_BACKTRACE", "RUST_LOG", "RUST_LOG_STYLE", "RUST_TEST_THREADS", "RUST_MIN_STACK", "CARGO_TERM_COLOR", "CARGO_TERM_VERBOSE", "CARGO_TERM_QUIET", "CARGO_INCREMENTAL", "CARGO_PROFILE_*", "CARGO_BUILD_JOBS", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS", "GOOS", "GOARCH", "CGO_ENABLED", "SOURCE_DATE_EPOCH", "TMPDIR", "JOBS", "NPROC", "OMP_NUM_THREADS", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_PAGER_IN_USE", "GIT_FLUSH", "GIT_MERGE_AUTOEDIT", "HISTFILE", "HISTSIZE", "PS1", "USER", "LOGNAME"], kind: Kind::Config, action: Action::Judge, origin: "<built-in knowledge base>:3332",
         reason: "", options_of: None },
-    StaticEnv { names: &["ZIPOPT", "ZIP"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3276",
+    StaticEnv { names: &["ZIPOPT", "ZIP"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3339",
         reason: "gives zip options, as if written on its command line", options_of: Some("zip") },
-    StaticEnv { names: &["UNZIP", "UNZIPOPT"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3283",
+    StaticEnv { names: &["UNZIP", "UNZIPOPT"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3346",
         reason: "gives unzip options, as if written on its command line", options_of: Some("unzip") },
-    StaticEnv { names: &["BZIP", "BZIP2"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3290",
+    StaticEnv { names: &["BZIP", "BZIP2"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3353",
         reason: "gives bzip2 options, as if written on its command line", options_of: Some("bzip2") },
-    StaticEnv { names: &["XZ_DEFAULTS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3297",
+    StaticEnv { names: &["XZ_DEFAULTS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3360",
         reason: "gives xz options, as if written on its command line", options_of: Some("xz") },
-    StaticEnv { names: &["COMPILER_PATH", "GCC_EXEC_PREFIX", "CCC_OVERRIDE_OPTIONS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3306",
+    StaticEnv { names: &["COMPILER_PATH", "GCC_EXEC_PREFIX", "CCC_OVERRIDE_OPTIONS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3369",
         reason: "chooses the programs a compiler driver runs (as gcc's -B does) or rewrites clang's command line", options_of: None },
-    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3314",
+    StaticEnv { names: &["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "FCFLAGS", "OBJCFLAGS", "OBJCXXFLAGS", "CCASFLAGS", "ASFLAGS", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS"], kind: Kind::Exec, action: Action::Judge, origin: "<built-in knowledge base>:3377",
         reason: "passes options to the compiler, which can make it run or load programs", options_of: Some("gcc") },
-    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3322",
+    StaticEnv { names: &["PATH", "LD_*", "DYLD_*", "BASH_ENV", "ENV", "CDPATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_*", "GLOBIGNORE", "SHELL", "GCONV_PATH", "MALLOC_*", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "NLSPATH"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3385",
         reason: "changes which programs and libraries run, or what the shell runs on its own", options_of: None },
-    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3329",
+    StaticEnv { names: &["GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_*", "GIT_TEMPLATE_DIR"], kind: Kind::Exec, action: Action::OnUnknown, origin: "<built-in knowledge base>:3392",
         reason: "makes git run a program or read configuration of the caller's choice", options_of: None },
-    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3335",
+    StaticEnv { names: &["GIT_*"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3398",
         reason: "changes which repository, work tree, index or object store git uses (and so whose configuration and hooks it obeys)", options_of: None },
-    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3342",
+    StaticEnv { names: &["HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "ZDOTDIR", "INPUTRC", "LESSKEY", "LESSKEYIN", "VIMINIT", "EXINIT", "MYVIMRC", "NANORC", "WGETRC", "CURL_HOME", "SSH_AUTH_SOCK", "SSH_CONFIG", "KUBECONFIG", "DOCKER_CONFIG", "DOCKER_HOST", "NPM_CONFIG_*", "npm_config_*", "YARN_*", "PNPM_HOME", "PIP_*", "PIP_CONFIG_FILE", "PYTHONUSERBASE", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOENV", "GOPROXY", "GONOSUMDB", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "JAVA_HOME", "VIRTUAL_ENV", "CONDA_PREFIX"], kind: Kind::Config, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3405",
         reason: "changes where programs read their configuration (or credentials) from, and configuration can name programs to run", options_of: None },
-    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3349",
+    StaticEnv { names: &["PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "PYTHONINSPECT", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "OPENSSL_CONF", "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3412",
         reason: "makes an interpreter load code or options of the caller's choice", options_of: None },
-    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3355",
+    StaticEnv { names: &["RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC", "RUSTFMT", "CARGO", "CARGO_BUILD_*", "CARGO_TARGET_*", "CARGO_REGISTRIES_*", "CARGO_REGISTRY_*", "CARGO_NET_*", "CARGO_HTTP_*", "CARGO_ALIAS_*", "CARGO_UNSTABLE_*", "CARGO_*", "CC", "CXX", "LD", "AR", "AS", "NM", "RANLIB", "STRIP", "OBJCOPY", "CPP", "FC", "MAKE", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GNUMAKEFLAGS", "CMAKE_*", "PKG_CONFIG", "PKG_CONFIG_PATH", "PAGER", "MANPAGER", "MANOPT", "BROWSER", "EDITOR", "VISUAL", "SUDO_ASKPASS", "SSH_ASKPASS", "DISPLAY", "LESSOPEN", "LESSCLOSE", "LESS", "TAR_OPTIONS", "GZIP", "XZ_OPT", "ZSTD_CLEVEL", "GREP_OPTIONS", "SYSTEMD_PAGER", "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "GOFLAGS", "RUSTFLAGS", "RUSTDOCFLAGS"], kind: Kind::Exec, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3418",
         reason: "chooses a program (compiler, wrapper, pager, editor) that another program runs, or options it obeys", options_of: None },
-    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3361",
+    StaticEnv { names: &["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "FTP_PROXY", "ftp_proxy"], kind: Kind::Network, action: Action::ApprovalRequired, origin: "<built-in knowledge base>:3424",
         reason: "sends network traffic through a proxy of the caller's choice", options_of: None },
 ];

@@ -1191,8 +1191,8 @@ fn downloaded_names(program: &str, seg: &mut Segment, kb: Kb<'_>) {
 /// `.git/config`), a write the boundary and the protections must see.
 fn decompressed_outputs(program: &str, seg: &mut Segment, kb: Kb<'_>) {
     let unpacks = match program {
-        "gunzip" | "unxz" | "unlzma" | "bunzip2" | "unzstd" => true,
-        "gzip" | "xz" | "lzma" | "bzip2" | "zstd" => false,
+        "gunzip" | "unxz" | "unlzma" | "bunzip2" | "unzstd" | "unpigz" => true,
+        "gzip" | "xz" | "lzma" | "bzip2" | "zstd" | "pigz" | "lzop" => false,
         _ => return,
     };
     let norm = knowledge::normalize(&seg.argv, kb);
