@@ -16,18 +16,8 @@
 //! drivers), so a word that is no file (`git-lfs`, `%f`) names a path no run
 //! is likely to write, and holding it costs nothing.
 
+use super::{HostNamed, NamedBy};
 use std::path::{Component, Path, PathBuf};
-
-/// A work-tree path, relative to the workspace root, that host git runs or
-/// reads as configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitNamed {
-    pub path: PathBuf,
-    /// A directory whose every entry git may run (`core.hooksPath`).
-    pub dir: bool,
-    /// The key and the file that set it, for the reason.
-    pub by: String,
-}
 
 /// Most bytes of one configuration file read; a larger one is not read (git
 /// itself reads it, so its keys are then not seen: see [`host_named`]).
@@ -210,7 +200,7 @@ fn words(command: &str) -> Vec<String> {
 }
 
 /// `p` with `.` and `..` applied lexically; `None` if `..` climbs above `/`.
-fn normalize(p: &Path) -> Option<PathBuf> {
+pub(super) fn normalize(p: &Path) -> Option<PathBuf> {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
@@ -234,7 +224,7 @@ struct Reader<'a> {
     /// Where git runs hooks, filters and drivers: relative values start here.
     top: &'a Path,
     home: Option<&'a Path>,
-    named: Vec<GitNamed>,
+    named: Vec<HostNamed>,
     seen: Vec<PathBuf>,
 }
 
@@ -254,7 +244,12 @@ impl Reader<'_> {
 
     fn name(&mut self, path: PathBuf, dir: bool, by: String) {
         if !self.named.iter().any(|n| n.path == path && n.dir == dir) {
-            self.named.push(GitNamed { path, dir, by });
+            self.named.push(HostNamed {
+                path,
+                dir,
+                by,
+                tool: NamedBy::Git,
+            });
         }
     }
 
@@ -311,7 +306,7 @@ impl Reader<'_> {
     }
 }
 
-fn read_small(file: &Path) -> Option<Vec<u8>> {
+pub(super) fn read_small(file: &Path) -> Option<Vec<u8>> {
     let meta = std::fs::metadata(file).ok()?;
     if !meta.is_file() || meta.len() > MAX_CONFIG_BYTES {
         return None;
@@ -355,7 +350,7 @@ fn find_repo(root: &Path) -> Option<(PathBuf, PathBuf, PathBuf)> {
 /// A file larger than 1 MiB or unreadable is skipped; git would read it, so
 /// a key only it holds is not seen (such a config file in the work tree is
 /// itself held: `.git/` and any included file below the root are).
-pub fn host_named(root: &Path, home: Option<&Path>) -> Vec<GitNamed> {
+pub fn host_named(root: &Path, home: Option<&Path>) -> Vec<HostNamed> {
     let repo = find_repo(root);
     let top = repo
         .as_ref()

@@ -25,6 +25,7 @@
 //!    sticky bits stripped; no world-writable bit unless the host entry had it).
 
 mod defaults;
+pub mod envrc;
 pub mod git_config;
 mod git_dir;
 pub mod git_index;
@@ -229,6 +230,47 @@ impl<F: Fn(&Path) -> Option<PathBuf>> View for F {
     }
 }
 
+/// A work-tree path, relative to the workspace root, that a host tool runs,
+/// puts on PATH or reads as configuration, by the host's own configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostNamed {
+    pub path: PathBuf,
+    /// A directory whose every entry the tool may run (`core.hooksPath`,
+    /// `PATH_add bin`).
+    pub dir: bool,
+    /// The key or directive and the file that set it, for the reason.
+    pub by: String,
+    pub tool: NamedBy,
+}
+
+/// Whose configuration names a [`HostNamed`] path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamedBy {
+    /// git's (system, user, repository): see [`git_config`].
+    Git,
+    /// The workspace root's `.envrc`, which direnv loads: see [`envrc`].
+    Direnv,
+}
+
+impl NamedBy {
+    /// The rule a held path is reported under.
+    pub fn rule(self) -> &'static str {
+        match self {
+            NamedBy::Git => "builtin.git_config_named",
+            NamedBy::Direnv => "builtin.envrc_named",
+        }
+    }
+
+    /// Whose configuration names the path (`by`), and what the tool does
+    /// with it.
+    fn says(self, by: &str) -> String {
+        match self {
+            NamedBy::Git => format!("the host's git configuration names ({by}): host git runs it or reads it as configuration (at `git commit`, `git add`, `git diff`)"),
+            NamedBy::Direnv => format!("the host's `.envrc` names ({by}): direnv puts it on the user's PATH or loads it in the user's shell as they enter the directory"),
+        }
+    }
+}
+
 /// What the caller knows that the policy text does not.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
@@ -239,10 +281,10 @@ pub struct Context {
     pub airlock_owned: Vec<PathBuf>,
     /// `workspace.protect`, relative to root.
     pub protect: Vec<PathBuf>,
-    /// Work-tree paths the host's git configuration runs or reads as
-    /// configuration (see [`git_config`]); empty unless
-    /// [`Context::with_host_git_config`] read them.
-    pub git_named: Vec<git_config::GitNamed>,
+    /// Work-tree paths the host's git or direnv configuration runs or reads
+    /// as configuration (see [`git_config`], [`envrc`]); empty unless
+    /// [`Context::with_host_config`] read them.
+    pub host_named: Vec<HostNamed>,
     /// The root is an airlock-owned path or lies inside one (a workspace in
     /// the state directory): every change would write airlock's own files,
     /// so every change is denied. The front ends refuse such a workspace
@@ -276,16 +318,26 @@ impl Context {
                 .filter(|p| !p.as_os_str().is_empty())
                 .collect(),
             protect: protect.to_vec(),
-            git_named: Vec::new(),
+            host_named: Vec::new(),
             root_is_home: false,
         }
     }
 
     /// This context with the work-tree paths that host git, run in the
     /// workspace by the user whose home is `home`, would execute or read as
-    /// configuration, as its configuration files say now. Reads the host.
-    pub fn with_host_git_config(mut self, home: Option<&Path>) -> Context {
-        self.git_named = git_config::host_named(&self.root, home);
+    /// configuration, and those the root's `.envrc` puts on PATH or loads, as
+    /// the host's files say now. Reads the host.
+    pub fn with_host_config(mut self, home: Option<&Path>) -> Context {
+        self.host_named = git_config::host_named(&self.root, home);
+        for n in envrc::host_named(&self.root) {
+            if !self
+                .host_named
+                .iter()
+                .any(|h| h.path == n.path && h.dir == n.dir)
+            {
+                self.host_named.push(n);
+            }
+        }
         self
     }
 
@@ -571,14 +623,18 @@ impl Rules {
             ));
         }
         if let Some(n) = ctx
-            .git_named
+            .host_named
             .iter()
             .find(|n| n.path.starts_with(rel) && n.path != rel)
         {
+            let what = match n.tool {
+                NamedBy::Git => "which host git runs or reads",
+                NamedBy::Direnv => "which the host's `.envrc` puts on PATH or loads",
+            };
             return Some(approval(
-                "builtin.git_config_named",
+                n.tool.rule(),
                 format!(
-                    "`{shown}` is a symlink through which `{}` would be reached, which host git runs or reads ({}); a person must approve it, or make it a directory",
+                    "`{shown}` is a symlink through which `{}` would be reached, {what} ({}); a person must approve it, or make it a directory",
                     escape_path(&n.path),
                     n.by
                 ),
@@ -992,16 +1048,20 @@ impl Rules {
         }
         if entry.kind != ChangeKind::Deleted {
             if let Some(n) = ctx
-                .git_named
+                .host_named
                 .iter()
                 .find(|n| rel == n.path || (n.dir && rel.starts_with(&n.path)))
             {
+                let what = if n.dir && rel != n.path {
+                    "in a directory"
+                } else {
+                    "a file"
+                };
                 return approval(
-                    "builtin.git_config_named",
+                    n.tool.rule(),
                     format!(
-                        "`{shown}` is {} the host's git configuration names ({}): host git runs it or reads it as configuration (at `git commit`, `git add`, `git diff`); a person must approve it, or add a pattern for it to [changes] allow",
-                        if n.dir && rel != n.path { "in a directory" } else { "a file" },
-                        n.by
+                        "`{shown}` is {what} {}; a person must approve it, or add a pattern for it to [changes] allow",
+                        n.tool.says(&n.by)
                     ),
                 );
             }
@@ -1114,15 +1174,49 @@ mod tests {
         assert_eq!(judge("a/.gitignore"), Disposition::Allow);
     }
 
+    /// The root's `.envrc` on the host says `PATH_add bin`: a run that writes
+    /// `bin/git` would be run at the user's next `git status` there.
+    #[test]
+    fn paths_the_hosts_envrc_names_are_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join(".envrc"), "PATH_add bin\ndotenv\nuse flake\n").unwrap();
+        let ctx = Context::new(root, &[], &[]).with_host_config(None);
+        let rules = Rules::new(&ChangesPolicy::default(), ctx);
+        for rel in ["bin/git", "bin", ".env", "flake.nix"] {
+            let c = rules.classify(&entry(rel, ChangeKind::Added, EntryType::File));
+            assert_eq!(c.disposition, Disposition::ApprovalRequired, "{rel}");
+            assert_eq!(c.rule, "builtin.envrc_named", "{rel}");
+            assert!(
+                c.reason.contains("PATH_add bin") || rel != "bin/git",
+                "{}",
+                c.reason
+            );
+        }
+        for rel in ["binx/git", "src/bin/tool", "README.md"] {
+            let c = rules.classify(&entry(rel, ChangeKind::Added, EntryType::File));
+            assert_eq!(c.disposition, Disposition::Allow, "{rel}: {}", c.reason);
+        }
+        // Without the host's .envrc nothing is named.
+        std::fs::remove_file(root.join(".envrc")).unwrap();
+        let rules = Rules::new(
+            &ChangesPolicy::default(),
+            Context::new(root, &[], &[]).with_host_config(None),
+        );
+        let c = rules.classify(&entry("bin/git", ChangeKind::Added, EntryType::File));
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+    }
+
     #[test]
     fn files_the_host_git_config_names_are_held() {
         let mut ctx = ctx();
-        let named = |p: &str, dir: bool| git_config::GitNamed {
+        let named = |p: &str, dir: bool| HostNamed {
             path: p.into(),
             dir,
             by: "filter.s.clean in /w/.git/config".into(),
+            tool: NamedBy::Git,
         };
-        ctx.git_named = vec![named(".hooks", true), named("scripts/clean.sh", false)];
+        ctx.host_named = vec![named(".hooks", true), named("scripts/clean.sh", false)];
         let rules = Rules::new(&ChangesPolicy::default(), ctx);
         let judged = |rel: &str, kind: ChangeKind, t: EntryType| {
             let mut e = entry(rel, kind, t);

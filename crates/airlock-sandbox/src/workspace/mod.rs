@@ -429,7 +429,7 @@ pub fn rules(ws: &WorkspaceSpec) -> Rules {
     let home = ws.home.as_deref();
     let context = Context::new(&ws.root, &ws.owned, &protect)
         .with_home(home)
-        .with_host_git_config(home);
+        .with_host_config(home);
     Rules::new(&ws.changes, context)
 }
 

@@ -1,0 +1,260 @@
+//! Workspace files that the host's direnv configuration runs or loads.
+//!
+//! A workspace's `.envrc` is held for a person, but it often names ordinary
+//! files of the work tree: `PATH_add bin` puts `bin/` first on the user's
+//! PATH, `layout node` does the same for `node_modules/.bin`, `dotenv` loads
+//! `.env` into the shell's environment, `use flake` evaluates `flake.nix`
+//! (whose `shellHook` is a script). With direnv hooked into the user's shell,
+//! a run that writes `bin/git` gets its code run at the user's next `git
+//! status` in that directory, though `bin/git` is as plain a path as any. So
+//! the host's `.envrc` at the workspace root is read here, and every path its
+//! common directives name is held.
+//!
+//! An `.envrc` is a bash script; only the direnv standard library's directives
+//! and `PATH=` assignments are read, line by line, not executed. A directive
+//! hidden behind a variable or a function of the user's own is not seen (the
+//! file itself, and `.envrc.*` and `.direnv/`, are held by the default
+//! approval list). An `.envrc` below the root applies only in its directory
+//! and is not read.
+
+use super::git_config::{normalize, read_small};
+use super::{HostNamed, NamedBy};
+use std::path::{Path, PathBuf};
+
+/// The work-tree paths below `root` that the root's `.envrc`, as it is on the
+/// host now, puts on PATH or loads.
+pub fn host_named(root: &Path) -> Vec<HostNamed> {
+    let file = root.join(".envrc");
+    let Some(text) = read_small(&file) else {
+        return Vec::new();
+    };
+    let mut named: Vec<HostNamed> = Vec::new();
+    let mut name = |rel: &str, dir: bool, directive: &str| {
+        let Some(path) = inside(root, rel) else {
+            return;
+        };
+        if !named.iter().any(|n| n.path == path && n.dir == dir) {
+            named.push(HostNamed {
+                path,
+                dir,
+                by: format!("`{directive}` in {}", file.display()),
+                tool: NamedBy::Direnv,
+            });
+        }
+    };
+    for command in commands(&String::from_utf8_lossy(&text)) {
+        let Some((first, args)) = command.split_first() else {
+            continue;
+        };
+        let shown = crate::shell::words::short(&command.join(" "));
+        let arg = |i: usize| args.get(i).map(String::as_str);
+        match first.as_str() {
+            "PATH_add" | "MANPATH_add" => args.iter().for_each(|a| name(a, true, &shown)),
+            "path_add" => args.iter().skip(1).for_each(|a| name(a, true, &shown)),
+            "load_prefix" => args.iter().for_each(|a| name(a, true, &shown)),
+            "dotenv" | "dotenv_if_exists" => name(arg(0).unwrap_or(".env"), false, &shown),
+            "source_env" | "source_env_if_exists" | "source" | "." => {
+                if let Some(a) = arg(0) {
+                    // A directory stands for its `.envrc`.
+                    name(a, false, &shown);
+                    name(&format!("{a}/.envrc"), false, &shown);
+                }
+            }
+            "use" | "use_flake" | "use_nix" => {
+                let (what, rest) = match first.as_str() {
+                    "use" => (arg(0).unwrap_or(""), args.get(1..).unwrap_or(&[])),
+                    "use_flake" => ("flake", args),
+                    _ => ("nix", args),
+                };
+                let rest: Vec<&str> = rest
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|a| !a.starts_with('-'))
+                    .collect();
+                match what {
+                    "flake" => {
+                        // `use flake [DIR][#output]`: a flake reference that is a path.
+                        let dir = rest
+                            .first()
+                            .map(|r| r.split('#').next().unwrap_or(""))
+                            .filter(|d| !d.contains(':'))
+                            .map(|d| if d.is_empty() { "." } else { d })
+                            .unwrap_or(".");
+                        name(&format!("{dir}/flake.nix"), false, &shown);
+                        name(&format!("{dir}/flake.lock"), false, &shown);
+                    }
+                    "nix" => {
+                        if rest.is_empty() {
+                            name("shell.nix", false, &shown);
+                            name("default.nix", false, &shown);
+                        }
+                        rest.iter().for_each(|f| name(f, false, &shown));
+                    }
+                    _ => {}
+                }
+            }
+            "layout" => match arg(0).unwrap_or("") {
+                "node" => name("node_modules/.bin", true, &shown),
+                "go" => name("bin", true, &shown),
+                "php" => name("vendor/bin", true, &shown),
+                // python, ruby, perl, pipenv, anaconda: below .direnv/, held.
+                _ => {}
+            },
+            _ => {}
+        }
+        // `PATH=bin:$PATH`, `export PATH="$PWD/tools:$PATH"`: the entries that
+        // lie in the workspace.
+        for word in &command {
+            if let Some(value) = word.strip_prefix("PATH=") {
+                for entry in value.split(':') {
+                    name(entry, true, &shown);
+                }
+            }
+        }
+    }
+    named
+}
+
+/// `value` (as written in the root's `.envrc`: relative, `./x`, `$PWD/x`,
+/// `${PWD}/x`, or absolute) as a path relative to the root, when it lies in
+/// the workspace. Other expansions are not followed.
+fn inside(root: &Path, value: &str) -> Option<PathBuf> {
+    let value = value.trim_end_matches('/');
+    let rest = ["$PWD", "${PWD}", "$(pwd)", "$(expand_path .)"]
+        .iter()
+        .find_map(|p| value.strip_prefix(p))
+        .map(|r| r.trim_start_matches('/'))
+        .unwrap_or(value);
+    if rest.contains('$') || rest.contains('`') {
+        return None;
+    }
+    let abs = normalize(&root.join(rest))?;
+    let rel = abs.strip_prefix(root).ok()?;
+    (!rel.as_os_str().is_empty()).then(|| rel.to_path_buf())
+}
+
+/// The simple commands of a script, each as its words with quotes removed:
+/// split at newlines (a final backslash continues a line), `;`, `&&`, `||`,
+/// `|` and `&`; a `#` that starts a word starts a comment. Not a shell: a
+/// word a shell would split further only adds paths, never hides one.
+fn commands(text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut command: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    let mut chars = text.chars().peekable();
+    let end_word = |word: &mut String, command: &mut Vec<String>| {
+        if !word.is_empty() {
+            command.push(std::mem::take(word));
+        }
+    };
+    while let Some(c) = chars.next() {
+        if comment {
+            if c == '\n' {
+                comment = false;
+                end_word(&mut word, &mut command);
+                out.push(std::mem::take(&mut command));
+            }
+            continue;
+        }
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') => {
+                if let Some(n) = chars.next() {
+                    word.push(n);
+                }
+            }
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '\\') => match chars.next() {
+                Some('\n') | None => {}
+                Some(n) => word.push(n),
+            },
+            (None, '#') if word.is_empty() => comment = true,
+            (None, '\n' | ';' | '&' | '|' | '(' | ')' | '{' | '}') => {
+                end_word(&mut word, &mut command);
+                out.push(std::mem::take(&mut command));
+            }
+            (None, c) if c.is_whitespace() => end_word(&mut word, &mut command),
+            (None, c) => word.push(c),
+        }
+    }
+    end_word(&mut word, &mut command);
+    out.push(command);
+    // `export`, `local` and the like precede assignments; `if`/`then` and
+    // friends precede a command.
+    out.into_iter()
+        .map(|mut c| {
+            while c.first().is_some_and(|w| {
+                matches!(
+                    w.as_str(),
+                    "export" | "local" | "declare" | "if" | "then" | "else" | "elif" | "do" | "!"
+                )
+            }) {
+                c.remove(0);
+            }
+            c
+        })
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(envrc: &str) -> Vec<(String, bool)> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".envrc"), envrc).unwrap();
+        host_named(dir.path())
+            .into_iter()
+            .map(|n| (n.path.display().to_string(), n.dir))
+            .collect()
+    }
+
+    #[test]
+    fn the_stdlib_directives_name_their_paths() {
+        let got = named(
+            "# a comment naming PATH_add nothing\n\
+             PATH_add bin \"$PWD/tools\"\n\
+             path_add PYTHONPATH lib\n\
+             dotenv\n\
+             dotenv_if_exists .env.local\n\
+             source_env_if_exists sub\n\
+             use flake . --impure\n\
+             use nix\n\
+             layout node\n\
+             layout python3\n\
+             export PATH=\"${PWD}/scripts:$PATH\"; watch_file x\n\
+             strict_env && PATH_add ../outside /abs $HOME/bin\n",
+        );
+        let want: &[(&str, bool)] = &[
+            ("bin", true),
+            ("tools", true),
+            ("lib", true),
+            (".env", false),
+            (".env.local", false),
+            ("sub", false),
+            ("sub/.envrc", false),
+            ("flake.nix", false),
+            ("flake.lock", false),
+            ("shell.nix", false),
+            ("default.nix", false),
+            ("node_modules/.bin", true),
+            ("scripts", true),
+        ];
+        let want: Vec<(String, bool)> = want.iter().map(|(p, d)| (p.to_string(), *d)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn no_envrc_or_an_unreadable_one_names_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(host_named(dir.path()).is_empty());
+        std::fs::create_dir(dir.path().join(".envrc")).unwrap();
+        assert!(host_named(dir.path()).is_empty());
+        assert!(named("").is_empty());
+        assert!(named("PATH_add '$unbalanced").len() <= 1);
+    }
+}
