@@ -2346,6 +2346,10 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("git restore ':!README.md'", "default", Q, "whole tree"),
     ("git restore -s HEAD .", "default", Q, "git restore ."),
     ("git restore --source=HEAD --staged --worktree ./", "default", Q, "whole tree"),
+    ("cd src && git restore ..", "default", Q, "whole tree"),
+    ("cd src/lib && git checkout HEAD -- ../..", "default", Q, "whole tree"),
+    ("cd src && git restore ../README.md", "default", Q, "whole tree"),
+    ("git restore src/main.py", "default", A, ""),
     ("git checkout HEAD .", "default", Q, "whole tree"),
     ("git checkout HEAD -- ./", "default", Q, "whole tree"),
     ("git checkout main .", "default", Q, "whole tree"),
@@ -2536,6 +2540,22 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("pushd .git/hooks; pushd src; popd; cp README.md pre-commit", "broad", D, "popd"),
     ("pushd src && cat ../README.md", "broad", A, ""),
 ];
+
+/// The workspace's own absolute path names the whole tree as `.` does.
+#[test]
+fn an_absolute_pathspec_may_name_the_whole_tree() {
+    let f = fixture();
+    let root = f.root.display().to_string();
+    for cmd in [
+        format!("git restore {root}"),
+        format!("git restore -- {root}/"),
+        format!("git checkout HEAD -- {root}"),
+    ] {
+        let d = judge(&f, &cmd, "src", "default");
+        assert_eq!(d.decision, Q, "{cmd}: {}", d.reason);
+        assert!(d.reason.contains("whole tree"), "{cmd}: {}", d.reason);
+    }
+}
 
 #[test]
 fn knowledge_table() {

@@ -11,7 +11,7 @@ use crate::shell::Access;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0x0c2262d5ab01c4e9;
+pub const SOURCE_HASH: u64 = 0x488e271e7db94201;
 
 pub static CONFIG_FILES: &[&str] = &[".gitconfig", ".config/git/config", ".config/git/attributes", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".inputrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/config", ".cargo/config.toml", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc", ".lesskey", ".config/lesskey", ".nanorc", ".pythonrc", ".pdbrc", ".docker/config.json", ".kube/config", ".config/nvim/init.vim", ".config/nvim/init.lua"];
 
@@ -2434,8 +2434,8 @@ pub static PROGRAMS: &[P] = &[
             L { name: "pathspec-file-nul", key: "--pathspec-file-nul", takes: Takes::No, short: None },
         ],
         effects: &[
-            E { trigger: T::AnyArgument, kind: Kind::Delete, action: Action::ApprovalRequired, when: &[".", "./", ".//", "./.", "=./*", "=*", "=**", ":", ":/", ":/.", "=:/*", ":/!*", ":/^*", ":!*", ":^*", ":(*"],
-                reason: "names the whole tree (`.`, `./`, `:/`, `*`, `:(top)`, or only exclusions such as `:!x`), so every uncommitted change is thrown away, as `git reset --hard` does; name the files to restore, or a person must approve", ..EFFECT },
+            E { trigger: T::AnyArgument, kind: Kind::Delete, action: Action::ApprovalRequired, when: &[".", "./", ".//", "./.", "=./*", "=*", "=**", ":", ":/", ":/.", "=:/*", ":/!*", ":/^*", ":!*", ":^*", ":(*", "..", "../*", "/*"],
+                reason: "names the whole tree (`.`, `./`, `:/`, `*`, `:(top)`, or only exclusions such as `:!x`), or may (`..`, `../x`, or an absolute path such as the workspace's own: the gate does not compare them with the repository's top), so every uncommitted change may be thrown away, as `git reset --hard` does; name the files to restore from here, or a person must approve", ..EFFECT },
             E { trigger: T::Option("--pathspec-from-file"), kind: Kind::Delete, action: Action::OnUnknown, path: Some(Access::Read),
                 reason: "reads the pathspecs it restores from a file the gate does not see, which may name the whole tree; name the files on the command line", ..EFFECT },
         ],
@@ -2474,8 +2474,8 @@ pub static PROGRAMS: &[P] = &[
             L { name: "pathspec-file-nul", key: "--pathspec-file-nul", takes: Takes::No, short: None },
         ],
         effects: &[
-            E { trigger: T::AnyArgument, kind: Kind::Delete, action: Action::ApprovalRequired, when: &[".", "./", ".//", "./.", "=./*", "=*", "=**", ":", ":/", ":/.", "=:/*", ":/!*", ":/^*", ":!*", ":^*", ":(*"],
-                reason: "names the whole tree (`.`, `./`, `:/`, `*`, `:(top)`, or only exclusions such as `:!x`), so every uncommitted change is thrown away, as `git reset --hard` does; name the files to restore, or a person must approve", ..EFFECT },
+            E { trigger: T::AnyArgument, kind: Kind::Delete, action: Action::ApprovalRequired, when: &[".", "./", ".//", "./.", "=./*", "=*", "=**", ":", ":/", ":/.", "=:/*", ":/!*", ":/^*", ":!*", ":^*", ":(*", "..", "../*", "/*"],
+                reason: "names the whole tree (`.`, `./`, `:/`, `*`, `:(top)`, or only exclusions such as `:!x`), or may (`..`, `../x`, or an absolute path such as the workspace's own: the gate does not compare them with the repository's top), so every uncommitted change may be thrown away, as `git reset --hard` does; name the files to restore from here, or a person must approve", ..EFFECT },
             E { trigger: T::Option("--pathspec-from-file"), kind: Kind::Delete, action: Action::OnUnknown, path: Some(Access::Read),
                 reason: "reads the pathspecs it restores from a file the gate does not see, which may name the whole tree; name the files on the command line", ..EFFECT },
         ],
