@@ -125,6 +125,10 @@ fn pop_component(cur: &mut Vec<u8>) {
     }
 }
 
+/// `info/attributes` of a git directory, what git obeys in it.
+const INFO_ATTRIBUTES: &str =
+    "a git directory's info/attributes (it names the filter and diff drivers git runs)";
+
 /// What a path inside a workspace is to git when git obeys it (see
 /// [`Boundary::git_metadata`]).
 fn git_obeys(rel: &Path) -> Option<&'static str> {
@@ -142,6 +146,9 @@ fn git_obeys(rel: &Path) -> Option<&'static str> {
     if under.iter().any(|c| *c == "hooks") {
         return Some("a git hook");
     }
+    if under.len() == 2 && under[0] == "info" && last == "attributes" {
+        return Some(INFO_ATTRIBUTES);
+    }
     match last {
         "config" | "config.worktree" => {
             Some("a git config (core.fsmonitor, core.pager and aliases run programs)")
@@ -158,9 +165,13 @@ fn git_obeys(rel: &Path) -> Option<&'static str> {
 pub(crate) fn bare_git_obeys(rel: &Path) -> Option<&'static str> {
     let mut comps = rel.iter();
     let first = comps.next()?.to_str().unwrap_or("");
-    let only = comps.next().is_none();
+    let second = comps.next();
+    let only = second.is_none();
     match first {
         "hooks" => Some("a git hook of a bare repository"),
+        "info" if second.is_some_and(|s| s == "attributes") && comps.next().is_none() => {
+            Some(INFO_ATTRIBUTES)
+        }
         "config" | "config.worktree" if only => Some(
             "a bare repository's git config (core.fsmonitor, core.pager and aliases run programs)",
         ),

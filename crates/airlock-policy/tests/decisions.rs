@@ -2529,6 +2529,8 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("echo x >> fx/bare.git/config", "default", Q, "bare repository"),
     ("cp README.md fx/bare.git/hooks/pre-commit", "default", Q, "git hook"),
     ("git init --bare sub/x && echo x > sub/x/description", "default", A, ""),
+    ("echo '* filter=x' >> fx/bare.git/info/attributes", "default", Q, "info/attributes"),
+    ("cp README.md fx/bare.git/info/exclude", "broad", A, ""),
     ("cat fx/bare.git/config", "default", A, ""),
     ("echo x >> fx/*/config", "default", Q, "bare repository"),
     // 12. `pushd` alone, `pushd +N`/`-N` and `popd` move along the
