@@ -966,9 +966,11 @@ impl<'p> Judge<'p> {
                 rule: Some("builtin.git_metadata".into()),
             })
         };
+        let mode = mode_operand(program, &seg.argv);
         for (i, arg) in seg.argv.iter().enumerate().skip(1) {
             if seg.unknown_args.iter().any(|(shown, _)| shown == arg)
                 || pattern == Some(i)
+                || mode == Some(i)
                 || seg.data_args.contains(&i)
                 || link_targets.iter().any(|(at, _)| *at == i)
             {
@@ -1910,6 +1912,38 @@ fn edits_in_place(program: &str, normalized: Option<&Normalized<'_>>) -> bool {
                 .iter()
                 .any(|w| w.owner().is_some() && w.key().as_deref() == Some("-i"))
         })
+}
+
+/// The operand of chmod, chown or chgrp that is the new mode or owner, not a
+/// file (`+x`, `755`, `u=rw,go-w`, `user:group`): the first word that is no
+/// option (for chmod, a `-x` that reads as a mode is one too), unless
+/// `--reference` gives it instead.
+fn mode_operand(program: &str, argv: &[String]) -> Option<usize> {
+    if !matches!(program, "chmod" | "chown" | "chgrp")
+        || argv.iter().any(|a| a.starts_with("--reference"))
+    {
+        return None;
+    }
+    let symbolic = |a: &str| {
+        a.split(',').all(|clause| {
+            let ops = clause.trim_start_matches(['u', 'g', 'o', 'a']);
+            ops.starts_with(['+', '-', '=']) && ops.chars().all(|c| "+-=rwxXstugo".contains(c))
+        })
+    };
+    let mut only_operands = false;
+    for (i, a) in argv.iter().enumerate().skip(1) {
+        if !only_operands && a == "--" {
+            only_operands = true;
+            continue;
+        }
+        if program == "chmod" && !only_operands && a.starts_with('-') && symbolic(a) {
+            return Some(i);
+        }
+        if only_operands || !a.starts_with('-') {
+            return Some(i);
+        }
+    }
+    None
 }
 
 /// 7-Zip's command (its first word that is no switch, `x`) and its switches

@@ -2532,6 +2532,12 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("echo '* filter=x' >> fx/bare.git/info/attributes", "default", Q, "info/attributes"),
     ("cp README.md fx/bare.git/info/exclude", "broad", A, ""),
     ("cat fx/bare.git/config", "default", A, ""),
+    // The mode or owner operand is no file: the reason names the hook.
+    ("cd .git/hooks && chmod +x pre-commit", "broad", D, "`pre-commit`"),
+    ("cd .git/hooks && chmod -R u=rwx,go-w pre-commit", "broad", D, "`pre-commit`"),
+    ("cd .git/hooks && chmod -x -- pre-commit", "broad", D, "`pre-commit`"),
+    ("cd fx/bare.git/hooks && chmod +x pre-commit", "broad", Q, "`pre-commit` changes"),
+    ("cd fx/bare.git/hooks && chown 1000:1000 update", "broad", Q, "`update` changes"),
     ("echo x >> fx/*/config", "default", Q, "bare repository"),
     // 12. `pushd` alone, `pushd +N`/`-N` and `popd` move along the
     // directory stack, which the gate does not keep.
