@@ -14,8 +14,8 @@
 
 use crate::approvals::{Approval, ApprovalStatus, Presented, RefusalCode};
 use crate::audit::record::{
-    ApprovalUse, DecisionEvent, Event, ExecutionEvent, Operation, OutcomeRecord, RequestRecord,
-    StreamRecord,
+    ApprovalUse, DecisionEvent, Event, ExecutionEvent, Operation, OutcomeRecord, Proceeding,
+    RequestRecord, StreamRecord,
 };
 use crate::audit::{AuditError, PendingSync};
 use crate::backends::Backends;
@@ -412,6 +412,27 @@ impl Engine {
         self.record_checked(caller, policy, judged)
     }
 
+    /// Records the decision of a run whose client left while it waited for a
+    /// sandbox (`airlock serve`'s queue): judged as the run would have been
+    /// then, recorded as `abandoned`, never run. Returns the record's id.
+    pub fn record_abandoned(
+        &self,
+        caller: &Caller,
+        policy: &Policy,
+        request: &Request,
+    ) -> Result<String, EngineError> {
+        let judged = self.judge(&caller.tenant(), policy, request)?;
+        self.record_decision(
+            caller,
+            policy,
+            &new_request_id(),
+            &judged,
+            Operation::Run,
+            Proceeding::Abandoned,
+            None,
+        )
+    }
+
     /// A check's decision record and answer.
     fn record_checked(
         &self,
@@ -426,7 +447,7 @@ impl Engine {
             &request_id,
             &judged,
             Operation::Check,
-            "checked",
+            Proceeding::Checked,
             None,
         )?;
         Ok(CheckResponse {
@@ -602,7 +623,7 @@ impl Engine {
                     request_id,
                     judged,
                     Operation::Run,
-                    "denied",
+                    Proceeding::Denied,
                     None,
                 )?);
                 Ok(Admission::Refused(Answer {
@@ -644,7 +665,7 @@ impl Engine {
                                 request_id,
                                 judged,
                                 Operation::Run,
-                                "approval_refused",
+                                Proceeding::ApprovalRefused,
                                 Some(use_),
                             )?);
                             let refusal = Refusal {
@@ -674,7 +695,7 @@ impl Engine {
                         request_id,
                         judged,
                         Operation::Run,
-                        "approval_pending",
+                        Proceeding::ApprovalPending,
                         Some(use_),
                     )?);
                     let pending = self.ledger.create_approval(
@@ -746,7 +767,7 @@ impl Engine {
             request_id,
             judged,
             Operation::Run,
-            "run",
+            Proceeding::Run,
             use_,
         );
         let (record, sync) = self.ledger.audit().append_deferred(event)?;
@@ -1138,7 +1159,7 @@ impl Engine {
         request_id: &str,
         judged: &Judged,
         operation: Operation,
-        disposition: &str,
+        disposition: Proceeding,
         approval: Option<ApprovalUse>,
     ) -> Result<String, EngineError> {
         let event = self.decision_event(
@@ -1161,7 +1182,7 @@ impl Engine {
         request_id: &str,
         judged: &Judged,
         operation: Operation,
-        disposition: &str,
+        disposition: Proceeding,
         approval: Option<ApprovalUse>,
     ) -> Event {
         let d = &judged.decision;
@@ -1193,7 +1214,7 @@ impl Engine {
             policy_source: policy.source.clone(),
             loosened_by: d.loosened_by.clone(),
             loosening: judged.request.loosening.clone(),
-            disposition: disposition.to_string(),
+            disposition,
             approval,
         };
         Event::Decision(event)

@@ -8,7 +8,7 @@
 
 use airlock_core::approvals::RefusalCode;
 use airlock_core::audit::record::{ApprovalAction, Event, GrantAction};
-use airlock_core::audit::{read_all, verify, Record};
+use airlock_core::audit::{read_all, verify, Proceeding, Record};
 use airlock_core::grants::{Boundary, GrantRequest};
 use airlock_core::{
     ApprovalPrompt, Caller, Engine, EngineConfig, LedgerConfig, PromptAnswer, RunOptions,
@@ -170,7 +170,7 @@ fn an_allowed_command_runs_and_both_records_are_written_without_env_values() {
     match (&records[0].event, &records[1].event) {
         (Event::Decision(d), Event::Execution(e)) => {
             assert_eq!(d.decision, Verdict::Allow);
-            assert_eq!(d.disposition, "run");
+            assert_eq!(d.disposition, Proceeding::Run);
             assert_eq!(d.request_id, resp.request_id);
             assert_eq!(d.policy_sha256, f.policy.sha256);
             assert!(!d.matched_rules.is_empty());
@@ -205,7 +205,7 @@ fn a_denied_command_never_reaches_the_backend_and_is_recorded() {
     match &records[0].event {
         Event::Decision(d) => {
             assert_eq!(d.decision, Verdict::Deny);
-            assert_eq!(d.disposition, "denied");
+            assert_eq!(d.disposition, Proceeding::Denied);
             assert!(!d.reason.is_empty());
         }
         other => panic!("{other:?}"),
@@ -811,7 +811,7 @@ fn an_approval_is_usable_only_by_the_tenant_that_asked() {
         .records()
         .into_iter()
         .filter_map(|r| match r.event {
-            Event::Decision(d) if d.disposition == "approval_refused" => {
+            Event::Decision(d) if d.disposition == Proceeding::ApprovalRefused => {
                 Some((d.tenant, d.approval.unwrap().result))
             }
             _ => None,
@@ -1117,7 +1117,7 @@ fn verify_warns_of_a_run_decision_with_no_execution_record() {
     let records = read_all(&f.state.join("audit")).unwrap();
     let decision = records
         .iter()
-        .find(|r| matches!(&r.event, Event::Decision(d) if d.disposition == "run"))
+        .find(|r| matches!(&r.event, Event::Decision(d) if d.disposition == Proceeding::Run))
         .unwrap()
         .event
         .clone();

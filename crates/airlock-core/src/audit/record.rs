@@ -105,6 +105,47 @@ pub enum Operation {
     Run,
 }
 
+/// How the engine proceeded after a decision (`disposition` in the record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Proceeding {
+    /// Allowed (or approved): the command runs; an execution record follows.
+    Run,
+    /// The gate denied it.
+    Denied,
+    /// A person's approval was asked for and is pending.
+    ApprovalPending,
+    /// The approval presented could not be used.
+    ApprovalRefused,
+    /// A person denied it.
+    ApprovalDenied,
+    /// Judged only (`check`).
+    Checked,
+    /// A run whose client left while it waited for a sandbox: judged and
+    /// recorded, never run.
+    Abandoned,
+}
+
+impl Proceeding {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Proceeding::Run => "run",
+            Proceeding::Denied => "denied",
+            Proceeding::ApprovalPending => "approval_pending",
+            Proceeding::ApprovalRefused => "approval_refused",
+            Proceeding::ApprovalDenied => "approval_denied",
+            Proceeding::Checked => "checked",
+            Proceeding::Abandoned => "abandoned",
+        }
+    }
+}
+
+impl std::fmt::Display for Proceeding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One gate decision, written before anything runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionEvent {
@@ -129,9 +170,8 @@ pub struct DecisionEvent {
     /// What the grants opened.
     #[serde(default, skip_serializing_if = "loosening_is_empty")]
     pub loosening: Loosening,
-    /// How the engine proceeds: `run`, `denied`, `approval_pending`,
-    /// `approval_refused`, `approval_denied`, `checked`.
-    pub disposition: String,
+    /// How the engine proceeded.
+    pub disposition: Proceeding,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalUse>,
 }

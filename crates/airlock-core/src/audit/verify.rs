@@ -13,7 +13,7 @@
 
 use super::chain::{line_hash, GENESIS};
 use super::log::{file_name, list_files, read_anchor_locked, HeadAnchor, HEAD_FILE};
-use super::record::{Event, Record, SCHEMA_VERSION};
+use super::record::{Event, Proceeding, Record, SCHEMA_VERSION};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -162,7 +162,7 @@ struct Orphans {
 impl Orphans {
     fn see(&mut self, record: &Record) {
         match &record.event {
-            Event::Decision(d) if d.disposition == "run" => {
+            Event::Decision(d) if d.disposition == Proceeding::Run => {
                 if let Some(old) = self.by_request.insert(d.request_id.clone(), record.seq) {
                     self.by_seq.remove(&old);
                 }

@@ -7,7 +7,7 @@ use crate::serve::error::{ApiError, ErrorCode};
 use crate::serve::metrics::Metrics;
 use crate::serve::runs::RunRegistry;
 use crate::serve::tenants::Tenant;
-use airlock_core::{ApprovalRef, Engine, EngineError, Refusal, RunOptions, RunStatus};
+use airlock_core::{ApprovalRef, Caller, Engine, EngineError, Refusal, RunOptions, RunStatus};
 use airlock_policy::{Command, Decision, Policy, Request};
 use airlock_sandbox::{Outcome, OutputSink};
 use serde::{Deserialize, Serialize};
@@ -219,6 +219,32 @@ impl OutputSink for ChannelSink {
     }
     fn cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+}
+
+/// Armed while a run waits for a slot: dropped there (the client went away),
+/// it records the request's decision, as judged then, with the disposition
+/// `abandoned`, so that no request the server read is missing from the
+/// audit trail, a denied one least of all. The record is written on the
+/// blocking pool; the future that dropped it is already gone.
+struct RecordIfAbandoned(Option<(Arc<Engine>, Caller, Arc<Policy>, Request)>);
+
+impl Drop for RecordIfAbandoned {
+    fn drop(&mut self) {
+        let Some((engine, caller, policy, request)) = self.0.take() else {
+            return;
+        };
+        let record = move || {
+            if let Err(e) = engine.record_abandoned(&caller, &policy, &request) {
+                eprintln!("airlock serve: the decision of a run abandoned in the queue was not recorded: {e}");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn_blocking(record);
+            }
+            Err(_) => record(),
+        }
     }
 }
 
@@ -601,7 +627,17 @@ impl Service {
         let stdin = input.stdin.take();
         let (request, policy) = self.prepare(&tenant, input)?;
         cwd_exists(&request.cwd, &tenant.policy.workspace.root)?;
-        let slot = self.admit_to(&self.admission, "run").await?;
+        // A client that leaves while its run waits for a slot drops this
+        // future: the guard then puts the request's decision on record.
+        let mut abandoned = RecordIfAbandoned(Some((
+            self.engine.clone(),
+            tenant.caller.clone(),
+            policy.clone(),
+            request.clone(),
+        )));
+        let slot = self.admit_to(&self.admission, "run").await;
+        abandoned.0 = None;
+        let slot = slot?;
         Ok(Admitted {
             tenant,
             request,
