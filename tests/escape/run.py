@@ -343,12 +343,12 @@ def airlock_cgroups() -> set[str]:
     return out
 
 
-def occupied_free_slots() -> list[str]:
+def occupied_free_slots() -> dict[str, tuple[list[str], list[str]]]:
     """cgroup v1 slots (airlock/slot-<n>, reused from run to run) that no run
     holds (their lock file is free) but that still have members, or groups
     below them (an OCI runtime's): a run's teardown must leave its slot an
-    empty leaf."""
-    out = []
+    empty leaf. Slot name -> (member pids, groups below it)."""
+    out = {}
     parent = Path("/sys/fs/cgroup/pids/airlock")
     try:
         names = [n for n in os.listdir(parent) if n.startswith("slot-")]
@@ -373,7 +373,7 @@ def occupied_free_slots() -> list[str]:
                 except OSError:
                     pass
             if procs or nested:
-                out.append(f"{name}: pids {procs[:5]}, groups below it {nested[:3]}")
+                out[name] = (procs, nested)
         finally:
             os.close(lock)
     return out
@@ -901,6 +901,16 @@ class Session:
             (ws / "x.dat").write_text("one\n")
             git("add", "-A")
             git("commit", "-q", "-m", "setup")
+        elif setup == "envrc_names":
+            # a checkout whose .envrc (allowed by the user's direnv) puts bin/
+            # on PATH and loads .env: the user's shell, entering it, runs
+            # whatever bin/ holds before /usr/bin
+            subprocess.run(["git", "init", "-q", "-b", "main", str(ws)], check=True, env=self.git_env())
+            (ws / ".envrc").write_text("PATH_add bin\ndotenv_if_exists\n")
+            (ws / "README.md").write_text("project\n")
+            for cmd in (["add", "-A"], ["commit", "-q", "-m", "setup"]):
+                subprocess.run(["git", "-C", str(ws)] + cmd, check=True, env=self.git_env(),
+                               capture_output=True)
         elif setup == "nested_repo":
             # a repository vendored inside the workspace, with a commit of its own
             lib = ws / "vendor" / "lib"
@@ -1394,7 +1404,7 @@ class Session:
             new_cg = {c for c in new_cg if os.path.exists(c)}
         if new_cg:
             f.append(f"cgroups left: {sorted(new_cg)[:4]}")
-        busy = occupied_free_slots()
+        busy = self._slot_leftovers()
         if busy:
             f.append(f"processes or groups left in cgroup slots no run holds: {busy[:3]}")
         state_after = tree_listing(self.state_dir, with_hash=False)
@@ -1552,6 +1562,26 @@ class Session:
                 f.append(f"changes lacks {rel} (got {paths[:5]})")
         return f
 
+    def _slot_leftovers(self) -> list[str]:
+        """What free cgroup slots still hold, as this session left it. A member
+        that carries this session's marker or key is this case's leftover at
+        once. Others may be another part's (tests run two at a time: a run
+        whose helper that part killed leaves its container in the slot for an
+        instant, until its caller empties it, or until that part's next run
+        takes the slot); they count only if they are still there two seconds
+        later, which no run of this session can change meanwhile."""
+        key = str(int(self.marker[:7], 16))
+        left = occupied_free_slots()
+        ours = any(self.marker in proc_cmdline(int(p)) or key in proc_cmdline(int(p))
+                   for pids, _ in left.values() for p in pids if p.isdigit())
+        deadline = time.monotonic() + 2.0
+        while left and not ours and time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = occupied_free_slots()
+            left = {n: v for n, v in now.items()
+                    if n in left and (set(v[0]) & set(left[n][0]) or set(v[1]) & set(left[n][1]))}
+        return [f"{n}: pids {pids[:5]}, groups below it {nested[:3]}" for n, (pids, nested) in left.items()]
+
     def git_env(self) -> dict:
         """Host git as the user would run it: the fake home, no system config."""
         return dict(os.environ, HOME=str(self.home), GIT_CONFIG_NOSYSTEM="1",
@@ -1613,6 +1643,25 @@ class Session:
                     f.append(f"after host `git {' ; git '.join(runs)}` the repository is gone "
                              f"(.git is {'a directory' if (ws / '.git').is_dir() else 'not a directory'}, "
                              f"HEAD {'resolves' if head.returncode == 0 else 'does not resolve'})")
+        # Commands the user runs in the workspace from a shell with direnv
+        # hooked in (`direnv exec` loads the workspace's .envrc, allowed first,
+        # as the shell hook would on entering it); then the canary.
+        direnv_runs = _as_list(spec.get("host_direnv_run"))
+        if direnv_runs:
+            if not shutil.which("direnv"):
+                f.append("host_direnv_run needs direnv on the host (scripts/test.d/50-escape.sh installs it)")
+            else:
+                env = dict(self.git_env(), XDG_DATA_HOME=str(Path(self.home) / ".local/share"),
+                           XDG_CONFIG_HOME=str(Path(self.home) / ".config"), DIRENV_LOG_FORMAT="")
+                subprocess.run(["direnv", "allow", str(ws)], env=env, capture_output=True, timeout=30)
+                for line in direnv_runs:
+                    subprocess.run(["direnv", "exec", str(ws)] + shlex.split(line), cwd=ws, env=env,
+                                   capture_output=True, timeout=30)
+                if self.git_canary.exists():
+                    f.append(f"host `{' ; '.join(direnv_runs)}` in a direnv shell ran a command planted "
+                             f"by the sandbox (canary {self.git_canary} written: "
+                             f"{self.git_canary.read_text()[:80]!r})")
+                    self.git_canary.unlink()
         if "host_ws_max_bytes" in spec:
             cap = parse_size(spec["host_ws_max_bytes"])
             used = 0
