@@ -254,14 +254,7 @@ mod tests {
             .unwrap();
         let dirs = cg.dirs().to_vec();
         let nested: Vec<_> = dirs.iter().map(|d| d.join("ctr").join("inner")).collect();
-        let (pid, go) = spawn_waiting(|| {
-            // SAFETY: the child only pauses until it is killed.
-            unsafe {
-                loop {
-                    libc::pause();
-                }
-            }
-        });
+        let (pid, go) = spawn_waiting(pause_forever);
         for dir in &nested {
             std::fs::create_dir_all(dir).unwrap();
             std::fs::write(dir.join("cgroup.procs"), pid.to_string()).unwrap();

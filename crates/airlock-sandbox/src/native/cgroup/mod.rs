@@ -627,6 +627,14 @@ mod tests {
         status
     }
 
+    /// A child's body that pauses until it is killed.
+    pub(super) fn pause_forever() -> i32 {
+        loop {
+            // SAFETY: pause only waits for a signal.
+            unsafe { libc::pause() };
+        }
+    }
+
     /// `wait`, for a child that should be dying: a child still running after
     /// five seconds is SIGKILLed and the test fails (it does not hang).
     pub(super) fn wait_dying(pid: i32) -> i32 {
@@ -688,10 +696,7 @@ mod tests {
             .create(&format!("{prefix}{dead}-run"), &limits(64 * MIB, 8, 1.0))
             .unwrap();
         let crashed_dirs = crashed.dirs().to_vec();
-        let (orphan, go) = spawn_waiting(|| loop {
-            // SAFETY: pause has no preconditions.
-            unsafe { libc::pause() };
-        });
+        let (orphan, go) = spawn_waiting(pause_forever);
         crashed.add_pid(orphan).unwrap();
         release(go);
         std::mem::forget(crashed); // as if airlock had been SIGKILLed mid-run

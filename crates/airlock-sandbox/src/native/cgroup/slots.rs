@@ -300,14 +300,7 @@ mod tests {
         let host = v1_host();
         let v1 = v1(&host);
         let name = own_slot("nested");
-        let (pid, go) = spawn_waiting(|| {
-            // SAFETY: the child only pauses until it is killed.
-            unsafe {
-                loop {
-                    libc::pause();
-                }
-            }
-        });
+        let (pid, go) = spawn_waiting(pause_forever);
         let first = host.try_slot(&v1, &name).expect("a free slot");
         let nested: Vec<_> = first
             .dirs()
@@ -346,16 +339,8 @@ mod tests {
         let host = v1_host();
         let v1 = v1(&host);
         let (stray, held) = (own_slot("stray"), own_slot("busy"));
-        let pause = || {
-            // SAFETY: the child only pauses until it is killed.
-            unsafe {
-                loop {
-                    libc::pause();
-                }
-            }
-        };
-        let (lost, go_lost) = spawn_waiting(pause);
-        let (kept, go_kept) = spawn_waiting(pause);
+        let (lost, go_lost) = spawn_waiting(pause_forever);
+        let (kept, go_kept) = spawn_waiting(pause_forever);
         let crashed = host.try_slot(&v1, &stray).expect("a free slot");
         let below: Vec<_> = crashed.dirs().iter().map(|d| d.join("ctr")).collect();
         for dir in &below {
