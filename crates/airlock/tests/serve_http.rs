@@ -524,7 +524,7 @@ fn past_the_queue_the_server_answers_429_with_retry_after() {
 
 /// A client that leaves while its run waits in the queue: the request never
 /// runs, and its decision (a denial here) is still on record, as
-/// `abandoned`. Before, nothing of it reached the audit trail.
+/// `abandoned`.
 #[test]
 fn a_run_abandoned_in_the_queue_is_on_record() {
     let (mut server, rt) = one_slot_one_queue();

@@ -292,9 +292,9 @@ mod tests {
 
     /// A holder killed mid-run can leave a group below its slot (an OCI
     /// runtime makes the container's there), with a process in it: the next
-    /// taker kills that process, and its teardown leaves the slot a leaf.
-    /// Before, the process lived on and every later claim of the slot waited
-    /// out the ten-second teardown timeout on the nested group.
+    /// taker kills that process, and its teardown leaves the slot a leaf
+    /// (a group left there would make every later teardown of the slot wait
+    /// out the ten-second timeout).
     #[test]
     fn a_group_left_below_a_slot_is_emptied_and_removed_by_the_next_run() {
         let host = v1_host();
