@@ -14,23 +14,53 @@
 //! and `PATH=` assignments are read, line by line, not executed. A directive
 //! hidden behind a variable or a function of the user's own is not seen (the
 //! file itself, and `.envrc.*` and `.direnv/`, are held by the default
-//! approval list). An `.envrc` below the root applies only in its directory
-//! and is not read.
+//! approval list). An `.envrc` below the root applies in its directory (direnv
+//! loads the nearest one up from the shell's directory): those in the
+//! directories of a set's changes are read too ([`named_below`]).
 
 use super::git_config::{normalize, read_small};
 use super::{HostNamed, NamedBy};
 use std::path::{Path, PathBuf};
 
+/// Most directories [`named_below`] looks in for an `.envrc`: one stat each,
+/// for a set of changes spread over many directories.
+const MAX_DIRS: usize = 10_000;
+
 /// The work-tree paths below `root` that the root's `.envrc`, as it is on the
 /// host now, puts on PATH or loads.
 pub fn host_named(root: &Path) -> Vec<HostNamed> {
-    let file = root.join(".envrc");
+    named_by(root, Path::new(""))
+}
+
+/// What the `.envrc` files in the directories holding `changed` (paths
+/// relative to `root`) and in the directories between them and the root, the
+/// root's own excepted, name: the files direnv would load in a shell there.
+pub fn named_below<'a>(root: &Path, changed: impl IntoIterator<Item = &'a Path>) -> Vec<HostNamed> {
+    let mut dirs: Vec<&Path> = Vec::new();
+    for path in changed {
+        for dir in path.ancestors().skip(1) {
+            if dir.as_os_str().is_empty() || dirs.contains(&dir) {
+                break;
+            }
+            if dirs.len() >= MAX_DIRS {
+                break;
+            }
+            dirs.push(dir);
+        }
+    }
+    dirs.iter().flat_map(|d| named_by(root, d)).collect()
+}
+
+/// What `<root>/<dir>/.envrc` names, relative to `root`.
+fn named_by(root: &Path, dir: &Path) -> Vec<HostNamed> {
+    let base = root.join(dir);
+    let file = base.join(".envrc");
     let Some(text) = read_small(&file) else {
         return Vec::new();
     };
     let mut named: Vec<HostNamed> = Vec::new();
     let mut name = |rel: &str, dir: bool, directive: &str| {
-        let Some(path) = inside(root, rel) else {
+        let Some(path) = inside(root, &base, rel) else {
             return;
         };
         if !named.iter().any(|n| n.path == path && n.dir == dir) {
@@ -115,10 +145,10 @@ pub fn host_named(root: &Path) -> Vec<HostNamed> {
     named
 }
 
-/// `value` (as written in the root's `.envrc`: relative, `./x`, `$PWD/x`,
+/// `value` (as written in the `.envrc` of `base`: relative, `./x`, `$PWD/x`,
 /// `${PWD}/x`, or absolute) as a path relative to the root, when it lies in
 /// the workspace. Other expansions are not followed.
-fn inside(root: &Path, value: &str) -> Option<PathBuf> {
+fn inside(root: &Path, base: &Path, value: &str) -> Option<PathBuf> {
     let value = value.trim_end_matches('/');
     let rest = ["$PWD", "${PWD}", "$(pwd)", "$(expand_path .)"]
         .iter()
@@ -128,7 +158,7 @@ fn inside(root: &Path, value: &str) -> Option<PathBuf> {
     if rest.contains('$') || rest.contains('`') {
         return None;
     }
-    let abs = normalize(&root.join(rest))?;
+    let abs = normalize(&base.join(rest))?;
     let rel = abs.strip_prefix(root).ok()?;
     (!rel.as_os_str().is_empty()).then(|| rel.to_path_buf())
 }
@@ -246,6 +276,29 @@ mod tests {
         ];
         let want: Vec<(String, bool)> = want.iter().map(|(p, d)| (p.to_string(), *d)).collect();
         assert_eq!(got, want);
+    }
+
+    /// An `.envrc` in a directory of the changes (or between it and the
+    /// root) names paths from its own directory; others are not read.
+    #[test]
+    fn an_envrc_below_the_root_is_read_where_the_changes_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["svc/api", "other"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("svc/.envrc"), "PATH_add bin ../tools\n").unwrap();
+        std::fs::write(root.join("other/.envrc"), "PATH_add bin\n").unwrap();
+        let names = |changed: &[&str]| -> Vec<String> {
+            let changed: Vec<&Path> = changed.iter().map(Path::new).collect();
+            named_below(root, changed)
+                .into_iter()
+                .map(|n| n.path.display().to_string())
+                .collect()
+        };
+        assert_eq!(names(&["svc/api/main.go"]), vec!["svc/bin", "tools"]);
+        assert_eq!(names(&["svc/bin/git", "svc/x"]), vec!["svc/bin", "tools"]);
+        assert!(names(&["README.md", "src/a.rs"]).is_empty());
     }
 
     #[test]

@@ -329,7 +329,22 @@ impl Context {
     /// the host's files say now. Reads the host.
     pub fn with_host_config(mut self, home: Option<&Path>) -> Context {
         self.host_named = git_config::host_named(&self.root, home);
-        for n in envrc::host_named(&self.root) {
+        let root = envrc::host_named(&self.root);
+        self.add_named(root);
+        self
+    }
+
+    /// The same context, with what the `.envrc` files below the root name in
+    /// the directories of the `changed` paths (relative to the root), where
+    /// direnv would load them. Reads the host.
+    pub fn with_envrc_below<'a>(mut self, changed: impl IntoIterator<Item = &'a Path>) -> Context {
+        let named = envrc::named_below(&self.root, changed);
+        self.add_named(named);
+        self
+    }
+
+    fn add_named(&mut self, named: Vec<HostNamed>) {
+        for n in named {
             if !self
                 .host_named
                 .iter()
@@ -338,7 +353,6 @@ impl Context {
                 self.host_named.push(n);
             }
         }
-        self
     }
 
     /// The same context, told the home directory (`$HOME`) of the user

@@ -416,8 +416,9 @@ fn return_path_off() -> bool {
     }
 }
 
-/// The change-set rules of a workspace spec.
-pub fn rules(ws: &WorkspaceSpec) -> Rules {
+/// The change-set rules of a workspace spec, for a set that changes the
+/// paths `changed` (relative to the root).
+pub fn rules<'a>(ws: &WorkspaceSpec, changed: impl IntoIterator<Item = &'a Path>) -> Rules {
     let protect: Vec<PathBuf> = ws
         .protect
         .iter()
@@ -429,7 +430,8 @@ pub fn rules(ws: &WorkspaceSpec) -> Rules {
     let home = ws.home.as_deref();
     let context = Context::new(&ws.root, &ws.owned, &protect)
         .with_home(home)
-        .with_host_config(home);
+        .with_host_config(home)
+        .with_envrc_below(changed);
     Rules::new(&ws.changes, context)
 }
 
@@ -708,7 +710,7 @@ pub fn settle(
     };
     // Compiling the rules costs more than the rest of a run's empty set
     // (about 0.1 ms): only a set with changes needs them.
-    let rules = (!all.is_empty() && !off).then(|| rules(ws));
+    let rules = (!all.is_empty() && !off).then(|| rules(ws, all.iter().map(|c| c.rel.as_path())));
     let judged: Vec<(Change, Classification)> = all
         .into_iter()
         .map(|c| {
