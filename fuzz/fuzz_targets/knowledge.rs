@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(kb) = airlock_policy::load::knowledge_from_str(text, "fuzz.toml") {
         let ext = Kb {
             extension: &kb,
-            builtin: builtin.builtin,
+            ..builtin
         };
         for p in kb.programs.iter().take(4) {
             let mut argv = vec![p.names.first().map(|n| n.to_string()).unwrap_or_default()];

@@ -197,6 +197,55 @@ fn a_record_cut_in_the_middle_is_detected_then_repaired_and_recorded() {
     assert_eq!(verify(&dir).unwrap().records, 5);
 }
 
+/// `verify` that reads while a writer appends can see part of the line being
+/// written: it waits for the log's lock and reads the line again, and reports
+/// a torn tail only if the line is still incomplete then.
+#[test]
+fn verify_waits_for_a_line_being_written() {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("audit");
+    // Long enough that verify is still reading when the append starts.
+    drop(write_n(&dir, AuditConfig::default(), 20_000));
+    let path = dir.join(file_name(1));
+    let mut text = std::fs::read(&path).unwrap();
+    text.pop();
+    let cut = text.iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let last = text.split_off(cut);
+    text.push(b'\n');
+    text.truncate(cut);
+    std::fs::write(&path, &text).unwrap();
+    let started = Instant::now();
+    let verifier = std::thread::spawn({
+        let dir = dir.clone();
+        move || (verify(&dir), started.elapsed())
+    });
+    // A writer appends the last record in two writes, holding the lock.
+    std::thread::sleep(Duration::from_millis(5));
+    let lock = std::fs::File::open(dir.join("lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    let half = last.len() / 2;
+    f.write_all(&last[..half]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    f.write_all(&last[half..]).unwrap();
+    f.write_all(b"\n").unwrap();
+    drop(lock);
+    let (report, took) = verifier.join().unwrap();
+    let report = report.unwrap_or_else(|e| panic!("verify after {took:?}: {e:?}"));
+    assert_eq!(report.records, 20_000);
+    // With no writer, a line that stays incomplete is a torn tail.
+    let mut torn = std::fs::read(&path).unwrap();
+    torn.truncate(torn.len() - 10);
+    std::fs::write(&path, &torn).unwrap();
+    let e = verify(&dir).unwrap_err();
+    assert!(e.problem.contains("incomplete last record"), "{e:?}");
+}
+
 /// Finding 5 of the audit review: a torn last line whose record the head
 /// anchor names (it was acknowledged, so this is no crash) is not cut: the
 /// writer refuses and leaves the file exactly as it found it.

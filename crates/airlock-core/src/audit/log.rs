@@ -50,10 +50,23 @@ pub const HEAD_BYTES: usize = 512;
 /// Read the head anchor holding the log's lock (shared), so that a writer is
 /// never caught half-way through rewriting it.
 pub fn read_anchor_locked(dir: &Path) -> std::io::Result<Option<HeadAnchor>> {
+    let _lock = lock_shared(dir)?;
+    read_anchor(dir)
+}
+
+/// Waits until no writer is appending to the log (takes its lock shared and
+/// lets go): what a reader saw of a line being written is then all of it.
+pub fn wait_for_writers(dir: &Path) -> std::io::Result<()> {
+    lock_shared(dir).map(drop)
+}
+
+/// The log's lock, held shared until the returned file is closed; `None`
+/// where there is no lock file (no writer ever ran).
+fn lock_shared(dir: &Path) -> std::io::Result<Option<std::fs::File>> {
     let lock_path = dir.join(LOCK_FILE);
     let lock = match super::regular::open_read(&lock_path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return read_anchor(dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
             return Err(std::io::Error::new(
                 e.kind(),
@@ -62,9 +75,7 @@ pub fn read_anchor_locked(dir: &Path) -> std::io::Result<Option<HeadAnchor>> {
         }
     };
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockShared)?;
-    let anchor = read_anchor(dir);
-    let _ = rustix::fs::flock(&lock, rustix::fs::FlockOperation::Unlock);
-    anchor
+    Ok(Some(lock))
 }
 
 /// `audit-000042.jsonl`.

@@ -12,10 +12,12 @@
 //! execution records with no decision record.
 
 use super::chain::{line_hash, GENESIS};
-use super::log::{file_name, list_files, read_anchor_locked, HeadAnchor, HEAD_FILE};
+use super::log::{
+    file_name, list_files, read_anchor_locked, wait_for_writers, HeadAnchor, HEAD_FILE,
+};
 use super::record::{Event, Proceeding, Record, SCHEMA_VERSION};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 
 /// The head anchor may lag the end of the log by this many records without a
@@ -362,6 +364,10 @@ pub(crate) fn walk(
         };
         let mut line_no = 0u64;
         let mut line = Vec::new();
+        // Where the line being read starts, and whether its end was already
+        // waited for (see below).
+        let mut line_start = 0u64;
+        let mut waited = false;
         loop {
             line.clear();
             let n = match (&mut reader)
@@ -374,6 +380,19 @@ pub(crate) fn walk(
             if n == 0 {
                 break;
             }
+            if line.last() != Some(&b'\n') && n as u64 <= MAX_LINE_BYTES && !waited {
+                // A writer may be appending this very line: a reader can see
+                // part of a write. Once no writer holds the log's lock, the
+                // line is read again; only then is a missing end a torn tail.
+                waited = true;
+                let _ = wait_for_writers(dir);
+                if let Err(e) = reader.seek(std::io::SeekFrom::Start(line_start)) {
+                    return fail(path, Some(line_no + 1), None, format!("cannot read: {e}"));
+                }
+                continue;
+            }
+            waited = false;
+            line_start += n as u64;
             line_no += 1;
             if line.last() != Some(&b'\n') {
                 if n as u64 > MAX_LINE_BYTES {
