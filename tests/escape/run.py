@@ -907,6 +907,9 @@ class Session:
             # whatever bin/ holds before /usr/bin
             subprocess.run(["git", "init", "-q", "-b", "main", str(ws)], check=True, env=self.git_env())
             (ws / ".envrc").write_text("PATH_add bin\ndotenv_if_exists\n")
+            # a service directory of its own, whose .envrc direnv loads there
+            (ws / "svc").mkdir()
+            (ws / "svc/.envrc").write_text("layout node\nPATH_add bin\n")
             (ws / "README.md").write_text("project\n")
             for cmd in (["add", "-A"], ["commit", "-q", "-m", "setup"]):
                 subprocess.run(["git", "-C", str(ws)] + cmd, check=True, env=self.git_env(),
@@ -1653,9 +1656,10 @@ class Session:
             else:
                 env = dict(self.git_env(), XDG_DATA_HOME=str(Path(self.home) / ".local/share"),
                            XDG_CONFIG_HOME=str(Path(self.home) / ".config"), DIRENV_LOG_FORMAT="")
-                subprocess.run(["direnv", "allow", str(ws)], env=env, capture_output=True, timeout=30)
+                where = ws / spec.get("host_direnv_dir", ".")
+                subprocess.run(["direnv", "allow", str(where)], env=env, capture_output=True, timeout=30)
                 for line in direnv_runs:
-                    subprocess.run(["direnv", "exec", str(ws)] + shlex.split(line), cwd=ws, env=env,
+                    subprocess.run(["direnv", "exec", str(where)] + shlex.split(line), cwd=where, env=env,
                                    capture_output=True, timeout=30)
                 if self.git_canary.exists():
                     f.append(f"host `{' ; '.join(direnv_runs)}` in a direnv shell ran a command planted "

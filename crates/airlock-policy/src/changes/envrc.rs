@@ -125,6 +125,8 @@ fn named_by(root: &Path, dir: &Path) -> Vec<HostNamed> {
             }
             "layout" => match arg(0).unwrap_or("") {
                 "node" => name("node_modules/.bin", true, &shown),
+                // Older direnv put `$PWD/bin` on PATH; 2.32 puts
+                // `.direnv/go/bin` there, below `.direnv/`, held.
                 "go" => name("bin", true, &shown),
                 "php" => name("vendor/bin", true, &shown),
                 // python, ruby, perl, pipenv, anaconda: below .direnv/, held.
