@@ -144,50 +144,9 @@ print(s.split("NoNewPrivs:")[1].split()[0], s.split("Seccomp:")[1].split()[0], n
   out=$(run -- python3 -c 'import os; print(os.path.exists("/etc/shadow"), os.path.exists("/etc/ssh"), os.path.exists("/var/lib"))' 2>&1)
   check "$b: host secrets are not in the view ($out)" test "$out" = "False False False"
   ls /run/airlock-oci 2>/dev/null | grep -q . && fail=$((fail + 1)) && echo "FAIL $b: a run's stage was left behind"
-  # A helper killed outright leaves its stage directory (empty once its
-  # private mount namespace is gone) and the owner file beside it: the next
-  # run sweeps both. (Not on gVisor: its orphaned sandbox process outlives
-  # the command and would stay in a cgroup slot that later runs of the
-  # corpus must empty; the sweep is the same code, unit-tested.)
-  [ "$backend" = gvisor ] && return 0
-  # The killed helper's command runs in the group the OCI runtime made below
-  # the run's cgroup slot; the caller, still alive, tears the slot down with
-  # the groups below it. (Found by its one-off argument.)
-  (cd "$ws" && exec "$bin" run --backend "$backend" -- sleep 3.0107) >/dev/null 2>&1 &
-  local caller=$! owner= helper=
-  # Killed once the command runs: a helper killed while the runtime is still
-  # starting the container can leave it starting after the caller has looked
-  # (it then lives until a run takes the slot).
-  for _ in $(seq 100); do
-    owner=$(ls /run/airlock-oci/*.owner 2>/dev/null | head -1)
-    helper=$(pgrep -P "$caller" | head -1)
-    [ -n "$owner" ] && [ -n "$helper" ] && pgrep -f '^sleep 3\.0107$' >/dev/null && break
-    sleep 0.05
-  done
-  [ -n "$helper" ] && kill -9 "$helper"
-  wait "$caller" 2>/dev/null
-  local orphan
-  orphan=$(pgrep -f '^sleep 3\.0107$')
-  check "$b: the killed helper's command died with its run (left: ${orphan:-none})" test -z "$orphan"
-  # Whatever is left goes, so that the other part's corpus, beside this one,
-  # does not find it in a free slot. (A `sleep 3.0107` was seen starting in a
-  # free slot after this check had found none, not reproduced alone: watched
-  # for the command's own 3 s.)
-  for _ in $(seq 70); do
-    orphan=$(pgrep -f '^sleep 3\.0107$') && kill -9 $orphan 2>/dev/null
-    sleep 0.05
-  done
-  local left=${owner%.owner}
-  check "$b: a killed helper left its stage (${left:-no owner file found})" test -n "$owner" -a -d "$left"
-  local t0=$SECONDS
-  run -- true >/dev/null 2>&1
-  check "$b: the next run swept the killed helper's stage and owner file" test -n "$owner" -a ! -e "$left" -a ! -e "$owner"
-  # A group left below a slot made every later run of that slot wait out the
-  # teardown timeout (10 s).
-  check "$b: the next run took under 5 s ($((SECONDS - t0)) s)" test $((SECONDS - t0)) -lt 5
-  local below
-  below=$(find /sys/fs/cgroup/pids/airlock -mindepth 2 -type d -path '*/slot-*/*' 2>/dev/null | head -3)
-  check "$b: no group is left below a cgroup slot (${below:-none})" test -z "$below"
+  # A helper killed outright: scripts/test.d/62-killed-helper.sh (alone,
+  # since its container would sit in a free cgroup slot for an instant,
+  # which a corpus beside it counts as its own leftover).
 }
 
 allowlist() { # backend [OCI runtime]: network allowlist mode through the CLI
