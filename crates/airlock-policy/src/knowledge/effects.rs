@@ -189,7 +189,7 @@ pub fn apply(argv: &[String], norm: &Normalized<'_>) -> Applied {
         match w {
             Word::Short { value, next, .. } | Word::Long { value, next, .. } => {
                 let Some(key) = w.key() else { continue };
-                for eff in &owner.effects {
+                for eff in owner.effects.iter() {
                     if matches!(&eff.trigger, Trigger::Option(k) if *k == key) {
                         let _ = cx.fire(owner, eff, &key, *value, w.shown(), *next);
                     }
@@ -202,7 +202,7 @@ pub fn apply(argv: &[String], norm: &Normalized<'_>) -> Applied {
                     continue;
                 }
                 args_of[usize::from(is_sub)] = index + 1;
-                for eff in &owner.effects {
+                for eff in owner.effects.iter() {
                     if matches!(&eff.trigger, Trigger::Argument(n) if n == index)
                         || eff.trigger == Trigger::AnyArgument
                     {
@@ -228,7 +228,7 @@ pub fn apply(argv: &[String], norm: &Normalized<'_>) -> Applied {
         } else {
             args_of[slot]
         };
-        for eff in &entry.effects {
+        for eff in entry.effects.iter() {
             if let Trigger::Always { min_args } = eff.trigger {
                 if args >= min_args {
                     let shown = crate::shell::words::short(&argv.join(" "));

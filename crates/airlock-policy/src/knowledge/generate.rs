@@ -32,10 +32,11 @@ pub fn render(kb: &Knowledge, source_hash: u64) -> String {
         "// The crate does not build while this file is older than programs.toml, and the\n",
         "// tests knowledge_generated_* check it against the loader (see knowledge/built.rs).\n",
         "\n",
-        "use super::built::{StaticEffect as E, StaticEnv, StaticLong as L, StaticProgram as P};\n",
-        "use super::built::{StaticTrigger as T, EFFECT, PROGRAM};\n",
-        "use super::{Action, InnerCommand, Kind, Script, Takes};\n",
+        "use super::built::{EFFECT, PROGRAM};\n",
+        "use super::{Action, EnvEntry, InnerCommand, Kind, Script, Takes, Text};\n",
+        "use super::{Effect as E, LongOption as L, ProgramEntry as P, Trigger as T};\n",
         "use crate::shell::Access;\n",
+        "use std::borrow::Cow::Borrowed as B;\n",
         "\n",
     ));
     let _ = writeln!(s, "pub const VERSION: i64 = {};", kb.version);
@@ -45,29 +46,35 @@ pub fn render(kb: &Knowledge, source_hash: u64) -> String {
     );
     let _ = writeln!(
         s,
-        "pub static CONFIG_FILES: &[&str] = {};\n",
+        "pub static CONFIG_FILES: &[Text] = {};\n",
         strs(&kb.config_files)
     );
     s.push_str("pub static PROGRAMS: &[P] = &[\n");
-    for p in &kb.programs {
+    for p in kb.programs.iter() {
         program(&mut s, p);
     }
-    s.push_str("];\n\npub static ENV: &[StaticEnv] = &[\n");
-    for e in &kb.env {
+    s.push_str("];\n\npub static ENV: &[EnvEntry] = &[\n");
+    for e in kb.env.iter() {
         env(&mut s, e);
     }
     s.push_str("];\n");
     s
 }
 
+/// `&[B("a"), B("b")]`: a slice of borrowed [`Text`].
 fn strs(v: &[Text]) -> String {
-    let items: Vec<String> = v.iter().map(|x| format!("{x:?}")).collect();
+    let items: Vec<String> = v.iter().map(|x| format!("B({x:?})")).collect();
     format!("&[{}]", items.join(", "))
+}
+
+/// A [`super::List`] of strings: `B(&[B("a")])`.
+fn str_list(v: &[Text]) -> String {
+    format!("B({})", strs(v))
 }
 
 fn chars(v: &[char]) -> String {
     let items: Vec<String> = v.iter().map(|c| format!("{c:?}")).collect();
-    format!("&[{}]", items.join(", "))
+    format!("B(&[{}])", items.join(", "))
 }
 
 fn option<T>(v: &Option<T>, f: impl Fn(&T) -> String) -> String {
@@ -79,15 +86,15 @@ fn program(s: &mut String, p: &ProgramEntry) {
     let _ = writeln!(s, "    P {{");
     let _ = writeln!(
         s,
-        "        names: {}, origin: {:?},",
-        strs(&p.names),
+        "        names: {}, origin: B({:?}),",
+        str_list(&p.names),
         p.origin
     );
     if let Some(sub) = &p.subcommand {
-        let _ = writeln!(s, "        subcommand: Some({sub:?}),");
+        let _ = writeln!(s, "        subcommand: Some(B({sub:?})),");
     }
     if !p.about.is_empty() {
-        let _ = writeln!(s, "        about: {:?},", p.about);
+        let _ = writeln!(s, "        about: B({:?}),", p.about);
     }
     let flags = [
         ("abbreviations", p.abbreviations),
@@ -111,7 +118,7 @@ fn program(s: &mut String, p: &ProgramEntry) {
         let _ = writeln!(s, "        short_optional: {},", chars(&p.short_optional));
     }
     if !p.stop_after.is_empty() {
-        let _ = writeln!(s, "        stop_after: {},", strs(&p.stop_after));
+        let _ = writeln!(s, "        stop_after: {},", str_list(&p.stop_after));
     }
     if !p.synonyms.is_empty() {
         let items: Vec<String> = p
@@ -119,35 +126,35 @@ fn program(s: &mut String, p: &ProgramEntry) {
             .iter()
             .map(|(a, b)| format!("({a:?}, {b:?})"))
             .collect();
-        let _ = writeln!(s, "        synonyms: &[{}],", items.join(", "));
+        let _ = writeln!(s, "        synonyms: B(&[{}]),", items.join(", "));
     }
     if !p.long.is_empty() {
-        let _ = writeln!(s, "        long: &[");
-        for o in &p.long {
+        let _ = writeln!(s, "        long: B(&[");
+        for o in p.long.iter() {
             let _ = writeln!(
                 s,
-                "            L {{ name: {:?}, key: {:?}, takes: Takes::{:?}, short: {} }},",
+                "            L {{ name: B({:?}), key: B({:?}), takes: Takes::{:?}, short: {} }},",
                 o.name,
                 o.key,
                 o.takes,
                 option(&o.short, |c| format!("{c:?}"))
             );
         }
-        let _ = writeln!(s, "        ],");
+        let _ = writeln!(s, "        ]),");
     }
     if !p.effects.is_empty() {
-        let _ = writeln!(s, "        effects: &[");
-        for e in &p.effects {
+        let _ = writeln!(s, "        effects: B(&[");
+        for e in p.effects.iter() {
             effect(s, e);
         }
-        let _ = writeln!(s, "        ],");
+        let _ = writeln!(s, "        ]),");
     }
     let _ = writeln!(s, "        ..PROGRAM\n    }},");
 }
 
 fn effect(s: &mut String, e: &Effect) {
     let trigger = match &e.trigger {
-        Trigger::Option(o) => format!("T::Option({o:?})"),
+        Trigger::Option(o) => format!("T::Option(B({o:?}))"),
         Trigger::Argument(n) => format!("T::Argument({n})"),
         Trigger::AnyArgument => "T::AnyArgument".to_string(),
         Trigger::Always { min_args } => format!("T::Always {{ min_args: {min_args} }}"),
@@ -163,7 +170,7 @@ fn effect(s: &mut String, e: &Effect) {
         ("unless", &e.unless),
     ] {
         if !v.is_empty() {
-            fields.push(format!("{name}: {}", strs(v)));
+            fields.push(format!("{name}: {}", str_list(v)));
         }
     }
     if let Some(a) = e.path {
@@ -180,7 +187,7 @@ fn effect(s: &mut String, e: &Effect) {
     } else {
         let _ = writeln!(
             s,
-            "            E {{ {},\n                reason: {:?}, ..EFFECT }},",
+            "            E {{ {},\n                reason: B({:?}), ..EFFECT }},",
             fields.join(", "),
             e.reason
         );
@@ -190,13 +197,13 @@ fn effect(s: &mut String, e: &Effect) {
 fn env(s: &mut String, e: &EnvEntry) {
     let _ = writeln!(
         s,
-        "    StaticEnv {{ names: {}, kind: Kind::{:?}, action: Action::{:?}, origin: {:?},\n        reason: {:?}, options_of: {:?} }},",
-        strs(&e.names),
+        "    EnvEntry {{ names: {}, kind: Kind::{:?}, action: Action::{:?}, origin: B({:?}),\n        reason: B({:?}), options_of: {} }},",
+        str_list(&e.names),
         e.kind,
         e.action,
         e.origin,
         e.reason,
-        e.options_of.as_deref()
+        option(&e.options_of, |o| format!("B({o:?})"))
     );
 }
 

@@ -48,6 +48,9 @@ pub const FORMAT_VERSION: i64 = 1;
 /// built-in base (no allocation at start-up, see built.rs), owned for a
 /// policy's extension.
 pub type Text = Cow<'static, str>;
+/// A list of a knowledge base's items: borrowed from the compiled-in data
+/// for the built-in base, owned for a policy's extension.
+pub type List<T> = Cow<'static, [T]>;
 
 /// What a program's option or argument does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,11 +156,11 @@ pub enum Trigger {
 pub struct Effect {
     pub trigger: Trigger,
     /// Only when the value starts with one of these (`*` suffix) or equals one.
-    pub when: Vec<Text>,
+    pub when: List<Text>,
     /// Only when each of these options is also present (canonical keys).
-    pub requires: Vec<Text>,
+    pub requires: List<Text>,
     /// Not when any of these options is present (`sed --sandbox`).
-    pub unless: Vec<Text>,
+    pub unless: List<Text>,
     pub kind: Kind,
     pub action: Action,
     /// Check the value as a path with this access.
@@ -195,7 +198,7 @@ pub struct LongOption {
 /// What the knowledge base knows of one program, or of one of its subcommands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProgramEntry {
-    pub names: Vec<Text>,
+    pub names: List<Text>,
     pub subcommand: Option<Text>,
     /// Accepts unique prefixes of its long options (GNU getopt_long, git).
     pub abbreviations: bool,
@@ -208,16 +211,16 @@ pub struct ProgramEntry {
     /// `tar czf x`: a first word without a dash is a cluster of short options.
     pub old_style: bool,
     /// Short letters that take a value (attached or the next word).
-    pub short_values: Vec<char>,
+    pub short_values: List<char>,
     /// Short letters that take a value only when attached.
-    pub short_optional: Vec<char>,
+    pub short_optional: List<char>,
     /// After these options (and their values) every word is an argument (`python -c`).
-    pub stop_after: Vec<Text>,
+    pub stop_after: List<Text>,
     /// Short letters that mean another (`R` = `r` for rm).
-    pub synonyms: Vec<(char, char)>,
+    pub synonyms: List<(char, char)>,
     /// `--name` options; those whose name starts with `-` are single-dash words (`-name`).
-    pub long: Vec<LongOption>,
-    pub effects: Vec<Effect>,
+    pub long: List<LongOption>,
+    pub effects: List<Effect>,
     pub about: Text,
     /// Where it was defined (`<built-in knowledge base>:12` or the policy file's place).
     pub origin: Text,
@@ -265,7 +268,7 @@ impl ProgramEntry {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnvEntry {
     /// Exact names, or prefixes ending in `*` (`GIT_*`).
-    pub names: Vec<Text>,
+    pub names: List<Text>,
     pub kind: Kind,
     pub action: Action,
     pub reason: Text,
@@ -279,12 +282,12 @@ pub struct EnvEntry {
 #[derive(Debug, Clone, Default)]
 pub struct Knowledge {
     pub version: i64,
-    pub programs: Vec<ProgramEntry>,
-    pub env: Vec<EnvEntry>,
+    pub programs: List<ProgramEntry>,
+    pub env: List<EnvEntry>,
     /// Files (by name, or by path under a home directory) that configure
     /// programs: writing one needs approval (`~/.gitconfig` can set
     /// core.fsmonitor, and the sandbox's HOME is where git looks).
-    pub config_files: Vec<Text>,
+    pub config_files: List<Text>,
     /// Program name → (subcommand, index in `programs`); the last definition
     /// wins. Looked up by `&str`, without allocating.
     index: HashMap<Text, Vec<(Option<Text>, usize)>>,
@@ -302,13 +305,13 @@ impl PartialEq for Knowledge {
 }
 
 impl Knowledge {
-    pub fn new(version: i64, programs: Vec<ProgramEntry>, env: Vec<EnvEntry>) -> Self {
+    pub fn new(version: i64, programs: List<ProgramEntry>, env: List<EnvEntry>) -> Self {
         // Sized up front: growing the tables rehashes every key, a good part
         // of what building the built-in base costs.
         let names = programs.iter().map(|p| p.names.len()).sum();
         let mut index: HashMap<Text, Vec<(Option<Text>, usize)>> = HashMap::with_capacity(names);
         for (i, p) in programs.iter().enumerate() {
-            for n in &p.names {
+            for n in p.names.iter() {
                 let subs = index.entry(n.clone()).or_default();
                 subs.retain(|(s, _)| *s != p.subcommand);
                 subs.push((p.subcommand.clone(), i));
@@ -316,7 +319,7 @@ impl Knowledge {
         }
         let mut env_exact = HashMap::with_capacity(env.iter().map(|e| e.names.len()).sum());
         for (i, e) in env.iter().enumerate() {
-            for n in &e.names {
+            for n in e.names.iter() {
                 if !n.ends_with('*') {
                     env_exact.insert(n.clone(), i);
                 }
@@ -326,7 +329,7 @@ impl Knowledge {
             version,
             programs,
             env,
-            config_files: Vec::new(),
+            config_files: List::default(),
             index,
             env_exact,
         }
@@ -438,7 +441,7 @@ impl<'k> Kb<'k> {
         self.extension
             .config_files
             .iter()
-            .chain(&self.builtin.config_files)
+            .chain(self.builtin.config_files.iter())
             .map(|p| &**p)
             .find(|p| {
                 path == *p || (path.ends_with(p) && path[..path.len() - p.len()].ends_with('/'))

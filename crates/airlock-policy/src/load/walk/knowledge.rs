@@ -4,8 +4,8 @@
 
 use super::{closest, type_name, SValue, Walker};
 use crate::knowledge::{
-    Action, Effect, EnvEntry, InnerCommand, Kind, Knowledge, LongOption, ProgramEntry, Script,
-    Takes, Text, Trigger, FORMAT_VERSION,
+    Action, Effect, EnvEntry, InnerCommand, Kind, Knowledge, List, LongOption, ProgramEntry,
+    Script, Takes, Text, Trigger, FORMAT_VERSION,
 };
 use crate::shell::Access;
 use std::ops::Range;
@@ -87,8 +87,8 @@ impl Walker<'_> {
                 _ => {}
             }
         }
-        let mut kb = Knowledge::new(version, programs, env);
-        kb.config_files = config_files;
+        let mut kb = Knowledge::new(version, programs.into(), env.into());
+        kb.config_files = config_files.into();
         kb
     }
 
@@ -137,19 +137,19 @@ impl Walker<'_> {
 
     fn program_entry(&mut self, t: &DeTable<'_>, span: Range<usize>) -> Option<ProgramEntry> {
         let mut p = ProgramEntry {
-            names: vec![],
+            names: List::default(),
             subcommand: None,
             abbreviations: false,
             subcommands: false,
             globals_anywhere: false,
             options_first: false,
             old_style: false,
-            short_values: vec![],
-            short_optional: vec![],
-            stop_after: vec![],
-            synonyms: vec![],
-            long: vec![],
-            effects: vec![],
+            short_values: List::default(),
+            short_optional: List::default(),
+            stop_after: List::default(),
+            synonyms: List::default(),
+            long: List::default(),
+            effects: List::default(),
             about: Text::default(),
             origin: self.origin_at(&span).into(),
         };
@@ -162,7 +162,8 @@ impl Walker<'_> {
                         .strings(v, "names")
                         .into_iter()
                         .map(|x| x.0.into())
-                        .collect()
+                        .collect::<Vec<_>>()
+                        .into()
                 }
                 "subcommand" => p.subcommand = self.string(v, "subcommand").map(Text::from),
                 "about" => p.about = self.string(v, "about").unwrap_or_default().into(),
@@ -172,17 +173,27 @@ impl Walker<'_> {
                 "options_first" => p.options_first = self.boolean(v, key),
                 "old_style" => p.old_style = self.boolean(v, key),
                 "short_values" => {
-                    p.short_values = self.string(v, key).unwrap_or_default().chars().collect()
+                    p.short_values = self
+                        .string(v, key)
+                        .unwrap_or_default()
+                        .chars()
+                        .collect::<Vec<_>>()
+                        .into()
                 }
                 "short_optional" => {
-                    p.short_optional = self.string(v, key).unwrap_or_default().chars().collect()
+                    p.short_optional = self
+                        .string(v, key)
+                        .unwrap_or_default()
+                        .chars()
+                        .collect::<Vec<_>>()
+                        .into()
                 }
                 "stop_after" => stop_after = self.strings(v, key),
                 "synonyms" => {
                     for (s, sp) in self.strings(v, key) {
                         let c: Vec<char> = s.chars().collect();
                         match c.as_slice() {
-                            [from, '=', to] => p.synonyms.push((*from, *to)),
+                            [from, '=', to] => p.synonyms.to_mut().push((*from, *to)),
                             _ => self.error(
                                 sp,
                                 format!("a synonym is written \"R=r\" (a letter, `=`, the letter it means), found \"{s}\""),
@@ -193,7 +204,7 @@ impl Walker<'_> {
                 "long" => {
                     for (s, sp) in self.strings(v, key) {
                         match parse_long(&s) {
-                            Ok(o) => p.long.push(o),
+                            Ok(o) => p.long.to_mut().push(o),
                             Err(why) => self.error(sp, why),
                         }
                     }
@@ -212,12 +223,12 @@ impl Walker<'_> {
         }
         for (s, sp) in stop_after {
             if let Some(k) = self.option_key(&p, &s, sp) {
-                p.stop_after.push(k.into());
+                p.stop_after.to_mut().push(k.into());
             }
         }
         for (t, sp) in effects {
             if let Some(e) = self.effect(&p, t, sp) {
-                p.effects.push(e);
+                p.effects.to_mut().push(e);
             }
         }
         Some(p)
@@ -263,9 +274,9 @@ impl Walker<'_> {
         let mut min_args = 0usize;
         let mut e = Effect {
             trigger: Trigger::Always { min_args: 0 },
-            when: vec![],
-            requires: vec![],
-            unless: vec![],
+            when: List::default(),
+            requires: List::default(),
+            unless: List::default(),
             kind: Kind::Exec,
             action: Action::Judge,
             path: None,
@@ -308,7 +319,8 @@ impl Walker<'_> {
                         .strings(v, key)
                         .into_iter()
                         .map(|x| x.0.into())
-                        .collect()
+                        .collect::<Vec<_>>()
+                        .into()
                 }
                 "requires" | "unless" => {
                     let mut keys = vec![];
@@ -318,9 +330,9 @@ impl Walker<'_> {
                         }
                     }
                     if key == "requires" {
-                        e.requires = keys;
+                        e.requires = keys.into();
                     } else {
-                        e.unless = keys;
+                        e.unless = keys.into();
                     }
                 }
                 "kind" => kind = self.enum_value(v, "effect.kind", &Kind::ALL),
@@ -436,7 +448,7 @@ impl Walker<'_> {
             return None;
         }
         Some(EnvEntry {
-            names,
+            names: names.into(),
             kind,
             action,
             reason: reason.into(),
