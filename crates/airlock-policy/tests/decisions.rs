@@ -2547,6 +2547,42 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("pushd .git/hooks; pushd src; pushd -0; cp README.md pre-commit", "broad", D, "directory stack"),
     ("pushd .git/hooks; pushd src; popd; cp README.md pre-commit", "broad", D, "popd"),
     ("pushd src && cat ../README.md", "broad", A, ""),
+    // 13. A glob where the program reads options may expand to a file name
+    // it takes for one (`--checkpoint-action=exec=sh x`): refused when an
+    // option with an effect could be spelled, with `./` or `--` as the way.
+    ("tar cf a.tar *", "default", D, "`--checkpoint-action`"),
+    ("tar czf a.tgz *.txt", "default", D, "write `./*.txt`"),
+    ("tar -cf *", "default", D, "the glob `*`"),
+    ("rm -rf *", "default", D, "`--no-preserve-root`"),
+    ("sed -i 's/a/b/' *.py", "default", D, "`-e`"),
+    ("sort *.txt", "default", D, "`--compress-program`"),
+    ("find * -name x", "default", D, "`-exec`"),
+    ("python3 *", "default", D, "`-c`"),
+    ("git -C * status", "default", D, "the glob `*`"),
+    ("timeout 5 tar cf a.tar *", "default", D, "the glob `*`"),
+    ("x='*'; tar cf a.tar $x", "default", D, "the glob `*`"),
+    // tar's old style reads its first word as options without a dash.
+    ("tar x*", "default", D, "the glob `x*`"),
+    // An operand that is a setting: `SHELL=x` replaces make's shell.
+    ("make all S*", "default", D, "reads as a setting"),
+    ("make a*", "default", A, ""),
+    ("cd src; tar cf a.tar ./*", "default", A, ""),
+    ("cd src; tar cf a.tar -- *", "default", A, ""),
+    ("tar cf a.tar src/*", "default", A, ""),
+    ("tar cf a.tar '*'", "default", A, ""),
+    ("sed -i 's/a/b/' src/*.py", "default", A, ""),
+    // Nothing an effect needs can be spelled: `*.pyc` is never exactly
+    // `--no-preserve-root`, and rm's other options have no effect.
+    ("rm -f *.pyc", "default", A, ""),
+    // No option of these has an effect beyond reading a path, and a name
+    // a glob matches holds no `/` (in `src`: the fixture's root holds a
+    // link to /etc, which `*` matches).
+    ("cd src; grep -rn TODO *", "default", A, ""),
+    ("cd src; ls -la *", "default", A, ""),
+    ("cd src; cat *", "default", A, ""),
+    ("git add *.py", "default", A, ""),
+    ("python3 -m py_compile *.py", "default", A, ""),
+    ("cd src; python3 x.py *", "default", A, ""),
 ];
 
 /// The workspace's own absolute path names the whole tree as `.` does.

@@ -26,10 +26,12 @@ mod builtin_generated;
 mod effects;
 #[cfg(test)]
 pub(crate) mod generate;
+mod glob_options;
 mod normalize;
 pub mod scripts;
 
 pub use effects::{apply, Applied, InnerRun};
+pub use glob_options::glob_option;
 pub use normalize::{normalize, Normalized, Word};
 
 use crate::shell::Access;

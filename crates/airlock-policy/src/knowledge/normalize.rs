@@ -102,6 +102,13 @@ pub struct Normalized<'a> {
     /// The subcommand's entry (`git rebase`), when there is one.
     pub sub_entry: Option<&'a ProgramEntry>,
     pub words: Vec<Word<'a>>,
+    /// The argv positions (after the program, up to one past the last word)
+    /// where a word that begins with `-` would have been read as an option,
+    /// and whose options: the
+    /// subcommand's (`true`, with the program's too if it takes them
+    /// anywhere) or the program's. A glob there may expand to one (see
+    /// `glob_options`).
+    pub option_positions: Vec<(usize, bool)>,
 }
 
 impl Normalized<'_> {
@@ -171,6 +178,7 @@ pub fn normalize<'a>(argv: &'a [String], kb: Kb<'a>) -> Normalized<'a> {
         entry,
         sub_entry: None,
         words: Vec::with_capacity(argv.len()),
+        option_positions: Vec::new(),
     };
     let mut i = 1;
     let mut only_args = false;
@@ -190,6 +198,9 @@ pub fn normalize<'a>(argv: &'a [String], kb: Kb<'a>) -> Normalized<'a> {
             [entry, None]
         };
         let first_owner = owners[0];
+        if !only_args {
+            n.option_positions.push((i, in_sub));
+        }
         if only_args || w == "-" || !w.starts_with('-') {
             let tar_style = !only_args
                 && i == 1
@@ -321,6 +332,10 @@ pub fn normalize<'a>(argv: &'a [String], kb: Kb<'a>) -> Normalized<'a> {
                 only_args = true;
             }
         }
+    }
+    if !only_args {
+        // Past the last word: where more words (a glob's) would be read.
+        n.option_positions.push((argv.len(), in_sub));
     }
     n
 }

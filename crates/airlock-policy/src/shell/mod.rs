@@ -2473,6 +2473,9 @@ impl Analyzer {
         let applied = {
             let norm = knowledge::normalize(&argv, kb);
             seg.normalized = norm.shown(&argv[0]);
+            if let Some(why) = knowledge::glob_option(&argv, &norm, &seg.glob_args) {
+                seg.unknown.get_or_insert(why);
+            }
             knowledge::apply(&argv, &norm)
         };
         seg.argv = argv;
