@@ -147,9 +147,15 @@ enum Tok {
 
 /// Stars beyond which matching is not tried (every name is assumed).
 const MAX_STARS: usize = 8;
+/// A longer pattern is assumed to match every name: reading brackets is
+/// quadratic in the worst case (`[[[[…` with no `]`).
+const MAX_PATTERN_BYTES: usize = 1024;
 
 impl Pattern {
     fn new(text: &str) -> Pattern {
+        if text.len() > MAX_PATTERN_BYTES {
+            return Pattern(vec![Tok::Anything]);
+        }
         let chars: Vec<char> = text.chars().collect();
         let mut toks = Vec::new();
         let mut i = 0;
@@ -258,5 +264,7 @@ mod tests {
         assert!(p("\\-*").spells("-", false));
         // An unclosed bracket is a literal `[`.
         assert!(!p("[abc").spells("-", false));
+        // Too long to read: taken as matching every name.
+        assert!(p(&"[a".repeat(1000)).spells("-", false));
     }
 }
