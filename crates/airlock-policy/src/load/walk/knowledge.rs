@@ -172,21 +172,18 @@ impl Walker<'_> {
                 "globals_anywhere" => p.globals_anywhere = self.boolean(v, key),
                 "options_first" => p.options_first = self.boolean(v, key),
                 "old_style" => p.old_style = self.boolean(v, key),
-                "short_values" => {
-                    p.short_values = self
+                "short_values" | "short_optional" => {
+                    let letters: List<char> = self
                         .string(v, key)
                         .unwrap_or_default()
                         .chars()
                         .collect::<Vec<_>>()
-                        .into()
-                }
-                "short_optional" => {
-                    p.short_optional = self
-                        .string(v, key)
-                        .unwrap_or_default()
-                        .chars()
-                        .collect::<Vec<_>>()
-                        .into()
+                        .into();
+                    if key == "short_values" {
+                        p.short_values = letters;
+                    } else {
+                        p.short_optional = letters;
+                    }
                 }
                 "stop_after" => stop_after = self.strings(v, key),
                 "synonyms" => {
