@@ -257,6 +257,33 @@ except OSError as e:
   rm -f "$ws/host.sock" "$state/uds.log.ready"
 }
 
+open_abstract() { # OCI runtime: network open shares the host's namespace, not its abstract sockets
+  local rt=$1
+  rm -rf "$ws"/* "$ws"/.[!.]* 2>/dev/null
+  printf '[workspace]\nroot = "."\n[network]\nmode = "open"\n[commands]\nallow = ["python3"]\n[limits]\ntimeout = "20s"\n' > "$ws/airlock.toml"
+  rm -f "$state/abstract.log" "$state/abstract.log.ready"
+  # A listener on the host's own abstract name, as an X11 display, a D-Bus
+  # bus or an old containerd shim has.
+  python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind("\0airlock-tiers-abstract-" + sys.argv[2]); s.listen()
+open(sys.argv[1] + ".ready", "w").close()
+while True:
+    c, _ = s.accept(); open(sys.argv[1], "a").write("accepted\n"); c.close()' "$state/abstract.log" "$$" &
+  local server=$!
+  for _ in $(seq 50); do [ -e "$state/abstract.log.ready" ] && break; sleep 0.1; done
+  out=$(cd "$ws" && AIRLOCK_OCI_RUNTIME=$rt "$bin" run --backend oci -- python3 -c '
+import errno, socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\0airlock-tiers-abstract-" + sys.argv[1]); print("connected")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))' "$$" 2>&1)
+  kill "$server" 2>/dev/null; wait "$server" 2>/dev/null
+  check "$rt: network open: the host's abstract unix socket cannot be connected to ($out), the host listener saw nothing" \
+    test "$out" = EPERM -a ! -s "$state/abstract.log"
+  rm -f "$state/abstract.log.ready"
+}
+
 gvisor_host() { # a live guest that asked for nice -20 and oom_score_adj -1000, seen from the host
   rm -rf "$ws"/* "$ws"/.[!.]* 2>/dev/null
   printf '[workspace]\nroot = "."\n[commands]\nallow = ["python3"]\n[limits]\ntimeout = "20s"\n' > "$ws/airlock.toml"
@@ -286,6 +313,8 @@ if [ "${TIERS_RUNC:-1}" = 1 ]; then
   smoke oci runc
   allowlist oci runc
 fi
+[ "${TIERS_CRUN:-1}" = 1 ] && open_abstract crun
+[ "${TIERS_RUNC:-1}" = 1 ] && open_abstract runc
 if [ "${TIERS_YOUKI:-1}" = 1 ]; then
   if [ -x /usr/local/bin/youki ]; then
     smoke oci youki

@@ -33,6 +33,7 @@ use ::landlock::{
     Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, PathFdError, Ruleset,
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 const LAYER: Layer = Layer::Landlock;
@@ -193,6 +194,58 @@ impl PreparedLandlock {
 /// [`prepare`] then [`PreparedLandlock::restrict_self`].
 pub fn restrict(rules: &FsRules) -> Result<LandlockReport, SandboxError> {
     prepare(rules)?.restrict_self()
+}
+
+/// A ruleset that handles no file system or network access and scopes
+/// abstract unix sockets only (ABI 6+), for a process that must keep its
+/// view of the host's files: an OCI runtime sharing the host's network
+/// namespace, whose container then cannot connect to an abstract socket
+/// made outside it (an X11 display, a D-Bus bus, a containerd shim).
+/// `None` when the kernel has no scoping. Made before a fork, applied in
+/// the child with [`restrict_self_raw`], which allocates nothing.
+pub fn abstract_scope_ruleset() -> Result<Option<OwnedFd>, SandboxError> {
+    const LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1;
+    #[repr(C)]
+    struct ScopeAttr {
+        handled_access_fs: u64,
+        handled_access_net: u64,
+        scoped: u64,
+    }
+    if abi_version().is_none_or(|abi| abi < 6) {
+        return Ok(None);
+    }
+    let attr = ScopeAttr {
+        handled_access_fs: 0,
+        handled_access_net: 0,
+        scoped: LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET,
+    };
+    // SAFETY: attr is a live, initialised struct of the size passed, laid out
+    // as the kernel's landlock_ruleset_attr (three u64 fields, ABI 6).
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            &attr as *const ScopeAttr,
+            std::mem::size_of::<ScopeAttr>(),
+            0u32,
+        )
+    };
+    if fd < 0 {
+        return Err(err(format!(
+            "create the abstract-socket scope: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: the syscall returned a new descriptor that nothing else owns.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }))
+}
+
+/// Restricts the calling thread by `ruleset` (landlock_restrict_self):
+/// a system call and nothing else, so it may run between fork and exec.
+/// Needs `no_new_privs` or CAP_SYS_ADMIN. Returns the call's result.
+pub fn restrict_self_raw(ruleset: RawFd) -> libc::c_long {
+    // SAFETY: landlock_restrict_self reads no memory of ours; an invalid fd
+    // only makes it fail.
+    unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) }
 }
 
 #[cfg(test)]
@@ -371,6 +424,40 @@ mod tests {
         };
         assert_eq!(attempt(false), vec![0, 0], "control: unrestricted child");
         assert_eq!(attempt(true), vec![libc::EPERM, libc::EPERM]);
+
+        // The scope alone (an OCI runtime's, network open): the abstract
+        // socket made outside is refused; signals and files are not handled.
+        let scope = abstract_scope_ruleset()
+            .unwrap()
+            .expect("ABI 6 on this kernel");
+        let (status, out) = run_in_child(|fd| {
+            // SAFETY: prctl with integer arguments; the test may not hold
+            // CAP_SYS_ADMIN, and landlock needs no_new_privs then.
+            unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+            if restrict_self_raw(std::os::fd::AsRawFd::as_raw_fd(&scope)) != 0 {
+                return 10;
+            }
+            // SAFETY: socket/connect/kill with valid arguments; addr outlives the call.
+            let (c, k) = unsafe {
+                let s = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                let c = if libc::connect(s, (&addr as *const libc::sockaddr_un).cast(), len) == 0 {
+                    0
+                } else {
+                    errno()
+                };
+                (c, i32::from(libc::kill(libc::getppid(), 0) != 0))
+            };
+            let f = i32::from(std::fs::read("/proc/self/status").is_err());
+            write_all(fd, &c.to_ne_bytes());
+            write_all(fd, &k.to_ne_bytes());
+            write_all(fd, &f.to_ne_bytes());
+            0
+        });
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{status:#x}"
+        );
+        assert_eq!(ints(&out), vec![libc::EPERM, 0, 0]);
         // SAFETY: closing our listener.
         unsafe { libc::close(listener) };
     }

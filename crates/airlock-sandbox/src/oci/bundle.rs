@@ -240,9 +240,10 @@ pub fn netwatch_socket_rules() -> Vec<serde_json::Value> {
 /// backend's `SocketRule::Any`. Every family but AF_PACKET (AF_VSOCK is
 /// refused in every mode by [`seccomp_profile`]), netlink for NETLINK_ROUTE
 /// only (no NETLINK_XFRM, audit or uevent on the host's namespace), no
-/// inet SOCK_PACKET. What it cannot do is native's landlock scope: the
-/// container shares the host's network namespace, so the host's abstract
-/// unix sockets stay reachable (a filter sees no socket address); the
+/// inet SOCK_PACKET. A filter sees no socket address, so the host's abstract
+/// unix sockets (the container shares the host's network namespace) are
+/// left to landlock: on oci the runtime starts in a domain that scopes them
+/// (`helper::run_container`); on docker they stay reachable, and the
 /// capability report says so.
 pub fn open_socket_rules() -> Vec<serde_json::Value> {
     use serde_json::json;

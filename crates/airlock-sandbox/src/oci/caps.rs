@@ -103,10 +103,10 @@ pub fn support(b: Boundary, spec: &SandboxSpec, gvisor: bool) -> Support {
             NetworkSpec::Open if gvisor => e("host network (as the policy says)"),
             NetworkSpec::Open => e(
                 "host network (as the policy says), the native backend's open-mode socket \
-                 families (no AF_PACKET or AF_VSOCK, netlink for NETLINK_ROUTE only); unlike \
-                 the native backend, the host's abstract unix sockets are not scoped: the \
-                 container shares the host's network namespace, where they live, and a \
-                 seccomp filter cannot see a socket's address (no landlock here)",
+                 families (no AF_PACKET or AF_VSOCK, netlink for NETLINK_ROUTE only); the \
+                 host's abstract unix sockets, which live in that namespace, are scoped by a \
+                 landlock domain the runtime is started in and the container inherits \
+                 (ABI 6; without it they stay reachable and the run's notes say so)",
             ),
         },
         Boundary::Timeout => e(

@@ -1034,6 +1034,23 @@ fn run_container(
             &mut report.notes,
         )?,
     };
+    // Sharing the host's network namespace, the container would reach the
+    // host's abstract unix sockets, which live there and which no seccomp
+    // filter can tell apart (it sees no address). The runtime is started in
+    // a landlock domain that scopes them, and the container inherits it.
+    let scope = match (run_network(req), req.runtime.is_gvisor()) {
+        (RunNetwork::Host, false) => {
+            let scope = crate::native::landlock::abstract_scope_ruleset()?;
+            if scope.is_none() {
+                report.notes.push(
+                    "network open: the kernel's landlock has no abstract-socket scoping                      (ABI 6), so the host's abstract unix sockets are reachable"
+                        .into(),
+                );
+            }
+            scope
+        }
+        _ => None,
+    };
     let (go_r, go_w) = sys::pipe().map_err(|e| fail(Layer::Oci, "pipe", e))?;
     let pid = match sys::fork() {
         Ok(0) => {
@@ -1046,6 +1063,15 @@ fn run_container(
             let _ = sys::set_pdeathsig(libc::SIGKILL);
             if sys::dup_to(stdin.as_raw_fd(), 0).is_err() {
                 sys::exit_now(126);
+            }
+            if let Some(scope) = &scope {
+                if crate::native::landlock::restrict_self_raw(scope.as_raw_fd()) != 0 {
+                    let _ = sys::write_all(
+                        2,
+                        b"airlock: could not scope abstract unix sockets (landlock_restrict_self)\n",
+                    );
+                    sys::exit_now(126);
+                }
             }
             sys::close_from(3);
             // SAFETY: argv_p and envp_p are NULL-terminated arrays of live C strings.
