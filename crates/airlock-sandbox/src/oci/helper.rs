@@ -1016,6 +1016,24 @@ fn run_container(
     let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
     envp_p.push(std::ptr::null());
 
+    // Sharing the host's network namespace, the container would reach the
+    // host's abstract unix sockets, which live there and which no seccomp
+    // filter can tell apart (it sees no address). The runtime is started in
+    // a landlock domain that scopes them, and the container inherits it.
+    let scope = match (run_network(req), req.runtime.is_gvisor()) {
+        (RunNetwork::Host, false) => {
+            let scope = crate::native::landlock::abstract_scope_ruleset()?;
+            if scope.is_none() {
+                report.notes.push(
+                    "network open: the kernel's landlock has no abstract-socket scoping \
+                     (ABI 6), so the host's abstract unix sockets are reachable"
+                        .into(),
+                );
+            }
+            scope
+        }
+        _ => None,
+    };
     let mut cg_limits = spec.limits.clone();
     if req.runtime.is_gvisor() {
         // The Sentry and the gofer are host threads in the run's cgroup (with
@@ -1033,23 +1051,6 @@ fn run_container(
              the Sentry's own memory; no CPU bandwidth control",
             &mut report.notes,
         )?,
-    };
-    // Sharing the host's network namespace, the container would reach the
-    // host's abstract unix sockets, which live there and which no seccomp
-    // filter can tell apart (it sees no address). The runtime is started in
-    // a landlock domain that scopes them, and the container inherits it.
-    let scope = match (run_network(req), req.runtime.is_gvisor()) {
-        (RunNetwork::Host, false) => {
-            let scope = crate::native::landlock::abstract_scope_ruleset()?;
-            if scope.is_none() {
-                report.notes.push(
-                    "network open: the kernel's landlock has no abstract-socket scoping                      (ABI 6), so the host's abstract unix sockets are reachable"
-                        .into(),
-                );
-            }
-            scope
-        }
-        _ => None,
     };
     let (go_r, go_w) = sys::pipe().map_err(|e| fail(Layer::Oci, "pipe", e))?;
     let pid = match sys::fork() {
