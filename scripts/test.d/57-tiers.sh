@@ -273,14 +273,17 @@ while True:
   for _ in $(seq 50); do [ -e "$state/abstract.log.ready" ] && break; sleep 0.1; done
   out=$(cd "$ws" && AIRLOCK_OCI_RUNTIME=$rt "$bin" run --backend oci -- python3 -c '
 import errno, socket, sys
-s = socket.socket(socket.AF_UNIX)
-try:
-    s.connect("\0airlock-tiers-abstract-" + sys.argv[1]); print("connected")
-except OSError as e:
-    print(errno.errorcode.get(e.errno, e.errno))' "$$" 2>&1)
+def attempt(name):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(name); return "connected"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+own = socket.socket(socket.AF_UNIX); own.bind("\0airlock-own-" + sys.argv[1]); own.listen()
+print(attempt("\0airlock-tiers-abstract-" + sys.argv[1]), attempt("\0airlock-own-" + sys.argv[1]))' "$$" 2>&1)
   kill "$server" 2>/dev/null; wait "$server" 2>/dev/null
-  check "$rt: network open: the host's abstract unix socket cannot be connected to ($out), the host listener saw nothing" \
-    test "$out" = EPERM -a ! -s "$state/abstract.log"
+  check "$rt: network open: the host's abstract unix socket cannot be connected to, the container's own can ($out), the host listener saw nothing" \
+    test "$out" = "EPERM connected" -a ! -s "$state/abstract.log"
   rm -f "$state/abstract.log.ready"
 }
 

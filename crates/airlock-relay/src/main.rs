@@ -4,6 +4,7 @@
 //! ```text
 //! airlock-relay vm PORT_DEVICE ADDR...
 //! airlock-relay exec --unix SOCKET --listen ADDR [--listen ADDR]... -- CMD [ARG]...
+//! airlock-relay scope -- CMD [ARG]...
 //! ```
 //!
 //! `vm`: run by a microVM guest's init as root before the command starts;
@@ -20,6 +21,14 @@
 //! orphans never pile up as zombies against `limits.pids`. Failures before
 //! the command runs exit 126 (127: CMD not found) with a line naming what
 //! failed; the command never runs without its relay.
+//!
+//! `scope`: the first program of a container that shares the host's network
+//! namespace (network mode open on the Docker API), where the host's abstract
+//! unix sockets live. It restricts itself with a landlock ruleset that scopes
+//! abstract unix sockets (ABI 6) and nothing else, then becomes CMD (exec):
+//! the command cannot connect to an abstract socket made outside the
+//! container. No seccomp filter can do this: it sees no socket address.
+//! Exits 126 (127: CMD not found) without running CMD when either step fails.
 
 use airlock_relay::copy::Relay;
 use airlock_relay::mux::{Local, Mux, Role};
@@ -32,7 +41,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: airlock-relay vm PORT_DEVICE ADDR...\n       \
-     airlock-relay exec --unix SOCKET --listen ADDR [--listen ADDR]... -- CMD [ARG]...";
+     airlock-relay exec --unix SOCKET --listen ADDR [--listen ADDR]... -- CMD [ARG]...\n       \
+     airlock-relay scope -- CMD [ARG]...";
 /// The command's own exit statuses for "could not run it" (as shells use them).
 const SETUP_FAILED: u8 = 126;
 const NOT_FOUND: u8 = 127;
@@ -42,11 +52,52 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("vm") => vm(&args[1..]),
         Some("exec") => exec(&args[1..]),
+        Some("scope") => scope(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             ExitCode::from(2)
         }
     }
+}
+
+/// `scope -- CMD [ARG]...`: see the module's docs.
+fn scope(args: &[String]) -> ExitCode {
+    use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetStatus, Scope};
+    use std::os::unix::process::CommandExt;
+    let Some(("--", command)) = args.split_first().map(|(a, rest)| (a.as_str(), rest)) else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let Some((program, rest)) = command.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let restricted = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .scope(Scope::AbstractUnixSocket)
+        .and_then(|r| r.create())
+        .and_then(|r| r.restrict_self());
+    match restricted {
+        Ok(status) if status.ruleset == RulesetStatus::FullyEnforced => {}
+        Ok(status) => {
+            eprintln!(
+                "airlock-relay: abstract unix sockets not scoped (landlock: {:?})",
+                status.ruleset
+            );
+            return ExitCode::from(SETUP_FAILED);
+        }
+        Err(e) => {
+            eprintln!("airlock-relay: could not scope abstract unix sockets: {e}");
+            return ExitCode::from(SETUP_FAILED);
+        }
+    }
+    let e = Command::new(program).args(rest).exec();
+    eprintln!("airlock-relay: {program}: {e}");
+    ExitCode::from(if e.kind() == std::io::ErrorKind::NotFound {
+        NOT_FOUND
+    } else {
+        SETUP_FAILED
+    })
 }
 
 /// The copying relay's arguments, and for `exec` the command after `--`.

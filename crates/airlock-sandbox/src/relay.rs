@@ -164,6 +164,15 @@ pub fn exec_args(command: &[String]) -> Vec<String> {
     args
 }
 
+/// The container's process arguments in network mode open on the Docker API:
+/// the relay binary restricts itself with landlock's abstract-unix-socket
+/// scope and becomes `command` (`airlock-relay scope`).
+pub fn scope_args(command: &[String]) -> Vec<String> {
+    let mut args = vec![BINARY_IN_SANDBOX.to_string(), "scope".into(), "--".into()];
+    args.extend(command.iter().cloned());
+    args
+}
+
 /// Bound listeners, not yet accepting.
 pub struct Relay {
     listeners: Vec<TcpListener>,

@@ -91,9 +91,22 @@ impl Backend for DockerBackend {
         if spec.argv.is_empty() {
             return Err(SandboxError::Spec("argv is empty".into()));
         }
-        // Before anything starts: allowlist mode needs the in-sandbox relay.
+        // Before anything starts: allowlist mode needs the in-sandbox relay,
+        // and so does open mode to scope the host's abstract unix sockets
+        // (where the kernel can: landlock ABI 6).
+        let scoping = crate::native::landlock::abi_version().is_some_and(|abi| abi >= 6);
         let relay = match spec.network {
             NetworkSpec::Proxy { .. } => Some(relay_for_container()?),
+            NetworkSpec::Open if scoping => Some(relay_for_container().map_err(|e| match e {
+                SandboxError::Layer { layer, detail } => SandboxError::Layer {
+                    layer,
+                    detail: format!(
+                        "network open on the docker backend runs the command through the \
+                         in-sandbox relay, which scopes the host's abstract unix sockets: {detail}"
+                    ),
+                },
+                other => other,
+            })?),
             NetworkSpec::None | NetworkSpec::Open => None,
         };
         let request = Request {

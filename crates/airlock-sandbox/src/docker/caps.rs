@@ -57,10 +57,11 @@ pub fn support(b: Boundary, spec: &SandboxSpec) -> Support {
             ),
             NetworkSpec::Open => e(
                 "NetworkMode host (as the policy says), the native backend's open-mode socket \
-                 families (no AF_PACKET or AF_VSOCK, netlink for NETLINK_ROUTE only); unlike \
-                 the native backend, the host's abstract unix sockets are not scoped: the \
-                 container shares the host's network namespace, where they live, and a \
-                 seccomp filter cannot see a socket's address (no landlock here)",
+                 families (no AF_PACKET or AF_VSOCK, netlink for NETLINK_ROUTE only); the \
+                 host's abstract unix sockets, which live in that namespace, are scoped by \
+                 landlock (ABI 6): the in-sandbox relay (airlock-relay scope) restricts \
+                 itself, then becomes the command; without ABI 6 they stay reachable and the \
+                 run's notes say so",
             ),
         },
         Boundary::Timeout => e(

@@ -40,6 +40,10 @@ pub struct Extras<'a> {
     pub files: &'a [(PathBuf, PathBuf)],
     /// Network allowlist mode: the relay and the proxy socket.
     pub egress: Option<&'a Egress>,
+    /// Network open mode: the relay binary that scopes the host's abstract
+    /// unix sockets before it becomes the command ([`relay::scope_args`]);
+    /// `None` where the kernel cannot scope them (the helper notes it).
+    pub scope: Option<&'a Path>,
 }
 
 /// Network allowlist mode in a container: the daemon makes the container's
@@ -82,10 +86,14 @@ pub fn translate(
                     .into(),
             )
         }
+        (NetworkSpec::Open, _) if extras.scope.is_some() => relay::scope_args(&spec.argv),
         (NetworkSpec::None | NetworkSpec::Open, _) => spec.argv.clone(),
     };
     let (first, rest) = argv.split_first().ok_or("argv is empty")?;
     let mut mounts = workspace_mounts(spec, staged)?;
+    if let (NetworkSpec::Open, Some(relay)) = (&spec.network, extras.scope) {
+        mounts.push(bind(relay, Path::new(relay::BINARY_IN_SANDBOX), true));
+    }
     let mut tmpfs = HashMap::new();
     let mut masked = Vec::new();
     let mut readonly = Vec::new();
@@ -459,6 +467,14 @@ mod tests {
     }
 
     fn body(spec: &SandboxSpec, egress: Option<&Egress>) -> Result<ContainerCreateBody, String> {
+        body_with(spec, egress, None)
+    }
+
+    fn body_with(
+        spec: &SandboxSpec,
+        egress: Option<&Egress>,
+        scope: Option<&Path>,
+    ) -> Result<ContainerCreateBody, String> {
         let ops = crate::view::plan(
             &crate::view::ViewInput {
                 spec,
@@ -480,8 +496,39 @@ mod tests {
             seccomp_file: "/run/airlock-docker/r1/seccomp.json".into(),
             pid_max: 32768,
         };
-        let extras = Extras { files: &[], egress };
+        let extras = Extras {
+            files: &[],
+            egress,
+            scope,
+        };
         translate(spec, &ops, &staged, "img", "1:2", &extras, &form)
+    }
+
+    #[test]
+    fn open_mode_runs_the_command_through_the_relays_scope() {
+        let ws = tempfile::tempdir().unwrap();
+        let mut s = spec(ws.path());
+        s.network = NetworkSpec::Open;
+        let relay_bin = Path::new("/opt/airlock/airlock-relay");
+        let b = body_with(&s, None, Some(relay_bin)).unwrap();
+        let mut argv = b.entrypoint.clone().unwrap();
+        argv.extend(b.cmd.clone().unwrap());
+        assert_eq!(argv, relay::scope_args(&s.argv));
+        assert_eq!(&argv[..3], [relay::BINARY_IN_SANDBOX, "scope", "--"]);
+        let host = b.host_config.as_ref().unwrap();
+        assert_eq!(host.network_mode.as_deref(), Some("host"));
+        let mounts = host.mounts.as_ref().unwrap();
+        let bin = mounts
+            .iter()
+            .find(|m| m.target.as_deref() == Some(relay::BINARY_IN_SANDBOX))
+            .expect("relay bound");
+        assert_eq!(bin.source.as_deref(), Some("/opt/airlock/airlock-relay"));
+        assert_eq!(bin.read_only, Some(true));
+        // Where the kernel cannot scope, the command runs as it is.
+        let b = body_with(&s, None, None).unwrap();
+        let mut argv = b.entrypoint.clone().unwrap();
+        argv.extend(b.cmd.clone().unwrap());
+        assert_eq!(argv, s.argv);
     }
 
     #[test]

@@ -126,9 +126,25 @@ fn run(req: &Request) -> HelperReport {
         Err(e) => return HelperReport::from_error_of(e, Layer::Docker),
     };
     // Step 4: the run; the container is removed whatever happens.
+    // Network open: the container shares the host's network namespace and
+    // with it the host's abstract unix sockets, which the relay scopes with
+    // landlock before it becomes the command (the caller sends the relay
+    // only where the kernel can).
+    let scope = match spec.network {
+        NetworkSpec::Open => req.relay.as_deref(),
+        NetworkSpec::None | NetworkSpec::Proxy { .. } => None,
+    };
+    if spec.network == NetworkSpec::Open && scope.is_none() {
+        notes.push(
+            "network open: the kernel's landlock has no abstract-socket scoping (ABI 6), \
+             so the host's abstract unix sockets are reachable"
+                .into(),
+        );
+    }
     let extras = config::Extras {
         files: &files,
         egress: egress.as_ref(),
+        scope,
     };
     let run = rt.block_on(run_container(req, &docker, daemon, &stage, &owner, &extras));
     let mut report = match run {

@@ -84,8 +84,9 @@ pub struct Request {
     pub image: String,
     /// Whether the command gets a stdin stream (else it reads EOF).
     pub stdin: bool,
-    /// Network allowlist mode: the statically linked in-sandbox relay on the
-    /// host ([`crate::relay::relay_binary`], found by the caller, whose
+    /// Network allowlist mode, and open mode where landlock scopes abstract
+    /// unix sockets: the statically linked in-sandbox relay on the host
+    /// ([`crate::relay::relay_binary`], found by the caller, whose
     /// environment names it), bound read-only into the container.
     #[serde(default)]
     pub relay: Option<PathBuf>,
