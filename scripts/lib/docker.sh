@@ -44,7 +44,10 @@ docker_stop() {
     kill "$DOCKERD_PID"
     for _ in $(seq 50); do kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.2; done
   fi
-  umount -R "$d/data" 2>/dev/null || true
+  # Whatever the daemon left mounted under its roots, deepest first: its
+  # data root's overlays, and exec/netns/default, its bind of the host's
+  # network namespace for a container in NetworkMode host.
+  awk -v d="$d/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r | xargs -r -n1 umount -l
   rm -rf "$d"
 }
 
