@@ -348,24 +348,12 @@ ows=$(mktemp -d)
 printf '[workspace]\nroot = "."\n[network]\nmode = "open"\n[commands]\nallow = ["python3"]\n[limits]\ntimeout = "20s"\n' > "$ows/airlock.toml"
 orun() { (cd "$ows" && "$bin" run --backend docker "$@" </dev/null); }
 rm -f "$d/abstract.log" "$d/abstract.log.ready"
-python3 -c 'import socket, sys
-s = socket.socket(socket.AF_UNIX); s.bind("\0airlock-docker-abstract-" + sys.argv[2]); s.listen()
-open(sys.argv[1] + ".ready", "w").close()
-while True:
-    c, _ = s.accept(); open(sys.argv[1], "a").write("accepted\n"); c.close()' "$d/abstract.log" "$$" &
+python3 scripts/lib/abstract_probe.py listen "$d/abstract.log" "airlock-docker-abstract-$$" &
 abstract_server=$!
 smoke_pids+=("$abstract_server")
 for _ in $(seq 50); do [ -e "$d/abstract.log.ready" ] && break; sleep 0.1; done
-out=$(orun -- python3 -c '
-import errno, socket, sys
-def attempt(name):
-    s = socket.socket(socket.AF_UNIX)
-    try:
-        s.connect(name); return "connected"
-    except OSError as e:
-        return errno.errorcode.get(e.errno, str(e.errno))
-own = socket.socket(socket.AF_UNIX); own.bind("\0airlock-own-" + sys.argv[1]); own.listen()
-print(attempt("\0airlock-docker-abstract-" + sys.argv[1]), attempt("\0airlock-own-" + sys.argv[1]))' "$$" 2>&1)
+cp scripts/lib/abstract_probe.py "$ows/"
+out=$(orun -- python3 abstract_probe.py attempt "airlock-docker-abstract-$$" 2>&1)
 kill "$abstract_server" 2>/dev/null; wait "$abstract_server" 2>/dev/null
 check "open: the host's abstract unix socket cannot be connected to, the container's own can ($out)" test "$out" = "EPERM connected"
 check "open: the host listener on the abstract name saw nothing" test ! -s "$d/abstract.log"

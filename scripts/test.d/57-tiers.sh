@@ -264,23 +264,11 @@ open_abstract() { # OCI runtime: network open shares the host's namespace, not i
   rm -f "$state/abstract.log" "$state/abstract.log.ready"
   # A listener on the host's own abstract name, as an X11 display, a D-Bus
   # bus or an old containerd shim has.
-  python3 -c 'import socket, sys
-s = socket.socket(socket.AF_UNIX); s.bind("\0airlock-tiers-abstract-" + sys.argv[2]); s.listen()
-open(sys.argv[1] + ".ready", "w").close()
-while True:
-    c, _ = s.accept(); open(sys.argv[1], "a").write("accepted\n"); c.close()' "$state/abstract.log" "$$" &
+  python3 scripts/lib/abstract_probe.py listen "$state/abstract.log" "airlock-tiers-abstract-$$" &
   local server=$!
   for _ in $(seq 50); do [ -e "$state/abstract.log.ready" ] && break; sleep 0.1; done
-  out=$(cd "$ws" && AIRLOCK_OCI_RUNTIME=$rt "$bin" run --backend oci -- python3 -c '
-import errno, socket, sys
-def attempt(name):
-    s = socket.socket(socket.AF_UNIX)
-    try:
-        s.connect(name); return "connected"
-    except OSError as e:
-        return errno.errorcode.get(e.errno, str(e.errno))
-own = socket.socket(socket.AF_UNIX); own.bind("\0airlock-own-" + sys.argv[1]); own.listen()
-print(attempt("\0airlock-tiers-abstract-" + sys.argv[1]), attempt("\0airlock-own-" + sys.argv[1]))' "$$" 2>&1)
+  cp scripts/lib/abstract_probe.py "$ws/"
+  out=$(cd "$ws" && AIRLOCK_OCI_RUNTIME=$rt "$bin" run --backend oci -- python3 abstract_probe.py attempt "airlock-tiers-abstract-$$" 2>&1)
   kill "$server" 2>/dev/null; wait "$server" 2>/dev/null
   check "$rt: network open: the host's abstract unix socket cannot be connected to, the container's own can ($out), the host listener saw nothing" \
     test "$out" = "EPERM connected" -a ! -s "$state/abstract.log"
