@@ -104,10 +104,9 @@ pub struct Normalized<'a> {
     pub words: Vec<Word<'a>>,
     /// The argv positions (after the program, up to one past the last word)
     /// where a word that begins with `-` would have been read as an option,
-    /// and whose options: the
-    /// subcommand's (`true`, with the program's too if it takes them
-    /// anywhere) or the program's. A glob there may expand to one (see
-    /// `glob_options`).
+    /// each with whose options: the subcommand's (`true`, with the
+    /// program's too if it takes them anywhere) or the program's. A glob
+    /// there may expand to one (see `glob_options`).
     pub option_positions: Vec<(usize, bool)>,
 }
 
