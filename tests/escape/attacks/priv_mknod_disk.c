@@ -1,8 +1,12 @@
 /* Tries: create a device node for the host's root disk (its major:minor is in
  * targets.env) in the workspace and in /tmp, then read the disk's first sector.
- * Contents are never printed. Stops it: no CAP_MKNOD, and nodev mounts. */
+ * Contents are never printed. Stops it: no CAP_MKNOD, and nodev mounts.
+ * /dev is the one mount of the view that allows device nodes (init makes
+ * null, zero, full, random and urandom there): it must take no new node and
+ * keep its own, unchanged. */
 #include "escape_lib.h"
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/sysmacros.h>
 
 static void try_dev(const char *path) {
@@ -31,6 +35,19 @@ int main(void) {
     try_dev("disk");
     try_dev("/tmp/disk");
     try_dev("/dev/shm/disk");
+    try_dev("/dev/airlock-escape-disk");
+    /* Without the sandbox these run on the host itself: each probe leaves
+     * /dev as it found it (a name of its own, removed; /dev/null's own mode). */
+    int fd = open("/dev/airlock-escape-probe", O_CREAT | O_EXCL | O_WRONLY, 0600);
+    if (fd >= 0) {
+        close(fd);
+        unlink("/dev/airlock-escape-probe");
+        escaped("write to /dev", "a new name was made there (so /dev/null could be replaced)");
+    } else {
+        blocked_errno("create a file in /dev", errno);
+    }
+    if (chmod("/dev/null", 0666) == 0) escaped("own /dev/null", "its mode could be set");
+    else blocked_errno("chmod /dev/null", errno);
     if (mknod("fifo", S_IFIFO | 0600, 0) == 0) say("mkfifo works (fine: no device)");
     return 0;
 }
