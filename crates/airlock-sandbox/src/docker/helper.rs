@@ -135,11 +135,7 @@ fn run(req: &Request) -> HelperReport {
         NetworkSpec::None | NetworkSpec::Proxy { .. } => None,
     };
     if spec.network == NetworkSpec::Open && scope.is_none() {
-        notes.push(
-            "network open: the kernel's landlock has no abstract-socket scoping (ABI 6), \
-             so the host's abstract unix sockets are reachable"
-                .into(),
-        );
+        notes.push(crate::native::landlock::NO_ABSTRACT_SCOPE_NOTE.into());
     }
     let extras = config::Extras {
         files: &files,

@@ -196,6 +196,12 @@ pub fn restrict(rules: &FsRules) -> Result<LandlockReport, SandboxError> {
     prepare(rules)?.restrict_self()
 }
 
+/// The run's note when network open mode shares the host's network namespace
+/// on a kernel without abstract-socket scoping: the host's abstract unix
+/// sockets (an X11 display, D-Bus) can be reached.
+pub const NO_ABSTRACT_SCOPE_NOTE: &str = "network open: the kernel's landlock has no \
+     abstract-socket scoping (ABI 6), so the host's abstract unix sockets are reachable";
+
 /// A ruleset that handles no file system or network access and scopes
 /// abstract unix sockets only (ABI 6+), for a process that must keep its
 /// view of the host's files: an OCI runtime sharing the host's network

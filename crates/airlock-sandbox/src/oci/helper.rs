@@ -1024,11 +1024,9 @@ fn run_container(
         (RunNetwork::Host, false) => {
             let scope = crate::native::landlock::abstract_scope_ruleset()?;
             if scope.is_none() {
-                report.notes.push(
-                    "network open: the kernel's landlock has no abstract-socket scoping \
-                     (ABI 6), so the host's abstract unix sockets are reachable"
-                        .into(),
-                );
+                report
+                    .notes
+                    .push(crate::native::landlock::NO_ABSTRACT_SCOPE_NOTE.into());
             }
             scope
         }
