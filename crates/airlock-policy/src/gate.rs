@@ -629,7 +629,12 @@ impl<'p> Judge<'p> {
                             rule: Some("workspace.root".into()),
                         };
                     }
-                    if let Some(f) = self.check_paths(at, seg, cwd, program, normalized.as_ref()) {
+                    if let Some(mut f) =
+                        self.check_paths(at, seg, cwd, program, normalized.as_ref())
+                    {
+                        if cwds.len() > 1 {
+                            f.reason.push_str(&one_of_cwds(cwd, cwds.len()));
+                        }
                         if f.verdict == Verdict::Deny {
                             notes.add(Step::Workspace, "deny", || f.reason.clone());
                             return f;
@@ -2134,6 +2139,17 @@ fn arg_access<'a>(
         p if shell::reads_only(p) => Access::Read,
         _ => Access::Write,
     }
+}
+
+/// What a path finding adds when the line may stand in more than one working
+/// directory here: the model sees which one fails and how to keep to the other.
+fn one_of_cwds(cwd: &Path, n: usize) -> String {
+    format!(
+        "; that is with the working directory {}, one of the {n} the line may have here \
+         (an earlier `cd` may fail or be skipped and the line goes on; `cd DIR && …` runs \
+         what follows only where the `cd` worked)",
+        cwd.display()
+    )
 }
 
 #[cfg(test)]

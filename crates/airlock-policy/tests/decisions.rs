@@ -1534,6 +1534,13 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     // `a && cd b && c` runs c only in b.
     ("mkdir -p build && cd build && ls ..", "default", A, ""),
     ("mkdir -p build || cd build && ls ..", "default", D, ".."),
+    // `cd b; c` may run c where it started; the reason says so and how to chain.
+    (
+        "cd build; ls ..",
+        "default",
+        D,
+        "one of the 2 the line may have here (an earlier `cd` may fail",
+    ),
     // Repositories made to obey a config the gate did not read.
     ("git init -q --template=tpl sub", "default", Q, "template"),
     ("mkdir -p bare/objects bare/refs && echo x > bare/HEAD", "default", Q, "`HEAD`"),
