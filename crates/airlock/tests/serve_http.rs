@@ -63,14 +63,7 @@ fn tokens_authenticate_and_each_token_has_its_own_policy() {
             assert!(r.headers.contains_key("www-authenticate"));
         }
         // The same command: allowed for agent-a, denied for agent-b.
-        let a = request(
-            Target::Unix(sock),
-            "POST",
-            "/v1/run",
-            Some(TOKEN_A),
-            Some(body),
-        )
-        .await;
+        let a = post(sock, "/v1/run", Some(TOKEN_A), body).await;
         assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
         let a = a.json();
         assert_eq!(a["decision"], "allow");
@@ -78,15 +71,7 @@ fn tokens_authenticate_and_each_token_has_its_own_policy() {
         assert_eq!(a["caller"], "agent-a");
         assert_eq!(a["outcome"]["stdout"], "name,qty\napple,3\npear,5\n");
         assert_eq!(a["backend"], "native");
-        let b = request(
-            Target::Unix(sock),
-            "POST",
-            "/v1/run",
-            Some(TOKEN_B),
-            Some(body),
-        )
-        .await
-        .json();
+        let b = post(sock, "/v1/run", Some(TOKEN_B), body).await.json();
         assert_eq!(b["decision"], "deny");
         assert_eq!(b["status"], "denied");
         assert!(b["outcome"].is_null());
@@ -112,46 +97,31 @@ fn tokens_authenticate_and_each_token_has_its_own_policy() {
         assert!(who(&b["request_id"], "execution").is_empty());
         // A run is visible to its owner only.
         let path = format!("/v1/runs/{}", a["request_id"].as_str().unwrap());
-        let mine = request(Target::Unix(sock), "GET", &path, Some(TOKEN_A), None).await;
+        let mine = get(sock, &path, Some(TOKEN_A)).await;
         assert_eq!(mine.status, 200);
         assert_eq!(mine.json()["outcome"]["stdout"], a["outcome"]["stdout"]);
-        let theirs = request(Target::Unix(sock), "GET", &path, Some(TOKEN_B), None).await;
+        let theirs = get(sock, &path, Some(TOKEN_B)).await;
         assert_eq!(theirs.status, 404);
         assert_eq!(theirs.json()["code"], "not_found");
         // GET /v1/audit: an agent sees only its own records.
-        let audit_b = request(
-            Target::Unix(sock),
-            "GET",
-            "/v1/audit?limit=1000",
-            Some(TOKEN_B),
-            None,
-        )
-        .await
-        .json();
+        let audit_b = get(sock, "/v1/audit?limit=1000", Some(TOKEN_B))
+            .await
+            .json();
         let recs = audit_b["records"].as_array().unwrap();
         assert!(!recs.is_empty());
         assert!(
             recs.iter().all(|r| r["who"]["name"] == "agent-b"),
             "{recs:?}"
         );
-        let denied = request(
-            Target::Unix(sock),
-            "GET",
+        let denied = get(
+            sock,
             "/v1/audit?decision=deny&caller=agent-b",
             Some(TOKEN_HUMAN),
-            None,
         )
         .await
         .json();
         assert_eq!(denied["records"].as_array().unwrap().len(), 1);
-        let forbidden = request(
-            Target::Unix(sock),
-            "GET",
-            "/v1/audit?caller=agent-a",
-            Some(TOKEN_B),
-            None,
-        )
-        .await;
+        let forbidden = get(sock, "/v1/audit?caller=agent-a", Some(TOKEN_B)).await;
         assert_eq!(forbidden.status, 403);
     });
     server.stop();
@@ -177,14 +147,7 @@ fn each_tenant_runs_on_the_backend_its_policy_names() {
         let body = r#"{"command":"cat data.csv"}"#;
         let mut ids = Vec::new();
         for token in [TOKEN_A, TOKEN_B] {
-            let r = request(
-                Target::Unix(sock),
-                "POST",
-                "/v1/run",
-                Some(token),
-                Some(body),
-            )
-            .await;
+            let r = post(sock, "/v1/run", Some(token), body).await;
             assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
             let r = r.json();
             assert_eq!(r["status"], "ran", "{r}");
@@ -334,14 +297,7 @@ fn bad_input_gets_stable_error_codes_and_runs_nothing() {
             ),
         ];
         for (body, status, code) in cases {
-            let r = request(
-                Target::Unix(sock),
-                "POST",
-                "/v1/run",
-                Some(TOKEN_A),
-                Some(&body),
-            )
-            .await;
+            let r = post(sock, "/v1/run", Some(TOKEN_A), &body).await;
             assert_eq!(
                 r.status,
                 status,
@@ -351,22 +307,21 @@ fn bad_input_gets_stable_error_codes_and_runs_nothing() {
             assert_eq!(r.json()["code"], code, "{body}");
             assert!(r.json()["message"].as_str().is_some_and(|m| !m.is_empty()));
         }
-        let r = request(
-            Target::Unix(sock),
-            "POST",
+        let r = post(
+            sock,
             "/v1/run",
             Some(TOKEN_A),
-            Some(r#"{"command":"ls","timeout_s":100000}"#),
+            r#"{"command":"ls","timeout_s":100000}"#,
         )
         .await;
         let message = r.json()["message"].as_str().unwrap_or_default().to_string();
         assert!(message.contains("limits.timeout = "), "{message}");
-        let r = request(Target::Unix(sock), "GET", "/v1/nope", Some(TOKEN_A), None).await;
+        let r = get(sock, "/v1/nope", Some(TOKEN_A)).await;
         assert_eq!(
             (r.status, r.json()["code"].as_str().unwrap()),
             (404, "not_found")
         );
-        let r = request(Target::Unix(sock), "DELETE", "/v1/run", Some(TOKEN_A), None).await;
+        let r = unix(sock, "DELETE", "/v1/run", Some(TOKEN_A)).await;
         assert_eq!(
             (r.status, r.json()["code"].as_str().unwrap()),
             (405, "method_not_allowed")
@@ -437,9 +392,7 @@ fn one_slot_one_queue() -> (Server, tokio::runtime::Runtime) {
 async fn until_health(sock: &std::path::Path, key: &str, value: u64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let health = request(Target::Unix(sock), "GET", "/healthz", None, None)
-            .await
-            .json();
+        let health = get(sock, "/healthz", None).await.json();
         if health[key] == value {
             return;
         }
@@ -636,64 +589,40 @@ fn approvals_need_a_person_and_run_once() {
     rt().block_on(async {
         let sock = &server.socket;
         let body = r#"{"command":"touch approved.txt"}"#;
-        let r = request(
-            Target::Unix(sock),
-            "POST",
-            "/v1/run",
-            Some(TOKEN_A),
-            Some(body),
-        )
-        .await
-        .json();
+        let r = post(sock, "/v1/run", Some(TOKEN_A), body).await.json();
         assert_eq!(r["status"], "approval_pending", "{r}");
         assert!(r["outcome"].is_null());
         let id = r["approval"]["id"].as_str().unwrap().to_string();
         // The agent sees its approval but may not answer it.
-        let list = request(
-            Target::Unix(sock),
-            "GET",
-            "/v1/approvals?status=pending",
-            Some(TOKEN_A),
-            None,
-        )
-        .await
-        .json();
+        let list = get(sock, "/v1/approvals?status=pending", Some(TOKEN_A))
+            .await
+            .json();
         assert_eq!(list["approvals"][0]["id"], id.as_str());
-        let theirs = request(
-            Target::Unix(sock),
-            "GET",
-            &format!("/v1/approvals/{id}"),
-            Some(TOKEN_B),
-            None,
-        )
-        .await;
+        let theirs = get(sock, &format!("/v1/approvals/{id}"), Some(TOKEN_B)).await;
         assert_eq!(theirs.status, 404);
-        let self_approve = request(
-            Target::Unix(sock),
+        let self_approve = unix(
+            sock,
             "POST",
             &format!("/v1/approvals/{id}/approve"),
             Some(TOKEN_A),
-            None,
         )
         .await;
         assert_eq!(self_approve.status, 403);
         assert_eq!(self_approve.json()["code"], "forbidden");
-        let ok = request(
-            Target::Unix(sock),
-            "POST",
+        let ok = post(
+            sock,
             &format!("/v1/approvals/{id}/approve"),
             Some(TOKEN_HUMAN),
-            Some(r#"{"note":"fine"}"#),
+            r#"{"note":"fine"}"#,
         )
         .await;
         assert_eq!(ok.status, 200, "{}", String::from_utf8_lossy(&ok.body));
         assert_eq!(ok.json()["status"], "approved");
-        let again = request(
-            Target::Unix(sock),
+        let again = unix(
+            sock,
             "POST",
             &format!("/v1/approvals/{id}/deny"),
             Some(TOKEN_HUMAN),
-            None,
         )
         .await;
         assert_eq!(again.status, 409);
@@ -701,48 +630,24 @@ fn approvals_need_a_person_and_run_once() {
         // id. Refused as another tenant's, nothing runs, and the approval stays
         // unspent for agent-a.
         let with = format!(r#"{{"command":"touch approved.txt","approval_id":"{id}"}}"#);
-        let stolen = request(
-            Target::Unix(sock),
-            "POST",
-            "/v1/run",
-            Some(TOKEN_C),
-            Some(&with),
-        )
-        .await
-        .json();
+        let stolen = post(sock, "/v1/run", Some(TOKEN_C), &with).await.json();
         assert_eq!(stolen["status"], "approval_refused", "{stolen}");
         assert_eq!(stolen["refusal"]["code"], "other_tenant", "{stolen}");
         assert!(
             stolen["outcome"].is_null() && stolen["approval"].is_null(),
             "{stolen}"
         );
-        let peek = request(
-            Target::Unix(sock),
-            "GET",
-            &format!("/v1/approvals/{id}"),
-            Some(TOKEN_C),
-            None,
-        )
-        .await;
+        let peek = get(sock, &format!("/v1/approvals/{id}"), Some(TOKEN_C)).await;
         assert_eq!(peek.status, 404);
         // An approver answers only for the tenants it is configured for: human
         // answers for agent-a and agent-b, not agent-c.
-        let c_pending = request(
-            Target::Unix(sock),
-            "POST",
-            "/v1/run",
-            Some(TOKEN_C),
-            Some(body),
-        )
-        .await
-        .json();
+        let c_pending = post(sock, "/v1/run", Some(TOKEN_C), body).await.json();
         let c_id = c_pending["approval"]["id"].as_str().unwrap().to_string();
-        let not_yours = request(
-            Target::Unix(sock),
+        let not_yours = unix(
+            sock,
             "POST",
             &format!("/v1/approvals/{c_id}/approve"),
             Some(TOKEN_HUMAN),
-            None,
         )
         .await;
         assert_eq!(
@@ -751,15 +656,7 @@ fn approvals_need_a_person_and_run_once() {
             "{}",
             String::from_utf8_lossy(&not_yours.body)
         );
-        let listed = request(
-            Target::Unix(sock),
-            "GET",
-            "/v1/approvals",
-            Some(TOKEN_HUMAN),
-            None,
-        )
-        .await
-        .json();
+        let listed = get(sock, "/v1/approvals", Some(TOKEN_HUMAN)).await.json();
         assert!(listed["approvals"]
             .as_array()
             .unwrap()
@@ -767,15 +664,9 @@ fn approvals_need_a_person_and_run_once() {
             .all(|a| a["id"] != c_id.as_str()));
         // GET endpoints never show another tenant's objects: agent-c's audit
         // view holds its own refused decision and nothing of agent-a's.
-        let seen = request(
-            Target::Unix(sock),
-            "GET",
-            "/v1/audit?limit=1000",
-            Some(TOKEN_C),
-            None,
-        )
-        .await
-        .json();
+        let seen = get(sock, "/v1/audit?limit=1000", Some(TOKEN_C))
+            .await
+            .json();
         let seen = seen["records"].as_array().unwrap();
         assert!(!seen.is_empty());
         assert!(
@@ -783,15 +674,7 @@ fn approvals_need_a_person_and_run_once() {
             "{seen:?}"
         );
         // Now it runs, once, for the same command only.
-        let ran = request(
-            Target::Unix(sock),
-            "POST",
-            "/v1/run",
-            Some(TOKEN_A),
-            Some(&with),
-        )
-        .await
-        .json();
+        let ran = post(sock, "/v1/run", Some(TOKEN_A), &with).await.json();
         assert_eq!(ran["status"], "ran", "{ran}");
         assert_eq!(ran["outcome"]["exit_code"], 0);
         assert!(ran["outcome"]["changes"]
@@ -799,25 +682,10 @@ fn approvals_need_a_person_and_run_once() {
             .unwrap()
             .iter()
             .any(|c| c["path"].as_str().unwrap().ends_with("approved.txt")));
-        let replay = request(
-            Target::Unix(sock),
-            "POST",
-            "/v1/run",
-            Some(TOKEN_A),
-            Some(&with),
-        )
-        .await
-        .json();
+        let replay = post(sock, "/v1/run", Some(TOKEN_A), &with).await.json();
         assert_eq!(replay["status"], "approval_refused", "{replay}");
         assert!(replay["outcome"].is_null());
-        let missing = request(
-            Target::Unix(sock),
-            "GET",
-            "/v1/approvals/ap-000000000000",
-            Some(TOKEN_HUMAN),
-            None,
-        )
-        .await;
+        let missing = get(sock, "/v1/approvals/ap-000000000000", Some(TOKEN_HUMAN)).await;
         assert_eq!(missing.status, 404);
     });
     server.stop();
@@ -832,15 +700,7 @@ fn an_approval_covers_the_exact_stdin_it_was_asked_with() {
     rt().block_on(async {
         let sock = &server.socket;
         let post = |token: &'static str, body: String| async move {
-            request(
-                Target::Unix(sock),
-                "POST",
-                "/v1/run",
-                Some(token),
-                Some(&body),
-            )
-            .await
-            .json()
+            post(sock, "/v1/run", Some(token), &body).await.json()
         };
         let asked = post(
             TOKEN_A,
@@ -849,15 +709,9 @@ fn an_approval_covers_the_exact_stdin_it_was_asked_with() {
         .await;
         assert_eq!(asked["status"], "approval_pending", "{asked}");
         let id = asked["approval"]["id"].as_str().unwrap().to_string();
-        let shown = request(
-            Target::Unix(sock),
-            "GET",
-            &format!("/v1/approvals/{id}"),
-            Some(TOKEN_HUMAN),
-            None,
-        )
-        .await
-        .json();
+        let shown = get(sock, &format!("/v1/approvals/{id}"), Some(TOKEN_HUMAN))
+            .await
+            .json();
         assert_eq!(shown["stdin"]["bytes"], 6, "{shown}");
         assert_eq!(shown["stdin"]["preview"], "build\n", "{shown}");
         assert!(
@@ -867,12 +721,11 @@ fn an_approval_covers_the_exact_stdin_it_was_asked_with() {
                 .starts_with("sha256:"),
             "{shown}"
         );
-        let ok = request(
-            Target::Unix(sock),
+        let ok = unix(
+            sock,
             "POST",
             &format!("/v1/approvals/{id}/approve"),
             Some(TOKEN_HUMAN),
-            None,
         )
         .await;
         assert_eq!(ok.status, 200, "{}", String::from_utf8_lossy(&ok.body));
@@ -908,22 +761,15 @@ fn an_approval_covers_the_exact_stdin_it_was_asked_with() {
         // An approval asked without stdin is not one for stdin.
         let bare = post(TOKEN_A, r#"{"command":"touch approved.txt"}"#.into()).await;
         let bare_id = bare["approval"]["id"].as_str().unwrap().to_string();
-        let shown = request(
-            Target::Unix(sock),
-            "GET",
-            &format!("/v1/approvals/{bare_id}"),
-            Some(TOKEN_HUMAN),
-            None,
-        )
-        .await
-        .json();
+        let shown = get(sock, &format!("/v1/approvals/{bare_id}"), Some(TOKEN_HUMAN))
+            .await
+            .json();
         assert!(shown.get("stdin").is_none(), "{shown}");
-        request(
-            Target::Unix(sock),
+        unix(
+            sock,
             "POST",
             &format!("/v1/approvals/{bare_id}/approve"),
             Some(TOKEN_HUMAN),
-            None,
         )
         .await;
         let added = post(
@@ -944,35 +790,35 @@ fn grants_are_for_approvers_only() {
         let extra = server.dir.path().join("shared-out");
         std::fs::create_dir_all(&extra).unwrap();
         let body = format!(r#"{{"boundary":{{"type":"write","paths":["{}"]}},"for":"python3 etl.py","ttl_s":600,"uses":1}}"#, extra.display());
-        let denied = request(Target::Unix(sock), "POST", "/v1/grants", Some(TOKEN_A), Some(&body)).await;
+        let denied = post(sock, "/v1/grants", Some(TOKEN_A), &body).await;
         assert_eq!(denied.status, 403);
         // A grant is for one tenant, under that tenant's policy; the approver
         // must answer for it.
         let for_a = body.replacen('{', r#"{"tenant":"agent-a","#, 1);
-        let created = request(Target::Unix(sock), "POST", "/v1/grants", Some(TOKEN_HUMAN), Some(&for_a)).await;
+        let created = post(sock, "/v1/grants", Some(TOKEN_HUMAN), &for_a).await;
         assert_eq!(created.status, 201, "{}", String::from_utf8_lossy(&created.body));
         let grant = created.json();
         assert_eq!(grant["tenant"], serde_json::json!({"kind": "token", "name": "agent-a"}));
         assert_eq!(grant["policy_sha256"].as_str().unwrap().len(), 64);
         let id = grant["id"].as_str().unwrap().to_string();
         let for_c = body.replacen('{', r#"{"tenant":"agent-c","#, 1);
-        let outside = request(Target::Unix(sock), "POST", "/v1/grants", Some(TOKEN_HUMAN), Some(&for_c)).await;
+        let outside = post(sock, "/v1/grants", Some(TOKEN_HUMAN), &for_c).await;
         assert_eq!(outside.status, 403, "human answers for agent-a and agent-b only");
-        let list = request(Target::Unix(sock), "GET", "/v1/grants", Some(TOKEN_HUMAN), None).await.json();
+        let list = get(sock, "/v1/grants", Some(TOKEN_HUMAN)).await.json();
         let listed = list["grants"].as_array().unwrap().iter().find(|g| g["id"] == id.as_str()).cloned().unwrap();
         assert_eq!(listed["state"], "active");
         // Each agent sees its own grants and no other tenant's.
-        let mine = request(Target::Unix(sock), "GET", "/v1/grants", Some(TOKEN_A), None).await.json();
+        let mine = get(sock, "/v1/grants", Some(TOKEN_A)).await.json();
         assert!(mine["grants"].as_array().unwrap().iter().any(|g| g["id"] == id.as_str()));
-        let theirs = request(Target::Unix(sock), "GET", "/v1/grants", Some(TOKEN_C), None).await.json();
+        let theirs = get(sock, "/v1/grants", Some(TOKEN_C)).await.json();
         assert!(theirs["grants"].as_array().unwrap().is_empty(), "{theirs}");
-        let revoke_other = request(Target::Unix(sock), "DELETE", &format!("/v1/grants/{id}"), Some(TOKEN_C), None).await;
+        let revoke_other = unix(sock, "DELETE", &format!("/v1/grants/{id}"), Some(TOKEN_C)).await;
         assert_eq!(revoke_other.status, 403);
-        let revoked = request(Target::Unix(sock), "DELETE", &format!("/v1/grants/{id}"), Some(TOKEN_HUMAN), None).await;
+        let revoked = unix(sock, "DELETE", &format!("/v1/grants/{id}"), Some(TOKEN_HUMAN)).await;
         assert_eq!(revoked.status, 200);
-        let twice = request(Target::Unix(sock), "DELETE", &format!("/v1/grants/{id}"), Some(TOKEN_HUMAN), None).await;
+        let twice = unix(sock, "DELETE", &format!("/v1/grants/{id}"), Some(TOKEN_HUMAN)).await;
         assert_eq!(twice.status, 409);
-        let bad = request(Target::Unix(sock), "POST", "/v1/grants", Some(TOKEN_HUMAN), Some(r#"{"boundary":{"type":"write","paths":["relative"]},"for":"x","ttl_s":60}"#)).await;
+        let bad = post(sock, "/v1/grants", Some(TOKEN_HUMAN), r#"{"boundary":{"type":"write","paths":["relative"]},"for":"x","ttl_s":60}"#).await;
         assert_eq!(bad.status, 400);
         assert_eq!(bad.json()["code"], "bad_request");
     });
@@ -1092,35 +938,32 @@ fn configured_languages_run_through_the_gate_as_argv() {
     ]);
     rt().block_on(async {
         let sock = &server.socket;
-        let r = request(
-            Target::Unix(sock),
-            "POST",
+        let r = post(
+            sock,
             "/v1/run",
             Some(TOKEN_A),
-            Some(r#"{"code":"print(40+2)","language":"py"}"#),
+            r#"{"code":"print(40+2)","language":"py"}"#,
         )
         .await
         .json();
         assert_eq!(r["outcome"]["stdout"], "42\n", "{r}");
         assert_eq!(r["segments"][0]["argv"][0], "python3");
         // bash was not enabled on this server.
-        let r = request(
-            Target::Unix(sock),
-            "POST",
+        let r = post(
+            sock,
             "/v1/run",
             Some(TOKEN_A),
-            Some(r#"{"code":"echo x","language":"bash"}"#),
+            r#"{"code":"echo x","language":"bash"}"#,
         )
         .await;
         assert_eq!(r.status, 400);
         assert_eq!(r.json()["code"], "unsupported_language");
         // agent-b's policy has no python3: the configured language gets no pass.
-        let r = request(
-            Target::Unix(sock),
-            "POST",
+        let r = post(
+            sock,
             "/v1/run",
             Some(TOKEN_B),
-            Some(r#"{"code":"print(1)","language":"py"}"#),
+            r#"{"code":"print(1)","language":"py"}"#,
         )
         .await
         .json();

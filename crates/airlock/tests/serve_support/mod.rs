@@ -246,6 +246,21 @@ pub async fn request(
     }
 }
 
+/// A request with no body to the server's unix socket `sock`, as `token`.
+pub async fn unix(sock: &Path, method: &str, path: &str, token: Option<&str>) -> Reply {
+    request(Target::Unix(sock), method, path, token, None).await
+}
+
+/// `GET path` on the server's unix socket `sock`, as `token`.
+pub async fn get(sock: &Path, path: &str, token: Option<&str>) -> Reply {
+    unix(sock, "GET", path, token).await
+}
+
+/// `POST path` with the JSON `body` on the server's unix socket `sock`, as `token`.
+pub async fn post(sock: &Path, path: &str, token: Option<&str>, body: &str) -> Reply {
+    request(Target::Unix(sock), "POST", path, token, Some(body)).await
+}
+
 /// Sends `req` as it is over a new connection to the unix socket `socket`.
 pub async fn request_unix(socket: &Path, req: Request<Full<Bytes>>) -> Reply {
     let stream = tokio::net::UnixStream::connect(socket).await.unwrap();
