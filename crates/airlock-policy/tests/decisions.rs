@@ -2590,6 +2590,15 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("git add *.py", "default", A, ""),
     ("python3 -m py_compile *.py", "default", A, ""),
     ("cd src; python3 x.py *", "default", A, ""),
+    // pytest empties the directory `--basetemp` names: a file in the tree
+    // named `--basetemp=src` would take the sources with it.
+    ("cd src; pytest *", "default", D, "where `pytest` reads options"),
+    ("cd src; pytest test_*.py", "default", A, ""),
+    ("pytest --basetemp=build/t -x -q", "default", A, ""),
+    ("pytest --basetemp=..", "default", D, "`..`"),
+    ("pytest --junitxml=/etc/x", "default", D, "`/etc/x`"),
+    ("pytest -p no:cacheprovider -k 'a or b' src", "default", A, ""),
+    ("pytest --pastebin=failed", "default", Q, "paste service"),
 ];
 
 /// The workspace's own absolute path names the whole tree as `.` does.
