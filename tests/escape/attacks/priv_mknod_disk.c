@@ -1,9 +1,9 @@
 /* Tries: create a device node for the host's root disk (its major:minor is in
  * targets.env) in the workspace and in /tmp, then read the disk's first sector.
  * Contents are never printed. Stops it: no CAP_MKNOD, and nodev mounts.
- * /dev is the one mount of the view that allows device nodes (init makes
- * null, zero, full, random and urandom there): it must take no new node and
- * keep its own, unchanged. */
+ * /dev is the one mount of the view that allows device nodes (it holds the
+ * host's null, zero, full, random and urandom, bound): it must take no new
+ * node and keep its own, unchanged. */
 #include "escape_lib.h"
 #include <sys/stat.h>
 #include <fcntl.h>
