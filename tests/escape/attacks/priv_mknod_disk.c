@@ -2,11 +2,12 @@
  * targets.env) in the workspace and in /tmp, then read the disk's first sector.
  * Contents are never printed. Stops it: no CAP_MKNOD, and nodev mounts.
  * /dev is the one mount of the view that allows device nodes (it holds the
- * host's null, zero, full, random and urandom, bound): it must take no new
- * node and keep its own, unchanged. */
+ * host's null, zero, full, random and urandom, bound): no node can be made
+ * there either, and its devices keep their mode. (Rootless, the run's own
+ * root owns the /dev tmpfs and may add plain names there, as a container's
+ * root may: that /dev is the run's alone.) */
 #include "escape_lib.h"
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <sys/sysmacros.h>
 
 static void try_dev(const char *path) {
@@ -36,16 +37,8 @@ int main(void) {
     try_dev("/tmp/disk");
     try_dev("/dev/shm/disk");
     try_dev("/dev/airlock-escape-disk");
-    /* Without the sandbox these run on the host itself: each probe leaves
-     * /dev as it found it (a name of its own, removed; /dev/null's own mode). */
-    int fd = open("/dev/airlock-escape-probe", O_CREAT | O_EXCL | O_WRONLY, 0600);
-    if (fd >= 0) {
-        close(fd);
-        unlink("/dev/airlock-escape-probe");
-        escaped("write to /dev", "a new name was made there (so /dev/null could be replaced)");
-    } else {
-        blocked_errno("create a file in /dev", errno);
-    }
+    /* Without the sandbox this runs on the host itself: it sets /dev/null's
+     * own mode, so the host's stays as it was. */
     if (chmod("/dev/null", 0666) == 0) escaped("own /dev/null", "its mode could be set");
     else blocked_errno("chmod /dev/null", errno);
     if (mknod("fifo", S_IFIFO | 0600, 0) == 0) say("mkfifo works (fine: no device)");
