@@ -2599,6 +2599,13 @@ const KNOWLEDGE_CASES: &[(&str, &str, Verdict, &str)] = &[
     ("pytest --junitxml=/etc/x", "default", D, "`/etc/x`"),
     ("pytest -p no:cacheprovider -k 'a or b' src", "default", A, ""),
     ("pytest --pastebin=failed", "default", Q, "paste service"),
+    // `python3 -m pytest` is pytest: its options are pytest's, and so is its
+    // place on the allowlist.
+    ("python3 -m pytest *", "default", D, "where `pytest` reads options"),
+    ("python3 -m pytest --basetemp=src/..", "default", A, ""),
+    ("python3 -m pytest --basetemp=..", "default", D, "`..`"),
+    ("python3 -m pytest test_*.py -q", "default", A, ""),
+    ("python3 -m pytest -q", "tight", D, "`pytest` is not on this policy's allowlist"),
 ];
 
 /// The workspace's own absolute path names the whole tree as `.` does.

@@ -12,7 +12,7 @@ use std::borrow::Cow::Borrowed as B;
 
 pub const VERSION: i64 = 1;
 /// built::text_hash of the programs.toml this was made from.
-pub const SOURCE_HASH: u64 = 0xc727839c53c02a7a;
+pub const SOURCE_HASH: u64 = 0xe9d5904075792d63;
 
 pub static CONFIG_FILES: &[Text] = &[B(".gitconfig"), B(".config/git/config"), B(".config/git/attributes"), B(".bashrc"), B(".bash_profile"), B(".bash_login"), B(".bash_logout"), B(".profile"), B(".zshrc"), B(".zshenv"), B(".zprofile"), B(".inputrc"), B(".npmrc"), B(".yarnrc"), B(".yarnrc.yml"), B(".pypirc"), B("pip.conf"), B(".config/pip/pip.conf"), B(".pip/pip.conf"), B(".cargo/config"), B(".cargo/config.toml"), B(".ssh/config"), B(".ssh/authorized_keys"), B(".netrc"), B(".curlrc"), B(".wgetrc"), B(".vimrc"), B(".exrc"), B(".lesskey"), B(".config/lesskey"), B(".nanorc"), B(".pythonrc"), B(".pdbrc"), B(".docker/config.json"), B(".kube/config"), B(".config/nvim/init.vim"), B(".config/nvim/init.lua")];
 
@@ -3715,7 +3715,7 @@ pub static PROGRAMS: &[P] = &[
         ]),
         effects: B(&[
             E { trigger: T::Option(B("-c")), kind: Kind::Code, action: Action::Judge, ..EFFECT },
-            E { trigger: T::Option(B("-m")), kind: Kind::Exec, action: Action::Judge, when: B(&[B("pip"), B("pip.*"), B("pip3"), B("ensurepip"), B("ensurepip.*"), B("venv"), B("venv.*"), B("virtualenv"), B("virtualenv.*"), B("pipx"), B("pipx.*"), B("poetry"), B("poetry.*"), B("uv"), B("uv.*"), B("build"), B("build.*"), B("twine"), B("twine.*"), B("http.server"), B("smtpd"), B("ftplib"), B("telnetlib"), B("webbrowser")]), inner: InnerCommand::ValueAndRest, ..EFFECT },
+            E { trigger: T::Option(B("-m")), kind: Kind::Exec, action: Action::Judge, when: B(&[B("pip"), B("pip.*"), B("pip3"), B("ensurepip"), B("ensurepip.*"), B("venv"), B("venv.*"), B("virtualenv"), B("virtualenv.*"), B("pipx"), B("pipx.*"), B("poetry"), B("poetry.*"), B("uv"), B("uv.*"), B("build"), B("build.*"), B("twine"), B("twine.*"), B("pytest"), B("http.server"), B("smtpd"), B("ftplib"), B("telnetlib"), B("webbrowser")]), inner: InnerCommand::ValueAndRest, ..EFFECT },
             E { trigger: T::Option(B("-m")), kind: Kind::Exec, action: Action::OnUnknown, when: B(&[B("runpy"), B("cProfile"), B("profile"), B("pdb"), B("trace")]),
                 reason: B("runs another module or script named in its own arguments (`-m runpy pip install x` is pip), which the gate does not follow; run the module itself"), ..EFFECT },
         ]),
