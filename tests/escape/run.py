@@ -855,7 +855,9 @@ class Session:
             shutil.copy2(src, ws / src.name)
         for lib in ("escape_lib.py", "escape_lib.sh") + (("mcp_driver.py",) if case.spec.get("driver") else ()):
             shutil.copy2(LIB / lib, ws / lib)
-        (ws / "targets.env").write_text(self.targets(ws))
+        # The case's own targets (manifest `targets`) after the session's.
+        own = "".join(f"{k}={v}\n" for k, v in case.spec.get("targets", {}).items())
+        (ws / "targets.env").write_text(self.targets(ws) + own)
         (ws / "readme.txt").write_text(f"workspace-token-{self.marker}\n")
         setup = case.spec.get("setup", "")
         if setup == "links_to_tmp_canary":
@@ -1921,6 +1923,27 @@ def load_tier_overrides(name: str, cases: list[Case], all_cases: list[Case]) -> 
     return out, data.get("targets", {})
 
 
+def apply_elsewhere(cases: list[Case]) -> list[Case]:
+    """A case's `elsewhere` table: how it runs on every run but the reference
+    one (native backend, as root, `airlock run` itself), typically smaller. What
+    such a case proves at full size is tier-independent code, proved once; the
+    other runs check that their backend feeds that code. Its keys replace the
+    manifest's, like a tier's override, and it names its `reason`."""
+    out = []
+    for c in cases:
+        e = c.spec.get("elsewhere")
+        if e is None:
+            out.append(c)
+            continue
+        if not e.get("reason"):
+            raise SystemExit(f"manifest: {c.name}: elsewhere needs a reason")
+        spec = {k: v for k, v in c.spec.items() if k != "elsewhere"}
+        spec.update({k: v for k, v in e.items() if k != "reason"})
+        print(f"{c.name} runs as elsewhere: {e['reason']}")
+        out.append(Case(c.name, c.file, c.category, c.expect, c.what, spec))
+    return out
+
+
 def load_tier_runner(name: str) -> dict:
     """A tier's `[runner]` table (tiers/NAME.toml): `boot_allowance`, added to
     every case's deadline and duration_under, and `vmm`, the name of the
@@ -2116,6 +2139,9 @@ def main() -> int:
                                           "inside a workspace it serves (crates/airlock/tests/serve_http.rs)")
     tier_targets = {}
     if args.backend == "airlock":
+        reference = args.backend_tier == "native" and os.geteuid() == 0 and not args.via_server
+        if not reference:
+            cases = apply_elsewhere(cases)
         cases, tier_targets = load_tier_overrides(args.backend_tier, cases, all_cases)
     needs_cgroup = load_rootless(args.backend_tier, cases, all_cases) if ROOTLESS_BEST_EFFORT else {}
     sess = Session(args)
