@@ -26,7 +26,7 @@ mode = "overlay"
 [network]
 mode = "none"
 [commands]
-allow = ["python3"]
+allow = ["python3", "pytest"]
 [limits]
 timeout = "90s"
 memory = "256MiB"
@@ -44,7 +44,7 @@ mode = "rw"
 mode = "allowlist"
 allow = ["pypi.example.org"]
 [commands]
-allow = ["python3"]
+allow = ["python3", "pytest"]
 "#;
 
 fn compile(policy: &str, golden_name: &str) {
