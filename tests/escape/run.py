@@ -1914,21 +1914,27 @@ def load_tier_overrides(name: str, cases: list[Case], all_cases: list[Case]) -> 
             continue
         if not o.get("reason"):
             raise SystemExit(f"tiers/{name}.toml: override.{c.name} needs a reason")
-        spec = {k: v for k, v in c.spec.items() if k not in o.get("drop", [])}
-        spec.update({k: v for k, v in o.items() if k not in ("reason", "drop")})
-        if "limits" in o:
-            spec["limits"] = {**c.spec.get("limits", {}), **o["limits"]}
         print(f"tier {name}: {c.name} judged as overridden: {o['reason']}")
-        out.append(Case(c.name, c.file, c.category, c.expect, c.what, spec))
+        out.append(overridden(c, o))
     return out, data.get("targets", {})
+
+
+def overridden(c: Case, o: dict) -> Case:
+    """Case c with an override table's keys: they replace the case's, `limits`
+    is merged key by key, `drop` lists keys to remove, `reason` is not a key."""
+    spec = {k: v for k, v in c.spec.items() if k not in o.get("drop", [])}
+    spec.update({k: v for k, v in o.items() if k not in ("reason", "drop")})
+    if "limits" in o:
+        spec["limits"] = {**c.spec.get("limits", {}), **o["limits"]}
+    return Case(c.name, c.file, c.category, c.expect, c.what, spec)
 
 
 def apply_elsewhere(cases: list[Case]) -> list[Case]:
     """A case's `elsewhere` table: how it runs on every run but the reference
     one (native backend, as root, `airlock run` itself), typically smaller. What
     such a case proves at full size is tier-independent code, proved once; the
-    other runs check that their backend feeds that code. Its keys replace the
-    manifest's, like a tier's override, and it names its `reason`."""
+    other runs check that their backend feeds that code. It is applied as a
+    tier's override is, and names its `reason`."""
     out = []
     for c in cases:
         e = c.spec.get("elsewhere")
@@ -1937,10 +1943,8 @@ def apply_elsewhere(cases: list[Case]) -> list[Case]:
             continue
         if not e.get("reason"):
             raise SystemExit(f"manifest: {c.name}: elsewhere needs a reason")
-        spec = {k: v for k, v in c.spec.items() if k != "elsewhere"}
-        spec.update({k: v for k, v in e.items() if k != "reason"})
         print(f"{c.name} runs as elsewhere: {e['reason']}")
-        out.append(Case(c.name, c.file, c.category, c.expect, c.what, spec))
+        out.append(overridden(c, {**e, "drop": ["elsewhere", *e.get("drop", [])]}))
     return out
 
 
