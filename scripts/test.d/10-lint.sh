@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Formatting. clippy runs in 20-rust, as the compiler of the test build, so
+# that the dependencies are compiled once (see there).
 set -euo pipefail
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
