@@ -141,7 +141,7 @@ else
   else
     if ! docker_install; then skip "airlock docker" "could not install docker.io and debootstrap"
     elif ! docker_start "$DD"; then skip "airlock docker" "dockerd did not start (its log's tail is above)"
-    elif ! docker_image "$DD/sock" "$PWD/target/docker-image" airlock-sandbox:test; then
+    elif ! docker_image "$DD/sock" airlock-sandbox:test; then
       skip "airlock docker" "the image could not be built (debootstrap of Debian's packages)"
     else
       DENV="env AIRLOCK_DOCKER_SOCKET=$DD/sock AIRLOCK_DOCKER_IMAGE=airlock-sandbox:test"

@@ -51,27 +51,42 @@ docker_stop() {
   rm -rf "$d"
 }
 
-# docker_rootfs CACHE: a minimal Debian root with python3 (pip and git for the
-# escape corpus's control and git cases) as a tarball, built once from Debian's
-# packages with debootstrap and cached as CACHE/rootfs-py-git.tar. Shared with
-# 58b-podman.sh, which imports it into podman. Returns non-zero, the reason on
-# stderr, on failure.
+# DOCKER_ROOTFS: a minimal Debian root with python3 (pip and git for the escape
+# corpus's control and git cases) as a tarball, built from Debian's packages with
+# debootstrap (a minute or more) once per machine, and kept outside any checkout,
+# so that a fresh clone's CI does not build it again. Its name holds what it is
+# built from: a change of suite, variant or packages builds a new one.
+# AIRLOCK_TEST_CACHE moves it (default /var/cache/airlock-test).
+DOCKER_ROOTFS=${AIRLOCK_TEST_CACHE:-/var/cache/airlock-test}/docker-image/bookworm-minbase-python3-pip-git.tar
+
+# docker_rootfs: builds $DOCKER_ROOTFS when missing. Shared with 58b-podman.sh,
+# which imports it into podman. Returns non-zero, the reason on stderr, on failure.
 docker_rootfs() {
-  local cache=$1
-  [ -f "$cache/rootfs-py-git.tar" ] && return 0
-  mkdir -p "$cache"
-  rm -rf "$cache/rootfs.tmp"
-  debootstrap --variant=minbase --include=python3,python3-pip,git bookworm "$cache/rootfs.tmp" \
-    >"$cache/debootstrap.log" 2>&1 || { tail -5 "$cache/debootstrap.log" >&2; echo "debootstrap failed" >&2; return 1; }
-  rm -rf "$cache/rootfs.tmp/var/cache/apt/archives/"*.deb "$cache/rootfs.tmp/var/lib/apt/lists/"*
-  tar -C "$cache/rootfs.tmp" -cf "$cache/rootfs-py-git.tar.tmp" . && mv "$cache/rootfs-py-git.tar.tmp" "$cache/rootfs-py-git.tar"
-  rm -rf "$cache/rootfs.tmp"
+  local dir=${DOCKER_ROOTFS%/*} lock rc=0
+  [ -f "$DOCKER_ROOTFS" ] && return 0
+  mkdir -p "$dir" || return 1
+  # One builder at a time (two test runs, or a benchmark beside one); the
+  # second finds the tarball made when it gets the lock.
+  exec {lock}>"$dir/.lock" && flock "$lock" || return 1
+  if [ ! -f "$DOCKER_ROOTFS" ]; then
+    rm -rf "$dir/rootfs.tmp"
+    if debootstrap --variant=minbase --include=python3,python3-pip,git bookworm "$dir/rootfs.tmp" \
+      >"$dir/debootstrap.log" 2>&1; then
+      rm -rf "$dir/rootfs.tmp/var/cache/apt/archives/"*.deb "$dir/rootfs.tmp/var/lib/apt/lists/"*
+      tar -C "$dir/rootfs.tmp" -cf "$DOCKER_ROOTFS.tmp" . && mv "$DOCKER_ROOTFS.tmp" "$DOCKER_ROOTFS" || rc=1
+    else
+      tail -5 "$dir/debootstrap.log" >&2; echo "debootstrap failed" >&2; rc=1
+    fi
+    rm -rf "$dir/rootfs.tmp" "$DOCKER_ROOTFS.tmp"
+  fi
+  exec {lock}>&-
+  return $rc
 }
 
-# docker_image SOCK CACHE IMAGE: imports IMAGE into the daemon at SOCK from
-# docker_rootfs's tarball. Returns non-zero, the reason on stderr, on failure.
+# docker_image SOCK IMAGE: imports IMAGE into the daemon at SOCK from
+# $DOCKER_ROOTFS. Returns non-zero, the reason on stderr, on failure.
 docker_image() {
-  local sock=$1 cache=$2 image=$3
-  docker_rootfs "$cache" || return 1
-  "$DOCKER_CLI" -H "unix://$sock" import "$cache/rootfs-py-git.tar" "$image" >/dev/null
+  local sock=$1 image=$2
+  docker_rootfs || return 1
+  "$DOCKER_CLI" -H "unix://$sock" import "$DOCKER_ROOTFS" "$image" >/dev/null
 }

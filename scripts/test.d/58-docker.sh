@@ -2,7 +2,7 @@
 # The Docker-API backend as a user meets it: dockerd from Debian's packages
 # (installed idempotently), started here with private roots and a private
 # socket, an image built without any registry (debootstrap from Debian's
-# packages, cached under target/docker-image, then `docker import`),
+# packages, cached per machine (scripts/lib/docker.sh), then `docker import`),
 # `airlock run --backend docker` smoke checks (output, exit codes, changes and
 # --apply, network none, network allowlist through the in-sandbox relay
 # (scripts/build-relay), limits, refusals, containers and stages removed, a
@@ -24,7 +24,6 @@ bin=$PWD/target/debug/airlock
 relay=$(scripts/build-relay) || exit 1
 docker=$DOCKER_CLI
 image=airlock-sandbox:test
-cache=$PWD/target/docker-image
 
 d=$(mktemp -d /tmp/airlock-test-dockerd.XXXXXX)
 state=$(mktemp -d)
@@ -42,8 +41,8 @@ trap cleanup EXIT
 docker_start "$d" 2>&1 || skip "dockerd did not start here (its log's tail is above)"
 
 # The image: a minimal Debian root with python3, built once from Debian's packages.
-if ! docker_image "$d/sock" "$cache" "$image"; then
-  [ -f "$cache/rootfs-py-git.tar" ] && exit 1
+if ! docker_image "$d/sock" "$image"; then
+  [ -f "$DOCKER_ROOTFS" ] && exit 1
   skip "debootstrap failed"
 fi
 

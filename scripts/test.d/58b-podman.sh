@@ -2,7 +2,7 @@
 # The Docker-API backend against podman's service instead of dockerd: podman
 # from Debian's packages (installed idempotently), `podman system service`
 # started here with private storage and a private socket, the same locally
-# built image as 58-docker.sh (debootstrap, cached under target/docker-image,
+# built image as 58-docker.sh (debootstrap, cached per machine by scripts/lib/docker.sh,
 # then `podman import`), the same smoke checks (scripts/lib/docker-smoke.sh),
 # then the escape corpus on the docker tier through podman's socket (and its
 # network category with `--network allowlist`).
@@ -39,7 +39,6 @@ bin=$PWD/target/debug/airlock
 # Network allowlist mode's in-sandbox relay, linked statically.
 relay=$(scripts/build-relay) || exit 1
 image=airlock-sandbox:test
-cache=$PWD/target/docker-image
 
 d=$(mktemp -d /tmp/airlock-test-podman.XXXXXX)
 state=$(mktemp -d)
@@ -84,8 +83,8 @@ fi
 
 # shellcheck source=scripts/lib/docker.sh
 . scripts/lib/docker.sh
-docker_rootfs "$cache" || skip "debootstrap failed"
-"${P[@]}" import "$cache/rootfs-py-git.tar" "$image" >/dev/null || exit 1
+docker_rootfs || skip "debootstrap failed"
+"${P[@]}" import "$DOCKER_ROOTFS" "$image" >/dev/null || exit 1
 
 export AIRLOCK_STATE_DIR=$state AIRLOCK_DOCKER_SOCKET=unix://$d/sock AIRLOCK_DOCKER_IMAGE=$image AIRLOCK_RELAY=$relay
 containers() { "${P[@]}" ps -aq --filter label=airlock.run | wc -l; }
