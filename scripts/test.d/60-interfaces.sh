@@ -2,25 +2,45 @@
 # Agent interfaces (issue 5): the Python client, its LangChain/LangGraph
 # integration and the official MCP client against a real `airlock serve` /
 # `airlock mcp` (pytest), then schemathesis against the live server with
-# openapi.json. Installs its Python packages (pinned) into a venv under target/.
+# openapi.json. Its pinned Python packages live in a venv kept per machine,
+# outside any checkout (installing them takes about a minute), named after the
+# requirements file and the interpreter, so that a change of either makes a new
+# one. The client under test is never installed there: a wheel is built from
+# this checkout (its packaging), and the tests import it from src/.
+# AIRLOCK_TEST_CACHE moves the venv (default /var/cache/airlock-test).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-venv=target/py-venv-interfaces
 req=clients/python/requirements-test.txt
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/.installed-requirements"; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
-  cp "$req" "$venv/.installed-requirements"
+key=$( { cat "$req"; readlink -f "$(command -v python3)"; python3 -VV; } | sha256sum | cut -c1-16)
+venv=${AIRLOCK_TEST_CACHE:-/var/cache/airlock-test}/py-venv-interfaces-$key
+if [ ! -f "$venv/.complete" ]; then
+  mkdir -p "${venv%/*}"
+  # One installer at a time; a second run finds the venv complete once it has the lock.
+  exec {lock}>"$venv.lock"
+  flock "$lock"
+  if [ ! -f "$venv/.complete" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+    touch "$venv/.complete"
+  fi
+  exec {lock}>&-
 fi
-"$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e clients/python
+# The wheel is built from a copy: setuptools writes build/ and egg-info into the tree it builds.
+wheels=$(mktemp -d)
+cp -r clients/python "$wheels/src"
+"$venv/bin/pip" wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w "$wheels" "$wheels/src" \
+  || { echo "FAIL: clients/python does not build as a wheel"; exit 1; }
+ls "$wheels"/airlock_client-*.whl >/dev/null || { echo "FAIL: no airlock_client wheel was built"; exit 1; }
+rm -rf "$wheels"
 
 cargo build --locked -q -p airlock
 export AIRLOCK_BIN="$PWD/target/debug/airlock"
 
 echo "--- pytest clients/python"
 rc=0
-(cd clients/python && "../../$venv/bin/python" -m pytest -q -p no:cacheprovider tests) || rc=$?
+(cd clients/python && PYTHONPATH=$PWD/src "$venv/bin/python" -m pytest -q -p no:cacheprovider tests) || rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure here"
   exit 1
