@@ -5,11 +5,13 @@
 # README's install command and `airlock --version` from PATH, and a sandbox run by
 # the installed binary (whose helper is itself, re-executed from the install dir).
 #
-# Cost: the clone builds in release once. CARGO_TARGET_DIR is this checkout's
-# target/readme, shared by the first command and the install step, so a second CI
-# run on the same machine reuses the compiled dependencies. That stays honest:
-# cargo keys each workspace crate's artifacts by its source path, so every crate of
-# the clone is compiled from the clone's own files, never taken from this checkout.
+# Cost: the clone builds in release. CARGO_TARGET_DIR is kept per machine, outside
+# any checkout (like cargo's registry cache), and shared by the first command and
+# the install step, so that a CI run reuses the dependencies an earlier one
+# compiled. That stays honest: a fresh clone's files are all newer than any
+# artifact, so cargo compiles every workspace crate again from the clone's own
+# files; only registry crates, whose sources cargo checks by version and
+# checksum, are reused. AIRLOCK_TEST_CACHE moves it (default /var/cache/airlock-test).
 # The install goes to a temporary CARGO_INSTALL_ROOT, not the machine's ~/.cargo/bin.
 # The release profile is built without optimisation here (CARGO_PROFILE_RELEASE_*
 # below): what this part proves (cargo finds the airlock binary, the binary builds
@@ -21,7 +23,7 @@ cd "$(dirname "$0")/../.."
 repo=$PWD
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export CARGO_TARGET_DIR=$repo/target/readme
+export CARGO_TARGET_DIR=${AIRLOCK_TEST_CACHE:-/var/cache/airlock-test}/readme-target
 if [ "${README_OPTIMISED:-0}" != 1 ]; then
   export CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=0
 fi
