@@ -15,6 +15,12 @@ if [ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $fuzz_version" ]; then
     || { echo "FAIL fuzz: cargo-fuzz $fuzz_version did not install"; exit 1; }
 fi
 export RUSTC_BOOTSTRAP=1
+# The fuzz build (every dependency of airlock-policy, instrumented: 2-4 minutes of
+# CPU) goes to a target dir kept per machine, outside any checkout, like 45-readme's:
+# a fresh clone's files are newer than any artifact, so the workspace's crates are
+# compiled again from them and only registry crates are reused.
+# AIRLOCK_TEST_CACHE moves it (default /var/cache/airlock-test).
+fuzz_target_dir=${AIRLOCK_TEST_CACHE:-/var/cache/airlock-test}/fuzz-target
 # The pass in the test command is deterministic (a fixed seed and a fixed number of
 # runs per target, about a minute each here), so a CI result never depends on luck; new
 # inputs are hunted by the longer, time-bounded runs of the README, or here with
@@ -32,7 +38,7 @@ for target in policy_load shell_decide knowledge; do
   # panics, integer overflows (debug assertions are on), stack exhaustion and
   # hangs, which need none; AddressSanitizer would only add build and run time.
   log=$(mktemp)
-  if cargo fuzz run --sanitizer none --fuzz-dir fuzz "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \
+  if cargo fuzz run --sanitizer none --fuzz-dir fuzz --target-dir "$fuzz_target_dir" "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \
     "${budget[@]}" -max_len=4096 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
     tail -n 6 "$log"
   else
