@@ -33,8 +33,10 @@ for a in "$@"; do
     *) echo "unknown argument $a" >&2; exit 2 ;;
   esac
 done
-if [ $SMOKE = 1 ]; then RUNS=${RUNS:-5}; WARM=${WARM:-1}; RUNS_LONG=${RUNS_LONG:-2}; INPROC_N=${INPROC_N:-2}
-else RUNS=${RUNS:-30}; WARM=${WARM:-3}; RUNS_LONG=${RUNS_LONG:-5}; INPROC_N=${INPROC_N:-7}; fi
+# The smoke run proves that every stage still runs (the test command runs it):
+# one run of each long workload, no warm-up for them, no settling.
+if [ $SMOKE = 1 ]; then RUNS=${RUNS:-5}; WARM=${WARM:-1}; RUNS_LONG=${RUNS_LONG:-1}; WARM_LONG=0; INPROC_N=${INPROC_N:-1}
+else RUNS=${RUNS:-30}; WARM=${WARM:-3}; RUNS_LONG=${RUNS_LONG:-5}; WARM_LONG=1; INPROC_N=${INPROC_N:-7}; fi
 PY=/usr/bin/python3   # the same interpreter inside every sandbox and outside
 
 # ------------------------------------------------------------------ peers and airlock
@@ -124,7 +126,7 @@ for w in pycpu pysys; do
   args=(-n bare "$C" -n airlock "$AL $C" -n bwrap "$BW $C" -n crun "$(CR $w)" -n firejail "$FJ $C")
   # runsc's ptrace platform needs ~10 s for the syscall loop: full runs only
   [ $RUNSC = 1 ] && { [ $SMOKE = 0 ] || [ $w = pycpu ]; } && args+=(-n runsc "$GV $C")
-  hf "runtime_$w" --warmup 1 -r "$RUNS_LONG" "${args[@]}"
+  hf "runtime_$w" --warmup "$WARM_LONG" -r "$RUNS_LONG" "${args[@]}"
 done
 
 # The same start-up comparison round-robin (fair to every tool on a busy machine).
@@ -136,7 +138,7 @@ python3 bench/interleaved.py --vs bwrap "$([ $SMOKE = 1 ] && echo 5 || echo 40)"
 # 300 ms workload on a shared 2-core machine swing by 30 %.
 for w in pypass pycpu pysys; do
   case $w in pypass) C="$PY -c pass" ;; pycpu) C="$PY -c \"$CPU_CODE\"" ;; pysys) C="$PY -c \"$SYS_CODE\"" ;; esac
-  n=$([ $SMOKE = 1 ] && echo 2 || { [ $w = pypass ] && echo 40 || echo 10; })
+  n=$([ $SMOKE = 1 ] && echo 1 || { [ $w = pypass ] && echo 40 || echo 10; })
   server=(); [ $w = pypass ] && server=("airlock-server=$ALS $C")
   python3 bench/interleaved.py --vs bwrap "$n" "bare=$C" "airlock=$AL $C" "${server[@]}" "bwrap=$BW $C" > "$OUT/interleaved_$w.md"
 done
@@ -159,7 +161,7 @@ done
 # (network namespaces, cgroups, firejail's mounts) runs for seconds after
 # them; no peer runs in this stage, so it starts on a settled machine: at
 # most 15 s until one second passes with both CPUs over 95 % idle.
-python3 - <<'SETTLE'
+[ $SMOKE = 1 ] || python3 - <<'SETTLE'
 import time
 def busy():
     with open("/proc/stat") as f:
