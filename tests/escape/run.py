@@ -916,6 +916,16 @@ class Session:
             for cmd in (["add", "-A"], ["commit", "-q", "-m", "setup"]):
                 subprocess.run(["git", "-C", str(ws)] + cmd, check=True, env=self.git_env(),
                                capture_output=True)
+        elif setup == "envrc_unresolved":
+            # a checkout whose .envrc (allowed) puts a directory on PATH through
+            # a command substitution, as monorepos do: the gate cannot tell
+            # which directory, so it cannot name the paths it must hold
+            subprocess.run(["git", "init", "-q", "-b", "main", str(ws)], check=True, env=self.git_env())
+            (ws / ".envrc").write_text('PATH_add "$(git rev-parse --show-toplevel)/tools"\n')
+            (ws / "README.md").write_text("project\n")
+            for cmd in (["add", "-A"], ["commit", "-q", "-m", "setup"]):
+                subprocess.run(["git", "-C", str(ws)] + cmd, check=True, env=self.git_env(),
+                               capture_output=True)
         elif setup == "nested_repo":
             # a repository vendored inside the workspace, with a commit of its own
             lib = ws / "vendor" / "lib"

@@ -12,11 +12,16 @@
 //!
 //! An `.envrc` is a bash script; only the direnv standard library's directives
 //! and `PATH=` assignments are read, line by line, not executed. A directive
-//! hidden behind a variable or a function of the user's own is not seen (the
-//! file itself, and `.envrc.*` and `.direnv/`, are held by the default
-//! approval list). An `.envrc` below the root applies in its directory (direnv
-//! loads the nearest one up from the shell's directory): those in the
-//! directories of a set's changes are read too ([`named_below`]).
+//! whose path goes through an expansion the reader does not follow
+//! (`PATH_add "$(git rev-parse --show-toplevel)/bin"`, `dotenv $ENV_FILE`)
+//! could name any path of the workspace, so it holds every one of them, and
+//! the reason says to write the path out. `$PWD`, `$HOME` and `~` are
+//! followed; `$PATH` in a `PATH=` assignment is the PATH before it. A
+//! directive hidden inside a function of the user's own is not seen (the file
+//! itself, and `.envrc.*` and `.direnv/`, are held by the default approval
+//! list). An `.envrc` below the root applies in its directory (direnv loads the
+//! nearest one up from the shell's directory): those in the directories of a
+//! set's changes are read too ([`named_below`]).
 
 use super::git_config::{normalize, read_small};
 use super::{HostNamed, NamedBy};
@@ -27,15 +32,19 @@ use std::path::{Path, PathBuf};
 const MAX_DIRS: usize = 10_000;
 
 /// The work-tree paths below `root` that the root's `.envrc`, as it is on the
-/// host now, puts on PATH or loads.
-pub fn host_named(root: &Path) -> Vec<HostNamed> {
-    named_by(root, Path::new(""))
+/// host now, puts on PATH or loads; `home` is what `$HOME` and `~` stand for.
+pub fn host_named(root: &Path, home: Option<&Path>) -> Vec<HostNamed> {
+    named_by(root, home, Path::new(""))
 }
 
 /// What the `.envrc` files in the directories holding `changed` (paths
 /// relative to `root`) and in the directories between them and the root, the
 /// root's own excepted, name: the files direnv would load in a shell there.
-pub fn named_below<'a>(root: &Path, changed: impl IntoIterator<Item = &'a Path>) -> Vec<HostNamed> {
+pub fn named_below<'a>(
+    root: &Path,
+    home: Option<&Path>,
+    changed: impl IntoIterator<Item = &'a Path>,
+) -> Vec<HostNamed> {
     let mut dirs: Vec<&Path> = Vec::new();
     for path in changed {
         for dir in path.ancestors().skip(1) {
@@ -48,11 +57,11 @@ pub fn named_below<'a>(root: &Path, changed: impl IntoIterator<Item = &'a Path>)
             dirs.push(dir);
         }
     }
-    dirs.iter().flat_map(|d| named_by(root, d)).collect()
+    dirs.iter().flat_map(|d| named_by(root, home, d)).collect()
 }
 
 /// What `<root>/<dir>/.envrc` names, relative to `root`.
-fn named_by(root: &Path, dir: &Path) -> Vec<HostNamed> {
+fn named_by(root: &Path, home: Option<&Path>, dir: &Path) -> Vec<HostNamed> {
     let base = root.join(dir);
     let file = base.join(".envrc");
     let Some(text) = read_small(&file) else {
@@ -60,14 +69,24 @@ fn named_by(root: &Path, dir: &Path) -> Vec<HostNamed> {
     };
     let mut named: Vec<HostNamed> = Vec::new();
     let mut name = |rel: &str, dir: bool, directive: &str| {
-        let Some(path) = inside(root, &base, rel) else {
-            return;
+        let (path, dir, by) = match place(root, home, &base, rel) {
+            Place::Inside(path) => (path, dir, format!("`{directive}` in {}", file.display())),
+            Place::Outside => return,
+            // The root as a directory: every path of the workspace.
+            Place::Unknown => (
+                PathBuf::new(),
+                true,
+                format!(
+                    "`{directive}` in {}, through an expansion the gate does not follow, so it may name any path of the workspace; write the path out in the .envrc to hold only what it names",
+                    file.display()
+                ),
+            ),
         };
         if !named.iter().any(|n| n.path == path && n.dir == dir) {
             named.push(HostNamed {
                 path,
                 dir,
-                by: format!("`{directive}` in {}", file.display()),
+                by,
                 tool: NamedBy::Direnv,
             });
         }
@@ -139,7 +158,9 @@ fn named_by(root: &Path, dir: &Path) -> Vec<HostNamed> {
         for word in &command {
             if let Some(value) = word.strip_prefix("PATH=") {
                 for entry in value.split(':') {
-                    name(entry, true, &shown);
+                    if !matches!(entry, "$PATH" | "${PATH}" | "") {
+                        name(entry, true, &shown);
+                    }
                 }
             }
         }
@@ -147,22 +168,57 @@ fn named_by(root: &Path, dir: &Path) -> Vec<HostNamed> {
     named
 }
 
-/// `value` (as written in the `.envrc` of `base`: relative, `./x`, `$PWD/x`,
-/// `${PWD}/x`, or absolute) as a path relative to the root, when it lies in
-/// the workspace. Other expansions are not followed.
-fn inside(root: &Path, base: &Path, value: &str) -> Option<PathBuf> {
+/// Where a path written in an `.envrc` lies.
+enum Place {
+    /// In the workspace, relative to its root (the root itself is empty).
+    Inside(PathBuf),
+    /// Outside it, where no run writes.
+    Outside,
+    /// Behind an expansion that is not followed: anywhere.
+    Unknown,
+}
+
+/// Where `value` (as written in the `.envrc` of `base`: relative, `./x`,
+/// `$PWD/x`, `${PWD}/x`, `$HOME/x`, `~/x` or absolute) lies.
+fn place(root: &Path, home: Option<&Path>, base: &Path, value: &str) -> Place {
     let value = value.trim_end_matches('/');
-    let rest = ["$PWD", "${PWD}", "$(pwd)", "$(expand_path .)"]
-        .iter()
-        .find_map(|p| value.strip_prefix(p))
-        .map(|r| r.trim_start_matches('/'))
-        .unwrap_or(value);
-    if rest.contains('$') || rest.contains('`') {
-        return None;
+    let mut start = base;
+    let mut rest = value;
+    for p in [
+        "$PWD",
+        "${PWD}",
+        "$(pwd)",
+        "$(expand_path .)",
+        "$HOME",
+        "${HOME}",
+        "~",
+    ] {
+        let Some(r) = value.strip_prefix(p) else {
+            continue;
+        };
+        if !(r.is_empty() || r.starts_with('/')) {
+            continue;
+        }
+        if p.contains("HOME") || p == "~" {
+            match home {
+                Some(h) => start = h,
+                None => return Place::Unknown,
+            }
+        }
+        rest = r.trim_start_matches('/');
+        break;
     }
-    let abs = normalize(&base.join(rest))?;
-    let rel = abs.strip_prefix(root).ok()?;
-    (!rel.as_os_str().is_empty()).then(|| rel.to_path_buf())
+    if rest.contains('$') || rest.contains('`') || rest.starts_with('~') {
+        return Place::Unknown;
+    }
+    // Only `..` past `/` fails to normalize: outside any workspace but `/`.
+    let Some(abs) = normalize(&start.join(rest)) else {
+        return Place::Outside;
+    };
+    match abs.strip_prefix(root) {
+        Ok(rel) => Place::Inside(rel.to_path_buf()),
+        Err(_) => Place::Outside,
+    }
 }
 
 /// The simple commands of a script, each as its words with quotes removed:
@@ -204,6 +260,23 @@ fn commands(text: &str) -> Vec<Vec<String>> {
                 Some(n) => word.push(n),
             },
             (None, '#') if word.is_empty() => comment = true,
+            // `$(...)` and `${...}` are part of their word, unquoted too.
+            (None, open @ ('(' | '{')) if word.ends_with('$') => {
+                let close = if open == '(' { ')' } else { '}' };
+                word.push(open);
+                let mut depth = 1;
+                for n in chars.by_ref() {
+                    word.push(n);
+                    if n == open {
+                        depth += 1;
+                    } else if n == close {
+                        depth -= 1;
+                    }
+                    if depth == 0 {
+                        break;
+                    }
+                }
+            }
             (None, '\n' | ';' | '&' | '|' | '(' | ')' | '{' | '}') => {
                 end_word(&mut word, &mut command);
                 out.push(std::mem::take(&mut command));
@@ -239,10 +312,63 @@ mod tests {
     fn named(envrc: &str) -> Vec<(String, bool)> {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(".envrc"), envrc).unwrap();
-        host_named(dir.path())
+        host_named(dir.path(), None)
             .into_iter()
             .map(|n| (n.path.display().to_string(), n.dir))
             .collect()
+    }
+
+    /// Every path, as a directory: what a directive behind an expansion names.
+    fn all() -> Vec<(String, bool)> {
+        vec![(String::new(), true)]
+    }
+
+    #[test]
+    fn a_path_behind_an_expansion_names_the_whole_workspace() {
+        for envrc in [
+            "PATH_add \"$(git rev-parse --show-toplevel)/tools\"\n",
+            "PATH_add $(git rev-parse --show-toplevel)/tools\n",
+            "PATH_add $TOOLS\n",
+            "source_env_if_exists \"${ENV_DIR}\"\n",
+            "dotenv `echo .env`\n",
+            "export PATH=\"$TOOLS:$PATH\"\n",
+            "PATH_add ~/bin\n",
+            "PATH_add .\n",
+        ] {
+            assert_eq!(named(envrc), all(), "{envrc}");
+        }
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join(".envrc"), "PATH_add $TOOLS\n").unwrap();
+        let by = &host_named(d.path(), None)[0].by;
+        assert!(
+            by.contains("`PATH_add $TOOLS`") && by.contains("write the path out"),
+            "{by}"
+        );
+    }
+
+    #[test]
+    fn pwd_home_and_the_old_path_are_followed() {
+        // $PATH is the PATH before; $(pwd) unquoted is one word.
+        assert_eq!(
+            named("export PATH=\"$PWD/bin:$PATH\"\n"),
+            vec![("bin".into(), true)]
+        );
+        assert_eq!(named("PATH_add $(pwd)/bin\n"), vec![("bin".into(), true)]);
+        assert_eq!(named("PATH=${PATH}:$PWD/x\n"), vec![("x".into(), true)]);
+        // $HOME and ~: inside the workspace when the home holds it, else outside.
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("proj");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::write(
+            root.join(".envrc"),
+            "PATH_add $HOME/proj/bin ~/.cargo/bin ${HOME}/proj/t\n",
+        )
+        .unwrap();
+        let got: Vec<String> = host_named(&root, Some(d.path()))
+            .into_iter()
+            .map(|n| n.path.display().to_string())
+            .collect();
+        assert_eq!(got, vec!["bin", "t"]);
     }
 
     #[test]
@@ -259,7 +385,7 @@ mod tests {
              layout node\n\
              layout python3\n\
              export PATH=\"${PWD}/scripts:$PATH\"; watch_file x\n\
-             strict_env && PATH_add ../outside /abs $HOME/bin\n",
+             strict_env && PATH_add ../outside /abs\n",
         );
         let want: &[(&str, bool)] = &[
             ("bin", true),
@@ -293,7 +419,7 @@ mod tests {
         std::fs::write(root.join("other/.envrc"), "PATH_add bin\n").unwrap();
         let names = |changed: &[&str]| -> Vec<String> {
             let changed: Vec<&Path> = changed.iter().map(Path::new).collect();
-            named_below(root, changed)
+            named_below(root, None, changed)
                 .into_iter()
                 .map(|n| n.path.display().to_string())
                 .collect()
@@ -306,9 +432,9 @@ mod tests {
     #[test]
     fn no_envrc_or_an_unreadable_one_names_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(host_named(dir.path()).is_empty());
+        assert!(host_named(dir.path(), None).is_empty());
         std::fs::create_dir(dir.path().join(".envrc")).unwrap();
-        assert!(host_named(dir.path()).is_empty());
+        assert!(host_named(dir.path(), None).is_empty());
         assert!(named("").is_empty());
         assert!(named("PATH_add '$unbalanced").len() <= 1);
     }

@@ -293,6 +293,9 @@ pub struct Context {
     /// The root is the home directory of the user airlock acts for (see
     /// [`Context::with_home`]): its `bin/` is on that user's PATH.
     pub root_is_home: bool,
+    /// That user's home directory, when known: `$HOME` and `~` in an
+    /// `.envrc` stand for it.
+    pub home: Option<PathBuf>,
 }
 
 impl Context {
@@ -320,6 +323,7 @@ impl Context {
             protect: protect.to_vec(),
             host_named: Vec::new(),
             root_is_home: false,
+            home: None,
         }
     }
 
@@ -329,7 +333,7 @@ impl Context {
     /// the host's files say now. Reads the host.
     pub fn with_host_config(mut self, home: Option<&Path>) -> Context {
         self.host_named = git_config::host_named(&self.root, home);
-        let root = envrc::host_named(&self.root);
+        let root = envrc::host_named(&self.root, self.home.as_deref());
         self.add_named(root);
         self
     }
@@ -338,7 +342,7 @@ impl Context {
     /// the directories of the `changed` paths (relative to the root), where
     /// direnv would load them. Reads the host.
     pub fn with_envrc_below<'a>(mut self, changed: impl IntoIterator<Item = &'a Path>) -> Context {
-        let named = envrc::named_below(&self.root, changed);
+        let named = envrc::named_below(&self.root, self.home.as_deref(), changed);
         self.add_named(named);
         self
     }
@@ -367,9 +371,10 @@ impl Context {
                     .zip(std::fs::canonicalize(b).ok())
                     .is_some_and(|(a, b)| a == b)
         };
-        self.root_is_home = home.is_some_and(|h| {
-            h.is_absolute() && !self.root.as_os_str().is_empty() && same(h, &self.root)
-        });
+        let home = home.filter(|h| h.is_absolute());
+        self.root_is_home =
+            home.is_some_and(|h| !self.root.as_os_str().is_empty() && same(h, &self.root));
+        self.home = home.map(Path::to_path_buf);
         self
     }
 }
@@ -1066,7 +1071,9 @@ impl Rules {
                 .iter()
                 .find(|n| rel == n.path || (n.dir && rel.starts_with(&n.path)))
             {
-                let what = if n.dir && rel != n.path {
+                let what = if n.path.as_os_str().is_empty() {
+                    "in the workspace, all of which"
+                } else if n.dir && rel != n.path {
                     "in a directory"
                 } else {
                     "a file"
@@ -1218,6 +1225,32 @@ mod tests {
             Context::new(root, &[], &[]).with_host_config(None),
         );
         let c = rules.classify(&entry("bin/git", ChangeKind::Added, EntryType::File));
+        assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
+    }
+
+    /// A directive whose path the reader cannot resolve may name any path:
+    /// every change is held, and the reason says how to narrow it.
+    #[test]
+    fn an_envrc_path_behind_an_expansion_holds_every_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join(".envrc"),
+            "PATH_add \"$(git rev-parse --show-toplevel)/tools\"\n",
+        )
+        .unwrap();
+        let rules = Rules::new(
+            &ChangesPolicy::default(),
+            Context::new(root, &[], &[]).with_host_config(None),
+        );
+        for rel in ["tools/git", "src/main.py", "README.md"] {
+            let c = rules.classify(&entry(rel, ChangeKind::Added, EntryType::File));
+            assert_eq!(c.disposition, Disposition::ApprovalRequired, "{rel}");
+            assert_eq!(c.rule, "builtin.envrc_named", "{rel}");
+            assert!(c.reason.contains("write the path out"), "{}", c.reason);
+        }
+        // Deleting is still judged as before: nothing is planted by it.
+        let c = rules.classify(&entry("README.md", ChangeKind::Deleted, EntryType::File));
         assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
     }
 
