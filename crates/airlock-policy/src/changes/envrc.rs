@@ -184,22 +184,24 @@ fn place(root: &Path, home: Option<&Path>, base: &Path, value: &str) -> Place {
     let value = value.trim_end_matches('/');
     let mut start = base;
     let mut rest = value;
-    for p in [
-        "$PWD",
-        "${PWD}",
-        "$(pwd)",
-        "$(expand_path .)",
-        "$HOME",
-        "${HOME}",
-        "~",
-    ] {
+    // Each prefix a path may start with, and whether it stands for the home.
+    let prefixes = [
+        ("$PWD", false),
+        ("${PWD}", false),
+        ("$(pwd)", false),
+        ("$(expand_path .)", false),
+        ("$HOME", true),
+        ("${HOME}", true),
+        ("~", true),
+    ];
+    for (p, is_home) in prefixes {
         let Some(r) = value.strip_prefix(p) else {
             continue;
         };
         if !(r.is_empty() || r.starts_with('/')) {
             continue;
         }
-        if p.contains("HOME") || p == "~" {
+        if is_home {
             match home {
                 Some(h) => start = h,
                 None => return Place::Unknown,

@@ -328,12 +328,13 @@ impl Context {
     }
 
     /// This context with the work-tree paths that host git, run in the
-    /// workspace by the user whose home is `home`, would execute or read as
-    /// configuration, and those the root's `.envrc` puts on PATH or loads, as
-    /// the host's files say now. Reads the host.
-    pub fn with_host_config(mut self, home: Option<&Path>) -> Context {
+    /// workspace by the user whose home [`Context::with_home`] gave, would
+    /// execute or read as configuration, and those the root's `.envrc` puts
+    /// on PATH or loads, as the host's files say now. Reads the host.
+    pub fn with_host_config(mut self) -> Context {
+        let home = self.home.as_deref();
         self.host_named = git_config::host_named(&self.root, home);
-        let root = envrc::host_named(&self.root, self.home.as_deref());
+        let root = envrc::host_named(&self.root, home);
         self.add_named(root);
         self
     }
@@ -1202,7 +1203,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::write(root.join(".envrc"), "PATH_add bin\ndotenv\nuse flake\n").unwrap();
-        let ctx = Context::new(root, &[], &[]).with_host_config(None);
+        let ctx = Context::new(root, &[], &[]).with_host_config();
         let rules = Rules::new(&ChangesPolicy::default(), ctx);
         for rel in ["bin/git", "bin", ".env", "flake.nix"] {
             let c = rules.classify(&entry(rel, ChangeKind::Added, EntryType::File));
@@ -1222,7 +1223,7 @@ mod tests {
         std::fs::remove_file(root.join(".envrc")).unwrap();
         let rules = Rules::new(
             &ChangesPolicy::default(),
-            Context::new(root, &[], &[]).with_host_config(None),
+            Context::new(root, &[], &[]).with_host_config(),
         );
         let c = rules.classify(&entry("bin/git", ChangeKind::Added, EntryType::File));
         assert_eq!(c.disposition, Disposition::Allow, "{}", c.reason);
@@ -1241,7 +1242,7 @@ mod tests {
         .unwrap();
         let rules = Rules::new(
             &ChangesPolicy::default(),
-            Context::new(root, &[], &[]).with_host_config(None),
+            Context::new(root, &[], &[]).with_host_config(),
         );
         for rel in ["tools/git", "src/main.py", "README.md"] {
             let c = rules.classify(&entry(rel, ChangeKind::Added, EntryType::File));

@@ -430,7 +430,7 @@ pub fn rules<'a>(ws: &WorkspaceSpec, changed: impl IntoIterator<Item = &'a Path>
     let home = ws.home.as_deref();
     let context = Context::new(&ws.root, &ws.owned, &protect)
         .with_home(home)
-        .with_host_config(home)
+        .with_host_config()
         .with_envrc_below(changed);
     Rules::new(&ws.changes, context)
 }

@@ -340,7 +340,7 @@ fn change_verdict(
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let context = Context::new(&policy.workspace.root, &owned, &policy.workspace.protect)
         .with_home(home.as_deref())
-        .with_host_config(home.as_deref())
+        .with_host_config()
         .with_envrc_below([rel]);
     let entry = Entry {
         rel,
