@@ -51,35 +51,34 @@ docker_stop() {
   rm -rf "$d"
 }
 
+# shellcheck source=scripts/lib/test-cache.sh
+. "$(dirname "${BASH_SOURCE[0]}")/test-cache.sh"
+
 # DOCKER_ROOTFS: a minimal Debian root with python3 (pip and git for the escape
 # corpus's control and git cases) as a tarball, built from Debian's packages with
-# debootstrap (a minute or more) once per machine, and kept outside any checkout,
-# so that a fresh clone's CI does not build it again. Its name holds what it is
-# built from: a change of suite, variant or packages builds a new one.
-# AIRLOCK_TEST_CACHE moves it (default /var/cache/airlock-test).
-DOCKER_ROOTFS=${AIRLOCK_TEST_CACHE:-/var/cache/airlock-test}/docker-image/bookworm-minbase-python3-pip-git.tar
+# debootstrap (a minute or more) once per machine, in the test cache. Its name
+# holds what it is built from: a change of suite, variant or packages builds a
+# new one.
+DOCKER_ROOTFS=$TEST_CACHE/docker-image/bookworm-minbase-python3-pip-git.tar
 
 # docker_rootfs: builds $DOCKER_ROOTFS when missing. Shared with 58b-podman.sh,
 # which imports it into podman. Returns non-zero, the reason on stderr, on failure.
 docker_rootfs() {
-  local dir=${DOCKER_ROOTFS%/*} lock rc=0
-  [ -f "$DOCKER_ROOTFS" ] && return 0
+  cache_make "$DOCKER_ROOTFS" docker_rootfs_build
+}
+
+docker_rootfs_build() {
+  local dir=${DOCKER_ROOTFS%/*} rc=0
   mkdir -p "$dir" || return 1
-  # One builder at a time (two test runs, or a benchmark beside one); the
-  # second finds the tarball made when it gets the lock.
-  exec {lock}>"$dir/.lock" && flock "$lock" || return 1
-  if [ ! -f "$DOCKER_ROOTFS" ]; then
-    rm -rf "$dir/rootfs.tmp"
-    if debootstrap --variant=minbase --include=python3,python3-pip,git bookworm "$dir/rootfs.tmp" \
-      >"$dir/debootstrap.log" 2>&1; then
-      rm -rf "$dir/rootfs.tmp/var/cache/apt/archives/"*.deb "$dir/rootfs.tmp/var/lib/apt/lists/"*
-      tar -C "$dir/rootfs.tmp" -cf "$DOCKER_ROOTFS.tmp" . && mv "$DOCKER_ROOTFS.tmp" "$DOCKER_ROOTFS" || rc=1
-    else
-      tail -5 "$dir/debootstrap.log" >&2; echo "debootstrap failed" >&2; rc=1
-    fi
-    rm -rf "$dir/rootfs.tmp" "$DOCKER_ROOTFS.tmp"
+  rm -rf "$dir/rootfs.tmp"
+  if debootstrap --variant=minbase --include=python3,python3-pip,git bookworm "$dir/rootfs.tmp" \
+    >"$dir/debootstrap.log" 2>&1; then
+    rm -rf "$dir/rootfs.tmp/var/cache/apt/archives/"*.deb "$dir/rootfs.tmp/var/lib/apt/lists/"*
+    tar -C "$dir/rootfs.tmp" -cf "$DOCKER_ROOTFS.tmp" . && mv "$DOCKER_ROOTFS.tmp" "$DOCKER_ROOTFS" || rc=1
+  else
+    tail -5 "$dir/debootstrap.log" >&2; echo "debootstrap failed" >&2; rc=1
   fi
-  exec {lock}>&-
+  rm -rf "$dir/rootfs.tmp" "$DOCKER_ROOTFS.tmp"
   return $rc
 }
 

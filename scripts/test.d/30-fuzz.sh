@@ -19,8 +19,9 @@ export RUSTC_BOOTSTRAP=1
 # CPU) goes to a target dir kept per machine, outside any checkout, like 45-readme's:
 # a fresh clone's files are newer than any artifact, so the workspace's crates are
 # compiled again from them and only registry crates are reused.
-# AIRLOCK_TEST_CACHE moves it (default /var/cache/airlock-test).
-fuzz_target_dir=${AIRLOCK_TEST_CACHE:-/var/cache/airlock-test}/fuzz-target
+# shellcheck source=scripts/lib/test-cache.sh
+. scripts/lib/test-cache.sh
+fuzz_target_dir=$TEST_CACHE/fuzz-target
 # The pass in the test command is deterministic (a fixed seed and a fixed number of
 # runs per target, about a minute each here), so a CI result never depends on luck; new
 # inputs are hunted by the longer, time-bounded runs of the README, or here with

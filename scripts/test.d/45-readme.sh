@@ -11,7 +11,7 @@
 # compiled. That stays honest: a fresh clone's files are all newer than any
 # artifact, so cargo compiles every workspace crate again from the clone's own
 # files; only registry crates, whose sources cargo checks by version and
-# checksum, are reused. AIRLOCK_TEST_CACHE moves it (default /var/cache/airlock-test).
+# checksum, are reused (scripts/lib/test-cache.sh).
 # The install goes to a temporary CARGO_INSTALL_ROOT, not the machine's ~/.cargo/bin.
 # The release profile is built without optimisation here (CARGO_PROFILE_RELEASE_*
 # below): what this part proves (cargo finds the airlock binary, the binary builds
@@ -23,7 +23,9 @@ cd "$(dirname "$0")/../.."
 repo=$PWD
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export CARGO_TARGET_DIR=${AIRLOCK_TEST_CACHE:-/var/cache/airlock-test}/readme-target
+# shellcheck source=scripts/lib/test-cache.sh
+. scripts/lib/test-cache.sh
+export CARGO_TARGET_DIR=$TEST_CACHE/readme-target
 if [ "${README_OPTIMISED:-0}" != 1 ]; then
   export CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=0
 fi

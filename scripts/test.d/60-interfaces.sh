@@ -7,26 +7,20 @@
 # requirements file and the interpreter, so that a change of either makes a new
 # one. The client under test is never installed there: a wheel is built from
 # this checkout (its packaging), and the tests import it from src/.
-# AIRLOCK_TEST_CACHE moves the venv (default /var/cache/airlock-test).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+# shellcheck source=scripts/lib/test-cache.sh
+. scripts/lib/test-cache.sh
 req=clients/python/requirements-test.txt
 key=$( { cat "$req"; readlink -f "$(command -v python3)"; python3 -VV; } | sha256sum | cut -c1-16)
-venv=${AIRLOCK_TEST_CACHE:-/var/cache/airlock-test}/py-venv-interfaces-$key
-if [ ! -f "$venv/.complete" ]; then
-  mkdir -p "${venv%/*}"
-  # One installer at a time; a second run finds the venv complete once it has the lock.
-  exec {lock}>"$venv.lock"
-  flock "$lock"
-  if [ ! -f "$venv/.complete" ]; then
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
-    touch "$venv/.complete"
-  fi
-  exec {lock}>&-
-fi
+venv=$TEST_CACHE/py-venv-interfaces-$key
+make_venv() {
+  rm -rf "$venv"
+  python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check -r "$req" \
+    && touch "$venv/.complete"
+}
+cache_make "$venv/.complete" make_venv || { echo "FAIL: the test venv could not be made"; exit 1; }
 # The wheel is built from a copy: setuptools writes build/ and egg-info into the tree it builds.
 wheels=$(mktemp -d)
 cp -r clients/python "$wheels/src"
